@@ -1,0 +1,47 @@
+# Two commands for a newcomer: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install migrate demo lint format worker e2e clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py seed_demo
+
+# Web server and a real Celery worker; Ctrl-C stops both.
+run: demo
+	@$(PY) -c "from django.conf import settings; import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE','hilbench_annotate.settings'); django.setup(); print(settings.RUNTIME_MODE)"
+	@echo "Open http://$(HOST):$(PORT)/ and log in with one of the demo users above."
+	@trap 'kill 0' INT TERM EXIT; \
+	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info --concurrency=2 & \
+	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+
+worker: install
+	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info
+
+test: install
+	$(VENV)/bin/pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf var .pytest_cache

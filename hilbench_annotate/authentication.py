@@ -1,0 +1,30 @@
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from hilbench_annotate.models import ApiToken
+
+
+class ApiTokenAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer <token>`` (or ``Token <token>``) against hashed ApiTokens."""
+
+    keywords = ("bearer", "token")
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower().decode() not in self.keywords:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
+        key = header[1].decode(errors="replace")
+        token = (
+            ApiToken.objects.select_related("user")
+            .filter(key_hash=ApiToken.hash_key(key), revoked_at__isnull=True)
+            .first()
+        )
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return token.user, token
+
+    def authenticate_header(self, request):
+        return "Bearer"

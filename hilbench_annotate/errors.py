@@ -1,0 +1,46 @@
+"""Domain errors. The API's exception handler maps them to 400 / 403 / 409."""
+
+
+class DomainError(Exception):
+    """A request the domain refuses; the message says what is wrong."""
+
+    status_code = 400
+
+
+class AccessDenied(DomainError):
+    status_code = 403
+
+
+class StaleVersion(DomainError):
+    """Someone saved the object since the caller read it."""
+
+    status_code = 409
+
+    def __init__(self, *, expected: int, current: int):
+        super().__init__(
+            f"This task was saved by someone else since you opened it "
+            f"(you edited version {expected}, the current version is {current})."
+        )
+        self.expected = expected
+        self.current = current
+
+
+class ImportRefused(DomainError):
+    """An import file with bad records: nothing was imported.
+
+    ``problems`` lists every bad record as ``(index, reason)``; index is the record's
+    position in the file (0-based) or a folder name.
+    """
+
+    def __init__(self, summary: str, problems: list[tuple[object, str]]):
+        self.summary = summary
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self, limit: int = 50) -> str:
+        lines = [self.summary]
+        for where, reason in self.problems[:limit]:
+            lines.append(f"  record {where}: {reason}")
+        if len(self.problems) > limit:
+            lines.append(f"  … and {len(self.problems) - limit} more")
+        return "\n".join(lines)

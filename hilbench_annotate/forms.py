@@ -1,0 +1,65 @@
+from django import forms
+
+from hilbench_annotate.models import ImportJob
+
+
+class ImportForm(forms.Form):
+    """One form for the three importers; ``clean`` checks the files the chosen kind needs."""
+
+    kind = forms.ChoiceField(choices=ImportJob.Kind.choices, label="What to import")
+    project = forms.TypedChoiceField(coerce=int, label="Project")
+    questions = forms.FileField(
+        required=False,
+        label="BIRD questions (.json / .jsonl)",
+        help_text="Records {question_id, db_id, question, evidence, SQL, difficulty}",
+    )
+    databases = forms.FileField(
+        required=False,
+        label="BIRD databases (.zip / .tar.gz)",
+        help_text="<db_id>/<db_id>.sqlite and <db_id>/database_description/*.csv",
+    )
+    skip_missing_databases = forms.BooleanField(
+        required=False, label="Import questions whose database is absent (noted on the task)"
+    )
+    instances = forms.FileField(required=False, label="SWE-bench instances (.json / .jsonl)")
+    repository = forms.FileField(
+        required=False, label="Repository archive (.zip / .tar.gz with its .git)"
+    )
+    repo_url = forms.CharField(
+        required=False, label="…or repository URL (https / ssh)", max_length=500
+    )
+    archive = forms.FileField(
+        required=False,
+        label="HiL-Bench task folders (.zip / .tar.gz)",
+        help_text="Folders like sql_0/ with baseline/, ask_human/, full_info/, shared/",
+    )
+
+    NEEDS = {
+        ImportJob.Kind.BIRD: ("questions",),
+        ImportJob.Kind.SWEBENCH: ("instances",),
+        ImportJob.Kind.HILBENCH: ("archive",),
+    }
+
+    def __init__(self, *args, projects=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [(p.pk, p.name) for p in projects]
+
+    def clean(self):
+        data = super().clean()
+        kind = data.get("kind")
+        for name in self.NEEDS.get(kind, ()):
+            if not data.get(name):
+                self.add_error(name, "Needed for this kind of import.")
+        if (
+            kind == ImportJob.Kind.BIRD
+            and not data.get("databases")
+            and not data.get("skip_missing_databases")
+        ):
+            self.add_error("databases", "Upload the databases, or tick the box to import without.")
+        if kind == ImportJob.Kind.SWEBENCH and not (data.get("repository") or data.get("repo_url")):
+            self.add_error("repository", "Upload the repository or give its URL.")
+        return data
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Token name", help_text="e.g. eval-harness-1")

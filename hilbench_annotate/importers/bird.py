@@ -1,0 +1,205 @@
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.models import Project, SqlDatabase, Task
+from hilbench_annotate.services import task_create
+from hilbench_annotate.vocabulary import Domain, TaskSource
+
+from .common import (
+    ImportReport,
+    RecordStreamError,
+    database_store,
+    iter_records,
+    read_descriptions,
+    safe_name,
+    sqlite_problem,
+)
+
+REQUIRED_TEXT = ("db_id", "question", "SQL")
+DIFFICULTIES = {"simple", "moderate", "challenging"}
+
+
+def bird_source_id(record: dict[str, Any]) -> str:
+    # question_id alone is not unique across BIRD-format sets (Spider's ids restart at 0).
+    return f"{record['db_id']}/{record['question_id']}"
+
+
+def _record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return f"expected an object, got {type(record).__name__}"
+    missing = [k for k in ("question_id", *REQUIRED_TEXT) if k not in record]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    qid = record["question_id"]
+    if isinstance(qid, bool) or not isinstance(qid, int | str) or str(qid).strip() == "":
+        return f"question_id must be an integer or a non-empty string, got {qid!r}"
+    for key in REQUIRED_TEXT:
+        if not isinstance(record[key], str) or not record[key].strip():
+            return f"{key} must be non-empty text"
+    if not safe_name(record["db_id"]):
+        return f"db_id {record['db_id']!r} is not a plain database name"
+    if not isinstance(record.get("evidence", ""), str):
+        return "evidence must be text"
+    difficulty = record.get("difficulty", "")
+    if difficulty and difficulty not in DIFFICULTIES:
+        return f"difficulty {difficulty!r} is not one of {sorted(DIFFICULTIES)}"
+    return None
+
+
+def _database_dir(databases: Path, db_id: str) -> Path:
+    return databases / db_id
+
+
+def _description_dir(databases: Path, db_id: str) -> Path:
+    nested = databases / db_id / "database_description"
+    return nested if nested.is_dir() else databases / db_id
+
+
+def _selected(questions: Path, db_id: str | None, limit: int | None):
+    taken = 0
+    for index, record in iter_records(questions):
+        if db_id and isinstance(record, dict) and record.get("db_id") != db_id:
+            continue
+        if limit is not None and taken >= limit:
+            return
+        taken += 1
+        yield index, record
+
+
+def import_bird(
+    *,
+    project: Project,
+    questions: Path,
+    databases: Path,
+    db_id: str | None = None,
+    limit: int | None = None,
+    skip_missing_databases: bool = False,
+    actor=None,
+) -> ImportReport:
+    """Import BIRD records with their SQLite databases and description CSVs.
+
+    Pass 1 streams the file and checks every record and every database it names; any
+    problem refuses the whole file. Pass 2 streams it again and writes in one transaction.
+    """
+    questions, databases = Path(questions), Path(databases)
+    if not questions.is_file():
+        raise ImportRefused(f"Questions file {questions} does not exist.", [])
+    if not databases.is_dir():
+        raise ImportRefused(f"Databases directory {databases} does not exist.", [])
+
+    problems: list[tuple[object, str]] = []
+    seen: dict[str, tuple[int, dict]] = {}
+    repeats: list[str] = []
+    used_databases: Counter[str] = Counter()
+    try:
+        for index, record in _selected(questions, db_id, limit):
+            problem = _record_problem(record)
+            if problem:
+                problems.append((index, problem))
+                continue
+            key = bird_source_id(record)
+            if key in seen:
+                first, first_record = seen[key]
+                # BIRD mini-dev repeats some records verbatim: harmless, imported once.
+                if first_record == record:
+                    repeats.append(f"record {index} repeats record {first} ({key}) exactly")
+                else:
+                    problems.append(
+                        (index, f"same question_id as record {first} ({key}), different content")
+                    )
+                continue
+            seen[key] = (index, record)
+            used_databases[record["db_id"]] += 1
+    except RecordStreamError as exc:
+        problems.append((exc.index, exc.reason))
+    if problems:
+        raise ImportRefused(
+            f"{questions.name}: {len(problems)} bad record(s); nothing was imported.", problems
+        )
+
+    report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
+    missing: dict[str, int] = {}
+    database_files: dict[str, Path] = {}
+    descriptions: dict[str, dict[str, str]] = {}
+    for name, count in sorted(used_databases.items()):
+        desc, desc_problems = read_descriptions(_description_dir(databases, name))
+        problems.extend((f"database {name}", p) for p in desc_problems)
+        descriptions[name] = desc
+        path = _database_dir(databases, name) / f"{name}.sqlite"
+        if not path.is_file():
+            missing[name] = count
+            continue
+        problem = sqlite_problem(path)
+        if problem:
+            problems.append((f"database {name}", problem))
+        database_files[name] = path
+    if problems:
+        raise ImportRefused("Some databases are unusable; nothing was imported.", problems)
+    if missing and not skip_missing_databases:
+        listing = ", ".join(f"{n} ({c} question(s))" for n, c in sorted(missing.items()))
+        raise ImportRefused(
+            f"Missing database file(s) under {databases}: {listing}. Expected "
+            f"<databases>/<db_id>/<db_id>.sqlite. Nothing was imported; pass "
+            f"--skip-missing-databases to import these questions without their databases.",
+            [(f"database {n}", f"{databases / n / (n + '.sqlite')} not found") for n in missing],
+        )
+    for name, count in sorted(missing.items()):
+        report.notes.append(f"database {name} absent: {count} question(s) imported without it")
+
+    existing = set(
+        Task.objects.filter(project=project, source=TaskSource.BIRD).values_list(
+            "source_id", flat=True
+        )
+    )
+    with transaction.atomic():
+        stored: dict[str, SqlDatabase] = {}
+        for _index, record in _selected(questions, db_id, limit):
+            key = bird_source_id(record)
+            if key in existing:
+                if key not in report.created:
+                    report.unchanged.append(key)
+                continue
+            existing.add(key)
+            name = record["db_id"]
+            if name in database_files and name not in stored:
+                stored[name] = database_store(
+                    db_id=name, source=database_files[name], descriptions=descriptions[name]
+                )
+            evidence = record.get("evidence", "") or ""
+            task_create(
+                project=project,
+                domain=Domain.SQL,
+                source=TaskSource.BIRD,
+                source_id=key,
+                title=record["question"].strip(),
+                original_spec={"question": record["question"], "evidence": evidence},
+                # BIRD's evidence is withheld from the blocked task by default.
+                blocked_spec={"question": record["question"], "evidence": ""},
+                environment={
+                    "db_id": name,
+                    "database": stored.get(name),
+                    "descriptions": descriptions[name],
+                    "original_sql": record["SQL"],
+                    "gold_sql": record["SQL"],
+                    "difficulty": record.get("difficulty", "") or "",
+                },
+                source_metadata={
+                    "question_id": record["question_id"],
+                    "db_id": name,
+                    "difficulty": record.get("difficulty", ""),
+                    "file": questions.name,
+                },
+                import_notes=(
+                    f"Database {name} was absent at import; attach it before validation."
+                    if name in missing
+                    else ""
+                ),
+                author=actor,
+                reason="imported",
+            )
+            report.created.append(key)
+    return report

@@ -1,0 +1,175 @@
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ijson
+from django.conf import settings
+
+from hilbench_annotate.models import SqlDatabase
+
+DESCRIPTION_HEADER = [
+    "original_column_name",
+    "column_name",
+    "column_description",
+    "data_format",
+    "value_description",
+]
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclass
+class ImportReport:
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"created": self.created, "unchanged": self.unchanged, "notes": self.notes}
+
+    def summary(self) -> str:
+        text = f"{len(self.created)} task(s) imported, {len(self.unchanged)} already present"
+        return text + "".join(f"\n  note: {n}" for n in self.notes)
+
+
+class RecordStreamError(Exception):
+    """The file itself is malformed at a given record."""
+
+    def __init__(self, index: int, reason: str):
+        super().__init__(reason)
+        self.index = index
+        self.reason = reason
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, record)`` from a JSON array or a JSON-lines file, streaming.
+
+    A JSON-lines file is recognised by its extension or by a first character other than
+    ``[``. A syntax error is raised as RecordStreamError naming the record where it occurred.
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(4096).lstrip()
+        handle.seek(0)
+        is_array = head.startswith(b"[") and path.suffix != ".jsonl"
+        if is_array:
+            index = -1
+            try:
+                for index, record in enumerate(ijson.items(handle, "item", use_float=True)):
+                    yield index, record
+            except ijson.JSONError as exc:
+                raise RecordStreamError(
+                    index + 1, f"the file is not valid JSON here: {exc}"
+                ) from None
+            return
+        for index, raw in enumerate(handle):
+            if not raw.strip():
+                continue
+            try:
+                yield index, json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise RecordStreamError(
+                    index, f"line {index + 1} is not valid JSON: {exc}"
+                ) from None
+
+
+def decode_text(data: bytes) -> str:
+    """Decode a text file as UTF-8 (with or without BOM), else as Windows-1252.
+
+    BIRD's description CSVs come in both encodings.
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+def read_descriptions(directory: Path) -> tuple[dict[str, str], list[str]]:
+    """Read ``<table>.csv`` description files: ``({table: csv text}, problems)``."""
+    descriptions: dict[str, str] = {}
+    problems: list[str] = []
+    if not directory.is_dir():
+        return descriptions, problems
+    for csv_path in sorted(directory.glob("*.csv")):
+        text = decode_text(csv_path.read_bytes())
+        try:
+            rows = list(csv.reader(io.StringIO(text)))
+        except csv.Error as exc:
+            problems.append(f"{csv_path.name}: not a readable CSV ({exc})")
+            continue
+        header = [h.strip().lower() for h in rows[0]] if rows else []
+        if csv_path.stem != "table_descriptions" and header[:2] != DESCRIPTION_HEADER[:2]:
+            problems.append(
+                f"{csv_path.name}: header {rows[0] if rows else []} does not start with "
+                f"{DESCRIPTION_HEADER[:2]}"
+            )
+            continue
+        descriptions[csv_path.stem] = text
+    return descriptions, problems
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """Why ``path`` is not a usable SQLite database file, or None."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        return f"cannot read {path.name}: {exc.strerror}"
+    if magic != SQLITE_MAGIC:
+        return f"{path.name} is not a SQLite database file"
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def database_store(*, db_id: str, source: Path, descriptions: dict[str, str]) -> SqlDatabase:
+    """Copy a database into the content-addressed store (once) and register it.
+
+    The file is written under a temporary name and renamed, so a half-copied file is never
+    taken for a stored one. Caller is inside the import's transaction; a file left by a
+    rolled-back import is harmless (same content, same name) and reused next time.
+    """
+    sha = file_sha256(source)
+    relative = f"{sha[:2]}/{sha}.sqlite"
+    target = settings.DATABASE_STORE / relative
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
+        os.close(fd)
+        shutil.copyfile(source, tmp)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, target)
+    database, _ = SqlDatabase.objects.get_or_create(
+        db_id=db_id,
+        sha256=sha,
+        defaults={
+            "size_bytes": target.stat().st_size,
+            "storage_path": relative,
+            "descriptions": descriptions,
+        },
+    )
+    return database
+
+
+def safe_name(value: Any) -> bool:
+    """A db_id or folder name that cannot escape a directory."""
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and value not in {".", ".."}
+        and "/" not in value
+        and "\\" not in value
+        and "\x00" not in value
+    )

@@ -1,0 +1,171 @@
+import json
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from hilbench_annotate.errors import DomainError, ImportRefused
+from hilbench_annotate.models import Project, Task
+from hilbench_annotate.repositories import commit_exists, repository_mirror
+from hilbench_annotate.services import task_create
+from hilbench_annotate.spec import swe_title
+from hilbench_annotate.vocabulary import Domain, TaskSource
+
+from .common import ImportReport, RecordStreamError, iter_records
+
+REQUIRED_TEXT = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch")
+DEFAULT_TEST_COMMAND = "python -m pytest -rA"
+
+
+def _test_list(record: dict[str, Any], name: str) -> list[str] | str:
+    """FAIL_TO_PASS / PASS_TO_PASS: upper-case (SWE-bench) or lower-case (SWE-Bench Pro),
+    a list or a JSON-encoded list (SWE-bench stores them as strings). Returns a reason
+    string when the value is unusable."""
+    value = record.get(name.upper(), record.get(name.lower()))
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except json.JSONDecodeError:
+            return f"{name} is a string but not a JSON list"
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        return f"{name} must be a list of test ids"
+    return value
+
+
+def _normalise(record: Any) -> dict[str, Any] | str:
+    if not isinstance(record, dict):
+        return f"expected an object, got {type(record).__name__}"
+    missing = [k for k in REQUIRED_TEXT if not isinstance(record.get(k), str)]
+    if missing:
+        return f"missing or non-text field(s) {', '.join(missing)}"
+    empty = [k for k in REQUIRED_TEXT if k != "problem_statement" and not record[k].strip()]
+    if empty:
+        return f"empty field(s) {', '.join(empty)}"
+    fail_to_pass = _test_list(record, "FAIL_TO_PASS")
+    pass_to_pass = _test_list(record, "PASS_TO_PASS")
+    for value in (fail_to_pass, pass_to_pass):
+        if isinstance(value, str):
+            return value
+    if not fail_to_pass:
+        return "FAIL_TO_PASS is empty: a task needs at least one test that the fix makes pass"
+    for optional in ("requirements", "interface", "test_cmd", "test_command"):
+        if optional in record and not isinstance(record[optional], str | type(None)):
+            return f"{optional} must be text"
+    return {
+        "instance_id": record["instance_id"].strip(),
+        "repo": record["repo"].strip(),
+        "base_commit": record["base_commit"].strip(),
+        "sections": {
+            "problem_statement": record["problem_statement"],
+            "requirements": record.get("requirements") or "",
+            "interface": record.get("interface") or "",
+        },
+        "patch": record["patch"],
+        "test_patch": record["test_patch"],
+        "fail_to_pass": fail_to_pass,
+        "pass_to_pass": pass_to_pass,
+        "test_command": record.get("test_cmd")
+        or record.get("test_command")
+        or DEFAULT_TEST_COMMAND,
+        "extra": {
+            k: record[k]
+            for k in ("version", "created_at", "environment_setup_commit", "repo_language")
+            if k in record
+        },
+    }
+
+
+def import_swebench(
+    *, project: Project, instances: Path, repo: str, actor=None, limit: int | None = None
+) -> ImportReport:
+    """Import SWE-bench / SWE-Bench Pro records on one repository, mirrored into the store."""
+    instances = Path(instances)
+    if not instances.is_file():
+        raise ImportRefused(f"Instances file {instances} does not exist.", [])
+    problems: list[tuple[object, str]] = []
+    seen: dict[str, int] = {}
+    repo_names: set[str] = set()
+    try:
+        for index, record in islice(iter_records(instances), limit):
+            normal = _normalise(record)
+            if isinstance(normal, str):
+                problems.append((index, normal))
+                continue
+            if normal["instance_id"] in seen:
+                problems.append(
+                    (index, f"duplicate instance_id of record {seen[normal['instance_id']]}")
+                )
+                continue
+            seen[normal["instance_id"]] = index
+            repo_names.add(normal["repo"])
+    except RecordStreamError as exc:
+        problems.append((exc.index, exc.reason))
+    if not problems and len(repo_names) > 1:
+        problems.append(
+            (
+                "file",
+                f"records name {len(repo_names)} repositories {sorted(repo_names)}; "
+                "--repo mirrors one, so import one repository's instances per run",
+            )
+        )
+    if problems:
+        raise ImportRefused(
+            f"{instances.name}: {len(problems)} bad record(s); nothing was imported.", problems
+        )
+    if not repo_names:
+        return ImportReport(notes=["the file holds no records"])
+
+    (repo_name,) = repo_names
+    try:
+        repository = repository_mirror(repo_name=repo_name, origin=repo)
+    except DomainError as exc:
+        raise ImportRefused(str(exc), []) from exc
+    for index, record in islice(iter_records(instances), limit):
+        base_commit = record["base_commit"].strip()
+        if not commit_exists(repository, base_commit):
+            problems.append((index, f"base_commit {base_commit} is not in {repo}"))
+    if problems:
+        raise ImportRefused(
+            f"{instances.name}: {len(problems)} record(s) name commits the repository lacks; "
+            "nothing was imported.",
+            problems,
+        )
+
+    report = ImportReport()
+    existing = set(
+        Task.objects.filter(project=project, source=TaskSource.SWEBENCH).values_list(
+            "source_id", flat=True
+        )
+    )
+    with transaction.atomic():
+        for _index, record in islice(iter_records(instances), limit):
+            normal = _normalise(record)
+            if normal["instance_id"] in existing:
+                report.unchanged.append(normal["instance_id"])
+                continue
+            task_create(
+                project=project,
+                domain=Domain.SWE,
+                source=TaskSource.SWEBENCH,
+                source_id=normal["instance_id"],
+                title=swe_title(normal["sections"]),
+                original_spec=normal["sections"],
+                environment={
+                    "repository": repository,
+                    "repo_name": repo_name,
+                    "base_commit": normal["base_commit"],
+                    "gold_patch": normal["patch"],
+                    "test_patch": normal["test_patch"],
+                    "fail_to_pass": normal["fail_to_pass"],
+                    "pass_to_pass": normal["pass_to_pass"],
+                    "test_command": normal["test_command"],
+                },
+                source_metadata={"instance_id": normal["instance_id"], **normal["extra"]},
+                author=actor,
+                reason="imported",
+            )
+            report.created.append(normal["instance_id"])
+    return report

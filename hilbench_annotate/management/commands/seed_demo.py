@@ -1,0 +1,160 @@
+"""Demo data and demo users for ``make run``: made by the project itself, idempotent."""
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from hilbench_annotate import services
+from hilbench_annotate.demo import build_all
+from hilbench_annotate.importers import import_bird, import_swebench
+from hilbench_annotate.models import Membership, Project, Task
+from hilbench_annotate.vocabulary import Role, TaskSource
+
+# username → (roles in the demo project, password). Demo only: refused with DEBUG off.
+DEMO_USERS = {
+    "author": ((Role.AUTHOR,), "author-demo"),
+    "author2": ((Role.AUTHOR,), "author2-demo"),
+    "reviewer": ((Role.REVIEWER,), "reviewer-demo"),
+    "auditor": ((Role.AUDITOR,), "auditor-demo"),
+    "lead": ((Role.LEAD,), "lead-demo"),
+    "harness": ((Role.HARNESS,), "harness-demo"),
+}
+BLOCKED_QUESTION = (
+    "Among the clients whose loans are troubled, who paid the most in loan servicing "
+    "during the review year? Give the full name."
+)
+DEMO_BLOCKERS = [
+    {
+        "key": "troubled_loan_definition",
+        "type": "question",
+        "subtype": "underspecified_concepts",
+        "description": 'The question asks about clients whose loans are "troubled" but '
+        "never says which loan states count as troubled.",
+        "resolution": "Troubled loans are loans with loan.status = 'D' (contract running, "
+        "client in debt).",
+        "surfaces_in": "descriptions",
+        "trigger_questions": [
+            "Which loan status values count as a troubled loan?",
+            "How is a troubled loan identified in the loan table?",
+            "What definition of troubled loans should the query use?",
+        ],
+    },
+    {
+        "key": "loan_servicing_payment_code",
+        "type": "schema",
+        "subtype": "confusing_column_or_column_definition",
+        "description": "Transactions carry purpose codes in k_symbol, but nothing says which "
+        "code marks a loan servicing payment.",
+        "resolution": "Loan servicing payments are transaction_log rows with k_symbol = 'LN'.",
+        "surfaces_in": "schema",
+        "trigger_questions": [
+            "Which k_symbol code marks a loan servicing payment?",
+            "How do I tell loan servicing payments apart from other transactions?",
+            "What transaction purpose code should be used for loan servicing?",
+        ],
+    },
+    {
+        "key": "review_year_dates",
+        "type": "question",
+        "subtype": "timeframe_ambiguity",
+        "description": 'The question limits payments to "the review year" without naming '
+        "the year or its dates.",
+        "resolution": "The review year is calendar year 1998: trans_date from 1998-01-01 to "
+        "1998-12-31.",
+        "surfaces_in": "specification",
+        "trigger_questions": [
+            "Which calendar year is the review year?",
+            "What start and end dates define the review year for payments?",
+            "What date range should payments be limited to?",
+        ],
+    },
+]
+
+
+class Command(BaseCommand):
+    help = "Make the demo project, demo users (one per role) and demo SQL and SWE tasks."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--force", action="store_true", help="Allow with DEBUG off")
+
+    def handle(self, *args, force=False, **options):
+        if not settings.DEBUG and not force:
+            raise CommandError("Demo users have known passwords; refusing with DEBUG off.")
+        paths = build_all(settings.VAR_DIR / "demo")
+        User = get_user_model()
+        with transaction.atomic():
+            project, _ = Project.objects.get_or_create(
+                slug="demo",
+                defaults={
+                    "name": "Demo benchmark",
+                    "description": "A retail-bank SQL database and a small invoicing library.",
+                },
+            )
+            other, _ = Project.objects.get_or_create(
+                slug="other-team", defaults={"name": "Other team's benchmark"}
+            )
+            admin, created = User.objects.get_or_create(
+                username="admin", defaults={"is_staff": True, "is_superuser": True}
+            )
+            if created:
+                admin.set_password("admin-demo")
+                admin.save()
+            users = {}
+            for username, (roles, password) in DEMO_USERS.items():
+                user, created = User.objects.get_or_create(username=username)
+                if created:
+                    user.set_password(password)
+                    user.save()
+                for role in roles:
+                    Membership.objects.get_or_create(project=project, user=user, role=role)
+                users[username] = user
+            outsider, created = User.objects.get_or_create(username="outsider")
+            if created:
+                outsider.set_password("outsider-demo")
+                outsider.save()
+            Membership.objects.get_or_create(project=other, user=outsider, role=Role.AUTHOR)
+
+        sql = import_bird(
+            project=project,
+            questions=paths["sql"]["questions"],
+            databases=paths["sql"]["databases"],
+            actor=users["author"],
+        )
+        swe = import_swebench(
+            project=project,
+            instances=paths["swe"]["instances"],
+            repo=str(paths["swe"]["repo"]),
+            actor=users["author2"],
+        )
+        import_bird(
+            project=other,
+            questions=paths["sql"]["questions"],
+            databases=paths["sql"]["databases"],
+            limit=1,
+            actor=outsider,
+        )
+        self._plant_demo_blockers(project, users["author"])
+        self.stdout.write(f"Demo SQL: {sql.summary()}\nDemo SWE: {swe.summary()}")
+        self.stdout.write("\nDemo users (username / password):")
+        self.stdout.write("  admin / admin-demo  (site admin)")
+        for username, (roles, password) in DEMO_USERS.items():
+            self.stdout.write(f"  {username} / {password}  ({', '.join(roles)} in Demo benchmark)")
+        self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
+
+    def _plant_demo_blockers(self, project, author) -> None:
+        task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
+        if task.blockers.exists():
+            return
+        with transaction.atomic():
+            task = Task.objects.select_for_update().get(pk=task.pk)
+            services.task_update(
+                task=task,
+                actor=author,
+                expected_version=task.version,
+                blocked_spec={"question": BLOCKED_QUESTION, "evidence": ""},
+            )
+            for blocker in DEMO_BLOCKERS:
+                services.blocker_create(
+                    task=task, actor=author, expected_version=task.version, **blocker
+                )

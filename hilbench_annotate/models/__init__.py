@@ -1,0 +1,21 @@
+from .blockers import Blocker, TriggerQuestion
+from .environments import Repository, SqlDatabase, SqlEnvironment, SweEnvironment
+from .imports import ImportJob
+from .projects import ApiToken, Membership, Project
+from .tasks import Revision, Task, TaskEvent
+
+__all__ = [
+    "ApiToken",
+    "Blocker",
+    "ImportJob",
+    "Membership",
+    "Project",
+    "Repository",
+    "Revision",
+    "SqlDatabase",
+    "SqlEnvironment",
+    "SweEnvironment",
+    "Task",
+    "TaskEvent",
+    "TriggerQuestion",
+]

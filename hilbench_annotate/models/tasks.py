@@ -1,0 +1,133 @@
+from django.conf import settings
+from django.db import models
+
+from hilbench_annotate.querysets import TaskQuerySet
+from hilbench_annotate.vocabulary import Domain, TaskSource, TaskStatus
+
+from .projects import Project
+
+
+class Task(models.Model):
+    """A benchmark task: a fully specified base task on its way to a blocked one.
+
+    ``original_spec`` and ``blocked_spec`` map section names to text — SQL: ``question`` and
+    ``evidence``; SWE: ``problem_statement``, ``requirements``, ``interface`` — so each
+    section can be edited and diffed on its own and rendered in the release's layout.
+    Every write goes through ``hilbench_annotate.services``; ``version`` is the optimistic
+    lock a save must name.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
+    domain = models.CharField(max_length=3, choices=Domain.choices)
+    source = models.CharField(max_length=20, choices=TaskSource.choices)
+    source_id = models.CharField(max_length=300, help_text="Id in the source dataset")
+    title = models.CharField(max_length=300)
+    original_spec = models.JSONField(default=dict)
+    blocked_spec = models.JSONField(default=dict)
+    source_metadata = models.JSONField(default=dict, blank=True)
+    import_notes = models.TextField(
+        blank=True, help_text="What the import could not bring in (e.g. an absent database)"
+    )
+    status = models.CharField(
+        max_length=20, choices=TaskStatus.choices, default=TaskStatus.DRAFT, db_index=True
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="authored_tasks",
+    )
+    version = models.PositiveIntegerField(default=1)
+    blocker_count = models.PositiveSmallIntegerField(
+        default=0, help_text="Kept by the services that add and remove blockers; for lists"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TaskQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "source", "source_id"], name="task_unique_source_record"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(domain__in=Domain.values), name="task_domain_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=TaskStatus.values), name="task_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(source__in=TaskSource.values), name="task_source_valid"
+            ),
+            models.CheckConstraint(condition=models.Q(version__gte=1), name="task_version_pos"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "domain", "status"]),
+            models.Index(fields=["project", "-updated_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_domain_display()} · {self.title}"
+
+    @property
+    def environment(self):
+        """The domain's environment row, or None when it was never made."""
+        name = "sql_environment" if self.domain == Domain.SQL else "swe_environment"
+        return getattr(self, name, None)
+
+
+class Revision(models.Model):
+    """An immutable snapshot of a task and its blockers, made at every save."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    snapshot = models.JSONField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
+    )
+    reason = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "number"], name="revision_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} r{self.number}"
+
+    def save(self, *args, **kwargs):
+        # Guard, not a side effect: revisions are written once and never changed.
+        if self.pk is not None:
+            raise ValueError("Revisions are immutable; make a new one instead.")
+        super().save(*args, **kwargs)
+
+
+class TaskEvent(models.Model):
+    """Append-only log of everything that happened to a task (or a project)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    kind = models.CharField(max_length=50)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.task_id or self.project_id}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError("Events are append-only.")
+        super().save(*args, **kwargs)

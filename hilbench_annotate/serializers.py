@@ -1,0 +1,150 @@
+from rest_framework import serializers
+
+from hilbench_annotate.models import (
+    Blocker,
+    Project,
+    SqlEnvironment,
+    SweEnvironment,
+    Task,
+    TriggerQuestion,
+)
+from hilbench_annotate.vocabulary import ALL_SUBTYPES, BlockerType, Surface
+
+
+class ProjectOut(serializers.ModelSerializer):
+    class Meta:
+        model = Project
+        fields = ["id", "name", "slug", "description"]
+
+
+class TriggerQuestionOut(serializers.ModelSerializer):
+    class Meta:
+        model = TriggerQuestion
+        fields = ["id", "position", "text"]
+
+
+class BlockerOut(serializers.ModelSerializer):
+    trigger_questions = TriggerQuestionOut(many=True, read_only=True)
+
+    class Meta:
+        model = Blocker
+        fields = [
+            "id",
+            "task",
+            "key",
+            "position",
+            "type",
+            "subtype",
+            "description",
+            "resolution",
+            "surfaces_in",
+            "criteria",
+            "trigger_questions",
+        ]
+
+
+class TaskListOut(serializers.ModelSerializer):
+    author = serializers.CharField(source="author.username", default=None)
+    resource = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Task
+        fields = [
+            "id",
+            "project",
+            "domain",
+            "source",
+            "source_id",
+            "title",
+            "status",
+            "author",
+            "version",
+            "blocker_count",
+            "resource",
+            "updated_at",
+        ]
+
+    def get_resource(self, task) -> str:
+        env = task.environment
+        if isinstance(env, SqlEnvironment):
+            return env.db_id
+        if isinstance(env, SweEnvironment):
+            return env.repo_name
+        return ""
+
+
+class SqlEnvironmentOut(serializers.ModelSerializer):
+    database_sha256 = serializers.CharField(source="database.sha256", default=None)
+
+    class Meta:
+        model = SqlEnvironment
+        exclude = ["id", "task", "database"]
+
+
+class SweEnvironmentOut(serializers.ModelSerializer):
+    repository = serializers.CharField(source="repository.name", default=None)
+
+    class Meta:
+        model = SweEnvironment
+        exclude = ["id", "task"]
+
+
+class TaskDetailOut(TaskListOut):
+    blockers = BlockerOut(many=True, read_only=True)
+    sql_environment = SqlEnvironmentOut(read_only=True, allow_null=True)
+    swe_environment = SweEnvironmentOut(read_only=True, allow_null=True)
+
+    class Meta(TaskListOut.Meta):
+        fields = TaskListOut.Meta.fields + [
+            "original_spec",
+            "blocked_spec",
+            "source_metadata",
+            "import_notes",
+            "created_at",
+            "sql_environment",
+            "swe_environment",
+            "blockers",
+        ]
+
+
+class VersionedIn(serializers.Serializer):
+    expected_version = serializers.IntegerField(
+        min_value=1, help_text="The task version the change was made on (optimistic lock)"
+    )
+
+
+class TaskUpdateIn(VersionedIn):
+    title = serializers.CharField(required=False, max_length=300)
+    blocked_spec = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False
+    )
+
+
+class BlockerFieldsIn(serializers.Serializer):
+    key = serializers.SlugField(max_length=120)
+    type = serializers.ChoiceField(choices=BlockerType.choices)
+    subtype = serializers.ChoiceField(
+        choices=[(s, s) for s in ALL_SUBTYPES], required=False, allow_blank=True
+    )
+    description = serializers.CharField()
+    resolution = serializers.CharField()
+    surfaces_in = serializers.ChoiceField(choices=Surface.choices, required=False, allow_blank=True)
+    criteria = serializers.DictField(required=False)
+
+
+class BlockerCreateIn(VersionedIn, BlockerFieldsIn):
+    trigger_questions = serializers.ListField(
+        child=serializers.CharField(), required=False, max_length=20
+    )
+
+
+class BlockerUpdateIn(VersionedIn, BlockerFieldsIn):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            if name != "expected_version":
+                field.required = False
+
+
+class TriggerQuestionIn(VersionedIn):
+    text = serializers.CharField()

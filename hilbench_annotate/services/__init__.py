@@ -1,0 +1,25 @@
+"""Every write to the core domain goes through a function here (``<entity>_<action>``)."""
+
+from .blockers import (
+    blocker_create,
+    blocker_delete,
+    blocker_update,
+    trigger_question_create,
+    trigger_question_delete,
+    trigger_question_update,
+)
+from .tasks import event_record, revision_create, task_create, task_snapshot, task_update
+
+__all__ = [
+    "blocker_create",
+    "blocker_delete",
+    "blocker_update",
+    "event_record",
+    "revision_create",
+    "task_create",
+    "task_snapshot",
+    "task_update",
+    "trigger_question_create",
+    "trigger_question_delete",
+    "trigger_question_update",
+]

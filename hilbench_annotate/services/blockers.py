@@ -1,0 +1,244 @@
+import re
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Blocker, Task, TriggerQuestion
+from hilbench_annotate.vocabulary import (
+    QUALITY_CRITERIA_KEYS,
+    SQL_SUBTYPES,
+    Domain,
+    Surface,
+    blocker_types_for,
+)
+
+from .tasks import event_record, revision_create, task_bump_version
+
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,119}$")
+
+
+def blocker_check(
+    *,
+    domain: str,
+    key: str,
+    type: str,  # noqa: A002 - the registry's own field name
+    subtype: str = "",
+    description: str,
+    resolution: str,
+    surfaces_in: str = "",
+    criteria: dict[str, Any] | None = None,
+    trigger_questions: list[str] | None = None,
+) -> list[str]:
+    """Every reason these blocker fields cannot be stored (empty when they can)."""
+    problems = []
+    if not isinstance(key, str) or not _KEY.match(key):
+        problems.append(
+            f"id {key!r} must be a slug (letters, digits, '_' or '-', at most 120 characters)"
+        )
+    allowed_types = blocker_types_for(domain)
+    if type not in allowed_types:
+        problems.append(f"type {type!r} is not a {domain} blocker type {list(allowed_types)}")
+    subtype = subtype or ""
+    if domain == Domain.SQL and type in SQL_SUBTYPES:
+        if subtype not in SQL_SUBTYPES[type]:
+            problems.append(
+                f"subtype {subtype!r} is not a subtype of {type!r} {list(SQL_SUBTYPES[type])}"
+            )
+    elif subtype:
+        problems.append(f"subtype {subtype!r} given, but {domain} blockers have no subtype")
+    for name, value in (("description", description), ("resolution", resolution)):
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"{name} must be non-empty text")
+    if surfaces_in and surfaces_in not in Surface.values:
+        problems.append(f"surfaces_in {surfaces_in!r} is not one of {Surface.values}")
+    if criteria:
+        if not isinstance(criteria, dict):
+            problems.append("criteria must be an object")
+        else:
+            unknown = set(criteria) - set(QUALITY_CRITERIA_KEYS)
+            if unknown:
+                problems.append(f"criteria has unknown keys {sorted(unknown)}")
+    questions_ok = isinstance(trigger_questions, list) and all(
+        isinstance(q, str) and q.strip() for q in trigger_questions
+    )
+    if trigger_questions is not None and not questions_ok:
+        problems.append("trigger questions must be a list of non-empty texts")
+    return problems
+
+
+def _blocker_insert(
+    *, task: Task, position: int, trigger_questions: list[str] = (), **fields
+) -> Blocker:
+    """Insert a blocker row and its trigger questions; caller validated and holds the task."""
+    blocker = Blocker.objects.create(task=task, position=position, **fields)
+    TriggerQuestion.objects.bulk_create(
+        TriggerQuestion(blocker=blocker, position=i, text=text)
+        for i, text in enumerate(trigger_questions)
+    )
+    return blocker
+
+
+def _raise_if(problems: list[str]) -> None:
+    if problems:
+        raise DomainError("; ".join(problems))
+
+
+def _after_change(*, task: Task, actor, reason: str, **data) -> None:
+    revision_create(task=task, actor=actor, reason=reason)
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="registry_edited",
+        change=reason,
+        version=task.version,
+        **data,
+    )
+
+
+def _sync_blocker_count(task: Task) -> None:
+    count = Blocker.objects.filter(task=task).count()
+    Task.objects.filter(pk=task.pk).update(blocker_count=count)
+    task.blocker_count = count
+
+
+@transaction.atomic
+def blocker_create(
+    *,
+    task: Task,
+    actor,
+    expected_version: int,
+    key: str,
+    type: str,  # noqa: A002
+    description: str,
+    resolution: str,
+    subtype: str = "",
+    surfaces_in: str = "",
+    criteria: dict[str, Any] | None = None,
+    trigger_questions: list[str] = (),
+) -> Blocker:
+    fields = dict(
+        key=key,
+        type=type,
+        subtype=subtype or "",
+        description=description,
+        resolution=resolution,
+        surfaces_in=surfaces_in,
+        criteria=criteria or {},
+    )
+    _raise_if(
+        blocker_check(domain=task.domain, trigger_questions=list(trigger_questions), **fields)
+    )
+    task_bump_version(task=task, expected_version=expected_version)
+    if Blocker.objects.filter(task=task, key=key).exists():
+        raise DomainError(f"id {key!r} is already used by another blocker of this task")
+    position = (Blocker.objects.filter(task=task).aggregate(m=Max("position"))["m"] or -1) + 1
+    try:
+        with transaction.atomic():
+            blocker = _blocker_insert(
+                task=task, position=position, trigger_questions=list(trigger_questions), **fields
+            )
+    except IntegrityError as exc:
+        raise DomainError(f"blocker {key!r} could not be stored: {exc}") from exc
+    _sync_blocker_count(task)
+    _after_change(task=task, actor=actor, reason=f"added blocker {key}", blocker=key)
+    return blocker
+
+
+@transaction.atomic
+def blocker_update(*, blocker: Blocker, actor, expected_version: int, **changes) -> Blocker:
+    allowed = {"key", "type", "subtype", "description", "resolution", "surfaces_in", "criteria"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise DomainError(f"cannot change {sorted(unknown)} of a blocker")
+    task = blocker.task
+    merged = {
+        name: changes.get(name, getattr(blocker, name))
+        for name in ("key", "type", "subtype", "description", "resolution", "surfaces_in")
+    }
+    merged["criteria"] = changes.get("criteria", blocker.criteria)
+    _raise_if(blocker_check(domain=task.domain, **merged))
+    task_bump_version(task=task, expected_version=expected_version)
+    if (
+        merged["key"] != blocker.key
+        and Blocker.objects.filter(task=task, key=merged["key"]).exists()
+    ):
+        raise DomainError(f"id {merged['key']!r} is already used by another blocker of this task")
+    for name, value in merged.items():
+        setattr(blocker, name, value or ("" if name != "criteria" else {}))
+    blocker.save()
+    _after_change(
+        task=task, actor=actor, reason=f"edited blocker {blocker.key}", blocker=blocker.key
+    )
+    return blocker
+
+
+@transaction.atomic
+def blocker_delete(*, blocker: Blocker, actor, expected_version: int) -> None:
+    task = blocker.task
+    task_bump_version(task=task, expected_version=expected_version)
+    key = blocker.key
+    blocker.delete()
+    Blocker.objects.filter(task=task, position__gt=blocker.position).update(
+        position=F("position") - 1
+    )
+    _sync_blocker_count(task)
+    _after_change(task=task, actor=actor, reason=f"deleted blocker {key}", blocker=key)
+
+
+def _check_question(text: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise DomainError("A trigger question must be non-empty text.")
+    return text
+
+
+@transaction.atomic
+def trigger_question_create(
+    *, blocker: Blocker, actor, expected_version: int, text: str
+) -> TriggerQuestion:
+    _check_question(text)
+    task = blocker.task
+    task_bump_version(task=task, expected_version=expected_version)
+    position = (blocker.trigger_questions.aggregate(m=Max("position"))["m"] or -1) + 1
+    question = TriggerQuestion.objects.create(blocker=blocker, position=position, text=text)
+    _after_change(
+        task=task,
+        actor=actor,
+        reason=f"added trigger question to {blocker.key}",
+        blocker=blocker.key,
+    )
+    return question
+
+
+@transaction.atomic
+def trigger_question_update(
+    *, question: TriggerQuestion, actor, expected_version: int, text: str
+) -> TriggerQuestion:
+    _check_question(text)
+    task = question.blocker.task
+    task_bump_version(task=task, expected_version=expected_version)
+    question.text = text
+    question.save(update_fields=["text"])
+    _after_change(
+        task=task,
+        actor=actor,
+        reason=f"edited trigger question of {question.blocker.key}",
+        blocker=question.blocker.key,
+    )
+    return question
+
+
+@transaction.atomic
+def trigger_question_delete(*, question: TriggerQuestion, actor, expected_version: int) -> None:
+    blocker = question.blocker
+    task = blocker.task
+    task_bump_version(task=task, expected_version=expected_version)
+    question.delete()
+    _after_change(
+        task=task,
+        actor=actor,
+        reason=f"deleted trigger question of {blocker.key}",
+        blocker=blocker.key,
+    )

@@ -1,0 +1,212 @@
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.models import (
+    Project,
+    Revision,
+    SqlEnvironment,
+    SweEnvironment,
+    Task,
+    TaskEvent,
+)
+from hilbench_annotate.spec import sections_for
+from hilbench_annotate.vocabulary import Domain
+
+SQL_ENV_FIELDS = (
+    "db_id",
+    "descriptions",
+    "edit_script",
+    "business_info",
+    "original_sql",
+    "gold_sql",
+    "golden_output",
+    "difficulty",
+)
+SWE_ENV_FIELDS = (
+    "repo_name",
+    "base_commit",
+    "setup_patch",
+    "gold_patch",
+    "test_patch",
+    "fail_to_pass",
+    "pass_to_pass",
+    "test_command",
+)
+
+
+def event_record(*, project_id: int, task_id: int | None, actor, kind: str, **data) -> TaskEvent:
+    return TaskEvent.objects.create(
+        project_id=project_id,
+        task_id=task_id,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        kind=kind,
+        data=data,
+    )
+
+
+def task_snapshot(task: Task) -> dict[str, Any]:
+    """Everything an author can change, as plain JSON: what a revision freezes."""
+    snapshot: dict[str, Any] = {
+        "version": task.version,
+        "title": task.title,
+        "domain": task.domain,
+        "status": task.status,
+        "original_spec": task.original_spec,
+        "blocked_spec": task.blocked_spec,
+        "blockers": [
+            {
+                "id": blocker.key,
+                "type": blocker.type,
+                "subtype": blocker.subtype,
+                "description": blocker.description,
+                "resolution": blocker.resolution,
+                "surfaces_in": blocker.surfaces_in,
+                "criteria": blocker.criteria,
+                "trigger_questions": [q.text for q in blocker.trigger_questions.all()],
+            }
+            for blocker in task.blockers.prefetch_related("trigger_questions")
+        ],
+    }
+    env = task.environment
+    if isinstance(env, SqlEnvironment):
+        snapshot["environment"] = {f: getattr(env, f) for f in SQL_ENV_FIELDS}
+        snapshot["environment"]["database_sha256"] = env.database.sha256 if env.database else None
+    elif isinstance(env, SweEnvironment):
+        snapshot["environment"] = {f: getattr(env, f) for f in SWE_ENV_FIELDS}
+    return snapshot
+
+
+def revision_create(*, task: Task, actor, reason: str) -> Revision:
+    """Freeze the task as it is now. Caller holds the task row lock (or just created it)."""
+    last = task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+    return Revision.objects.create(
+        task=task,
+        number=last + 1,
+        snapshot=task_snapshot(task),
+        author=actor if getattr(actor, "is_authenticated", False) else None,
+        reason=reason,
+    )
+
+
+def _check_spec(domain: str, spec: dict[str, Any], field: str) -> dict[str, str]:
+    if not isinstance(spec, dict):
+        raise DomainError(f"{field} must be an object of section name to text.")
+    allowed = {key for key, _ in sections_for(domain)}
+    unknown = set(spec) - allowed
+    if unknown:
+        raise DomainError(
+            f"{field} has unknown sections {sorted(unknown)}; "
+            f"a {domain} task has {sorted(allowed)}."
+        )
+    bad = [key for key, value in spec.items() if not isinstance(value, str)]
+    if bad:
+        raise DomainError(f"{field} sections {bad} must be text.")
+    return {key: spec.get(key, "") for key in allowed}
+
+
+@transaction.atomic
+def task_create(
+    *,
+    project: Project,
+    domain: str,
+    source: str,
+    source_id: str,
+    title: str,
+    original_spec: dict[str, str],
+    blocked_spec: dict[str, str] | None = None,
+    environment: dict[str, Any],
+    source_metadata: dict[str, Any] | None = None,
+    import_notes: str = "",
+    author=None,
+    blockers: list[dict[str, Any]] = (),
+    reason: str = "created",
+) -> Task:
+    """Make a task with its environment and (optionally) its blockers, and revision 1."""
+    from .blockers import _blocker_insert
+
+    if domain not in Domain.values:
+        raise DomainError(f"Unknown domain {domain!r}; expected one of {Domain.values}.")
+    original = _check_spec(domain, original_spec, "original_spec")
+    blocked = _check_spec(
+        domain, blocked_spec if blocked_spec is not None else original_spec, "blocked_spec"
+    )
+    task = Task.objects.create(
+        project=project,
+        domain=domain,
+        source=source,
+        source_id=source_id,
+        title=title[:300] or source_id,
+        original_spec=original,
+        blocked_spec=blocked,
+        source_metadata=source_metadata or {},
+        import_notes=import_notes,
+        author=author if getattr(author, "is_authenticated", False) else None,
+        blocker_count=len(blockers),
+    )
+    env_model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
+    env_model.objects.create(task=task, **environment)
+    for position, blocker in enumerate(blockers):
+        _blocker_insert(task=task, position=position, **blocker)
+    revision_create(task=task, actor=author, reason=reason)
+    event_record(
+        project_id=project.pk,
+        task_id=task.pk,
+        actor=author,
+        kind=reason,
+        source=source,
+        source_id=source_id,
+    )
+    return task
+
+
+def task_bump_version(*, task: Task, expected_version: int) -> None:
+    """Claim the next version with ``UPDATE … WHERE version = expected``; refuse stale edits.
+
+    The conditional update is the lock: of two saves that read the same version, exactly
+    one matches. Caller is inside a transaction and makes the revision afterwards.
+    """
+    updated = Task.objects.filter(pk=task.pk, version=expected_version).update(
+        version=F("version") + 1, updated_at=timezone.now()
+    )
+    if not updated:
+        current = Task.objects.filter(pk=task.pk).values_list("version", flat=True).first()
+        raise StaleVersion(expected=expected_version, current=current or 0)
+    task.version = expected_version + 1
+
+
+@transaction.atomic
+def task_update(
+    *,
+    task: Task,
+    actor,
+    expected_version: int,
+    title: str | None = None,
+    blocked_spec: dict[str, str] | None = None,
+) -> Task:
+    """Change a task's own fields; a new revision records it."""
+    task_bump_version(task=task, expected_version=expected_version)
+    changed = []
+    if title is not None:
+        if not title.strip():
+            raise DomainError("title must not be empty.")
+        task.title = title.strip()[:300]
+        changed.append("title")
+    if blocked_spec is not None:
+        task.blocked_spec = _check_spec(task.domain, blocked_spec, "blocked_spec")
+        changed.append("blocked_spec")
+    if changed:
+        Task.objects.filter(pk=task.pk).update(**{f: getattr(task, f) for f in changed})
+    revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="task_edited",
+        fields=changed,
+        version=task.version,
+    )
+    return task

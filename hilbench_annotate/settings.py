@@ -1,0 +1,218 @@
+"""One settings module, driven by the environment.
+
+Nothing configured: SQLite in ``var/`` and kombu's SQLAlchemy transport on a SQLite file as
+the broker (no server needed, but a real worker process consumes it). ``DATABASE_URL`` and
+``CELERY_BROKER_URL`` switch to PostgreSQL and Redis. ``RUNTIME_MODE`` is what start-up
+prints, so the mode in use is always visible.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("HILBENCH_VAR_DIR", BASE_DIR / "var")).resolve()
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DEBUG = _env_bool("DJANGO_DEBUG", True)
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+    # Development only: a key that is obviously not a secret, never used with DEBUG off.
+    SECRET_KEY = "dev-insecure-key-only-for-local-debug"  # noqa: S105
+
+ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "").split(",") if h]
+if DEBUG and not ALLOWED_HOSTS:
+    ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
+CSRF_TRUSTED_ORIGINS = [
+    o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "hilbench_annotate",
+    "review",
+    "validators",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "hilbench_annotate.urls"
+WSGI_APPLICATION = "hilbench_annotate.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must point at PostgreSQL, got engine {DATABASES['default']['ENGINE']}"
+        )
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME")}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    SQLITE_PATH = Path(os.environ.get("HILBENCH_SQLITE_PATH", VAR_DIR / "db.sqlite3"))
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": SQLITE_PATH,
+            # A file, not memory, so a worker process in the tests can share it.
+            "TEST": {"NAME": str(VAR_DIR / "test-db.sqlite3")},
+            # WAL and a busy timeout so the web server and the worker can share the file.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery ---------------------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+if not CELERY_BROKER_URL:
+    CELERY_BROKER_URL = f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite'}"
+    EMBEDDED_BROKER = True
+else:
+    EMBEDDED_BROKER = False
+# Results live in our own models (ImportJob, ValidationRun); the result backend is not used.
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ALWAYS_EAGER = False
+
+# --- Auth -----------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "task-list"
+LOGOUT_REDIRECT_URL = "login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "hilbench_annotate.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "hilbench_annotate.api_errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "HiL-Bench Annotate API",
+    "DESCRIPTION": "Tasks, blockers and trigger questions of human-in-the-loop benchmarks.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Files ----------------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Stores owned by the app: task databases (content-addressed) and bare git mirrors.
+DATABASE_STORE = Path(os.environ.get("HILBENCH_DATABASE_STORE", VAR_DIR / "databases"))
+REPOSITORY_STORE = Path(os.environ.get("HILBENCH_REPOSITORY_STORE", VAR_DIR / "repositories"))
+UPLOAD_STORE = Path(os.environ.get("HILBENCH_UPLOAD_STORE", VAR_DIR / "uploads"))
+MAX_UPLOAD_BYTES = int(os.environ.get("HILBENCH_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --- Security -------------------------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG:
+    SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+
+def _describe_mode() -> str:
+    """One line naming the database and broker in use; printed at start-up."""
+    db = DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        db_text = f"SQLite at {db['NAME']} (embedded)"
+    else:
+        db_text = (
+            f"PostgreSQL {db.get('HOST') or 'local socket'}:{db.get('PORT') or 5432}/{db['NAME']}"
+        )
+    if EMBEDDED_BROKER:
+        broker_text = f"embedded broker (SQLAlchemy on {VAR_DIR / 'celery-broker.sqlite'})"
+    else:
+        broker_text = "broker " + CELERY_BROKER_URL.split("@")[-1]
+    return f"HiL-Bench Annotate mode: database {db_text}; {broker_text}"
+
+
+RUNTIME_MODE = _describe_mode()

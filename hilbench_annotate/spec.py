@@ -1,0 +1,66 @@
+"""Task specifications as named sections, and their rendering in the release's layout.
+
+SWE: ``problem_statement``, ``requirements``, ``interface`` — rendered into one text with
+``# PROBLEM STATEMENT`` / ``# REQUIREMENTS`` / ``# PUBLIC INTERFACES`` headings, as the
+release's ``problem_statement.txt`` is. SQL: ``question`` and ``evidence`` (BIRD's hint,
+withheld from the blocked task by default).
+"""
+
+import re
+
+SWE_SECTIONS = (
+    ("problem_statement", "PROBLEM STATEMENT"),
+    ("requirements", "REQUIREMENTS"),
+    ("interface", "PUBLIC INTERFACES"),
+)
+SQL_SECTIONS = (("question", "Question"), ("evidence", "Evidence"))
+
+_HEADING = re.compile(
+    r"^# (" + "|".join(re.escape(h) for _, h in SWE_SECTIONS) + r")[ \t]*\n", re.MULTILINE
+)
+
+
+def sections_for(domain: str) -> tuple[tuple[str, str], ...]:
+    return SWE_SECTIONS if domain == "swe" else SQL_SECTIONS
+
+
+def parse_swe_statement(text: str) -> dict[str, str]:
+    """Split a release-style problem statement into sections.
+
+    Text before the first heading (or a text with no headings at all) is the problem
+    statement. ``render_swe_statement(parse_swe_statement(t)) == t`` for any text whose
+    headings appear in the release's order, so nothing is lost in a round trip.
+    """
+    by_heading = {h: key for key, h in SWE_SECTIONS}
+    matches = list(_HEADING.finditer(text))
+    sections = {"problem_statement": "", "requirements": "", "interface": ""}
+    if not matches:
+        sections["problem_statement"] = text
+        return sections
+    # Text before the first heading belongs to the problem statement.
+    sections["problem_statement"] = text[: matches[0].start()]
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        key = by_heading[match.group(1)]
+        sections[key] = sections.get(key, "") + text[match.end() : end]
+    return sections
+
+
+def render_swe_statement(sections: dict[str, str]) -> str:
+    parts = []
+    for key, heading in SWE_SECTIONS:
+        body = sections.get(key, "")
+        if key != "problem_statement" and not body:
+            continue
+        parts.append(f"# {heading}\n{body}")
+    return "".join(parts)
+
+
+def swe_title(sections: dict[str, str]) -> str:
+    """The issue's title line, else its first non-empty line."""
+    for line in sections.get("problem_statement", "").splitlines():
+        stripped = line.strip().lstrip("#").strip()
+        if not stripped:
+            continue
+        return re.sub(r"^(TITLE|Title)\s*:\s*", "", stripped)[:300]
+    return "Untitled SWE task"

@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from hilbench_annotate import api, views
+
+urlpatterns = [
+    path("", views.task_list, name="task-list"),
+    path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
+    path("imports/", views.import_list, name="import-list"),
+    path("imports/<int:job_id>/", views.import_detail, name="import-detail"),
+    path("tokens/", views.token_list, name="token-list"),
+    path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/", include(api.urlpatterns)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

@@ -1,0 +1,142 @@
+"""HTML views: function-based; htmx requests get a partial of the same template."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseStopPolling
+
+from hilbench_annotate import selectors
+from hilbench_annotate.access import can_edit_task
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forms import ImportForm, TokenForm
+from hilbench_annotate.models import ApiToken, ImportJob, Project
+from hilbench_annotate.services.imports import import_job_start
+from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
+from hilbench_annotate.spec import sections_for
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, Role, TaskStatus
+
+PAGE_SIZE = 25
+
+
+@login_required
+def task_list(request):
+    filters = {key: request.GET.get(key, "").strip() for key in selectors.TASK_FILTERS}
+    tasks = selectors.task_list(user=request.user, filters=filters)
+    page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "page": page,
+        "filters": filters,
+        "query": query.urlencode(),
+        "domains": Domain.choices,
+        "statuses": TaskStatus.choices,
+    }
+    if request.htmx:
+        return render(request, "tasks/list.html#results", context)
+    context["choices"] = selectors.filter_choices(user=request.user)
+    return render(request, "tasks/list.html", context)
+
+
+@login_required
+def task_detail(request, task_id: int):
+    task = selectors.task_detail(user=request.user, task_id=task_id)
+    sections = [
+        (label, task.original_spec.get(key, ""), task.blocked_spec.get(key, ""))
+        for key, label in sections_for(task.domain)
+    ]
+    revisions = task.revisions.select_related("author").only(
+        "number", "reason", "created_at", "author__username", "task_id"
+    )[:20]
+    context = {
+        "task": task,
+        "env": task.environment,
+        "sections": sections,
+        "revisions": revisions,
+        "criteria": QUALITY_CRITERIA,
+        "can_edit": can_edit_task(request.user, task),
+    }
+    return render(request, "tasks/detail.html", context)
+
+
+def _import_projects(user):
+    return Project.objects.with_role(user, Role.AUTHOR, Role.LEAD)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_list(request):
+    projects = list(_import_projects(request.user))
+    form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        project = next(p for p in projects if p.pk == data["project"])
+        files = {
+            name: data.get(name)
+            for name in ("questions", "databases", "instances", "repository", "archive")
+        }
+        options = {
+            "skip_missing_databases": data["skip_missing_databases"],
+            "repo_url": data["repo_url"],
+        }
+        try:
+            with transaction.atomic():
+                job = import_job_start(
+                    project=project,
+                    actor=request.user,
+                    kind=data["kind"],
+                    files=files,
+                    options=options,
+                )
+        except DomainError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("import-detail", job_id=job.pk)
+    jobs = (
+        ImportJob.objects.filter(project__in=Project.objects.visible_to(request.user))
+        .select_related("project", "created_by")
+        .defer("report")[:20]
+    )
+    return render(
+        request, "imports/list.html", {"form": form, "jobs": jobs, "can_import": bool(projects)}
+    )
+
+
+@login_required
+def import_detail(request, job_id: int):
+    job = get_object_or_404(
+        ImportJob.objects.select_related("project", "created_by"),
+        pk=job_id,
+        project__in=Project.objects.visible_to(request.user),
+    )
+    if request.htmx:
+        response = render(request, "imports/detail.html#status", {"job": job})
+        if job.is_finished:
+            # 286 tells htmx to stop polling; the fragment still replaces the old one.
+            stop = HttpResponseStopPolling(response.content)
+            return stop
+        return response
+    return render(request, "imports/detail.html", {"job": job})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_list(request):
+    form = TokenForm(request.POST or None)
+    new_key = None
+    if request.method == "POST" and request.POST.get("revoke"):
+        try:
+            token = api_token_revoke(user=request.user, token_id=int(request.POST["revoke"]))
+        except (DomainError, ValueError):
+            raise Http404("No such token.") from None
+        messages.success(request, f"Token {token.name} revoked.")
+        return redirect("token-list")
+    if request.method == "POST" and form.is_valid():
+        _token, new_key = api_token_create(user=request.user, name=form.cleaned_data["name"])
+        form = TokenForm()
+    tokens = ApiToken.objects.filter(user=request.user).order_by("-created_at")
+    return render(request, "tokens.html", {"form": form, "tokens": tokens, "new_key": new_key})

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ValidatorsConfig(AppConfig):
+    name = "validators"
+    verbose_name = "Validators"
