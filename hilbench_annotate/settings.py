@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HILBENCH_VAR_DIR", BASE_DIR / "var")).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -96,7 +97,6 @@ if DATABASE_URL:
         )
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME")}
 else:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
     SQLITE_PATH = Path(os.environ.get("HILBENCH_SQLITE_PATH", VAR_DIR / "db.sqlite3"))
     DATABASES = {
         "default": {
@@ -166,7 +166,8 @@ SPECTACULAR_SETTINGS = {
 # --- Files ----------------------------------------------------------------------------------
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Stores owned by the app: task databases (content-addressed) and bare git mirrors.
 DATABASE_STORE = Path(os.environ.get("HILBENCH_DATABASE_STORE", VAR_DIR / "databases"))
 REPOSITORY_STORE = Path(os.environ.get("HILBENCH_REPOSITORY_STORE", VAR_DIR / "repositories"))

@@ -44,6 +44,7 @@ class TaskFactory(factory.django.DjangoModelFactory):
 
     class Meta:
         model = Task
+        skip_postgeneration_save = True
 
     class Params:
         swe = factory.Trait(

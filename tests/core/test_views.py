@@ -1,0 +1,215 @@
+import io
+import json
+import tarfile
+import zipfile
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from hilbench_annotate.models import ImportJob, Task
+from hilbench_annotate.tasks import import_job_run
+
+from ..factories import BlockerFactory, TaskFactory, TriggerQuestionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _list_queries(client, url):
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(ctx.captured_queries)
+
+
+def _seed(project, author, tasks: int, blockers_each: int):
+    for _ in range(tasks):
+        task = TaskFactory(project=project, author=author, blocker_count=blockers_each)
+        for _ in range(blockers_each):
+            TriggerQuestionFactory(blocker=BlockerFactory(task=task))
+        TaskFactory(project=project, author=author, swe=True)
+
+
+@pytest.mark.parametrize("url", [reverse("task-list"), reverse("api-task-list")])
+def test_task_list_query_count_does_not_grow_with_tasks_or_blockers(client, project, author, url):
+    client.force_login(author)
+    _seed(project, author, tasks=2, blockers_each=1)
+    few = _list_queries(client, url)
+    _seed(project, author, tasks=20, blockers_each=5)
+    many = _list_queries(client, url)
+    assert many == few
+
+
+def test_task_list_htmx_request_gets_only_the_results_fragment(client, project, author):
+    TaskFactory(project=project, author=author, title="How many loans closed in the boom year?")
+    TaskFactory(project=project, author=author, title="Which branch opened first?")
+    client.force_login(author)
+
+    response = client.get(reverse("task-list"), {"q": "boom"}, HTTP_HX_REQUEST="true")
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<div id="results">')
+    assert "<html" not in body
+    assert "boom year" in body and "opened first" not in body
+
+
+def test_task_list_full_page_filters_and_paginates(client, project, author):
+    for _ in range(30):
+        TaskFactory(project=project, author=author)
+    TaskFactory(project=project, author=author, swe=True)
+    client.force_login(author)
+
+    page = client.get(reverse("task-list"), {"domain": "sql"}).content.decode()
+    assert "30 tasks" in page and "Page 1 of 2" in page and "<html" in page
+    second = client.get(reverse("task-list"), {"domain": "sql", "page": 2}).content.decode()
+    assert "Page 2 of 2" in second
+
+
+def test_task_page_shows_spec_environment_and_blockers(client, project, author):
+    task = TaskFactory(project=project, author=author)
+    blocker = BlockerFactory(task=task, key="boom_year", resolution="The boom year is 1997.")
+    TriggerQuestionFactory(blocker=blocker, text="Which calendar year is the boom year?")
+    client.force_login(author)
+
+    page = client.get(reverse("task-detail", args=[task.pk])).content.decode()
+
+    assert "How many loans were granted in the boom year?" in page
+    assert "boom_year" in page and "The boom year is 1997." in page
+    assert "Which calendar year is the boom year?" in page
+    assert "retail_bank" in page
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _upload(name, data):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, data)
+
+
+def _bird_upload_files(demo_data):
+    databases = demo_data["sql"]["databases"]
+    files = {
+        str(p.relative_to(databases.parent)): p.read_bytes()
+        for p in databases.rglob("*")
+        if p.is_file()
+    }
+    return demo_data["sql"]["questions"].read_bytes(), _zip(files)
+
+
+def test_browser_bird_upload_runs_as_a_job_and_reports(
+    client, project, author, demo_data, django_capture_on_commit_callbacks
+):
+    questions, databases = _bird_upload_files(demo_data)
+    client.force_login(author)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = client.post(
+            reverse("import-list"),
+            {
+                "kind": "bird",
+                "project": project.pk,
+                "questions": _upload("dev.json", questions),
+                "databases": _upload("dbs.zip", databases),
+            },
+        )
+    job = ImportJob.objects.get()
+    assert response.status_code == 302 and response.url == reverse("import-detail", args=[job.pk])
+    assert job.status == "queued" and len(callbacks) == 1
+
+    # What the worker runs (the Celery task body, here in-process).
+    import_job_run.apply(kwargs={"job_id": job.pk})
+
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    assert len(job.report["created"]) == len(json.loads(questions))
+    assert Task.objects.filter(project=project, author=author).count() == len(json.loads(questions))
+    page = client.get(reverse("import-detail", args=[job.pk]), HTTP_HX_REQUEST="true")
+    assert page.status_code == 286  # htmx: stop polling, the job is finished
+    assert "imported" in page.content.decode()
+
+    # A redelivered message does not run the job twice.
+    import_job_run.apply(kwargs={"job_id": job.pk})
+    assert Task.objects.filter(project=project).count() == len(json.loads(questions))
+
+
+def test_browser_upload_with_bad_record_fails_naming_it_and_imports_nothing(
+    client, project, author, demo_data
+):
+    records = json.loads(demo_data["sql"]["questions"].read_text())
+    records[3]["SQL"] = 42
+    _questions, databases = _bird_upload_files(demo_data)
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": _upload("dev.json", json.dumps(records).encode()),
+            "databases": _upload("dbs.zip", databases),
+        },
+    )
+    job = ImportJob.objects.get()
+    import_job_run.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert "record 3: SQL must be non-empty text" in job.error
+    assert Task.objects.count() == 0
+    page = client.get(reverse("import-detail", args=[job.pk])).content.decode()
+    assert "Nothing was imported" in page and "record 3" in page
+
+
+def test_archive_with_path_escape_is_refused(client, project, author, demo_data):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        info = tarfile.TarInfo("../../escape.txt")
+        info.size = 2
+        tf.addfile(info, io.BytesIO(b"hi"))
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "hilbench",
+            "project": project.pk,
+            "archive": _upload("t.tar.gz", buffer.getvalue()),
+        },
+    )
+    job = ImportJob.objects.get()
+    import_job_run.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert "leaves the archive's folder" in job.error
+
+
+def test_hilbench_archive_upload_imports_release_tasks(client, project, author):
+    from ..conftest import shared_path
+
+    root = shared_path("examples", "hilbench")
+    files = {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {"kind": "hilbench", "project": project.pk, "archive": _upload("r.zip", _zip(files))},
+    )
+    job = ImportJob.objects.get()
+    import_job_run.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    assert Task.objects.filter(project=project).count() == 5
+
+
+def test_reviewer_cannot_import_and_sees_why(client, project, reviewer):
+    client.force_login(reviewer)
+    page = client.get(reverse("import-list")).content.decode()
+    assert "You need the author or lead role" in page
+    response = client.post(reverse("import-list"), {"kind": "hilbench", "project": project.pk})
+    assert ImportJob.objects.count() == 0
+    assert response.status_code == 200
