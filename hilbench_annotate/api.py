@@ -103,7 +103,9 @@ class BlockerDetailApi(APIView):
         return Response(BlockerOut(blocker).data)
 
     @extend_schema(
-        request=None, parameters=[OpenApiParameter("expected_version", int, required=True)]
+        request=None,
+        responses={204: None},
+        parameters=[OpenApiParameter("expected_version", int, required=True)],
     )
     def delete(self, request, blocker_id: int):
         version = _version_param(request)
@@ -138,7 +140,9 @@ class TriggerQuestionDetailApi(APIView):
         return Response(TriggerQuestionOut(question).data)
 
     @extend_schema(
-        request=None, parameters=[OpenApiParameter("expected_version", int, required=True)]
+        request=None,
+        responses={204: None},
+        parameters=[OpenApiParameter("expected_version", int, required=True)],
     )
     def delete(self, request, question_id: int):
         version = _version_param(request)

@@ -1,4 +1,5 @@
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from hilbench_annotate.models import ApiToken
@@ -28,3 +29,13 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return "Bearer"
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):
+    """Tells drf-spectacular (and so /api/docs/) how API tokens are sent."""
+
+    target_class = "hilbench_annotate.authentication.ApiTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An API token from /tokens/"}

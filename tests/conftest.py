@@ -20,7 +20,8 @@ def shared_path(*parts: str) -> Path:
 
 @pytest.fixture(autouse=True)
 def _stores(settings, tmp_path):
-    """Each test gets its own database, repository and upload stores."""
+    """Each test gets its own database, repository and upload stores (and a fast hasher)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.DATABASE_STORE = tmp_path / "store" / "databases"
     settings.REPOSITORY_STORE = tmp_path / "store" / "repositories"
     settings.UPLOAD_STORE = tmp_path / "store" / "uploads"

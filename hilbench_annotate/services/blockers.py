@@ -80,6 +80,11 @@ def _blocker_insert(
     return blocker
 
 
+def _next_position(rows) -> int:
+    highest = rows.aggregate(m=Max("position"))["m"]
+    return 0 if highest is None else highest + 1
+
+
 def _raise_if(problems: list[str]) -> None:
     if problems:
         raise DomainError("; ".join(problems))
@@ -134,7 +139,7 @@ def blocker_create(
     task_bump_version(task=task, expected_version=expected_version)
     if Blocker.objects.filter(task=task, key=key).exists():
         raise DomainError(f"id {key!r} is already used by another blocker of this task")
-    position = (Blocker.objects.filter(task=task).aggregate(m=Max("position"))["m"] or -1) + 1
+    position = _next_position(Blocker.objects.filter(task=task))
     try:
         with transaction.atomic():
             blocker = _blocker_insert(
@@ -201,7 +206,7 @@ def trigger_question_create(
     _check_question(text)
     task = blocker.task
     task_bump_version(task=task, expected_version=expected_version)
-    position = (blocker.trigger_questions.aggregate(m=Max("position"))["m"] or -1) + 1
+    position = _next_position(blocker.trigger_questions.all())
     question = TriggerQuestion.objects.create(blocker=blocker, position=position, text=text)
     _after_change(
         task=task,
