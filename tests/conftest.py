@@ -18,6 +18,12 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def pytest_report_header(config):
+    from django.conf import settings
+
+    return settings.RUNTIME_MODE
+
+
 @pytest.fixture(autouse=True)
 def _stores(settings, tmp_path):
     """Each test gets its own database, repository and upload stores (and a fast hasher)."""

@@ -37,9 +37,8 @@ def _worker_env(broker: str) -> dict[str, str]:
         env["HILBENCH_SQLITE_PATH"] = str(db["NAME"])
     else:
         user = f"{db['USER']}@" if db.get("USER") else ""
-        env["DATABASE_URL"] = (
-            f"postgres://{user}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
-        )
+        host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
+        env["DATABASE_URL"] = f"postgres://{user}{host}/{db['NAME']}"
     return env
 
 
