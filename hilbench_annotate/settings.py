@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "hilbench_annotate",
+    "authoring",
     "review",
     "validators",
 ]
