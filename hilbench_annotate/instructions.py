@@ -53,7 +53,8 @@ def sql_instruction(
     commands.append(_SUBMIT_COMMAND)
     parts.append("# Available Commands\n")
     parts.append(
-        "The following commands are installed in this terminal — run them directly from the shell.\n"
+        "The following commands are installed in this terminal — "
+        "run them directly from the shell.\n"
     )
     parts.append(
         "**Only run ONE command per turn** — each command blocks until the MCP server responds.\n"
