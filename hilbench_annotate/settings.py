@@ -218,3 +218,12 @@ def _describe_mode() -> str:
 
 
 RUNTIME_MODE = _describe_mode()
+
+# --- Authoring ------------------------------------------------------------------------------
+# Lint: two trigger questions at least this similar are near-duplicates; two blockers whose
+# descriptions overlap this much are flagged as not independent.
+LINT_DUPLICATE_SIMILARITY = float(os.environ.get("HILBENCH_LINT_DUPLICATE_SIMILARITY", "0.85"))
+LINT_OVERLAP_SIMILARITY = float(os.environ.get("HILBENCH_LINT_OVERLAP_SIMILARITY", "0.6"))
+# The SQL console: wall-time limit and row cap per query.
+SQL_CONSOLE_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CONSOLE_TIMEOUT_S", "5"))
+SQL_CONSOLE_ROW_CAP = int(os.environ.get("HILBENCH_SQL_CONSOLE_ROW_CAP", "500"))

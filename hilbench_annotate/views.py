@@ -18,6 +18,7 @@ from hilbench_annotate.services.imports import import_job_start
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, Role, TaskStatus
+from review.workflow import EDITABLE
 
 PAGE_SIZE = 25
 
@@ -59,6 +60,7 @@ def task_detail(request, task_id: int):
         "revisions": revisions,
         "criteria": QUALITY_CRITERIA,
         "can_edit": can_edit_task(request.user, task),
+        "editable": task.status in EDITABLE,
     }
     return render(request, "tasks/detail.html", context)
 

@@ -26,8 +26,9 @@ class Blocker(models.Model):
     position = models.PositiveSmallIntegerField(default=0)
     type = models.CharField(max_length=40, choices=BlockerType.choices)
     subtype = models.CharField(max_length=60, blank=True)
-    description = models.TextField(help_text="The standalone gap; the judge sees it")
-    resolution = models.TextField(help_text="The exact answer; the judge never sees it")
+    # May be empty while a draft is being written; lint blocks submission until filled.
+    description = models.TextField(blank=True, help_text="The standalone gap; the judge sees it")
+    resolution = models.TextField(blank=True, help_text="The exact answer; the judge never sees it")
     surfaces_in = models.CharField(max_length=30, choices=Surface.choices, blank=True)
     criteria = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -42,9 +43,6 @@ class Blocker(models.Model):
             ),
             models.CheckConstraint(condition=_subtype_matches_type(), name="blocker_subtype_valid"),
             models.CheckConstraint(condition=~Q(key=""), name="blocker_key_not_empty"),
-            models.CheckConstraint(
-                condition=~Q(resolution=""), name="blocker_resolution_not_empty"
-            ),
         ]
 
     def __str__(self) -> str:

@@ -89,6 +89,9 @@ class Revision(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
     )
     reason = models.CharField(max_length=200, blank=True)
+    lint_findings = models.JSONField(
+        default=list, blank=True, help_text="Lint findings of this revision, as made at save"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

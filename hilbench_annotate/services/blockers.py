@@ -3,6 +3,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
+from django.utils import timezone
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
@@ -247,3 +248,73 @@ def trigger_question_delete(*, question: TriggerQuestion, actor, expected_versio
         reason=f"deleted trigger question of {blocker.key}",
         blocker=blocker.key,
     )
+
+
+def registry_problems(*, domain: str, blockers: list[dict[str, Any]]) -> list[str]:
+    """What stops a (possibly unfinished) registry from being stored.
+
+    Drafts may leave text fields empty (lint blocks submission until they are filled),
+    but ids must be usable and unique, and types and subtypes must be the release's.
+    """
+    problems = []
+    keys: dict[str, int] = {}
+    for i, blocker in enumerate(blockers, start=1):
+        reasons = [
+            r
+            for r in blocker_check(
+                domain=domain,
+                key=blocker["id"],
+                type=blocker["type"],
+                subtype=blocker.get("subtype", ""),
+                description=blocker.get("description") or "-",
+                resolution=blocker.get("resolution") or "-",
+                surfaces_in=blocker.get("surfaces_in", ""),
+                criteria=blocker.get("criteria") or {},
+            )
+        ]
+        problems.extend(f"Blocker {i}: {r}" for r in reasons)
+        if blocker["id"] in keys:
+            problems.append(
+                f"Blocker {i}: id {blocker['id']!r} is also used by blocker {keys[blocker['id']]}"
+            )
+        keys.setdefault(blocker["id"], i)
+    return problems
+
+
+def registry_replace(*, task: Task, blockers: list[dict[str, Any]]) -> None:
+    """Make the task's registry exactly ``blockers`` (in order).
+
+    Rows named by ``pk`` are updated in place, others created, missing ones deleted; trigger
+    questions are rewritten. Caller validated with ``registry_problems``, holds the task
+    row lock and makes the revision.
+    """
+    existing = {b.pk: b for b in Blocker.objects.filter(task=task)}
+    keep = {int(b["pk"]) for b in blockers if b.get("pk") and str(b["pk"]).isdigit()}
+    # Delete first, and park kept rows on temporary keys, so renames and swaps of ids
+    # never collide with the unique (task, key) constraint mid-way.
+    Blocker.objects.filter(task=task).exclude(pk__in=keep).delete()
+    for pk in keep & set(existing):
+        Blocker.objects.filter(pk=pk).update(key=f"__moving_{pk}")
+    for position, data in enumerate(blockers):
+        fields = {
+            "key": data["id"],
+            "position": position,
+            "type": data["type"],
+            "subtype": data.get("subtype") or "",
+            "description": data.get("description") or "",
+            "resolution": data.get("resolution") or "",
+            "surfaces_in": data.get("surfaces_in") or "",
+            "criteria": data.get("criteria") or {},
+        }
+        pk = int(data["pk"]) if data.get("pk") and str(data["pk"]).isdigit() else None
+        if pk in existing:
+            Blocker.objects.filter(pk=pk).update(**fields, updated_at=timezone.now())
+            blocker = existing[pk]
+            blocker.trigger_questions.all().delete()
+        else:
+            blocker = Blocker.objects.create(task=task, **fields)
+        TriggerQuestion.objects.bulk_create(
+            TriggerQuestion(blocker_id=blocker.pk, position=i, text=text)
+            for i, text in enumerate(data.get("trigger_questions") or [])
+        )
+    _sync_blocker_count(task)

@@ -80,7 +80,9 @@ def task_snapshot(task: Task) -> dict[str, Any]:
     return snapshot
 
 
-def revision_create(*, task: Task, actor, reason: str) -> Revision:
+def revision_create(
+    *, task: Task, actor, reason: str, lint_findings: list[dict] | None = None
+) -> Revision:
     """Freeze the task as it is now. Caller holds the task row lock (or just created it)."""
     last = task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     return Revision.objects.create(
@@ -89,7 +91,40 @@ def revision_create(*, task: Task, actor, reason: str) -> Revision:
         snapshot=task_snapshot(task),
         author=actor if getattr(actor, "is_authenticated", False) else None,
         reason=reason,
+        lint_findings=lint_findings or [],
     )
+
+
+EDITABLE_ENV_FIELDS = {
+    "sql": ("descriptions", "edit_script", "business_info", "gold_sql", "golden_output"),
+    "swe": ("setup_patch",),
+}
+
+
+def environment_update(*, task: Task, changes: dict[str, Any]) -> list[str]:
+    """Write the author-editable environment fields; returns the names that changed.
+
+    Caller holds the task row lock, bumped the version and makes the revision.
+    """
+    allowed = EDITABLE_ENV_FIELDS[task.domain]
+    unknown = set(changes) - set(allowed)
+    if unknown:
+        raise DomainError(f"environment fields {sorted(unknown)} cannot be edited here")
+    env = task.environment
+    changed = [name for name, value in changes.items() if getattr(env, name) != value]
+    if isinstance(changes.get("business_info"), list) and not all(
+        isinstance(s, str) for s in changes["business_info"]
+    ):
+        raise DomainError("business info must be a list of sentences")
+    if isinstance(changes.get("descriptions"), dict) and set(changes["descriptions"]) != set(
+        env.descriptions
+    ):
+        raise DomainError("description CSVs can be edited, not added or removed, here")
+    for name in changed:
+        setattr(env, name, changes[name])
+    if changed:
+        env.save(update_fields=changed)
+    return changed
 
 
 def _check_spec(domain: str, spec: dict[str, Any], field: str) -> dict[str, str]:

@@ -1,0 +1,96 @@
+"""Findings for a task draft: lint rules plus the quick environment checks.
+
+Used three ways with the same code: live as the author types (nothing saved), stored with
+each revision at save, and as the gate of "submit for review".
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from authoring import lint, patches, sqlconsole
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Task
+from hilbench_annotate.vocabulary import Domain
+
+
+def edited_database_path(task: Task, edit_script: str) -> Path | None:
+    """The task's database with ``edit_script`` applied (a cached read-only copy), or None
+    when the task has no database. Raises EditScriptError when the script fails."""
+    env = task.sql_environment
+    if env.database is None:
+        return None
+    return sqlconsole.edited_database(
+        source=env.database.path,
+        edit_script=edit_script or "",
+        cache_dir=settings.DATABASE_STORE / "edited",
+    )
+
+
+def _sql_findings(task: Task, draft: Mapping[str, Any]) -> tuple[list[lint.Finding], Any]:
+    env = draft["environment"]
+    try:
+        path = edited_database_path(task, env.get("edit_script", ""))
+    except DomainError as exc:
+        return [lint.Finding("edit_script", "environment.edit_script", str(exc), "error")], None
+    if path is None:
+        note = lint.Finding(
+            "database_absent",
+            "environment.database",
+            "The task has no database file, so the gold SQL's tables and columns are not checked.",
+            "warning",
+        )
+        return [note], None
+    return [], sqlconsole.schema_columns(path)
+
+
+def _swe_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:
+    env = task.swe_environment
+    setup_patch = draft["environment"].get("setup_patch") or ""
+    if env.repository is None:
+        return [
+            lint.Finding(
+                "repository_absent",
+                "environment.repository",
+                "The task has no repository, so the setup patch cannot be checked.",
+                "warning",
+            )
+        ]
+    chain = [("setup patch", setup_patch)] if setup_patch.strip() else []
+    chain += [("test patch", env.test_patch), ("gold patch", env.gold_patch)]
+    try:
+        patches.check_applies(
+            env.repository.path, env.base_commit, [p for p in chain if p[1].strip()]
+        )
+    except DomainError as exc:
+        return [lint.Finding("setup_patch", "environment.setup_patch", str(exc), "error")]
+    return []
+
+
+def draft_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:
+    if task.domain == Domain.SQL:
+        findings, schema = _sql_findings(task, draft)
+    else:
+        findings, schema = _swe_findings(task, draft), None
+    findings += lint.lint_task(
+        draft,
+        schema=schema,
+        similarity_threshold=settings.LINT_DUPLICATE_SIMILARITY,
+        overlap_threshold=settings.LINT_OVERLAP_SIMILARITY,
+    )
+    return sorted(findings, key=lambda f: (f.field, f.rule))
+
+
+def as_dicts(findings: list[lint.Finding]) -> list[dict[str, str]]:
+    return [
+        {
+            "rule": f.rule,
+            "field": f.field,
+            "message": f.message,
+            "severity": f.severity,
+            "fingerprint": f.fingerprint,
+        }
+        for f in findings
+    ]

@@ -1,0 +1,105 @@
+"""The workspace form, read into a draft shaped like a revision snapshot.
+
+One workspace form carries the whole task — blocked specification, environment fields and
+the blocker registry — so a save is one revision and a stale save can be shown whole.
+Field names: ``spec.<section>``, ``env.<field>``, ``env.descriptions.<table>``; per blocker
+``blocker`` (its form index, in page order) and ``blocker-<n>-<field>``, ``blocker-<n>-q``
+(trigger questions, in order), ``blocker-<n>-criteria-<key>-ok`` / ``-note``.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from hilbench_annotate.spec import sections_for
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, Domain
+
+SQL_TEXT_FIELDS = ("gold_sql", "edit_script")
+
+
+def _text(data, name: str) -> str:
+    # Browsers send CRLF from textareas; store LF like the imported files.
+    return str(data.get(name, "")).replace("\r\n", "\n")
+
+
+def draft_from_form(*, domain: str, data, environment: Mapping[str, Any]) -> dict[str, Any]:
+    """Read the posted workspace form; fields not on the form keep ``environment``'s values."""
+    draft: dict[str, Any] = {
+        "domain": domain,
+        "blocked_spec": {key: _text(data, f"spec.{key}") for key, _ in sections_for(domain)},
+        "environment": dict(environment),
+        "blockers": [],
+    }
+    env = draft["environment"]
+    if domain == Domain.SQL:
+        for name in SQL_TEXT_FIELDS:
+            if f"env.{name}" in data:
+                env[name] = _text(data, f"env.{name}")
+        if "env.business_info" in data:
+            env["business_info"] = [
+                line.strip()
+                for line in _text(data, "env.business_info").split("\n")
+                if line.strip()
+            ]
+        descriptions = dict(env.get("descriptions") or {})
+        for table in list(descriptions):
+            if f"env.descriptions.{table}" in data:
+                descriptions[table] = _text(data, f"env.descriptions.{table}")
+        env["descriptions"] = descriptions
+    elif "env.setup_patch" in data:
+        env["setup_patch"] = _text(data, "env.setup_patch")
+
+    for index in data.getlist("blocker") if hasattr(data, "getlist") else data.get("blocker", []):
+        prefix = f"blocker-{index}-"
+        criteria = {}
+        for key in QUALITY_CRITERIA_KEYS:
+            ok = bool(data.get(f"{prefix}criteria-{key}-ok"))
+            note = _text(data, f"{prefix}criteria-{key}-note").strip()
+            if ok or note:
+                criteria[key] = {"ok": ok, "note": note}
+        questions = (
+            data.getlist(f"{prefix}q") if hasattr(data, "getlist") else data.get(f"{prefix}q", [])
+        )
+        draft["blockers"].append(
+            {
+                "pk": (data.get(f"{prefix}pk") or "").strip() or None,
+                "id": _text(data, f"{prefix}key").strip(),
+                "type": _text(data, f"{prefix}type").strip(),
+                "subtype": _text(data, f"{prefix}subtype").strip(),
+                "description": _text(data, f"{prefix}description"),
+                "resolution": _text(data, f"{prefix}resolution"),
+                "surfaces_in": _text(data, f"{prefix}surfaces_in").strip(),
+                "criteria": criteria,
+                "trigger_questions": [q.replace("\r\n", "\n") for q in questions if q.strip()],
+            }
+        )
+    return draft
+
+
+def comparable(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a snapshot or draft an author edits, for change detection and diffs."""
+    env = snapshot.get("environment") or {}
+    keep = (
+        ("descriptions", "edit_script", "business_info", "gold_sql")
+        if snapshot.get("domain") == Domain.SQL
+        else ("setup_patch",)
+    )
+    return {
+        "blocked_spec": snapshot.get("blocked_spec", {}),
+        "environment": {k: env.get(k) for k in keep},
+        "blockers": [
+            {
+                k: b.get(k)
+                for k in (
+                    "id",
+                    "type",
+                    "subtype",
+                    "description",
+                    "resolution",
+                    "surfaces_in",
+                    "criteria",
+                    "trigger_questions",
+                )
+            }
+            for b in snapshot.get("blockers", [])
+        ],
+    }

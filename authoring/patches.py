@@ -1,0 +1,777 @@
+"""Setup patches: parse, check for unsafe paths, check they apply, and build them per file.
+
+A blocked task's *setup patch* is applied on the task's base commit before the agent starts,
+then the upstream test and gold patches are applied on top. The app must therefore know,
+before an author saves, that the chain applies cleanly (no fuzz, no whitespace errors) and that
+no patch can write outside the repository when the harness applies it.
+
+Nothing here writes into the bare mirror (a later "history leakage" check inspects it).
+Patches are applied with ``git apply --cached`` to a temporary index built by ``git read-tree``;
+the blobs ``git apply`` stores for staged content go to a throwaway object directory
+(``GIT_OBJECT_DIRECTORY``) while the mirror's objects are only read, as an alternate.
+"""
+
+import re
+import tempfile
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from authoring.gitrepo import (
+    GITLINK_MODE,
+    SYMLINK_MODE,
+    clean_path,
+    decode_text,
+    file_exists,
+    git_dir,
+    read_file,
+    resolve_commit,
+    run_git,
+    stderr_text,
+    symlink_paths,
+)
+from hilbench_annotate.errors import DomainError
+
+DEV_NULL = "/dev/null"
+
+
+class PatchRefused(DomainError):
+    """A patch that is unsafe or does not apply.
+
+    The message names the patch and the file and says what is wrong; when git refused the
+    patch it includes git's own message (also kept in ``git_message``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        label: str | None = None,
+        path: str | None = None,
+        problems: Sequence[str] = (),
+        git_message: str = "",
+    ):
+        super().__init__(message)
+        self.label = label
+        self.path = path
+        self.problems = list(problems)
+        self.git_message = git_message
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    """What one file section of a patch does.
+
+    Paths are repository-relative with the ``a/``/``b/`` prefix removed (as ``git apply -p1``
+    reads them). ``new_mode`` comes from ``new file mode`` / ``new mode``; ``old_mode`` from
+    ``deleted file mode`` / ``old mode`` or the mode on an ``index`` line.
+    """
+
+    old_path: str | None
+    new_path: str | None
+    is_new: bool = False
+    is_deleted: bool = False
+    is_rename: bool = False
+    new_mode: str | None = None
+    is_copy: bool = False
+    old_mode: str | None = None
+    is_binary: bool = False
+
+    @property
+    def path(self) -> str:
+        """The section's key: the path after the patch, or the deleted path."""
+        return self.new_path if self.new_path is not None else (self.old_path or "")
+
+
+@dataclass
+class _Section:
+    """A file section: its text, where it sits in the patch, and every name it mentions."""
+
+    file: PatchFile
+    start: int  # first line (0-based) of the section in the patch
+    end: int  # one past its last line
+    text: str
+    names: list[str] = field(default_factory=list)  # every path git might read, prefix removed
+    raw_names: list[str] = field(default_factory=list)  # ---/+++ names before prefix removal
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, '"': 34, "\\": 92}
+_EXTENDED_HEADERS = (
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "copy from ",
+    "copy to ",
+    "rename from ",
+    "rename to ",
+    "rename old ",
+    "rename new ",
+    "similarity index ",
+    "dissimilarity index ",
+    "index ",
+)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their ``\\n`` kept; unlike ``str.splitlines`` only ``\\n`` ends a line."""
+    lines = text.split("\n")
+    result = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        result.append(lines[-1])
+    return result
+
+
+def _unquote(text: str) -> tuple[str, str]:
+    """A C-quoted name at the start of ``text`` (as git writes unusual paths) and the rest."""
+    assert text.startswith('"')
+    out = bytearray()
+    i = 1
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            return out.decode("utf-8", "surrogateescape"), text[i + 1 :]
+        if char == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in _C_ESCAPES:
+                out.append(_C_ESCAPES[nxt])
+                i += 2
+                continue
+            if re.match(r"[0-7]{3}", text[i + 1 : i + 4]):
+                out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
+                i += 4
+                continue
+        out.extend(char.encode("utf-8", "surrogateescape"))
+        i += 1
+    raise PatchRefused(f"Unterminated quoted file name in patch: {text.strip()!r}.")
+
+
+def _quote(name: str) -> str:
+    """``name`` quoted the way git quotes paths in diff headers (core.quotePath=true)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if not any(byte < 0x20 or byte >= 0x7F or byte in (0x22, 0x5C) for byte in raw):
+        return name
+    reverse = {value: key for key, value in _C_ESCAPES.items()}
+    out = []
+    for byte in raw:
+        if byte in reverse:
+            out.append("\\" + reverse[byte])
+        elif byte < 0x20 or byte >= 0x7F:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(chr(byte))
+    return '"' + "".join(out) + '"'
+
+
+def _header_name(value: str) -> str:
+    """The file name on a ``---``/``+++``/``rename from`` line (quotes, timestamps removed)."""
+    value = value.rstrip("\n")
+    if value.startswith('"'):
+        return _unquote(value)[0]
+    return value.split("\t", 1)[0]
+
+
+def _strip_prefix(name: str) -> str | None:
+    """``name`` as ``git apply -p1`` reads it: None for /dev/null, else minus one component."""
+    if name == DEV_NULL:
+        return None
+    head, slash, rest = name.partition("/")
+    return rest if slash else name
+
+
+def _git_header_names(rest: str) -> tuple[str | None, str | None]:
+    """Both names of a ``diff --git`` line (prefix removed), or Nones when ambiguous.
+
+    Unquoted names containing spaces are ambiguous; like git, accept the split where both
+    halves name the same file, and otherwise rely on the other header lines.
+    """
+    rest = rest.rstrip("\n")
+    if rest.startswith('"'):
+        first, remainder = _unquote(rest)
+        remainder = remainder.lstrip(" ")
+        second = _unquote(remainder)[0] if remainder.startswith('"') else remainder
+        return _strip_prefix(first), _strip_prefix(second)
+    if ' "' in rest:
+        first, _, quoted = rest.partition(' "')
+        return _strip_prefix(first), _strip_prefix(_unquote('"' + quoted)[0])
+    for index, char in enumerate(rest):
+        if char == " ":
+            first, second = _strip_prefix(rest[:index]), _strip_prefix(rest[index + 1 :])
+            if first == second:
+                return first, second
+    return None, None
+
+
+def _skip_hunks(lines: list[str], i: int) -> int:
+    """The index after the hunks starting at ``lines[i]``, counting lines as ``@@`` says.
+
+    Counting matters: a removed line ``-- x`` reads ``--- x`` and must not start a new file.
+    """
+    while i < len(lines):
+        match = _HUNK.match(lines[i])
+        if not match:
+            break
+        old = int(match.group(2)) if match.group(2) is not None else 1
+        new = int(match.group(4)) if match.group(4) is not None else 1
+        i += 1
+        while i < len(lines) and (old > 0 or new > 0):
+            line = lines[i]
+            if line.startswith(" ") or line in ("\n", "\r\n"):
+                old, new = old - 1, new - 1
+            elif line.startswith("-"):
+                old -= 1
+            elif line.startswith("+"):
+                new -= 1
+            elif not line.startswith("\\"):
+                break
+            i += 1
+        while i < len(lines) and lines[i].startswith("\\"):
+            i += 1
+    return i
+
+
+def _parse_git_section(lines: list[str], start: int) -> tuple[dict, int]:
+    info: dict = {"names": [], "raw": []}
+    header_old, header_new = _git_header_names(lines[start][len("diff --git ") :])
+    info["names"] += [name for name in (header_old, header_new) if name is not None]
+    info["old"], info["new"] = header_old, header_new
+    i = start + 1
+    while i < len(lines):
+        line = lines[i].rstrip("\n")
+        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            minus, plus = _header_name(line[4:]), _header_name(lines[i + 1][4:])
+            info["raw"] += [minus, plus]
+            for key, name in (("old", minus), ("new", plus)):
+                stripped = _strip_prefix(name)
+                if stripped is None:
+                    info["new_file" if key == "old" else "deleted"] = True
+                else:
+                    info["names"].append(stripped)
+                    info.setdefault("header_" + key, stripped)
+            return info, _skip_hunks(lines, i + 2)
+        if line.startswith(("Binary files ", "GIT binary patch")):
+            info["binary"] = True
+            return info, i + 1
+        prefix = next((p for p in _EXTENDED_HEADERS if line.startswith(p)), None)
+        if prefix is None:
+            break
+        value = line[len(prefix) :]
+        if prefix in ("new file mode ", "new mode "):
+            info["new_mode"] = value.strip()
+            info["new_file"] = info.get("new_file") or prefix == "new file mode "
+        elif prefix in ("deleted file mode ", "old mode "):
+            info["old_mode"] = value.strip()
+            info["deleted"] = info.get("deleted") or prefix == "deleted file mode "
+        elif prefix == "index ":
+            parts = value.split()
+            if len(parts) > 1:
+                info.setdefault("old_mode", parts[1])
+        elif prefix in ("rename from ", "rename old ", "copy from "):
+            info["source"] = _header_name(value)
+            info["names"].append(info["source"])
+            info["rename" if prefix.startswith("rename") else "copy"] = True
+        elif prefix in ("rename to ", "rename new ", "copy to "):
+            info["target"] = _header_name(value)
+            info["names"].append(info["target"])
+        i += 1
+    return info, i
+
+
+def _section_file(info: dict) -> PatchFile:
+    is_new, is_deleted = bool(info.get("new_file")), bool(info.get("deleted"))
+    old = info.get("source") or info.get("header_old") or info.get("old")
+    new = info.get("target") or info.get("header_new") or info.get("new")
+    return PatchFile(
+        old_path=None if is_new else old,
+        new_path=None if is_deleted else new,
+        is_new=is_new,
+        is_deleted=is_deleted,
+        is_rename=bool(info.get("rename")),
+        new_mode=info.get("new_mode"),
+        is_copy=bool(info.get("copy")),
+        old_mode=info.get("old_mode"),
+        is_binary=bool(info.get("binary")),
+    )
+
+
+def _parse(text: str) -> tuple[str, list[_Section]]:
+    """The text before the first file section, and the file sections in patch order.
+
+    A section runs from its header to the next section's header, so text git ignores
+    between sections (a format-patch signature, say) stays with the section before it.
+    """
+    lines = _split_lines(text)
+    starts: list[tuple[int, dict]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("diff --git "):
+            info, after = _parse_git_section(lines, i)
+            starts.append((i, info))
+            i = max(after, i + 1)
+        elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            minus, plus = _header_name(line[4:]), _header_name(lines[i + 1][4:])
+            old, new = _strip_prefix(minus), _strip_prefix(plus)
+            info = {
+                "raw": [minus, plus],
+                "names": [name for name in (old, new) if name is not None],
+                "new_file": old is None,
+                "deleted": new is None,
+                "header_old": old,
+                "header_new": new,
+            }
+            # A "diff -u old new" command line right before belongs to this section.
+            begin = i
+            if i > 0 and lines[i - 1].startswith("diff ") and (not starts or starts[-1][0] < i - 1):
+                begin = i - 1
+            starts.append((begin, info))
+            i = _skip_hunks(lines, i + 2)
+        else:
+            i += 1
+    sections = []
+    for index, (begin, info) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(lines)
+        sections.append(
+            _Section(
+                file=_section_file(info),
+                start=begin,
+                end=end,
+                text="".join(lines[begin:end]),
+                names=list(dict.fromkeys(info["names"])),
+                raw_names=info["raw"],
+            )
+        )
+    preamble = "".join(lines[: starts[0][0]]) if starts else text
+    return preamble, sections
+
+
+def parse_patch(text: str) -> list[PatchFile]:
+    """The files a patch touches, in order: git diffs (with renames, copies, modes) or plain
+    unified diffs, quoted names included."""
+    return [section.file for section in _parse(text)[1]]
+
+
+def split_patch(patch: str) -> dict[str, str]:
+    """Path -> that file's section text (sections for the same path are concatenated)."""
+    result: dict[str, str] = {}
+    for section in _parse(patch)[1]:
+        result[section.file.path] = result.get(section.file.path, "") + _ended(section.text)
+    return result
+
+
+def _ended(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+# --- safety ----------------------------------------------------------------------------------
+
+
+def _name_problems(name: str) -> list[str]:
+    if name.startswith("/"):
+        return [f"{name}: absolute path; a patch may only touch files inside the repository"]
+    parts = name.split("/")
+    problems = []
+    if ".." in parts:
+        problems.append(f"{name}: path has a '..' component and could leave the repository")
+    if any(part.lower() == ".git" for part in parts):
+        problems.append(f"{name}: path is inside a .git directory")
+    if "\x00" in name:
+        problems.append(f"{name!r}: path contains a NUL byte")
+    return problems
+
+
+def _section_problems(section: _Section, symlinks: Collection[str]) -> list[str]:
+    problems: list[str] = []
+    for raw in section.raw_names:
+        if raw.startswith("/") and raw != DEV_NULL:
+            problems.append(
+                f"{raw}: absolute path; a patch may only touch files inside the repository"
+            )
+    for name in section.names:
+        problems += _name_problems(name)
+    patch_file = section.file
+    where = patch_file.path
+    if patch_file.new_mode == SYMLINK_MODE:
+        problems.append(f"{where}: patch creates a symbolic link (mode 120000)")
+    if patch_file.new_mode == GITLINK_MODE:
+        problems.append(f"{where}: patch creates or changes a submodule (mode 160000)")
+    if patch_file.old_mode == SYMLINK_MODE and not patch_file.is_deleted:
+        problems.append(f"{where}: patch changes a symbolic link")
+    for name in section.names:
+        if name in symlinks and not (patch_file.is_deleted and name == patch_file.old_path):
+            problems.append(f"{name}: is a symbolic link in the repository; it may not be patched")
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent in symlinks:
+                problems.append(f"{name}: goes through the symbolic link {parent!r}")
+                break
+    return problems
+
+
+def path_problems(text: str, *, symlinks: Collection[str]) -> list[str]:
+    """Why ``text`` could touch something outside the repository ([] when it cannot).
+
+    Refused: absolute paths, ``..`` components, paths in ``.git``, creating symbolic links or
+    submodules, and patching a symbolic link of the tree or any path through one (``symlinks``
+    are the tree's symbolic links, see :func:`authoring.gitrepo.symlink_paths`). Deleting a
+    symbolic link is allowed.
+    """
+    problems: list[str] = []
+    for section in _parse(text)[1]:
+        problems += _section_problems(section, symlinks)
+    return list(dict.fromkeys(problems))
+
+
+# --- applying --------------------------------------------------------------------------------
+
+
+def _labelled(patches: Sequence[tuple[str, str] | str]) -> list[tuple[str, str]]:
+    labelled = []
+    for index, item in enumerate(patches):
+        if isinstance(item, str):
+            labelled.append((f"patch {index + 1}", item))
+        else:
+            label, text = item
+            labelled.append((str(label), text))
+    return labelled
+
+
+def _alternate(path: Path) -> str:
+    """``path`` as an entry of GIT_ALTERNATE_OBJECT_DIRECTORIES (quoted when it needs to be)."""
+    text = str(path)
+    if ":" not in text and not text.startswith('"'):
+        return text
+    quoted = _quote(text)
+    return quoted if quoted.startswith('"') else f'"{text}"'
+
+
+class _Scratch:
+    """A temporary index holding the commit's tree, with a throwaway object directory.
+
+    git reads objects from the mirror (as an alternate) and writes any new ones into the
+    scratch directory, so the mirror is never written.
+    """
+
+    def __init__(self, repo_path: Path, sha: str, directory: Path):
+        self.repo_path = repo_path
+        self.home = directory / "home"
+        self.home.mkdir()
+        objects = directory / "objects"
+        (objects / "info").mkdir(parents=True)
+        (objects / "pack").mkdir()
+        self.env = {
+            "GIT_INDEX_FILE": str(directory / "index"),
+            "GIT_OBJECT_DIRECTORY": str(objects),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternate(git_dir(repo_path) / "objects"),
+        }
+        self.git(["read-tree", sha])
+
+    def git(self, args: list[str], **kwargs):
+        return run_git(self.repo_path, args, home=self.home, env=self.env, **kwargs)
+
+    def entries(self) -> dict[str, tuple[str, str]]:
+        """path -> (mode, blob id) of the scratch index."""
+        output = self.git(["ls-files", "--stage", "-z"]).stdout
+        entries = {}
+        for record in output.split(b"\x00"):
+            if record:
+                meta, _, name = record.partition(b"\t")
+                mode, oid, _stage = meta.decode().split()
+                entries[name.decode("utf-8", "surrogateescape")] = (mode, oid)
+        return entries
+
+    def apply(self, text: str, *, whitespace: str):
+        """``git apply --cached`` into the scratch index (all or nothing, never fuzzy)."""
+        return self.git(
+            [
+                "-c",
+                "core.whitespace=blank-at-eol,space-before-tab,blank-at-eof",
+                "-c",
+                "apply.ignoreWhitespace=no",
+                "apply",
+                "--cached",
+                f"--whitespace={whitespace}",
+            ],
+            input=text.encode("utf-8", "surrogateescape"),
+            check=False,
+        )
+
+
+def _blamed_path(message: str, sections: list[_Section]) -> str | None:
+    """The file git's message is about: named by git, or found from a ``<stdin>:N`` line."""
+    known = {name for section in sections for name in section.names}
+    pattern = r"error: (?:patch failed: )?(.+?)(?::\d+)?(?:: [^\n]*)?$"
+    for named in re.finditer(pattern, message, re.M):
+        if named.group(1) in known:
+            return named.group(1)
+    for match in re.finditer(r"<stdin>:(\d+):", message):
+        line = int(match.group(1)) - 1
+        for section in sections:
+            if section.start <= line < section.end:
+                return section.file.path
+    for section in sections:
+        if section.file.path and section.file.path in message:
+            return section.file.path
+    return None
+
+
+def _new_link_problems(
+    before: dict[str, tuple[str, str]], after: dict[str, tuple[str, str]], symlinks: set[str]
+) -> list[str]:
+    """Symbolic links, submodules or paths through symbolic links that the patch staged.
+
+    A second line of defence behind :func:`path_problems`, looking at what git actually did
+    rather than at our reading of the patch text.
+    """
+    problems = []
+    for path, (mode, oid) in after.items():
+        if before.get(path) == (mode, oid):
+            continue
+        if mode == SYMLINK_MODE:
+            problems.append(f"{path}: patch creates or changes a symbolic link")
+        elif mode == GITLINK_MODE:
+            problems.append(f"{path}: patch creates or changes a submodule")
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            if "/".join(parts[:depth]) in symlinks:
+                problems.append(
+                    f"{path}: goes through the symbolic link {'/'.join(parts[:depth])!r}"
+                )
+                break
+    return problems
+
+
+def _apply_chain(
+    repo_path: Path,
+    commit: str,
+    patches: Sequence[tuple[str, str] | str],
+    directory: Path,
+    *,
+    whitespace_exempt: Collection[str] = (),
+    strict: bool = True,
+) -> _Scratch:
+    labelled = _labelled(patches)
+    sha = resolve_commit(repo_path, commit)
+    symlinks = symlink_paths(repo_path, sha)
+    parsed = {}
+    for label, text in labelled:
+        parsed[label] = _parse(text)[1]
+        problems = []
+        for section in parsed[label]:
+            problems += _section_problems(section, symlinks)
+        problems = list(dict.fromkeys(problems))
+        if problems:
+            first = problems[0].split(": ", 1)[0]
+            raise PatchRefused(
+                f"The {label} is refused: " + "; ".join(problems) + ".",
+                label=label,
+                path=first,
+                problems=problems,
+            )
+    scratch = _Scratch(repo_path, sha, directory)
+    entries = scratch.entries()
+    applied: list[str] = []
+    for label, text in labelled:
+        if not text.strip():
+            continue
+        lenient = not strict or label in whitespace_exempt
+        result = scratch.apply(text, whitespace="nowarn" if lenient else "error-all")
+        if result.returncode != 0:
+            message = stderr_text(result)
+            path = _blamed_path(message, parsed[label])
+            where = f" ({path})" if path else ""
+            after = f"on top of the {' and '.join(applied)}" if applied else "on the base commit"
+            raise PatchRefused(
+                f"The {label} does not apply{where} {after}. git apply says:\n{message}",
+                label=label,
+                path=path,
+                git_message=message,
+            )
+        now = scratch.entries()
+        problems = _new_link_problems(entries, now, symlinks)
+        if problems:
+            raise PatchRefused(
+                f"The {label} is refused: " + "; ".join(problems) + ".",
+                label=label,
+                path=problems[0].split(": ", 1)[0],
+                problems=problems,
+            )
+        entries = now
+        applied.append(label)
+    return scratch
+
+
+def check_applies(
+    repo_path: Path,
+    commit: str,
+    patches: Sequence[tuple[str, str] | str],
+    *,
+    whitespace_exempt: Collection[str] = (),
+) -> None:
+    """Refuse (PatchRefused) unless ``patches`` apply cleanly, in order, on ``commit``.
+
+    ``patches`` are ``(label, text)`` pairs, e.g. ``[("setup patch", s), ("test patch", t),
+    ("gold patch", g)]`` (a bare string is labelled "patch N"); each applies on top of the ones
+    before it, as the harness will apply them. Every patch is first checked by
+    :func:`path_problems`. Then git applies it to a scratch index: no fuzz, and added lines
+    with whitespace errors are refused, except in patches whose label is in
+    ``whitespace_exempt`` (upstream patches an author cannot change). Empty patches are
+    skipped. The error names the patch, the file and includes git's message.
+    """
+    with tempfile.TemporaryDirectory(prefix="hilbench-apply-") as directory:
+        _apply_chain(
+            repo_path, commit, patches, Path(directory), whitespace_exempt=whitespace_exempt
+        )
+
+
+def _touched(patch: str) -> set[str]:
+    return {
+        name
+        for section in _parse(patch)[1]
+        for name in (section.file.old_path, section.file.new_path, *section.names)
+        if name
+    }
+
+
+def file_after(
+    repo_path: Path, commit: str, patch: str, path: str, *, max_bytes: int = 1_000_000
+) -> str:
+    """The text of ``path`` once ``patch`` is applied on ``commit``.
+
+    The base content when the patch does not touch the file (the patch is then not applied,
+    so an author can still open other files of a patch that needs fixing); "" when the file
+    does not exist afterwards (a file about to be created, or one the patch deletes).
+    Whitespace errors are tolerated here so that the author can open the file to fix them;
+    :func:`check_applies` is the gate.
+    """
+    path = clean_path(path)
+    if path not in _touched(patch):
+        if file_exists(repo_path, commit, path):
+            return read_file(repo_path, commit, path, max_bytes=max_bytes)
+        return ""
+    with tempfile.TemporaryDirectory(prefix="hilbench-apply-") as directory:
+        scratch = _apply_chain(repo_path, commit, [("patch", patch)], Path(directory), strict=False)
+        entry = scratch.entries().get(path)
+        if entry is None:
+            return ""
+        mode, oid = entry
+        if mode == SYMLINK_MODE:
+            raise DomainError(f"{path} is a symbolic link, not a file.")
+        if mode == GITLINK_MODE:
+            raise DomainError(f"{path} is a submodule, not a file.")
+        size = int(scratch.git(["cat-file", "-s", oid]).stdout)
+        if size > max_bytes:
+            raise DomainError(f"{path} is too big to edit here ({size} bytes, limit {max_bytes}).")
+        return decode_text(path, scratch.git(["cat-file", "blob", oid]).stdout, max_bytes)
+
+
+# --- building patches file by file -----------------------------------------------------------
+
+
+def file_diff(
+    path: str, old_text: str | None, new_text: str | None, *, mode: str = "100644"
+) -> str:
+    """A git-style diff of one file, from ``old_text`` to ``new_text`` ("" when identical).
+
+    ``old_text`` None makes a new file, ``new_text`` None a deletion; ``mode`` is the mode
+    written on those ``new file mode``/``deleted file mode`` lines. The hunks come from
+    ``git diff --no-index`` on temporary files; the headers are written here with ``a/path``
+    and ``b/path`` quoted as git quotes them. No mode is put on the ``index`` line, so
+    applying the diff keeps an executable file executable.
+    """
+    path = clean_path(path)
+    if not path:
+        raise DomainError("A file diff needs a file path.")
+    if old_text == new_text:
+        return ""
+    for text in (old_text, new_text):
+        if text is not None and "\x00" in text:
+            raise DomainError(f"{path}: binary content cannot be edited here.")
+    with tempfile.TemporaryDirectory(prefix="hilbench-diff-") as scratch:
+        directory = Path(scratch)
+        home = directory / "home"
+        home.mkdir()
+        names = []
+        for name, text in (("old", old_text), ("new", new_text)):
+            if text is None:
+                names.append(DEV_NULL)
+            else:
+                (directory / name).write_bytes(text.encode("utf-8", "surrogateescape"))
+                names.append(name)
+        result = run_git(
+            None,
+            [
+                "diff",
+                "--no-index",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--full-index",
+                "--diff-algorithm=myers",
+                "-U3",
+                "--",
+                *names,
+            ],
+            home=home,
+            cwd=directory,
+            check=False,
+        )
+    if result.returncode not in (0, 1):
+        raise DomainError(f"git diff failed for {path}: {stderr_text(result)}")
+    output = result.stdout.decode("utf-8", "surrogateescape")
+    if not output:
+        return ""
+    lines = _split_lines(output)
+    index_line = next((line for line in lines if line.startswith("index ")), None)
+    first_hunk = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    a_name, b_name = _quote("a/" + path), _quote("b/" + path)
+    tab = "\t" if " " in path else ""
+    header = [f"diff --git {a_name} {b_name}\n"]
+    if old_text is None:
+        header.append(f"new file mode {mode}\n")
+    elif new_text is None:
+        header.append(f"deleted file mode {mode}\n")
+    if index_line:
+        header.append(index_line.split()[0] + " " + index_line.split()[1] + "\n")
+    if first_hunk < len(lines):
+        header.append(f"--- {DEV_NULL if old_text is None else a_name + tab}\n")
+        header.append(f"+++ {DEV_NULL if new_text is None else b_name + tab}\n")
+    return "".join(header + lines[first_hunk:])
+
+
+def replace_file_diff(patch: str, path: str, new_file_diff: str) -> str:
+    """``patch`` with the section for ``path`` replaced by ``new_file_diff``.
+
+    ``new_file_diff`` "" removes the section; a path without a section is added. Other
+    sections (and any text before the first one) are kept byte for byte. A replaced section
+    keeps its place; a new one goes before the first section whose path sorts after it, so
+    a patch built file by file is in path order whatever order the files were edited in.
+    A section's path is the path after the patch (the old path for a deletion).
+    """
+    path = clean_path(path)
+    preamble, sections = _parse(patch)
+    replacement = ""
+    if new_file_diff.strip():
+        new_sections = _parse(new_file_diff)[1]
+        if len(new_sections) != 1 or new_sections[0].file.path != path:
+            found = [section.file.path for section in new_sections]
+            raise DomainError(f"Expected a diff of {path} only, got sections for {found}.")
+        replacement = _ended(new_file_diff)
+    keys = [section.file.path for section in sections]
+    texts = [_ended(section.text) for section in sections]
+    if path in keys:
+        position = keys.index(path)
+        kept = [(k, t) for k, t in zip(keys, texts, strict=True) if k != path]
+        keys, texts = [k for k, _ in kept], [t for _, t in kept]
+    else:
+        position = next((i for i, key in enumerate(keys) if key > path), len(keys))
+    if replacement:
+        keys.insert(position, path)
+        texts.insert(position, replacement)
+    if not texts and not preamble.strip():
+        return ""
+    return _ended(preamble) + "".join(texts) if preamble else "".join(texts)

@@ -1,0 +1,161 @@
+"""Writes of the authoring workspace: save (one revision), waive a finding, submit."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from authoring import checks, drafts, patches
+from authoring.models import LintWaiver
+from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.services import event_record, revision_create, task_snapshot
+from hilbench_annotate.services.blockers import registry_problems, registry_replace
+from hilbench_annotate.services.tasks import environment_update, task_bump_version
+from hilbench_annotate.vocabulary import Domain
+from review import workflow
+from review.services import task_transition
+
+
+@dataclass
+class SaveResult:
+    task: Task
+    revision: Revision | None  # None when nothing had changed
+    findings: list[dict[str, str]]
+
+
+def _editable(task: Task) -> None:
+    if task.status not in workflow.EDITABLE:
+        raise DomainError(
+            f"The task is {task.get_status_display().lower()}; it can be edited only as a "
+            "draft or when changes were requested."
+        )
+
+
+def _refuse_escaping_patch(task: Task, setup_patch: str) -> None:
+    """A setup patch that writes outside the repository is never stored."""
+    env = task.swe_environment
+    symlinks = set()
+    if env.repository is not None:
+        from authoring import gitrepo
+
+        symlinks = gitrepo.symlink_paths(env.repository.path, env.base_commit)
+    problems = patches.path_problems(setup_patch, symlinks=symlinks)
+    if problems:
+        raise DomainError("The setup patch is refused: " + "; ".join(problems))
+
+
+@transaction.atomic
+def workspace_save(
+    *, task: Task, actor, expected_version: int, draft: dict[str, Any]
+) -> SaveResult:
+    """Store the whole workspace as one new revision, with its lint findings.
+
+    Caller holds the task row lock (``access_task(..., for_update=True)``). A save made on
+    an old version raises StaleVersion and stores nothing; a save that changes nothing
+    makes no revision.
+    """
+    _editable(task)
+    problems = registry_problems(domain=task.domain, blockers=draft["blockers"])
+    if problems:
+        raise DomainError("; ".join(problems))
+    if task.domain == Domain.SWE and draft["environment"].get("setup_patch"):
+        _refuse_escaping_patch(task, draft["environment"]["setup_patch"])
+    current = task_snapshot(task)
+    if task.version != expected_version:
+        # Checked before the unchanged shortcut so a stale form never passes silently.
+        raise StaleVersion(expected=expected_version, current=task.version)
+    findings = checks.as_dicts(checks.draft_findings(task, draft))
+    if drafts.comparable(current) == drafts.comparable(draft):
+        return SaveResult(task=task, revision=None, findings=findings)
+    task_bump_version(task=task, expected_version=expected_version)
+    task.blocked_spec = draft["blocked_spec"]
+    Task.objects.filter(pk=task.pk).update(blocked_spec=task.blocked_spec)
+    env_fields = checks_env_fields(task.domain)
+    environment_update(
+        task=task,
+        changes={k: draft["environment"][k] for k in env_fields if k in draft["environment"]},
+    )
+    registry_replace(task=task, blockers=draft["blockers"])
+    revision = revision_create(
+        task=task, actor=actor, reason="saved in workspace", lint_findings=findings
+    )
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="workspace_saved",
+        version=task.version,
+        revision=revision.number,
+        errors=sum(1 for f in findings if f["severity"] == "error"),
+    )
+    return SaveResult(task=task, revision=revision, findings=findings)
+
+
+def checks_env_fields(domain: str) -> tuple[str, ...]:
+    return (
+        ("descriptions", "edit_script", "business_info", "gold_sql")
+        if domain == Domain.SQL
+        else ("setup_patch",)
+    )
+
+
+def open_findings(task: Task, findings: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Errors not covered by a waiver: what blocks submission."""
+    waived = set(task.lint_waivers.values_list("fingerprint", flat=True))
+    return [f for f in findings if f["severity"] == "error" and f["fingerprint"] not in waived]
+
+
+@transaction.atomic
+def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaiver:
+    _editable(task)
+    reason = reason.strip()
+    if len(reason) < 10:
+        raise DomainError("Say why the finding does not apply (at least a short sentence).")
+    waiver, _ = LintWaiver.objects.update_or_create(
+        task=task, fingerprint=fingerprint, defaults={"reason": reason, "created_by": actor}
+    )
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="lint_waived",
+        fingerprint=fingerprint,
+        reason=reason,
+    )
+    return waiver
+
+
+@transaction.atomic
+def lint_waiver_withdraw(*, task: Task, actor, fingerprint: str) -> None:
+    _editable(task)
+    LintWaiver.objects.filter(task=task, fingerprint=fingerprint).delete()
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="lint_waiver_withdrawn",
+        fingerprint=fingerprint,
+    )
+
+
+@transaction.atomic
+def task_submit(*, task: Task, actor, expected_version: int) -> Task:
+    """Lint and quick structural checks on the saved task, then hand it to review.
+
+    Refused, naming every open finding, while any error is neither fixed nor waived.
+    Caller holds the task row lock.
+    """
+    if task.version != expected_version:
+        raise StaleVersion(expected=expected_version, current=task.version)
+    snapshot = task_snapshot(task)
+    findings = checks.as_dicts(checks.draft_findings(task, snapshot))
+    blocking = open_findings(task, findings)
+    if blocking:
+        listing = "; ".join(f["message"] for f in blocking[:10])
+        more = f" (and {len(blocking) - 10} more)" if len(blocking) > 10 else ""
+        raise DomainError(
+            f"Submission is blocked by {len(blocking)} lint finding(s): {listing}{more}. "
+            "Fix them or waive them with a reason."
+        )
+    return task_transition(task=task, action="submit", actor=actor, findings=len(findings))

@@ -1,0 +1,510 @@
+"""The authoring workspace: one page, its htmx fragments from partials of the same template."""
+
+import sqlglot
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from authoring import checks, drafts, gitrepo, lint, patches, sqlconsole
+from authoring.services import (
+    lint_waive,
+    lint_waiver_withdraw,
+    open_findings,
+    task_submit,
+    workspace_save,
+)
+from authoring.textdiff import snapshot_changes, word_diff_html
+from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
+from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.instructions import MODES, task_instructions
+from hilbench_annotate.models import Revision
+from hilbench_annotate.services import task_snapshot
+from hilbench_annotate.spec import sections_for
+from hilbench_annotate.vocabulary import (
+    QUALITY_CRITERIA,
+    SQL_SUBTYPES,
+    Domain,
+    Surface,
+    blocker_types_for,
+)
+from review import workflow
+
+TEMPLATE = "authoring/workspace.html"
+
+
+def _editor_task(request, task_id: int, *, for_update: bool = False):
+    task = access_task(request.user, task_id, for_update=for_update)
+    require_task_editor(request.user, task)
+    return task
+
+
+def _vocabulary(task) -> dict:
+    return {
+        "blocker_types": blocker_types_for(task.domain),
+        "subtypes": SQL_SUBTYPES if task.domain == Domain.SQL else {},
+        "surfaces": Surface.choices,
+        "criteria": QUALITY_CRITERIA,
+    }
+
+
+def _blocker_rows(blockers: list[dict]) -> list[dict]:
+    """Blocker dicts with the form index each fieldset uses."""
+    return [{**b, "index": i} for i, b in enumerate(blockers)]
+
+
+def _lint_context(task, findings: list[dict]) -> dict:
+    waivers = {w.fingerprint: w for w in task.lint_waivers.select_related("created_by")}
+    for finding in findings:
+        finding["waiver"] = waivers.get(finding["fingerprint"])
+    blocking = open_findings(task, findings)
+    return {"findings": findings, "blocking": blocking, "rules": lint.RULES}
+
+
+def _sections(task, spec: dict) -> list[dict]:
+    return [
+        {
+            "key": key,
+            "label": label,
+            "original": task.original_spec.get(key, ""),
+            "blocked": spec.get(key, ""),
+            "diff": word_diff_html(task.original_spec.get(key, ""), spec.get(key, "")),
+        }
+        for key, label in sections_for(task.domain)
+    ]
+
+
+def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> dict:
+    env = task.environment
+    context = {
+        "task": task,
+        "env": env,
+        "snapshot": snapshot,
+        "sections": _sections(task, snapshot["blocked_spec"]),
+        "blockers": _blocker_rows(
+            [
+                {**b, "pk": pk}
+                for b, pk in zip(
+                    snapshot["blockers"],
+                    task.blockers.order_by("position", "id").values_list("pk", flat=True),
+                    strict=False,
+                )
+            ]
+        ),
+        "editable": task.status in workflow.EDITABLE,
+        "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
+        **_vocabulary(task),
+        **_lint_context(task, findings),
+    }
+    if task.domain == Domain.SQL:
+        context["tables"] = _tables(task, snapshot["environment"].get("edit_script", ""))
+        context["business_info_text"] = "\n".join(snapshot["environment"].get("business_info", []))
+        context["descriptions"] = sorted(
+            (snapshot["environment"].get("descriptions") or {}).items()
+        )
+    return context
+
+
+def _tables(task, edit_script: str):
+    try:
+        path = checks.edited_database_path(task, edit_script)
+    except DomainError:
+        path = checks.edited_database_path(task, "")
+    return sqlconsole.read_schema(path) if path else []
+
+
+@login_required
+@require_GET
+def workspace(request, task_id: int):
+    task = access_task(request.user, task_id)
+    if not can_edit_task(request.user, task):
+        messages.info(
+            request, "Only the task's author or a lead can edit it; here it is read-only."
+        )
+        return redirect("task-detail", task_id=task.pk)
+    snapshot = task_snapshot(task)
+    findings = checks.as_dicts(checks.draft_findings(task, snapshot))
+    return render(request, TEMPLATE, _workspace_context(request, task, snapshot, findings))
+
+
+def _draft(request, task) -> dict:
+    return drafts.draft_from_form(
+        domain=task.domain, data=request.POST, environment=task_snapshot(task)["environment"]
+    )
+
+
+def _expected_version(request) -> int:
+    try:
+        return int(request.POST.get("expected_version", ""))
+    except ValueError:
+        raise DomainError("The form did not say which version it edits; reload the page.") from None
+
+
+@login_required
+@require_POST
+def workspace_save_view(request, task_id: int):
+    """Autosave and Ctrl-S: one revision per save; a stale save shows both versions."""
+    try:
+        with transaction.atomic():
+            task = _editor_task(request, task_id, for_update=True)
+            draft = _draft(request, task)
+            result = workspace_save(
+                task=task,
+                actor=request.user,
+                expected_version=_expected_version(request),
+                draft=draft,
+            )
+    except StaleVersion as exc:
+        task = access_task(request.user, task_id)
+        theirs = task_snapshot(task)
+        mine = _draft(request, task)
+        last = task.revisions.select_related("author").first()
+        context = {
+            "task": task,
+            "conflict": exc,
+            "changes": snapshot_changes(theirs, mine),
+            "last_revision": last,
+        }
+        if request.htmx:
+            return render(request, f"{TEMPLATE}#save-conflict", context, status=409)
+        return render(request, "authoring/conflict.html", context, status=409)
+    except DomainError as exc:
+        if request.htmx:
+            return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)
+        messages.error(request, str(exc))
+        return redirect("workspace", task_id=task_id)
+    if not request.htmx:
+        messages.success(request, "Saved." if result.revision else "Nothing had changed.")
+        return redirect("workspace", task_id=task.pk)
+    # Positions follow page order; give each fieldset (by its form index) its row's pk, so
+    # the next save updates these rows instead of making new ones.
+    blocker_pks = task.blockers.order_by("position", "id").values_list("pk", flat=True)
+    context = {
+        "task": task,
+        "revision": result.revision,
+        "saved": True,
+        "blocker_pks": list(zip(request.POST.getlist("blocker"), blocker_pks, strict=False)),
+        **_lint_context(task, result.findings),
+    }
+    return render(request, f"{TEMPLATE}#save-result", context)
+
+
+@login_required
+@require_POST
+def workspace_lint(request, task_id: int):
+    """Live lint of the unsaved form (nothing is stored)."""
+    task = _editor_task(request, task_id)
+    findings = checks.as_dicts(checks.draft_findings(task, _draft(request, task)))
+    return render(
+        request, f"{TEMPLATE}#lint-panel", {"task": task, **_lint_context(task, findings)}
+    )
+
+
+@login_required
+@require_POST
+def spec_diff(request, task_id: int, section: str):
+    task = _editor_task(request, task_id)
+    if section not in dict(sections_for(task.domain)):
+        raise Http404("No such section.")
+    html = word_diff_html(
+        task.original_spec.get(section, ""), request.POST.get(f"spec.{section}", "")
+    )
+    return render(request, f"{TEMPLATE}#spec-diff", {"section": {"key": section, "diff": html}})
+
+
+@login_required
+@require_GET
+def blocker_form(request, task_id: int):
+    """An empty blocker fieldset for "Add blocker"."""
+    task = _editor_task(request, task_id)
+    try:
+        index = int(request.GET.get("index", "0"))
+    except ValueError:
+        index = 0
+    types = blocker_types_for(task.domain)
+    blocker = {
+        "index": index,
+        "pk": None,
+        "id": f"blocker_{index + 1}",
+        "type": types[0],
+        "subtype": SQL_SUBTYPES[types[0]][0] if task.domain == Domain.SQL else "",
+        "description": "",
+        "resolution": "",
+        "surfaces_in": "",
+        "criteria": {},
+        "trigger_questions": ["", "", ""],
+    }
+    context = {"task": task, "blocker": blocker, "editable": True, **_vocabulary(task)}
+    return render(request, f"{TEMPLATE}#blocker", context)
+
+
+@login_required
+@require_POST
+def waive(request, task_id: int):
+    with transaction.atomic():
+        task = _editor_task(request, task_id, for_update=True)
+        fingerprint = request.POST.get("fingerprint", "")
+        try:
+            if request.POST.get("withdraw"):
+                lint_waiver_withdraw(task=task, actor=request.user, fingerprint=fingerprint)
+            else:
+                lint_waive(
+                    task=task,
+                    actor=request.user,
+                    fingerprint=fingerprint,
+                    reason=request.POST.get("reason", ""),
+                )
+        except DomainError as exc:
+            messages.error(request, str(exc))
+    if request.htmx:
+        findings = checks.as_dicts(checks.draft_findings(task, _draft(request, task)))
+        return render(
+            request, f"{TEMPLATE}#lint-panel", {"task": task, **_lint_context(task, findings)}
+        )
+    return redirect("workspace", task_id=task_id)
+
+
+@login_required
+@require_POST
+def submit(request, task_id: int):
+    try:
+        with transaction.atomic():
+            task = _editor_task(request, task_id, for_update=True)
+            task_submit(task=task, actor=request.user, expected_version=_expected_version(request))
+    except DomainError as exc:
+        if request.htmx:
+            return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)
+        messages.error(request, str(exc))
+        return redirect("workspace", task_id=task_id)
+    messages.success(request, "Submitted for review.")
+    url = reverse("task-detail", args=[task_id])
+    if request.htmx:
+        response = render(request, f"{TEMPLATE}#save-status", {"submitted": True})
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+@login_required
+@require_GET
+def preview(request, task_id: int):
+    """The three modes' instruction texts of the saved task, exactly as exported."""
+    task = access_task(request.user, task_id)
+    texts = task_instructions(task_snapshot(task))
+    context = {"task": task, "modes": [(mode, texts[mode]) for mode in MODES]}
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#preview", context)
+    return render(request, "authoring/preview.html", context)
+
+
+@login_required
+@require_GET
+def revisions(request, task_id: int):
+    """Revision history; ``?a=N&b=M`` compares any two revisions."""
+    task = access_task(request.user, task_id)
+    history = list(task.revisions.select_related("author").defer("snapshot").order_by("-number"))
+    context = {"task": task, "history": history}
+    numbers = [r.number for r in history]
+    try:
+        a = int(request.GET.get("a") or (numbers[1] if len(numbers) > 1 else numbers[0]))
+        b = int(request.GET.get("b") or numbers[0])
+    except (ValueError, IndexError):
+        a = b = None
+    if a and b:
+        pair = {r.number: r for r in Revision.objects.filter(task=task, number__in=[a, b])}
+        if a in pair and b in pair:
+            context.update(
+                a=pair[a], b=pair[b], changes=snapshot_changes(pair[a].snapshot, pair[b].snapshot)
+            )
+    return render(request, "authoring/revisions.html", context)
+
+
+# --- SQL environment -------------------------------------------------------------------------
+
+
+def _sql_database(task, request):
+    if task.domain != Domain.SQL:
+        raise Http404("Not a SQL task.")
+    edit_script = request.POST.get("env.edit_script", task.sql_environment.edit_script)
+    return checks.edited_database_path(task, edit_script)
+
+
+@login_required
+@require_POST
+def sql_query(request, task_id: int):
+    """The read-only console: one SELECT, a time limit and a row cap."""
+    task = access_task(request.user, task_id)
+    sql = request.POST.get("console_sql") or request.POST.get("env.gold_sql", "")
+    context = {"task": task, "sql": sql}
+    try:
+        path = _sql_database(task, request)
+        if path is None:
+            raise DomainError("This task has no database file to query.")
+        context["result"] = sqlconsole.run_select(
+            path,
+            sql,
+            timeout_s=settings.SQL_CONSOLE_TIMEOUT_S,
+            row_cap=settings.SQL_CONSOLE_ROW_CAP,
+        )
+    except DomainError as exc:
+        context["error"] = str(exc)
+    return render(request, f"{TEMPLATE}#query-result", context)
+
+
+@login_required
+@require_POST
+def sql_format(request, task_id: int):
+    task = _editor_task(request, task_id)
+    sql = request.POST.get("env.gold_sql", "")
+    try:
+        formatted = sqlglot.transpile(sql, read="sqlite", write="sqlite", pretty=True)
+        text = ";\n".join(formatted)
+        error = ""
+    except sqlglot.errors.ParseError as exc:
+        text, error = sql, f"Does not parse: {exc}"
+    return render(
+        request,
+        f"{TEMPLATE}#gold-sql",
+        {"task": task, "gold_sql": text, "format_error": error, "editable": True},
+    )
+
+
+@login_required
+@require_GET
+def sql_table(request, task_id: int, table: str):
+    task = access_task(request.user, task_id)
+    if task.domain != Domain.SQL:
+        raise Http404("Not a SQL task.")
+    path = checks.edited_database_path(task, task.sql_environment.edit_script)
+    if path is None:
+        raise Http404("No database.")
+    info = next((t for t in sqlconsole.read_schema(path) if t.name == table), None)
+    if info is None:
+        raise Http404("No such table.")
+    context = {
+        "task": task,
+        "table": info,
+        "sample": sqlconsole.sample_rows(path, table, limit=8),
+        "description_rows": _description_rows(task.sql_environment.descriptions.get(table, "")),
+    }
+    return render(request, f"{TEMPLATE}#table", context)
+
+
+def _description_rows(csv_text: str) -> list[list[str]]:
+    import csv
+    import io
+
+    return list(csv.reader(io.StringIO(csv_text)))
+
+
+# --- SWE environment -------------------------------------------------------------------------
+
+
+def _swe(task):
+    if task.domain != Domain.SWE or task.swe_environment.repository is None:
+        raise Http404("No repository for this task.")
+    return task.swe_environment
+
+
+@login_required
+@require_GET
+def repo_browse(request, task_id: int):
+    """Browse the repository at the base commit, from git objects (no checkout)."""
+    task = access_task(request.user, task_id)
+    env = _swe(task)
+    path = request.GET.get("path", "").strip("/")
+    context = {"task": task, "path": path, "parts": _crumbs(path)}
+    try:
+        if request.GET.get("file"):
+            setup_patch = request.GET.get("setup_patch")
+            context["file"] = path
+            context["content"] = patches.file_after(
+                env.repository.path,
+                env.base_commit,
+                env.setup_patch if setup_patch is None else setup_patch,
+                path,
+            )
+            context["editable"] = (
+                can_edit_task(request.user, task) and task.status in workflow.EDITABLE
+            )
+        else:
+            context["entries"] = gitrepo.list_tree(env.repository.path, env.base_commit, path)
+    except DomainError as exc:
+        context["error"] = str(exc)
+    return render(request, f"{TEMPLATE}#repo", context)
+
+
+def _crumbs(path: str) -> list[tuple[str, str]]:
+    parts = [p for p in path.split("/") if p]
+    return [(name, "/".join(parts[: i + 1])) for i, name in enumerate(parts)]
+
+
+@login_required
+@require_POST
+def repo_edit(request, task_id: int):
+    """Turn a file edited in the browser into that file's section of the setup patch.
+
+    Returns the new setup patch for the form (saved by the next save, like any edit).
+    """
+    task = _editor_task(request, task_id)
+    env = _swe(task)
+    path = request.POST.get("path", "")
+    setup_patch = request.POST.get("env.setup_patch", env.setup_patch).replace("\r\n", "\n")
+    new_text = request.POST.get("content", "").replace("\r\n", "\n")
+    context = {"task": task, "editable": True}
+    try:
+        base = (
+            gitrepo.read_file(env.repository.path, env.base_commit, path)
+            if gitrepo.file_exists(env.repository.path, env.base_commit, path)
+            else None
+        )
+        section = patches.file_diff(path, base, new_text)
+        context["setup_patch"] = patches.replace_file_diff(setup_patch, path, section)
+        context["message"] = (
+            f"{path}: edit folded into the setup patch; it is saved with the next save."
+        )
+    except DomainError as exc:
+        context["setup_patch"] = setup_patch
+        context["error"] = str(exc)
+    return render(request, f"{TEMPLATE}#setup-patch", context)
+
+
+@login_required
+@require_POST
+def setup_patch_upload(request, task_id: int):
+    """An uploaded setup patch replaces the form's; one that leaves the repository is refused."""
+    task = _editor_task(request, task_id)
+    env = _swe(task)
+    upload = request.FILES.get("patch_file")
+    context = {
+        "task": task,
+        "editable": True,
+        "setup_patch": request.POST.get("env.setup_patch", env.setup_patch),
+    }
+    status = 200
+    try:
+        if upload is None:
+            raise DomainError("Choose a patch file to upload.")
+        if upload.size > 5 * 1024 * 1024:
+            raise DomainError(f"{upload.name} is larger than 5 MB; a setup patch should be small.")
+        try:
+            text = upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise DomainError(f"{upload.name} is not UTF-8 text.") from None
+        text = text.replace("\r\n", "\n")
+        problems = patches.path_problems(
+            text, symlinks=gitrepo.symlink_paths(env.repository.path, env.base_commit)
+        )
+        if problems:
+            raise DomainError(f"{upload.name} is refused: " + "; ".join(problems))
+        patches.check_applies(env.repository.path, env.base_commit, [("setup patch", text)])
+        context["setup_patch"] = text
+        context["message"] = f"{upload.name} applies cleanly; it is saved with the next save."
+    except DomainError as exc:
+        context["error"] = str(exc)
+        status = 400
+    return render(request, f"{TEMPLATE}#setup-patch", context, status=status)

@@ -1,0 +1,185 @@
+// The authoring workspace: tabs, autosave, registry editing, keyboard shortcuts.
+// Everything is stored by the server; this file only moves form fields around.
+(function () {
+  "use strict";
+  const form = document.getElementById("workspace");
+  if (!form) return;
+  const readonly = form.dataset.readonly === "1";
+  const AUTOSAVE_MS = 1500;
+  let dirty = false;
+  let timer = null;
+  let submitAfterSave = false;
+
+  // htmx: show 4xx fragments (refusals, conflicts) instead of dropping them.
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "4..", swap: true, error: false },
+    { code: "...", swap: false, error: true },
+  ];
+
+  // --- tabs -------------------------------------------------------------------------------
+  const tabs = Array.from(document.querySelectorAll('[role="tab"][data-tab]'));
+  function showTab(name) {
+    tabs.forEach((t) => t.setAttribute("aria-selected", String(t.dataset.tab === name)));
+    document.querySelectorAll("[data-panel]").forEach((p) => { p.hidden = p.dataset.panel !== name; });
+    if (name === "preview") htmx.trigger(document.body, "show-preview");
+    history.replaceState(null, "", "#" + name);
+  }
+  tabs.forEach((t) => t.addEventListener("click", () => showTab(t.dataset.tab)));
+  const initial = location.hash.replace("#", "");
+  if (tabs.some((t) => t.dataset.tab === initial)) showTab(initial);
+
+  // --- autosave ---------------------------------------------------------------------------
+  function status(text, cls) {
+    const el = document.getElementById("save-status");
+    if (el) el.innerHTML = '<span class="' + (cls || "muted") + '">' + text + "</span>";
+  }
+  function isWorkspaceField(el) {
+    const name = el && el.name ? el.name : "";
+    return name.startsWith("spec.") || name.startsWith("env.") || name.startsWith("blocker");
+  }
+  function markDirty() {
+    if (readonly) return;
+    dirty = true;
+    status("Unsaved changes…");
+    clearTimeout(timer);
+    timer = setTimeout(saveNow, AUTOSAVE_MS);
+  }
+  function saveNow() {
+    clearTimeout(timer);
+    if (readonly) return;
+    status("Saving…");
+    htmx.trigger(form, "autosave");
+  }
+  form.addEventListener("input", (e) => { if (isWorkspaceField(e.target)) markDirty(); });
+  form.addEventListener("change", (e) => { if (isWorkspaceField(e.target)) markDirty(); });
+  form.addEventListener("htmx:afterRequest", (e) => {
+    if (e.detail.elt !== form) return;
+    if (e.detail.xhr.status === 200) {
+      dirty = false;
+      if (submitAfterSave) { submitAfterSave = false; document.getElementById("submit-btn").click(); }
+    } else {
+      submitAfterSave = false;
+    }
+  });
+  window.addEventListener("beforeunload", (e) => { if (dirty) { e.preventDefault(); e.returnValue = ""; } });
+
+  // Conflict view: save mine over theirs = save again, naming the version now current.
+  document.addEventListener("click", (e) => {
+    const btn = e.target.closest("[data-overwrite]");
+    if (!btn) return;
+    document.getElementById("expected-version").value = btn.dataset.overwrite;
+    saveNow();
+  });
+
+  // Submit: save pending edits first, then submit.
+  const submitBtn = document.getElementById("submit-btn");
+  if (submitBtn) {
+    submitBtn.addEventListener("htmx:confirm", (e) => {
+      if (dirty) { e.preventDefault(); submitAfterSave = true; saveNow(); }
+    });
+  }
+
+  // --- registry ---------------------------------------------------------------------------
+  const list = document.getElementById("blocker-list");
+  function blockers() { return Array.from(list.querySelectorAll("fieldset.blocker-edit")); }
+  function renumber() {
+    blockers().forEach((b, i) => { b.querySelector(".blocker-num").textContent = i + 1; });
+    const count = document.getElementById("blocker-count");
+    if (count) count.textContent = blockers().length;
+    htmx.trigger(document.body, "registry-changed");
+  }
+  function nextIndex() {
+    return blockers().reduce((m, b) => Math.max(m, Number(b.dataset.index) + 1), 0);
+  }
+  function syncSubtypes(fieldset) {
+    const type = fieldset.querySelector(".blocker-type");
+    const sub = fieldset.querySelector(".blocker-subtype");
+    if (!type || !sub) return;
+    let firstAllowed = null;
+    sub.querySelectorAll("optgroup").forEach((g) => {
+      const on = g.label === type.value;
+      g.disabled = !on;
+      g.hidden = !on;
+      if (on && !firstAllowed) firstAllowed = g.querySelector("option");
+    });
+    const current = sub.selectedOptions[0];
+    if (!current || current.parentElement.label !== type.value) { if (firstAllowed) sub.value = firstAllowed.value; }
+  }
+  function addQuestion(fieldset, focus) {
+    const ol = fieldset.querySelector(".q-list");
+    const index = fieldset.dataset.index;
+    const li = document.createElement("li");
+    const n = ol.children.length + 1;
+    li.innerHTML = '<input name="blocker-' + index + '-q" aria-label="Trigger question ' + n + '" autocomplete="off">' +
+      '<button type="button" class="icon q-remove" aria-label="Remove this trigger question">×</button>';
+    ol.appendChild(li);
+    if (focus) li.querySelector("input").focus();
+  }
+  function addBlocker() {
+    htmx.ajax("GET", form.dataset.blockerUrl + "?index=" + nextIndex(), { target: "#blocker-list", swap: "beforeend" });
+  }
+  list.addEventListener("click", (e) => {
+    const fieldset = e.target.closest("fieldset.blocker-edit");
+    if (!fieldset || readonly) return;
+    if (e.target.closest(".q-add")) { addQuestion(fieldset, true); markDirty(); }
+    else if (e.target.closest(".q-remove")) { e.target.closest("li").remove(); markDirty(); htmx.trigger(document.body, "registry-changed"); }
+    else if (e.target.closest(".b-up") && fieldset.previousElementSibling) { list.insertBefore(fieldset, fieldset.previousElementSibling); renumber(); markDirty(); }
+    else if (e.target.closest(".b-down") && fieldset.nextElementSibling) { list.insertBefore(fieldset.nextElementSibling, fieldset); renumber(); markDirty(); }
+    else if (e.target.closest(".b-delete")) {
+      const key = fieldset.querySelector(".blocker-key").textContent;
+      if (confirm("Delete blocker " + key + "? (Revision history keeps it.)")) { fieldset.remove(); renumber(); markDirty(); }
+    }
+  });
+  list.addEventListener("change", (e) => { if (e.target.classList.contains("blocker-type")) syncSubtypes(e.target.closest("fieldset")); });
+  list.addEventListener("input", (e) => {
+    if (e.target.name && e.target.name.endsWith("-key")) e.target.closest("fieldset").querySelector(".blocker-key").textContent = e.target.value;
+  });
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    if (e.detail.target === list) {
+      const added = blockers().at(-1);
+      syncSubtypes(added);
+      renumber();
+      showTab("blockers");
+      added.querySelector("textarea").focus();
+      markDirty();
+    }
+    if (e.detail.target && e.detail.target.id === "setup-patch") markDirty();
+    if (e.detail.target && e.detail.target.id === "gold-sql") markDirty();
+  });
+  const addBtn = document.getElementById("add-blocker");
+  if (addBtn) addBtn.addEventListener("click", addBlocker);
+  blockers().forEach(syncSubtypes);
+  renumber();
+
+  // --- keyboard ---------------------------------------------------------------------------
+  const help = document.getElementById("help-overlay");
+  function toggleHelp(show) { help.hidden = !show; if (show) document.getElementById("help-close").focus(); }
+  document.getElementById("help-btn").addEventListener("click", () => toggleHelp(true));
+  document.getElementById("help-close").addEventListener("click", () => toggleHelp(false));
+  function currentBlocker() {
+    return document.activeElement ? document.activeElement.closest("fieldset.blocker-edit") : null;
+  }
+  document.addEventListener("keydown", (e) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); saveNow(); return; }
+    if (e.key === "Escape" && !help.hidden) { toggleHelp(false); return; }
+    if (e.key === "?" && !typing) { e.preventDefault(); toggleHelp(help.hidden); return; }
+    if (!e.altKey) return;
+    if (e.key === "Enter" && submitBtn) { e.preventDefault(); submitBtn.click(); }
+    else if (/^[1-4]$/.test(e.key)) { e.preventDefault(); showTab(tabs[Number(e.key) - 1].dataset.tab); }
+    else if (e.code === "KeyB" && !readonly) { e.preventDefault(); addBlocker(); }
+    else if (e.code === "KeyN") {
+      e.preventDefault();
+      showTab("blockers");
+      const all = blockers();
+      const next = all[(all.indexOf(currentBlocker()) + 1) % all.length];
+      if (next) { next.scrollIntoView({ block: "start" }); next.querySelector("input, textarea").focus(); }
+    } else if (e.code === "KeyQ" && !readonly) {
+      e.preventDefault();
+      const fieldset = currentBlocker() || blockers()[0];
+      if (fieldset) { showTab("blockers"); addQuestion(fieldset, true); markDirty(); }
+    }
+  });
+})();

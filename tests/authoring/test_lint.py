@@ -1,0 +1,681 @@
+"""Authoring lint (authoring/lint.py): one failing and one passing example per rule.
+
+Each test starts from ``make_draft()`` — a valid three-blocker SQL draft with no findings —
+and changes one thing.
+"""
+
+import copy
+import json
+import re
+
+import pytest
+
+from authoring.lint import RULES, Finding, lint_task
+from hilbench_annotate.spec import parse_swe_statement
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS
+
+from ..conftest import shared_path
+
+SCHEMA = {
+    "trans": {"trans_id", "account_id", "date", "k_symbol", "amount"},
+    "account": {"account_id", "district_id", "date"},
+    "district": {"district_id", "a2", "a12"},
+    "loan": {"loan_id", "account_id", "status", "amount"},
+}
+
+GOLD_SQL = """SELECT COUNT(T.trans_id)
+FROM trans AS T
+JOIN account AS A ON A.account_id = T.account_id
+JOIN district AS D ON D.district_id = A.district_id
+WHERE T.k_symbol = 'CAT7'
+  AND T.date BETWEEN '1996-01-01' AND '1996-12-31'
+  AND D.A12 > 5.0;
+"""
+
+TRANS_CSV = (
+    "original_column_name,column_name,column_description,data_format,value_description\n"
+    "trans_id,transaction id,,integer,\n"
+    'k_symbol,characterization of the transaction,,text,"internal classification code"\n'
+)
+
+BLOCKERS = [
+    {
+        "id": "crisis_period",
+        "type": "question",
+        "subtype": "timeframe_ambiguity",
+        "description": 'The question mentions "the crisis period" without giving its dates.',
+        "resolution": "The crisis period is the calendar year from January 1, 1996, to "
+        "December 31, 1996.",
+        "trigger_questions": [
+            "What exact date range defines the crisis period?",
+            "Which start and end dates bound the crisis period?",
+            "Which calendar year should be treated as the crisis period for transactions?",
+        ],
+    },
+    {
+        "id": "servicing_code",
+        "type": "schema",
+        "subtype": "confusing_column_or_column_definition",
+        "description": "Transactions carry internal k_symbol classification codes, and nothing "
+        "says which code marks loan servicing payments.",
+        "resolution": "Loan servicing transactions are those where trans.k_symbol = 'CAT7'.",
+        "trigger_questions": [
+            "Which k_symbol value marks loan servicing payments?",
+            "How are loan servicing transactions identified in the trans table?",
+            "What classification code do loan servicing payments carry?",
+        ],
+    },
+    {
+        "id": "distressed_district",
+        "type": "business info",
+        "subtype": "missing_information",
+        "description": 'The question says "economically distressed districts" but no metric '
+        "or threshold defines economic distress.",
+        "resolution": "A district is economically distressed when its 1995 unemployment rate "
+        "(district.A12) is above 5.0 percent.",
+        "trigger_questions": [
+            "What metric and threshold define an economically distressed district?",
+            "How is economic distress measured for a district?",
+            "Which indicator should decide whether a district counts as distressed?",
+        ],
+    },
+]
+
+
+def make_draft() -> dict:
+    """A valid SQL draft: lint finds nothing in it (see test_valid_draft_has_no_findings)."""
+    blockers = copy.deepcopy(BLOCKERS)
+    for blocker in blockers:
+        blocker["criteria"] = {
+            key: {"ok": True, "note": f"{key} holds for {blocker['id']}."}
+            for key in QUALITY_CRITERIA_KEYS
+        }
+    return {
+        "domain": "sql",
+        "blocked_spec": {
+            "question": "How many loan servicing transactions did accounts in economically "
+            "distressed districts make during the crisis period?",
+            "evidence": "",
+        },
+        "environment": {
+            "descriptions": {"trans": TRANS_CSV},
+            "business_info": [
+                "Loan servicing covers the payments a client makes on an active loan.",
+                "Unemployment figures in the district table are percentages.",
+            ],
+            "gold_sql": GOLD_SQL,
+        },
+        "blockers": blockers,
+    }
+
+
+def findings(draft, rule, **kwargs) -> list[Finding]:
+    kwargs.setdefault("schema", SCHEMA)
+    return [f for f in lint_task(draft, **kwargs) if f.rule == rule]
+
+
+def only(draft, rule, **kwargs) -> Finding:
+    found = findings(draft, rule, **kwargs)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def set_question(draft, blocker: int, question: int, text: str) -> dict:
+    draft["blockers"][blocker]["trigger_questions"][question] = text
+    return draft
+
+
+# --- the baseline -------------------------------------------------------------------------
+
+
+def test_valid_draft_has_no_findings():
+    assert lint_task(make_draft(), schema=SCHEMA) == []
+
+
+def test_every_rule_is_described_and_findings_use_known_rules():
+    draft = make_draft()
+    draft["blockers"] = draft["blockers"][:2]
+    draft["environment"]["gold_sql"] = ""
+    for finding in lint_task(draft):
+        assert finding.rule in RULES
+        assert finding.severity in ("error", "warning")
+    assert all(text.strip() for text in RULES.values())
+
+
+def test_fingerprint_and_deterministic_order():
+    draft = make_draft()
+    set_question(draft, 0, 0, "What resolves this blocker? And which table?")
+    set_question(draft, 2, 1, "Tell me the threshold.")
+    draft["environment"]["gold_sql"] = ""
+    result = lint_task(draft, schema=SCHEMA)
+    assert result == lint_task(copy.deepcopy(draft), schema=SCHEMA)
+    assert [(f.field, f.rule) for f in result] == [
+        ("blockers[0].trigger_questions[0]", "multi_topic"),
+        ("blockers[0].trigger_questions[0]", "self_referential"),
+        ("blockers[2].trigger_questions[1]", "not_a_question"),
+        ("environment.gold_sql", "gold_sql"),
+    ]
+    assert result[0].fingerprint == "multi_topic@blockers[0].trigger_questions[0]"
+
+
+def test_tolerates_missing_keys():
+    result = lint_task({})
+    assert [(f.rule, f.field) for f in result] == [("blocker_count", "blockers")]
+    result = lint_task({"domain": "sql", "blockers": [{}, None, {"trigger_questions": None}]})
+    assert {f.rule for f in result} >= {"empty_field", "trigger_count", "gold_sql"}
+
+
+# --- 1. blocker_count --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [0, 2, 6])
+def test_blocker_count_out_of_range(count):
+    draft = make_draft()
+    pool = draft["blockers"] * 2
+    draft["blockers"] = [dict(b, id=f"{b['id']}_{i}") for i, b in enumerate(pool[:count])]
+    finding = only(draft, "blocker_count")
+    assert (finding.field, finding.severity) == ("blockers", "error")
+    assert f"{count} blocker" in finding.message
+
+
+def test_blocker_count_in_range():
+    draft = make_draft()
+    draft["blockers"] += [dict(b, id=f"{b['id']}_again") for b in draft["blockers"][:2]]
+    assert len(draft["blockers"]) == 5
+    assert findings(draft, "blocker_count") == []
+
+
+# --- 2. trigger_count --------------------------------------------------------------------
+
+
+def test_trigger_count_too_few():
+    draft = make_draft()
+    draft["blockers"][1]["trigger_questions"].pop()
+    finding = only(draft, "trigger_count")
+    assert (finding.field, finding.severity) == ("blockers[1]", "error")
+    assert 'Blocker "servicing_code" has 2 trigger questions' in finding.message
+
+
+def test_trigger_count_too_many_and_blank_questions_do_not_count():
+    draft = make_draft()
+    draft["blockers"][0]["trigger_questions"] += [f"Which year starts period {n}?" for n in "ABC"]
+    assert only(draft, "trigger_count").field == "blockers[0]"
+    draft = make_draft()
+    draft["blockers"][2]["trigger_questions"][2] = "   "
+    assert only(draft, "trigger_count").field == "blockers[2]"
+
+
+def test_trigger_count_in_range():
+    draft = make_draft()
+    draft["blockers"][0]["trigger_questions"] += [
+        "When does the crisis period begin?",
+        "Over which months does the crisis period run?",
+    ]
+    assert findings(draft, "trigger_count") == []
+
+
+# --- 3. self_referential -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the resolution of this blocker?",
+        "How should the blocker be resolved?",
+        "Which value fills the gap?",
+        "What does the above refer to?",
+        "Which dates apply to the above-mentioned period?",
+        "Which dates apply to the period mentioned above?",
+        "How should this ambiguity be settled?",
+        "Does the previous question also cover refunds?",
+        "Which year applies as described?",
+    ],
+)
+def test_self_referential(question):
+    draft = set_question(make_draft(), 0, 1, question)
+    finding = only(draft, "self_referential")
+    assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[1]", "error")
+    assert finding.message.startswith('Blocker "crisis_period", trigger question 2')
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which blocked accounts should be excluded from the crisis period?",
+        "What is the gap between the first and last crisis transactions?",
+        "Should the crisis period be computed as described in the requirements?",
+    ],
+)
+def test_not_self_referential(question):
+    draft = set_question(make_draft(), 0, 1, question)
+    assert findings(draft, "self_referential") == []
+
+
+# --- 4. multi_topic ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the crisis period? Which table stores it?",
+        "What is the crisis period? And which table stores it",
+        "Which year is the crisis and how long did it last?",
+        "Which dates bound the crisis period and also which accounts count?",
+        "Which dates bound the crisis period; also, are weekends included?",
+        "Which dates bound the crisis period, as well as which accounts count?",
+        "What dates bound the crisis and what accounts are in scope?",
+        "Which dates bound the crisis and which accounts count?",
+        "Which dates bound the crisis and whether weekends count?",
+        "Is the crisis period inclusive and should weekends count?",
+    ],
+)
+def test_multi_topic(question):
+    draft = set_question(make_draft(), 0, 2, question)
+    finding = only(draft, "multi_topic")
+    assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[2]", "error")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which start and end dates bound the crisis period?",
+        "Should cash and non-cash transactions both count in the crisis period?",
+        "Is any date range defined as the crisis period, and if so which one?",
+        "Does the crisis period include the first day, or only later days?",
+    ],
+)
+def test_not_multi_topic(question):
+    draft = set_question(make_draft(), 0, 2, question)
+    assert findings(draft, "multi_topic") == []
+
+
+# --- 5. not_a_question -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Tell me the crisis period dates.", "The crisis period dates", "Please give the dates!"],
+)
+def test_statement_is_not_a_question(question):
+    draft = set_question(make_draft(), 0, 0, question)
+    finding = only(draft, "not_a_question")
+    assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[0]", "error")
+    assert "not phrased as a question" in finding.message
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "I assume the crisis period is the whole of the year, right?",
+        "The crisis period is a calendar year, correct?",
+        "We're assuming the crisis is one calendar year?",
+        "Can you confirm that the crisis period is a calendar year?",
+    ],
+)
+def test_confirmation_is_rejected(question):
+    draft = set_question(make_draft(), 0, 0, question)
+    finding = only(draft, "not_a_question")
+    assert finding.field == "blockers[0].trigger_questions[0]"
+    assert "confirmation" in finding.message
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "-  How should the crisis period be bounded?",
+        "What rule defines the crisis period",
+        "The spec mentions a crisis period — which dates bound it?",
+        "Isn't the crisis period defined somewhere?",
+        "1. When does the crisis period begin?",
+    ],
+)
+def test_is_a_question(question):
+    draft = set_question(make_draft(), 0, 0, question)
+    assert findings(draft, "not_a_question") == []
+
+
+# --- 6. contains_resolution --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("blocker", "question", "literal"),
+    [
+        (1, "Is loan servicing the code CAT7?", "CAT7"),
+        (1, "Does k_symbol 'cat7' mark loan servicing?", "CAT7"),
+        (0, "Does the crisis period start on 1996-01-01?", "January 1, 1996"),
+        (0, "Does the crisis period end on 31 December 1996?", "December 31, 1996"),
+        (2, "Is the unemployment threshold 5.0 percent?", "5.0"),
+        (2, "Is it the unemployment rate of 1995?", "1995"),
+    ],
+)
+def test_contains_resolution_literal(blocker, question, literal):
+    draft = set_question(make_draft(), blocker, 1, question)
+    finding = only(draft, "contains_resolution")
+    assert (finding.field, finding.severity) == (
+        f"blockers[{blocker}].trigger_questions[1]",
+        "error",
+    )
+    assert f'"{literal}"' in finding.message
+
+
+def test_contains_whole_resolution():
+    draft = make_draft()
+    resolution = draft["blockers"][1]["resolution"]
+    set_question(draft, 1, 0, f"Is it true that {resolution.lower()}?")
+    assert "whole resolution" in only(draft, "contains_resolution").message
+
+
+def test_contains_unquoted_capital_code():
+    draft = make_draft()
+    draft["blockers"][1]["resolution"] = "Loan servicing rows have status LN in the trans table."
+    set_question(draft, 1, 2, "Does status LN mark loan servicing?")
+    assert only(draft, "contains_resolution").field == "blockers[1].trigger_questions[2]"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which trans.k_symbol value marks loan servicing payments?",  # an identifier
+        "Is the district.A12 column the measure of economic distress?",  # a column name
+        "Which code AND flag mark loan servicing?",  # SQL keyword, not a code
+    ],
+)
+def test_identifiers_and_words_are_not_the_resolution(question):
+    draft = set_question(make_draft(), 1, 0, question)
+    draft = set_question(draft, 2, 0, question)
+    assert findings(draft, "contains_resolution") == []
+
+
+def test_literal_also_in_description_is_the_topic():
+    draft = make_draft()
+    draft["blockers"][1]["description"] += " The codes include CAT7 and CAT9."
+    set_question(draft, 1, 0, "Does CAT7 or CAT9 mark loan servicing payments?")
+    assert findings(draft, "contains_resolution") == []
+
+
+# --- 7. near_duplicate and cross_blocker_duplicate ---------------------------------------
+
+
+def test_near_duplicate_in_a_blocker():
+    draft = set_question(make_draft(), 0, 2, "What exact date range defines the crisis period ?")
+    finding = only(draft, "near_duplicate")
+    assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[2]", "error")
+    assert "trigger question 1" in finding.message
+
+
+def test_near_duplicate_by_word_order():
+    draft = set_question(make_draft(), 0, 2, "Crisis period: what date range, exact, defines it?")
+    assert only(draft, "near_duplicate").field == "blockers[0].trigger_questions[2]"
+
+
+def test_varied_questions_and_threshold():
+    draft = set_question(make_draft(), 0, 2, "What exact date range defined the crisis?")
+    assert findings(draft, "near_duplicate")
+    assert findings(draft, "near_duplicate", similarity_threshold=0.99) == []
+    assert findings(make_draft(), "near_duplicate") == []
+
+
+def test_cross_blocker_duplicate():
+    draft = set_question(make_draft(), 2, 1, "What exact date range defines the crisis period?")
+    finding = only(draft, "cross_blocker_duplicate")
+    assert (finding.field, finding.severity) == ("blockers[2].trigger_questions[1]", "warning")
+    assert 'blocker "crisis_period"' in finding.message
+    assert findings(draft, "near_duplicate") == []
+    assert findings(make_draft(), "cross_blocker_duplicate") == []
+
+
+# --- 8. resolution_leak ------------------------------------------------------------------
+
+
+def test_leak_in_business_info():
+    draft = make_draft()
+    draft["environment"]["business_info"].append("Servicing payments are booked under CAT7.")
+    finding = only(draft, "resolution_leak")
+    assert (finding.field, finding.severity) == ("blockers[1].resolution", "error")
+    assert '"CAT7" in business info sentence 3' in finding.message
+
+
+def test_leak_in_blocked_spec_and_as_whole_text():
+    draft = make_draft()
+    draft["blocked_spec"]["evidence"] = "The crisis ended on 1996-12-31."
+    draft["environment"]["business_info"].append(draft["blockers"][2]["resolution"])
+    found = {f.field: f.message for f in findings(draft, "resolution_leak")}
+    assert (
+        '"December 31, 1996" in blocked specification (evidence)' in found["blockers[0].resolution"]
+    )
+    assert "the whole resolution in business info sentence 3" in found["blockers[2].resolution"]
+
+
+def test_leak_in_description_csv():
+    draft = make_draft()
+    draft["environment"]["descriptions"]["trans"] = TRANS_CSV.replace(
+        '"internal classification code"', '"CAT7 stands for loan servicing"'
+    )
+    finding = only(draft, "resolution_leak")
+    assert finding.field == "blockers[1].resolution"
+    assert "description CSV trans.csv" in finding.message
+
+
+def test_no_leak_for_value_lists_topic_numbers_and_column_years():
+    draft = make_draft()
+    draft["environment"]["descriptions"]["trans"] = TRANS_CSV.replace(
+        '"internal classification code"', '"CAT1, CAT7, CAT9: internal codes"'
+    )
+    draft["environment"]["descriptions"]["district"] = (
+        "original_column_name,column_name,column_description,data_format,value_description\n"
+        "A12,unemployment rate 1995,unemployment rate 1995,real,\n"
+    )
+    draft["environment"]["business_info"].append("Surveys ran in 1996 and again in 1997.")
+    assert findings(draft, "resolution_leak") == []
+
+
+def test_number_in_description_is_not_a_leak():
+    draft = make_draft()
+    draft["blockers"][2]["description"] += " The 1995 survey is the only one loaded."
+    draft["environment"]["business_info"].append("The 1995 survey covers every district.")
+    assert findings(draft, "resolution_leak") == []
+
+
+# --- 9. overlapping_blockers -------------------------------------------------------------
+
+
+def test_overlapping_descriptions_warn():
+    draft = make_draft()
+    draft["blockers"][2]["description"] = draft["blockers"][1]["description"].replace(
+        "payments", "fees"
+    )
+    finding = only(draft, "overlapping_blockers")
+    assert (finding.field, finding.severity) == ("blockers[2]", "warning")
+    assert findings(draft, "overlapping_blockers", overlap_threshold=0.95) == []
+
+
+def test_identical_resolutions_are_an_error():
+    draft = make_draft()
+    draft["blockers"][2]["resolution"] = draft["blockers"][1]["resolution"] + "  "
+    finding = only(draft, "overlapping_blockers")
+    assert (finding.field, finding.severity) == ("blockers[2]", "error")
+    assert "same resolution" in finding.message
+
+
+def test_independent_blockers():
+    assert findings(make_draft(), "overlapping_blockers") == []
+
+
+# --- 10. gold_sql ------------------------------------------------------------------------
+
+
+def test_gold_sql_empty():
+    draft = make_draft()
+    draft["environment"]["gold_sql"] = "  \n"
+    finding = only(draft, "gold_sql")
+    assert (finding.field, finding.severity) == ("environment.gold_sql", "error")
+    assert "empty" in finding.message
+
+
+def test_gold_sql_does_not_parse():
+    draft = make_draft()
+    draft["environment"]["gold_sql"] = "SELECT COUNT(*) FROM trans WHERE"
+    finding = only(draft, "gold_sql", schema=None)
+    assert finding.message.startswith("The gold SQL does not parse as SQLite:")
+    assert "line 1" in finding.message
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM trans", "SELECT 1; SELECT 2"])
+def test_gold_sql_must_be_one_select(sql):
+    draft = make_draft()
+    draft["environment"]["gold_sql"] = sql
+    assert "exactly one SELECT" in only(draft, "gold_sql", schema=None).message
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("SELECT T.k_sym FROM trans AS T", 'column "T.k_sym"'),
+        ("SELECT k_sym FROM trans", 'column "k_sym"'),
+        ("SELECT amount FROM transactions", 'table "transactions"'),
+        (
+            "SELECT T1.amount FROM trans T1 WHERE T1.account_id IN "
+            "(SELECT account_id FROM account WHERE district = 3)",
+            'column "district"',
+        ),
+    ],
+)
+def test_gold_sql_names_missing_table_or_column(sql, named):
+    draft = make_draft()
+    draft["environment"]["gold_sql"] = sql
+    finding = only(draft, "gold_sql")
+    assert named in finding.message
+    assert findings(draft, "gold_sql", schema=None) == []  # unknown schema: parse only
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        GOLD_SQL,
+        # BIRD style: T1/T2 aliases, subquery, CAST, IIF, STRFTIME, ORDER BY a select alias.
+        "SELECT T2.A2, CAST(SUM(IIF(T1.amount > 1000, 1, 0)) AS REAL) * 100 / COUNT(*) AS pct "
+        "FROM trans AS T1 INNER JOIN account AS T3 ON T1.account_id = T3.account_id "
+        "INNER JOIN district AS T2 ON T3.district_id = T2.district_id "
+        "WHERE STRFTIME('%Y', T1.date) = '1996' AND T1.account_id IN "
+        "(SELECT account_id FROM loan WHERE status = 'A') GROUP BY T2.A2 ORDER BY pct DESC",
+        # Quoted identifiers and a double-quoted string (SQLite reads it as text).
+        'SELECT `T`.`k_symbol`, "T"."amount" FROM "trans" AS `T` WHERE T.k_symbol = "CAT7"',
+        # A CTE and a derived table, with columns only they define.
+        "WITH yearly AS (SELECT account_id, COUNT(*) AS n FROM trans GROUP BY account_id) "
+        "SELECT y.account_id, s.total FROM yearly AS y JOIN "
+        "(SELECT account_id, SUM(amount) AS total FROM trans GROUP BY account_id) AS s "
+        "ON s.account_id = y.account_id WHERE n > 2",
+        # Unqualified columns that live in any joined table, rowid, UNION.
+        "SELECT district_id, rowid FROM account JOIN district USING (district_id) "
+        "UNION SELECT district_id, 0 FROM district",
+    ],
+)
+def test_gold_sql_valid_with_schema(sql):
+    draft = make_draft()
+    draft["environment"]["gold_sql"] = sql
+    assert findings(draft, "gold_sql") == []
+
+
+def test_gold_sql_is_not_checked_for_swe():
+    draft = make_draft()
+    draft["domain"] = "swe"
+    draft["environment"] = {}
+    assert findings(draft, "gold_sql") == []
+
+
+# --- 11. criteria_unattested -------------------------------------------------------------
+
+
+def test_criteria_unattested():
+    draft = make_draft()
+    criteria = draft["blockers"][0]["criteria"]
+    criteria["critical"] = {"ok": False, "note": "Not sure yet."}
+    criteria["independent"]["note"] = "  "
+    del criteria["progressive"]
+    finding = only(draft, "criteria_unattested")
+    assert (finding.field, finding.severity) == ("blockers[0]", "warning")
+    assert "critical, progressive, independent" in finding.message
+
+
+def test_criteria_attested():
+    assert findings(make_draft(), "criteria_unattested") == []
+
+
+# --- 12. empty_field ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", ["description", "resolution"])
+def test_empty_description_or_resolution(part):
+    draft = make_draft()
+    draft["blockers"][1][part] = " "
+    finding = only(draft, "empty_field")
+    assert (finding.field, finding.severity) == (f"blockers[1].{part}", "error")
+
+
+def test_empty_trigger_question():
+    draft = make_draft()
+    draft["blockers"][0]["trigger_questions"].append("- ")
+    finding = only(draft, "empty_field")
+    assert finding.field == "blockers[0].trigger_questions[3]"
+    assert findings(draft, "not_a_question") == []
+
+
+def test_no_empty_fields():
+    assert findings(make_draft(), "empty_field") == []
+
+
+# --- the public release ------------------------------------------------------------------
+
+_SQL_QUESTION = re.compile(r"Answer the following question:\n(.*?)\n(?:\n#|\Z)", re.DOTALL)
+
+
+def _release_draft(folder) -> dict:
+    """A task folder of the HiL-Bench release as a revision snapshot (schema unknown)."""
+    registry = json.loads((folder / "shared/ask-human-data/blocker_registry.json").read_text())
+    blockers = [
+        dict(b, trigger_questions=b.get("example_questions", [])) for b in registry["blockers"]
+    ]
+    if folder.parent.name == "swe":
+        statement = (folder / "shared/problem_statement.txt").read_text(encoding="utf-8")
+        return {
+            "domain": "swe",
+            "blocked_spec": parse_swe_statement(statement),
+            "blockers": blockers,
+        }
+    instruction = (folder / "baseline/instruction.md").read_text(encoding="utf-8")
+    business = json.loads((folder / "shared/data/business_info.json").read_text())
+    return {
+        "domain": "sql",
+        "blocked_spec": {"question": _SQL_QUESTION.search(instruction)[1].strip()},
+        "environment": {
+            "business_info": business["business_info"],
+            "gold_sql": (folder / "shared/ground_truth.sql").read_text(encoding="utf-8"),
+        },
+        "blockers": blockers,
+    }
+
+
+@pytest.mark.shared_data
+def test_release_registries_are_clean():
+    root = shared_path("examples", "hilbench")
+    folders = sorted(root.glob("*/*/shared/ask-human-data/blocker_registry.json"))
+    if not folders:
+        pytest.skip(f"no release registries under {root}")
+    produced = {}
+    for registry in folders:
+        folder = registry.parents[2]
+        result = lint_task(_release_draft(folder), schema=None)
+        bad = [f for f in result if f.rule in ("self_referential", "multi_topic", "gold_sql")]
+        assert bad == [], folder.name
+        produced[folder.name] = sorted(
+            (f.rule, f.field) for f in result if f.rule != "criteria_unattested"
+        )
+    # What the release does produce (no criteria are attested in it): one answer-bearing
+    # question in swe_5 and two warnings about its twin "missing parameter" blockers.
+    if set(produced) == {"sql_0", "sql_3", "sql_10", "swe_0", "swe_5"}:
+        assert produced["swe_5"] == [
+            ("contains_resolution", "blockers[2].trigger_questions[2]"),
+            ("cross_blocker_duplicate", "blockers[2].trigger_questions[1]"),
+            ("overlapping_blockers", "blockers[2]"),
+        ]
+        assert all(produced[name] == [] for name in ("sql_0", "sql_3", "sql_10", "swe_0"))
