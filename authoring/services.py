@@ -152,7 +152,7 @@ def task_submit(*, task: Task, actor, expected_version: int) -> Task:
     findings = checks.as_dicts(checks.draft_findings(task, snapshot))
     blocking = open_findings(task, findings)
     if blocking:
-        listing = "; ".join(f["message"] for f in blocking[:10])
+        listing = "; ".join(f["message"].rstrip(".") for f in blocking[:10])
         more = f" (and {len(blocking) - 10} more)" if len(blocking) > 10 else ""
         raise DomainError(
             f"Submission is blocked by {len(blocking)} lint finding(s): {listing}{more}. "

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import checks, drafts, gitrepo, lint, patches, sqlconsole
@@ -119,6 +120,7 @@ def _tables(task, edit_script: str):
 
 @login_required
 @require_GET
+@never_cache  # "back" must reload the saved state, never show a stale form
 def workspace(request, task_id: int):
     task = access_task(request.user, task_id)
     if not can_edit_task(request.user, task):

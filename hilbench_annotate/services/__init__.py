@@ -8,7 +8,14 @@ from .blockers import (
     trigger_question_delete,
     trigger_question_update,
 )
-from .tasks import event_record, revision_create, task_create, task_snapshot, task_update
+from .tasks import (
+    event_record,
+    revision_create,
+    task_create,
+    task_snapshot,
+    task_touch_environment,
+    task_update,
+)
 
 __all__ = [
     "blocker_create",
@@ -18,6 +25,7 @@ __all__ = [
     "revision_create",
     "task_create",
     "task_snapshot",
+    "task_touch_environment",
     "task_update",
     "trigger_question_create",
     "trigger_question_delete",

@@ -245,3 +245,20 @@ def task_update(
         version=task.version,
     )
     return task
+
+
+@transaction.atomic
+def task_touch_environment(*, task: Task, actor, expected_version: int, changes: dict) -> Task:
+    """Change editable environment fields outside the workspace, as one revision."""
+    task_bump_version(task=task, expected_version=expected_version)
+    changed = environment_update(task=task, changes=changes)
+    revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="environment_edited",
+        fields=changed,
+        version=task.version,
+    )
+    return task

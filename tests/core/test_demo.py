@@ -16,6 +16,12 @@ def test_seed_demo_makes_tasks_and_every_demo_user_can_log_in(client, settings, 
     assert Task.objects.filter(project__slug="demo", domain="swe").count() == 1
     blocked = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
     assert blocked.blockers.count() == 3
+    # The demo's blocked task is a good example: lint finds no error in it.
+    from authoring.checks import draft_findings
+    from hilbench_annotate.services import task_snapshot
+
+    errors = [f for f in draft_findings(blocked, task_snapshot(blocked)) if f.severity == "error"]
+    assert errors == []
     users = {name: password for name, (_roles, password) in DEMO_USERS.items()}
     users |= {"admin": "admin-demo", "outsider": "outsider-demo"}
     for username, password in users.items():

@@ -158,3 +158,16 @@ class Command(BaseCommand):
                 services.blocker_create(
                     task=task, actor=author, expected_version=task.version, **blocker
                 )
+            # Planting loan_servicing_payment_code: the agent must not read the code's
+            # meaning in the column description.
+            env = task.sql_environment
+            descriptions = dict(env.descriptions)
+            descriptions["transaction_log"] = descriptions["transaction_log"].replace(
+                "LN: loan payment; ", ""
+            )
+            services.task_touch_environment(
+                task=task,
+                actor=author,
+                expected_version=task.version,
+                changes={"descriptions": descriptions},
+            )
