@@ -14,7 +14,7 @@ from hilbench_annotate.services.blockers import registry_problems, registry_repl
 from hilbench_annotate.services.tasks import environment_update, task_bump_version
 from hilbench_annotate.vocabulary import Domain
 from review import workflow
-from review.services import task_transition
+from review.services import task_enter_review
 
 
 @dataclass
@@ -158,4 +158,4 @@ def task_submit(*, task: Task, actor, expected_version: int) -> Task:
             f"Submission is blocked by {len(blocking)} lint finding(s): {listing}{more}. "
             "Fix them or waive them with a reason."
         )
-    return task_transition(task=task, action="submit", actor=actor, findings=len(findings))
+    return task_enter_review(task=task, actor=actor, findings=len(findings))

@@ -34,6 +34,7 @@ from hilbench_annotate.vocabulary import (
     blocker_types_for,
 )
 from review import workflow
+from review.services import changes_requested_context
 
 TEMPLATE = "authoring/workspace.html"
 
@@ -97,6 +98,7 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
             ]
         ),
         "editable": task.status in workflow.EDITABLE,
+        "returned": changes_requested_context(task),
         "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
         **_vocabulary(task),
         **_lint_context(task, findings),

@@ -39,6 +39,10 @@ class Task(models.Model):
         related_name="authored_tasks",
     )
     version = models.PositiveIntegerField(default=1)
+    # While in review: the pipeline layer (1-based position) the task waits at, and since when.
+    # Kept on changes_requested, so the task returns to the layer that asked.
+    review_layer = models.PositiveSmallIntegerField(null=True, blank=True)
+    layer_entered_at = models.DateTimeField(null=True, blank=True)
     blocker_count = models.PositiveSmallIntegerField(
         default=0, help_text="Kept by the services that add and remove blockers; for lists"
     )
@@ -65,6 +69,7 @@ class Task(models.Model):
             models.CheckConstraint(condition=models.Q(version__gte=1), name="task_version_pos"),
         ]
         indexes = [
+            models.Index(fields=["status", "review_layer", "layer_entered_at"]),
             models.Index(fields=["project", "domain", "status"]),
             models.Index(fields=["project", "-updated_at"]),
         ]

@@ -17,6 +17,7 @@ DEMO_USERS = {
     "author2": ((Role.AUTHOR,), "author2-demo"),
     "reviewer": ((Role.REVIEWER,), "reviewer-demo"),
     "auditor": ((Role.AUDITOR,), "auditor-demo"),
+    "auditor2": ((Role.AUDITOR,), "auditor2-demo"),
     "lead": ((Role.LEAD,), "lead-demo"),
     "harness": ((Role.HARNESS,), "harness-demo"),
 }

@@ -1,0 +1,372 @@
+"""Review screens: queues, the review page, timeline, threads, notifications, pipeline."""
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from authoring.textdiff import snapshot_changes
+from hilbench_annotate.access import access_project, access_task, roles_in
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Project, Task
+from hilbench_annotate.services import task_snapshot
+from review import services, workflow
+from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.pipeline import gate_results
+
+
+def _layers_for(user):
+    """(project, layer) pairs whose role the user has — the queues they may work."""
+    projects = Project.objects.visible_to(user)
+    pairs = []
+    for project in projects:
+        roles = roles_in(user, project.pk)
+        for layer in services.pipeline_ensure(project):
+            if user.is_superuser or layer.role in roles:
+                pairs.append((project, layer))
+    return pairs
+
+
+@login_required
+@require_GET
+def queue(request):
+    rows = []
+    for project, layer in _layers_for(request.user):
+        rows.append(
+            {
+                "project": project,
+                "layer": layer,
+                "waiting": services.eligible_tasks(request.user, layer).count(),
+                "total": Task.objects.filter(
+                    project=project, status=workflow.IN_REVIEW, review_layer=layer.position
+                ).count(),
+            }
+        )
+    mine = (
+        ReviewAssignment.objects.filter(
+            reviewer=request.user,
+            status=ReviewAssignment.Status.ACTIVE,
+            expires_at__gt=timezone.now(),
+            task__status=workflow.IN_REVIEW,
+        )
+        .select_related("task", "task__project")
+        .order_by("expires_at")
+    )
+    self_checks = Task.objects.filter(
+        author=request.user, status=workflow.IN_REVIEW, review_layer=1
+    ).select_related("project")
+    returned = Task.objects.filter(
+        author=request.user, status=workflow.CHANGES_REQUESTED
+    ).select_related("project")
+    lead_projects = [
+        p
+        for p in Project.objects.visible_to(request.user)
+        if request.user.is_superuser or "lead" in roles_in(request.user, p.pk)
+    ]
+    return render(
+        request,
+        "review/queue.html",
+        {
+            "rows": rows,
+            "mine": mine,
+            "self_checks": self_checks,
+            "returned": returned,
+            "lead_projects": lead_projects,
+        },
+    )
+
+
+@login_required
+@require_POST
+def take_next(request, layer_id: int):
+    layer = get_object_or_404(ReviewLayer.objects.select_related("project"), pk=layer_id)
+    access_project(request.user, layer.project_id)
+    try:
+        assignment = services.review_take_next(user=request.user, layer=layer)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-queue")
+    if assignment is None:
+        messages.info(request, f"Nothing is waiting for you at {layer.name}.")
+        return redirect("review-queue")
+    return redirect("review-task", task_id=assignment.task_id)
+
+
+def _review_context(request, task: Task) -> dict:
+    layer = (
+        services.pipeline_ensure(task.project)[task.review_layer - 1] if task.review_layer else None
+    )
+    assignment = None
+    if layer:
+        assignment = (
+            ReviewAssignment.objects.filter(
+                task=task,
+                layer=layer.position,
+                status=ReviewAssignment.Status.ACTIVE,
+                expires_at__gt=timezone.now(),
+            )
+            .select_related("reviewer")
+            .first()
+        )
+    current = task.revisions.order_by("-number").first()
+    judged = services.revision_judged_last(task, layer.position) if layer else None
+    changes = None
+    if judged and current and judged.number != current.number:
+        changes = snapshot_changes(judged.snapshot, current.snapshot)
+    problem = services.independence_problem(task, request.user, layer) if layer else "not in review"
+    may_decide = (
+        task.status == workflow.IN_REVIEW
+        and problem is None
+        and (layer.self_check or (assignment and assignment.reviewer_id == request.user.pk))
+    )
+    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, task.project_id)
+    return {
+        "task": task,
+        "layer": layer,
+        "layers": services.pipeline_ensure(task.project),
+        "assignment": assignment,
+        "revision": current,
+        "judged": judged,
+        "changes": changes,
+        "snapshot": current.snapshot if current else task_snapshot(task),
+        "gates": gate_results(task, layer.gates) if layer else [],
+        "may_decide": may_decide,
+        "why_not": problem,
+        "is_lead": is_lead,
+        "reject_reasons": services.policy_for(task.project).reject_reasons,
+        "decisions": task.decisions.select_related("reviewer", "revision"),
+        "candidates": _candidates(task, layer) if is_lead and layer else [],
+    }
+
+
+def _candidates(task: Task, layer: ReviewLayer):
+    users = (
+        get_user_model()
+        .objects.filter(memberships__project=task.project, memberships__role=layer.role)
+        .distinct()
+        .order_by("username")
+    )
+    return [u for u in users if services.independence_problem(task, u, layer) is None]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def review_task(request, task_id: int):
+    """The review page: the task as judged, gates, checklist, comments and the decision."""
+    if request.method == "POST":
+        try:
+            with transaction.atomic():
+                task = access_task(request.user, task_id, for_update=True)
+                outcome = request.POST.get("outcome", "")
+                layer = services.pipeline_ensure(task.project)[(task.review_layer or 1) - 1]
+                checklist = [
+                    {
+                        "item": item,
+                        "passed": {"pass": True, "fail": False}.get(request.POST.get(f"check-{i}")),
+                        "note": request.POST.get(f"check-{i}-note", ""),
+                    }
+                    for i, item in enumerate(layer.checklist)
+                ]
+                comments = {
+                    b.key: request.POST.get(f"blocker-comment-{b.key}", "")
+                    for b in task.blockers.all()
+                }
+                services.review_decide(
+                    task=task,
+                    reviewer=request.user,
+                    outcome=outcome,
+                    revision_number=int(request.POST.get("revision") or 0),
+                    summary=request.POST.get("summary", ""),
+                    checklist=checklist,
+                    blocker_comments=comments,
+                    reject_reason=request.POST.get("reject_reason", ""),
+                )
+        except DomainError as exc:
+            messages.error(request, str(exc))
+            return redirect("review-task", task_id=task_id)
+        messages.success(
+            request,
+            {
+                "approve": "Approved.",
+                "request_changes": "Sent back to the author.",
+                "reject": "Rejected.",
+            }[outcome],
+        )
+        return redirect("review-queue")
+    task = access_task(request.user, task_id)
+    return render(request, "review/task.html", _review_context(request, task))
+
+
+@login_required
+@require_POST
+def assign(request, task_id: int):
+    task = access_task(request.user, task_id)
+    reviewer = get_object_or_404(get_user_model(), username=request.POST.get("reviewer", ""))
+    try:
+        services.review_assign(task=task, reviewer=reviewer, actor=request.user)
+        messages.success(request, f"Assigned to {reviewer.username}.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("review-task", task_id=task_id)
+
+
+@login_required
+@require_POST
+def release(request, assignment_id: int):
+    assignment = get_object_or_404(
+        ReviewAssignment.objects.select_related("task__project"), pk=assignment_id
+    )
+    access_task(request.user, assignment.task_id)
+    try:
+        services.review_release(assignment=assignment, actor=request.user)
+        messages.info(request, "Released: the task is back in the queue.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("review-queue")
+
+
+@login_required
+@require_GET
+def timeline(request, task_id: int):
+    """Everything that happened to the task, oldest first. Read-only by construction."""
+    task = access_task(request.user, task_id)
+    entries = []
+    for event in task.events.select_related("actor"):
+        entries.append(
+            {"at": event.created_at, "kind": "event", "who": event.actor, "event": event}
+        )
+    for revision in task.revisions.select_related("author").defer("snapshot"):
+        entries.append(
+            {
+                "at": revision.created_at,
+                "kind": "revision",
+                "who": revision.author,
+                "revision": revision,
+                "errors": sum(1 for f in revision.lint_findings if f.get("severity") == "error"),
+            }
+        )
+    for decision in task.decisions.select_related("reviewer", "revision"):
+        entries.append(
+            {
+                "at": decision.created_at,
+                "kind": "decision",
+                "who": decision.reviewer,
+                "decision": decision,
+            }
+        )
+    for comment in task.comments.select_related("author"):
+        entries.append(
+            {"at": comment.created_at, "kind": "comment", "who": comment.author, "comment": comment}
+        )
+    entries.sort(
+        key=lambda e: (e["at"], {"revision": 0, "event": 1, "decision": 2, "comment": 3}[e["kind"]])
+    )
+    return render(request, "review/timeline.html", {"task": task, "entries": entries})
+
+
+@login_required
+@require_POST
+def comment_add(request, task_id: int):
+    task = access_task(request.user, task_id)
+    parent = None
+    if request.POST.get("parent"):
+        parent = get_object_or_404(Comment, pk=request.POST["parent"], task=task)
+    try:
+        services.comment_add(
+            task=task,
+            author=request.user,
+            body=request.POST.get("body", ""),
+            blocker_key=request.POST.get("blocker_key", ""),
+            parent=parent,
+        )
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect(request.POST.get("next") or f"/tasks/{task.pk}/#threads")
+
+
+@login_required
+@require_POST
+def comment_resolve(request, comment_id: int):
+    comment = get_object_or_404(Comment.objects.select_related("task__project"), pk=comment_id)
+    access_task(request.user, comment.task_id)
+    services.comment_set_resolved(
+        comment=comment, actor=request.user, resolved=request.POST.get("resolved") == "1"
+    )
+    return redirect(request.POST.get("next") or f"/tasks/{comment.task_id}/#threads")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notifications(request):
+    if request.method == "POST":
+        services.notifications_mark_read(user=request.user)
+        return redirect("notifications")
+    items = Notification.objects.filter(user=request.user).select_related("task")[:100]
+    return render(request, "review/notifications.html", {"items": items})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pipeline(request, project_id: int):
+    project = access_project(request.user, project_id)
+    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
+    if request.method == "POST":
+        if not is_lead:
+            raise PermissionDenied("Only leads edit the pipeline.")
+        layers = []
+        for i in request.POST.getlist("layer"):
+            if request.POST.get(f"layer-{i}-delete"):
+                continue
+            if (
+                not request.POST.get(f"layer-{i}-name", "").strip()
+                and not request.POST.get(f"layer-{i}-checklist", "").strip()
+            ):
+                continue  # the empty "add a layer" row
+            layers.append(
+                {
+                    "name": request.POST.get(f"layer-{i}-name", ""),
+                    "role": request.POST.get(f"layer-{i}-role", ""),
+                    "self_check": bool(request.POST.get(f"layer-{i}-self_check")),
+                    "checklist": request.POST.get(f"layer-{i}-checklist", "").splitlines(),
+                    "gates": request.POST.get(f"layer-{i}-gates", "")
+                    .replace(",", "\n")
+                    .splitlines(),
+                }
+            )
+        try:
+            services.pipeline_update(
+                project=project,
+                actor=request.user,
+                layers=layers,
+                lock_minutes=int(request.POST.get("lock_minutes") or 60),
+                reject_reasons=request.POST.get("reject_reasons", "").splitlines(),
+            )
+            messages.success(request, "Pipeline saved.")
+        except (DomainError, ValueError) as exc:
+            messages.error(request, str(exc))
+        return redirect("review-pipeline", project_id=project.pk)
+    layers = services.pipeline_ensure(project)
+    counts = dict(
+        Task.objects.filter(project=project, status=workflow.IN_REVIEW)
+        .values_list("review_layer")
+        .annotate(n=Count("pk"))
+    )
+    for layer in layers:
+        layer.waiting = counts.get(layer.position, 0)
+    return render(
+        request,
+        "review/pipeline.html",
+        {
+            "project": project,
+            "layers": layers,
+            "is_lead": is_lead,
+            "policy": services.policy_for(project),
+            "roles": ["author", "reviewer", "auditor", "lead"],
+            "spare": len(layers),
+        },
+    )
