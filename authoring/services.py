@@ -11,9 +11,12 @@ from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.services import event_record, revision_create, task_snapshot
 from hilbench_annotate.services.blockers import registry_problems, registry_replace
-from hilbench_annotate.services.tasks import environment_update, task_bump_version
+from hilbench_annotate.services.tasks import (
+    environment_update,
+    task_bump_version,
+    task_require_editable,
+)
 from hilbench_annotate.vocabulary import Domain
-from review import workflow
 from review.services import task_enter_review
 
 
@@ -25,11 +28,7 @@ class SaveResult:
 
 
 def _editable(task: Task) -> None:
-    if task.status not in workflow.EDITABLE:
-        raise DomainError(
-            f"The task is {task.get_status_display().lower()}; it can be edited only as a "
-            "draft or when changes were requested."
-        )
+    task_require_editable(task)
 
 
 def _refuse_escaping_patch(task: Task, setup_patch: str) -> None:

@@ -27,6 +27,7 @@ from hilbench_annotate.serializers import (
     TriggerQuestionIn,
     TriggerQuestionOut,
 )
+from review import api as review_api
 
 
 class ProjectListApi(generics.ListAPIView):
@@ -185,4 +186,5 @@ urlpatterns = [
         TriggerQuestionDetailApi.as_view(),
         name="api-trigger-question-detail",
     ),
+    *review_api.urlpatterns,
 ]

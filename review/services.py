@@ -60,11 +60,24 @@ def pipeline_update(
             problems.append(f"layer {i} needs a name")
         if layer.get("role") not in {"author", "reviewer", "auditor", "lead"}:
             problems.append(f"layer {i}: role must be author, reviewer, auditor or lead")
-    in_review_beyond = Task.objects.filter(
-        project=project, status=workflow.IN_REVIEW, review_layer__gt=len(layers)
+    # Tasks sent back for changes keep their layer: they return to it when resubmitted.
+    waiting_beyond = Task.objects.filter(
+        project=project,
+        status__in=[workflow.IN_REVIEW, workflow.CHANGES_REQUESTED],
+        review_layer__gt=len(layers),
     ).count()
-    if in_review_beyond:
-        problems.append(f"{in_review_beyond} task(s) wait at a layer beyond the new last one")
+    if waiting_beyond:
+        problems.append(
+            f"{waiting_beyond} task(s) wait at a layer beyond the new last one "
+            "(in review there, or returning to it after changes)"
+        )
+    from review.pipeline import GATES
+
+    unknown = sorted(
+        {g.strip() for layer in layers for g in layer.get("gates", []) if g.strip()} - set(GATES)
+    )
+    if unknown:
+        problems.append(f"unknown automated checks {unknown}; known: {sorted(GATES)}")
     if not [r for r in reject_reasons if r.strip()]:
         problems.append("give at least one reject reason")
     if problems:
@@ -212,9 +225,13 @@ def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:
 def eligible_tasks(user, layer: ReviewLayer):
     """Tasks waiting at ``layer`` that ``user`` may take, oldest first (not yet locked out)."""
     now = timezone.now()
+    # One subquery, so "active" and "not expired" are tested on the same assignment row.
+    locked = ReviewAssignment.objects.filter(
+        status=ReviewAssignment.Status.ACTIVE, expires_at__gt=now
+    ).values("task_id")
     tasks = Task.objects.filter(
         project_id=layer.project_id, status=workflow.IN_REVIEW, review_layer=layer.position
-    ).exclude(assignments__status=ReviewAssignment.Status.ACTIVE, assignments__expires_at__gt=now)
+    ).exclude(pk__in=locked)
     if layer.self_check:
         tasks = tasks.filter(author=user)
     else:
@@ -307,6 +324,17 @@ def review_assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
     if problem:
         raise DomainError(f"{reviewer.username} cannot take this task: {problem}")
     task = Task.objects.select_for_update().get(pk=task.pk)
+    for previous in (
+        ReviewAssignment.objects.filter(task=task, status=ReviewAssignment.Status.ACTIVE)
+        .exclude(reviewer=reviewer)
+        .select_related("reviewer")
+    ):
+        notify(
+            user=previous.reviewer,
+            task=task,
+            kind="unassigned",
+            text=f"“{task.title[:80]}” was reassigned to {reviewer.username} by {actor.username}",
+        )
     ReviewAssignment.objects.filter(task=task, status=ReviewAssignment.Status.ACTIVE).update(
         status=ReviewAssignment.Status.RELEASED
     )
@@ -338,9 +366,13 @@ def review_assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
 def review_release(*, assignment: ReviewAssignment, actor) -> None:
     if assignment.reviewer_id != actor.pk:
         _require_role(actor, assignment.task.project, "lead")
-    ReviewAssignment.objects.filter(pk=assignment.pk, status=ReviewAssignment.Status.ACTIVE).update(
-        status=ReviewAssignment.Status.RELEASED
-    )
+    released = ReviewAssignment.objects.filter(
+        pk=assignment.pk, status=ReviewAssignment.Status.ACTIVE
+    ).update(status=ReviewAssignment.Status.RELEASED)
+    if not released:
+        raise DomainError(
+            f"This assignment is {assignment.get_status_display().lower()}, not active."
+        )
     event_record(
         project_id=assignment.task.project_id,
         task_id=assignment.task_id,

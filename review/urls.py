@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review import views
+from review import dashboard, views
 
 urlpatterns = [
     path("review/", views.queue, name="review-queue"),
@@ -13,4 +13,5 @@ urlpatterns = [
     path("comments/<int:comment_id>/resolve/", views.comment_resolve, name="comment-resolve"),
     path("notifications/", views.notifications, name="notifications"),
     path("projects/<int:project_id>/pipeline/", views.pipeline, name="review-pipeline"),
+    path("projects/<int:project_id>/dashboard/", dashboard.dashboard, name="review-dashboard"),
 ]

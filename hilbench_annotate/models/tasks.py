@@ -131,6 +131,8 @@ class TaskEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # Timelines read a task's events in order; the dashboard pairs status changes.
+        indexes = [models.Index(fields=["task", "kind", "created_at"])]
 
     def __str__(self) -> str:
         return f"{self.kind} on {self.task_id or self.project_id}"

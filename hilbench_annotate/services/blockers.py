@@ -15,7 +15,7 @@ from hilbench_annotate.vocabulary import (
     blocker_types_for,
 )
 
-from .tasks import event_record, revision_create, task_bump_version
+from .tasks import event_record, revision_create, task_bump_version, task_require_editable
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,119}$")
 
@@ -137,6 +137,7 @@ def blocker_create(
     _raise_if(
         blocker_check(domain=task.domain, trigger_questions=list(trigger_questions), **fields)
     )
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     if Blocker.objects.filter(task=task, key=key).exists():
         raise DomainError(f"id {key!r} is already used by another blocker of this task")
@@ -166,6 +167,7 @@ def blocker_update(*, blocker: Blocker, actor, expected_version: int, **changes)
     }
     merged["criteria"] = changes.get("criteria", blocker.criteria)
     _raise_if(blocker_check(domain=task.domain, **merged))
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     if (
         merged["key"] != blocker.key
@@ -184,6 +186,7 @@ def blocker_update(*, blocker: Blocker, actor, expected_version: int, **changes)
 @transaction.atomic
 def blocker_delete(*, blocker: Blocker, actor, expected_version: int) -> None:
     task = blocker.task
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     key = blocker.key
     blocker.delete()
@@ -206,6 +209,7 @@ def trigger_question_create(
 ) -> TriggerQuestion:
     _check_question(text)
     task = blocker.task
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     position = _next_position(blocker.trigger_questions.all())
     question = TriggerQuestion.objects.create(blocker=blocker, position=position, text=text)
@@ -224,6 +228,7 @@ def trigger_question_update(
 ) -> TriggerQuestion:
     _check_question(text)
     task = question.blocker.task
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     question.text = text
     question.save(update_fields=["text"])
@@ -240,6 +245,7 @@ def trigger_question_update(
 def trigger_question_delete(*, question: TriggerQuestion, actor, expected_version: int) -> None:
     blocker = question.blocker
     task = blocker.task
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     question.delete()
     _after_change(

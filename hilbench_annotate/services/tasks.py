@@ -198,6 +198,17 @@ def task_create(
     return task
 
 
+def task_require_editable(task: Task) -> None:
+    """Authors edit drafts and tasks sent back for changes; review judges a frozen task."""
+    from review.workflow import EDITABLE
+
+    if task.status not in EDITABLE:
+        raise DomainError(
+            f"The task is {task.get_status_display().lower()}; it can be edited only as a "
+            "draft or when changes were requested."
+        )
+
+
 def task_bump_version(*, task: Task, expected_version: int) -> None:
     """Claim the next version with ``UPDATE … WHERE version = expected``; refuse stale edits.
 
@@ -223,6 +234,7 @@ def task_update(
     blocked_spec: dict[str, str] | None = None,
 ) -> Task:
     """Change a task's own fields; a new revision records it."""
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     changed = []
     if title is not None:
@@ -250,6 +262,7 @@ def task_update(
 @transaction.atomic
 def task_touch_environment(*, task: Task, actor, expected_version: int, changes: dict) -> Task:
     """Change editable environment fields outside the workspace, as one revision."""
+    task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     changed = environment_update(task=task, changes=changes)
     revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))

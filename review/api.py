@@ -1,0 +1,413 @@
+"""REST API of the review workflow: a thin layer over ``review.services``.
+
+Objects are reached through ``access_*`` (404 when the user may not read the task); who may
+do what at which layer is decided by the services, which raise AccessDenied / DomainError.
+"""
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.http import Http404
+from django.urls import path
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from authoring.services import task_submit
+from hilbench_annotate.access import access_project, access_task, require_task_editor, roles_in
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Project, Task
+from review import workflow
+from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.serializers import (
+    AssignIn,
+    AssignmentOut,
+    CommentIn,
+    CommentOut,
+    DecisionIn,
+    DecisionOut,
+    NotificationOut,
+    NotificationsReadIn,
+    NotificationsReadOut,
+    PipelineIn,
+    PipelineOut,
+    QueueLayerOut,
+    ResolveIn,
+    SubmitIn,
+    TakeNextIn,
+    TaskReviewStateOut,
+)
+from review.services import (
+    comment_add,
+    comment_set_resolved,
+    eligible_tasks,
+    notifications_mark_read,
+    pipeline_ensure,
+    pipeline_update,
+    policy_for,
+    review_assign,
+    review_decide,
+    review_release,
+    review_take_next,
+)
+
+TAGS = ["review"]
+
+
+# --- pipeline -----------------------------------------------------------------------------------
+
+
+class PipelineApi(APIView):
+    @extend_schema(tags=TAGS, responses=PipelineOut, summary="The project's review layers")
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id)
+        return Response(_pipeline_out(project))
+
+    @extend_schema(
+        tags=TAGS,
+        request=PipelineIn,
+        responses=PipelineOut,
+        summary="Replace the project's review layers (leads)",
+    )
+    def put(self, request, project_id: int):
+        data = _valid(PipelineIn, request.data)
+        with transaction.atomic():
+            project = access_project(request.user, project_id)
+            # Serialises concurrent replacements of the same pipeline.
+            Project.objects.select_for_update().filter(pk=project.pk).first()
+            pipeline_update(
+                project=project,
+                actor=request.user,
+                layers=[dict(layer) for layer in data["layers"]],
+                lock_minutes=data["lock_minutes"],
+                reject_reasons=data["reject_reasons"],
+            )
+        return Response(_pipeline_out(project))
+
+
+def _pipeline_out(project: Project) -> dict:
+    policy = policy_for(project)
+    return PipelineOut(
+        {
+            "project": project.pk,
+            "layers": pipeline_ensure(project),
+            "lock_minutes": policy.lock_minutes,
+            "reject_reasons": policy.reject_reasons,
+        }
+    ).data
+
+
+def _layer_at(project: Project, position: int) -> ReviewLayer:
+    for layer in pipeline_ensure(project):
+        if layer.position == position:
+            return layer
+    raise DomainError(f"The pipeline of {project.name} has no layer {position}.")
+
+
+# --- submission, queue and assignment -----------------------------------------------------------
+
+
+class TaskSubmitApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=SubmitIn,
+        responses=TaskReviewStateOut,
+        summary="Submit (or resubmit) the task for review once its lint is clean",
+    )
+    def post(self, request, task_id: int):
+        data = _valid(SubmitIn, request.data)
+        with transaction.atomic():
+            task = access_task(request.user, task_id, for_update=True)
+            require_task_editor(request.user, task)
+            task = task_submit(
+                task=task, actor=request.user, expected_version=data["expected_version"]
+            )
+        return Response(TaskReviewStateOut(task).data)
+
+
+class QueueFilterIn(serializers.Serializer):
+    project = serializers.IntegerField(required=False)
+    layer = serializers.IntegerField(required=False, min_value=1)
+
+
+class ReviewQueueApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        parameters=[
+            OpenApiParameter("project", int, description="only this project"),
+            OpenApiParameter("layer", int, description="only this layer position"),
+        ],
+        responses=QueueLayerOut(many=True),
+        summary="Per layer you may act on: how many tasks you may take, and what you hold",
+    )
+    def get(self, request):
+        filters = _valid(QueueFilterIn, request.query_params)
+        user = request.user
+        projects = Project.objects.visible_to(user)
+        if "project" in filters:
+            projects = projects.filter(pk=filters["project"])
+        held: dict[tuple[int, int], list[ReviewAssignment]] = {}
+        for assignment in ReviewAssignment.objects.filter(
+            reviewer=user,
+            status=ReviewAssignment.Status.ACTIVE,
+            expires_at__gt=timezone.now(),
+            task__status=workflow.IN_REVIEW,
+        ).select_related("task", "reviewer", "assigned_by"):
+            if assignment.task.review_layer == assignment.layer:
+                held.setdefault((assignment.task.project_id, assignment.layer), []).append(
+                    assignment
+                )
+        rows = []
+        for project in projects:
+            roles = roles_in(user, project.pk)
+            for layer in pipeline_ensure(project):
+                if filters.get("layer", layer.position) != layer.position:
+                    continue
+                if not (user.is_superuser or layer.role in roles):
+                    continue
+                rows.append(
+                    {
+                        "project": project.pk,
+                        "project_name": project.name,
+                        "layer": layer.position,
+                        "name": layer.name,
+                        "role": layer.role,
+                        "self_check": layer.self_check,
+                        "eligible": eligible_tasks(user, layer).count(),
+                        "assignments": held.get((project.pk, layer.position), []),
+                    }
+                )
+        return Response(QueueLayerOut(rows, many=True).data)
+
+
+class TakeNextApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=TakeNextIn,
+        responses={200: AssignmentOut, 204: None},
+        summary="Lock the oldest task you may take at a layer (204 when there is none)",
+    )
+    def post(self, request):
+        data = _valid(TakeNextIn, request.data)
+        project = access_project(request.user, data["project"])
+        layer = _layer_at(project, data["layer"])
+        # Not wrapped in a transaction: the service locks and retries one short one at a time.
+        assignment = review_take_next(user=request.user, layer=layer)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(AssignmentOut(assignment).data)
+
+
+class TaskAssignApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=AssignIn,
+        responses={201: AssignmentOut},
+        summary="Assign the task's current layer to a project member (leads)",
+    )
+    def post(self, request, task_id: int):
+        data = _valid(AssignIn, request.data)
+        with transaction.atomic():
+            task = access_task(request.user, task_id, for_update=True)
+            reviewer = (
+                get_user_model()
+                .objects.filter(username=data["reviewer"], memberships__project=task.project_id)
+                .first()
+            )
+            if reviewer is None:
+                raise serializers.ValidationError(
+                    {"reviewer": [f"{data['reviewer']} is not a member of {task.project.name}."]}
+                )
+            assignment = review_assign(task=task, reviewer=reviewer, actor=request.user)
+        return Response(AssignmentOut(assignment).data, status=status.HTTP_201_CREATED)
+
+
+class AssignmentReleaseApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=None,
+        responses=AssignmentOut,
+        summary="Give the task back to the queue (its reviewer, or a lead)",
+    )
+    def post(self, request, assignment_id: int):
+        with transaction.atomic():
+            assignment = _access_assignment(request.user, assignment_id)
+            review_release(assignment=assignment, actor=request.user)
+        assignment.refresh_from_db(fields=["status"])
+        return Response(AssignmentOut(assignment).data)
+
+
+def _access_assignment(user, assignment_id: int) -> ReviewAssignment:
+    """The assignment if ``user`` may read its task; locks the task row (caller is atomic)."""
+    try:
+        task_id = ReviewAssignment.objects.values_list("task_id", flat=True).get(pk=assignment_id)
+    except ReviewAssignment.DoesNotExist:
+        raise _not_found("assignment") from None
+    task = access_task(user, task_id, for_update=True)
+    assignment = ReviewAssignment.objects.select_related("reviewer", "assigned_by").get(
+        pk=assignment_id
+    )
+    assignment.task = task
+    return assignment
+
+
+# --- decisions ----------------------------------------------------------------------------------
+
+
+class TaskDecisionsApi(APIView):
+    @extend_schema(
+        tags=TAGS, responses=DecisionOut(many=True), summary="Decisions on the task, newest first"
+    )
+    def get(self, request, task_id: int):
+        task = access_task(request.user, task_id)
+        decisions = task.decisions.select_related("reviewer", "revision")
+        return Response(DecisionOut(decisions, many=True).data)
+
+    @extend_schema(
+        tags=TAGS,
+        request=DecisionIn,
+        responses={201: DecisionOut},
+        summary="Approve, request changes or reject at the task's current layer",
+    )
+    def post(self, request, task_id: int):
+        data = _valid(DecisionIn, request.data)
+        with transaction.atomic():
+            task = access_task(request.user, task_id, for_update=True)
+            decision = review_decide(
+                task=task,
+                reviewer=request.user,
+                outcome=data["outcome"],
+                revision_number=data["revision"],
+                summary=data["summary"],
+                checklist=[dict(answer) for answer in data["checklist"]],
+                blocker_comments=data["blocker_comments"],
+                reject_reason=data["reject_reason"],
+            )
+        return Response(DecisionOut(decision).data, status=status.HTTP_201_CREATED)
+
+
+# --- threads and notifications -------------------------------------------------------------------
+
+
+class TaskCommentsApi(APIView):
+    @extend_schema(tags=TAGS, responses=CommentOut(many=True), summary="Threads on the task")
+    def get(self, request, task_id: int):
+        task = access_task(request.user, task_id)
+        return Response(CommentOut(task.comments.select_related("author"), many=True).data)
+
+    @extend_schema(
+        tags=TAGS,
+        request=CommentIn,
+        responses={201: CommentOut},
+        summary="Comment on the task or one of its blockers, or reply in a thread",
+    )
+    def post(self, request, task_id: int):
+        data = _valid(CommentIn, request.data)
+        with transaction.atomic():
+            task = access_task(request.user, task_id)
+            parent = None
+            if data["parent"] is not None:
+                parent = Comment.objects.filter(
+                    pk=data["parent"], task__in=Task.objects.visible_to(request.user)
+                ).first()
+                if parent is None:
+                    raise serializers.ValidationError({"parent": ["No such comment."]})
+            comment = comment_add(
+                task=task,
+                author=request.user,
+                body=data["body"],
+                blocker_key=data["blocker_key"],
+                parent=parent,
+            )
+        return Response(CommentOut(comment).data, status=status.HTTP_201_CREATED)
+
+
+class CommentResolveApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=ResolveIn,
+        responses=CommentOut,
+        summary="Resolve or reopen the thread the comment belongs to",
+    )
+    def post(self, request, comment_id: int):
+        data = _valid(ResolveIn, request.data)
+        with transaction.atomic():
+            try:
+                comment = Comment.objects.select_related("parent__author", "author").get(
+                    pk=comment_id
+                )
+            except Comment.DoesNotExist:
+                raise _not_found("comment") from None
+            access_task(request.user, comment.task_id)
+            root = comment_set_resolved(
+                comment=comment, actor=request.user, resolved=data["resolved"]
+            )
+        return Response(CommentOut(root).data)
+
+
+class NotificationFilterIn(serializers.Serializer):
+    unread = serializers.BooleanField(required=False)
+
+
+@extend_schema(
+    tags=TAGS,
+    parameters=[OpenApiParameter("unread", bool, description="only unread ones (unread=1)")],
+    summary="Your notifications, newest first",
+)
+class NotificationListApi(generics.ListAPIView):
+    serializer_class = NotificationOut
+
+    def get_queryset(self):
+        filters = _valid(NotificationFilterIn, self.request.query_params)
+        notifications = Notification.objects.filter(user=self.request.user)
+        if filters.get("unread"):
+            notifications = notifications.filter(read_at=None)
+        return notifications
+
+
+class NotificationsReadApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=NotificationsReadIn,
+        responses=NotificationsReadOut,
+        summary="Mark your notifications read (the ids given, or all)",
+    )
+    def post(self, request):
+        data = _valid(NotificationsReadIn, request.data)
+        marked = notifications_mark_read(user=request.user, ids=data["ids"])
+        return Response(NotificationsReadOut({"marked": marked}).data)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _valid(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _not_found(what: str) -> Http404:
+    return Http404(f"No such {what}.")
+
+
+urlpatterns = [
+    path("projects/<int:project_id>/pipeline/", PipelineApi.as_view(), name="api-pipeline"),
+    path("tasks/<int:task_id>/submit", TaskSubmitApi.as_view(), name="api-task-submit"),
+    path("review/queue", ReviewQueueApi.as_view(), name="api-review-queue"),
+    path("review/take-next", TakeNextApi.as_view(), name="api-review-take-next"),
+    path("tasks/<int:task_id>/assign", TaskAssignApi.as_view(), name="api-task-assign"),
+    path(
+        "assignments/<int:assignment_id>/release",
+        AssignmentReleaseApi.as_view(),
+        name="api-assignment-release",
+    ),
+    path("tasks/<int:task_id>/decisions", TaskDecisionsApi.as_view(), name="api-task-decisions"),
+    path("tasks/<int:task_id>/comments", TaskCommentsApi.as_view(), name="api-task-comments"),
+    path(
+        "comments/<int:comment_id>/resolve", CommentResolveApi.as_view(), name="api-comment-resolve"
+    ),
+    path("notifications", NotificationListApi.as_view(), name="api-notification-list"),
+    path("notifications/read", NotificationsReadApi.as_view(), name="api-notifications-read"),
+]
