@@ -228,3 +228,22 @@ LINT_OVERLAP_SIMILARITY = float(os.environ.get("HILBENCH_LINT_OVERLAP_SIMILARITY
 # The SQL console: wall-time limit and row cap per query.
 SQL_CONSOLE_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CONSOLE_TIMEOUT_S", "5"))
 SQL_CONSOLE_ROW_CAP = int(os.environ.get("HILBENCH_SQL_CONSOLE_ROW_CAP", "500"))
+
+# --- Validators -----------------------------------------------------------------------------
+# Which sandbox runs task code: "local" (subprocess with limits) or "docker" (docker SDK).
+SANDBOX_BACKEND = os.environ.get("HILBENCH_SANDBOX_BACKEND", "local")
+SANDBOX_WALL_S = float(os.environ.get("HILBENCH_SANDBOX_WALL_S", "600"))
+SANDBOX_CPU_S = int(os.environ.get("HILBENCH_SANDBOX_CPU_S", "600"))
+SANDBOX_MEMORY_MB = int(os.environ.get("HILBENCH_SANDBOX_MEMORY_MB", "4096"))
+SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
+# A run whose worker has not reported for this long lost its worker: it may be taken over.
+VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
+# Redis: an unacknowledged job (its worker died) is delivered again after this many seconds.
+# (The embedded SQLAlchemy transport takes no such option.)
+if not EMBEDDED_BROKER:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": int(os.environ.get("HILBENCH_VISIBILITY_TIMEOUT_S", "900"))
+    }
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-validation-runs": {"task": "validators.reap", "schedule": 60.0},
+}

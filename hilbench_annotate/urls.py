@@ -15,6 +15,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("review.urls")),
+    path("", include("validators.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api.urlpatterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

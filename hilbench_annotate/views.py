@@ -61,6 +61,9 @@ def task_detail(request, task_id: int):
         "criteria": QUALITY_CRITERIA,
         "can_edit": can_edit_task(request.user, task),
         "editable": task.status in EDITABLE,
+        "validation_run": task.validation_runs.select_related("revision")
+        .prefetch_related("results")
+        .first(),
         "threads": task.comments.filter(parent=None)
         .select_related("author")
         .prefetch_related("replies__author"),

@@ -64,7 +64,7 @@ DEFAULT_LAYERS = [
             "Every layer was done by a different person",
             "Ready to export",
         ],
-        "gates": ["lint_clean"],
+        "gates": ["lint_clean", "structural"],
     },
 ]
 
@@ -80,8 +80,36 @@ def _lint_clean(task) -> tuple[bool, str]:
     return True, "no open lint errors"
 
 
-# name -> check(task) -> (green, message). The validators register their checks here too.
-GATES: dict[str, Callable] = {"lint_clean": _lint_clean}
+def _validation(group: str) -> Callable:
+    def check(task) -> tuple[bool, str]:
+        from validators.services import gate_for
+
+        return gate_for(group)(task)
+
+    return check
+
+
+def _structural(task) -> tuple[bool, str]:
+    """Every check group of the task's domain passed on the current revision."""
+    from validators.registry import groups_for
+
+    reds = []
+    for group in groups_for(task.domain):
+        green, message = _validation(group)(task)
+        if not green:
+            reds.append(f"{group}: {message}")
+    return (not reds, "; ".join(reds) or "every structural check passed on the current revision")
+
+
+# name -> check(task) -> (green, message): the lint, and the validators' check groups.
+GATES: dict[str, Callable] = {
+    "lint_clean": _lint_clean,
+    "structural": _structural,
+    **{
+        name: _validation(name)
+        for name in ("spec", "sql_ground_truth", "swe_patches", "swe_tests", "history_leakage")
+    },
+}
 
 
 def gate_results(task, names: list[str]) -> list[tuple[str, bool, str]]:

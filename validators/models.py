@@ -1,0 +1,64 @@
+from django.conf import settings
+from django.db import models
+
+from hilbench_annotate.models import Revision, Task
+
+
+class ValidationRun(models.Model):
+    """One run of structural checks on one revision of a task; the worker fills it in."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Error"
+
+    FINISHED = (Status.PASSED, Status.FAILED, Status.ERROR)
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validation_runs")
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="validation_runs")
+    checks = models.JSONField(help_text="Names of the check groups to run")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    log = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["task", "-created_at"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of task {self.task_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class ValidationResult(models.Model):
+    """One check's outcome within a run; at most one per check, so redelivery adds nothing."""
+
+    run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="results")
+    group = models.CharField(max_length=50)
+    check_name = models.CharField(max_length=80)
+    outcome = models.CharField(max_length=10)
+    message = models.TextField()
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "check_name"], name="one_result_per_check"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.check_name}: {self.outcome}"

@@ -1,0 +1,121 @@
+"""The check groups a validation run can include, per domain.
+
+Each group is a function ``(task, snapshot, workdir) -> list[CheckResult]``. Heavy imports
+happen inside the functions, so listing the groups costs nothing.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+
+from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
+from .spec import check_spec
+
+
+def _spec(task, snapshot, workdir: Path):
+    return check_spec(snapshot)
+
+
+def _swe_patches(task, snapshot, workdir: Path):
+    from authoring import patches
+    from hilbench_annotate.errors import DomainError
+
+    env = task.swe_environment
+    if env.repository is None:
+        return [
+            CheckResult("patches_apply", SKIPPED, "The task has no repository to apply patches to.")
+        ]
+    chain = [
+        (label, text)
+        for label, text in (
+            ("setup patch", env.setup_patch),
+            ("test patch", env.test_patch),
+            ("gold patch", env.gold_patch),
+        )
+        if text.strip()
+    ]
+    try:
+        patches.check_applies(
+            env.repository.path,
+            env.base_commit,
+            chain,
+            whitespace_exempt={"test patch", "gold patch"},
+        )
+    except DomainError as exc:
+        return [CheckResult("patches_apply", FAILED, str(exc))]
+    return [
+        CheckResult(
+            "patches_apply",
+            PASSED,
+            "The setup patch applies cleanly on the base commit; "
+            "test and gold patches apply on top.",
+            {"patches": [label for label, _ in chain]},
+        )
+    ]
+
+
+def _swe_tests(task, snapshot, workdir: Path):
+    from validators.sandbox import SandboxLimits
+    from validators.swe import check_swe_tests
+
+    limits = SandboxLimits(
+        wall_s=settings.SANDBOX_WALL_S,
+        cpu_s=settings.SANDBOX_CPU_S,
+        memory_mb=settings.SANDBOX_MEMORY_MB,
+    )
+    return check_swe_tests(task.swe_environment, limits=limits)
+
+
+def _history_leakage(task, snapshot, workdir: Path):
+    from validators.leakage import check_leakage, forbidden_texts, sanitize
+
+    env = task.swe_environment
+    if env.repository is None:
+        return [CheckResult("history_leakage", SKIPPED, "The task has no repository.")]
+    shipped = sanitize(
+        mirror=env.repository.path,
+        base_commit=env.base_commit,
+        setup_patch=env.setup_patch,
+        dest=workdir / "shipped",
+    )
+    texts = forbidden_texts(
+        gold_patch=env.gold_patch,
+        setup_patch=env.setup_patch,
+        resolutions=[(b["id"], b["resolution"]) for b in snapshot.get("blockers", [])],
+    )
+    return check_leakage(repo=shipped, base_commit=None, forbidden=texts)
+
+
+def _sql_ground_truth(task, snapshot, workdir: Path):
+    from validators.sql import check_sql_task
+
+    return check_sql_task(
+        task.sql_environment,
+        timeout_s=settings.SQL_CHECK_TIMEOUT_S,
+        cache_dir=settings.DATABASE_STORE / "edited",
+    )
+
+
+GROUPS: dict[str, tuple[str | None, Callable]] = {
+    "spec": (None, _spec),
+    "sql_ground_truth": ("sql", _sql_ground_truth),
+    "swe_patches": ("swe", _swe_patches),
+    "swe_tests": ("swe", _swe_tests),
+    "history_leakage": ("swe", _history_leakage),
+}
+
+
+def groups_for(domain: str) -> list[str]:
+    return [name for name, (only, _) in GROUPS.items() if only in (None, domain)]
+
+
+def run_group(name: str, task, snapshot, workdir: Path) -> list[CheckResult]:
+    """Run one group; an unexpected exception is an ERROR result, never a crashed run."""
+    try:
+        return GROUPS[name][1](task, snapshot, workdir)
+    except Exception as exc:  # noqa: BLE001 - reported on the run, with its type
+        return [CheckResult(name, ERROR, f"The check crashed: {type(exc).__name__}: {exc}")]
+
+
+__all__ = ["GROUPS", "PASSED", "groups_for", "run_group"]

@@ -1,0 +1,194 @@
+"""Validation runs: start one (scheduled on commit), execute it idempotently, reap stale ones."""
+
+import socket
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Task
+from hilbench_annotate.services import event_record
+
+from .models import ValidationResult, ValidationRun
+from .registry import GROUPS, groups_for, run_group
+from .results import ERROR, FAILED
+
+
+def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) -> ValidationRun:
+    """Queue a run on the task's current revision; the job is sent once the transaction commits."""
+    from .tasks import validation_run_execute
+
+    allowed = groups_for(task.domain)
+    checks = list(checks or allowed)
+    unknown = [c for c in checks if c not in allowed]
+    if unknown:
+        raise DomainError(f"Unknown checks for a {task.domain} task: {unknown}; known: {allowed}")
+    revision = task.revisions.order_by("-number").first()
+    if revision is None:
+        raise DomainError("The task has no revision to validate.")
+    run = ValidationRun.objects.create(
+        task=task,
+        revision=revision,
+        checks=checks,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    event_record(
+        project_id=task.project_id,
+        task_id=task.pk,
+        actor=actor,
+        kind="validation_queued",
+        run=run.pk,
+        revision=revision.number,
+        checks=checks,
+    )
+    transaction.on_commit(lambda: validation_run_execute.delay(run_id=run.pk))
+    return run
+
+
+def _claim(run_id: int) -> bool:
+    """queued → running; or take over a run whose worker stopped reporting (it died)."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.VALIDATION_STALE_S)
+    claimable = Q(status=ValidationRun.Status.QUEUED) | Q(
+        status=ValidationRun.Status.RUNNING, heartbeat_at__lt=stale
+    )
+    return bool(
+        ValidationRun.objects.filter(claimable, pk=run_id).update(
+            status=ValidationRun.Status.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            worker=f"{socket.gethostname()}",
+            attempts=F("attempts") + 1,
+        )
+    )
+
+
+def validation_run_execute_service(*, run_id: int) -> None:
+    """Run every group of the run that has no results yet, then finish the run.
+
+    Idempotent: results are unique per (run, check), groups already done are skipped, and a
+    redelivered job for a run that is running normally or finished does nothing.
+    """
+    if not _claim(run_id):
+        return
+    run = ValidationRun.objects.select_related("task__project", "revision").get(pk=run_id)
+    task = Task.objects.select_related(
+        "project", "sql_environment__database", "swe_environment__repository"
+    ).get(pk=run.task_id)
+    snapshot = run.revision.snapshot
+    done_groups = set(run.results.values_list("group", flat=True))
+    for group in run.checks:
+        if group in done_groups or group not in GROUPS:
+            continue
+        with tempfile.TemporaryDirectory(prefix="hilbench-validate-") as tmp:
+            results = run_group(group, task, snapshot, Path(tmp))
+        with transaction.atomic():
+            for result in results:
+                try:
+                    with transaction.atomic():
+                        ValidationResult.objects.create(
+                            run=run,
+                            group=group,
+                            check_name=result.name,
+                            outcome=result.outcome,
+                            message=result.message[:5000],
+                            details=_jsonable(result.details),
+                        )
+                except IntegrityError:
+                    pass  # another delivery stored it first
+            ValidationRun.objects.filter(pk=run.pk).update(
+                heartbeat_at=timezone.now(),
+                log=_append(
+                    run.pk, f"{group}: " + ", ".join(f"{r.name}={r.outcome}" for r in results)
+                ),
+            )
+    validation_run_finish(run_id=run.pk)
+
+
+def _append(run_id: int, line: str) -> str:
+    log = ValidationRun.objects.filter(pk=run_id).values_list("log", flat=True).first() or ""
+    return (log + f"{timezone.now():%H:%M:%S} {line}\n")[-20000:]
+
+
+def _jsonable(value):
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
+def validation_run_finish(*, run_id: int) -> ValidationRun:
+    outcomes = set(ValidationResult.objects.filter(run_id=run_id).values_list("outcome", flat=True))
+    status = (
+        ValidationRun.Status.ERROR
+        if ERROR in outcomes
+        else ValidationRun.Status.FAILED
+        if FAILED in outcomes
+        else ValidationRun.Status.PASSED
+    )
+    ValidationRun.objects.filter(pk=run_id).exclude(status__in=ValidationRun.FINISHED).update(
+        status=status, finished_at=timezone.now()
+    )
+    run = ValidationRun.objects.get(pk=run_id)
+    event_record(
+        project_id=run.task.project_id,
+        task_id=run.task_id,
+        actor=None,
+        kind="validation_finished",
+        run=run.pk,
+        status=run.status,
+    )
+    return run
+
+
+def validation_run_fail(*, run_id: int, error: str) -> None:
+    ValidationRun.objects.filter(pk=run_id).exclude(status__in=ValidationRun.FINISHED).update(
+        status=ValidationRun.Status.ERROR, finished_at=timezone.now(), log=_append(run_id, error)
+    )
+
+
+def validation_runs_reap() -> int:
+    """Re-send runs whose worker stopped reporting, so none stays "running" for ever."""
+    from .tasks import validation_run_execute
+
+    stale = timezone.now() - timedelta(seconds=settings.VALIDATION_STALE_S)
+    stuck = list(
+        ValidationRun.objects.filter(
+            Q(status=ValidationRun.Status.RUNNING, heartbeat_at__lt=stale)
+            | Q(status=ValidationRun.Status.QUEUED, created_at__lt=stale)
+        ).values_list("pk", "attempts")
+    )
+    for run_id, attempts in stuck:
+        if attempts >= 3:
+            validation_run_fail(
+                run_id=run_id, error="Gave up after 3 attempts: the worker kept dying."
+            )
+        else:
+            validation_run_execute.delay(run_id=run_id)
+    return len(stuck)
+
+
+def latest_run(task: Task) -> ValidationRun | None:
+    return task.validation_runs.select_related("revision").prefetch_related("results").first()
+
+
+def gate_for(group: str):
+    """A review gate: green when the latest finished run on the current revision
+    passed ``group``."""
+
+    def check(task: Task) -> tuple[bool, str]:
+        current = task.revisions.order_by("-number").values_list("pk", flat=True).first()
+        runs = task.validation_runs.filter(revision_id=current, status__in=ValidationRun.FINISHED)
+        run = next((r for r in runs.order_by("-created_at", "-id") if group in r.checks), None)
+        if run is None:
+            return False, f"no finished validation run of {group} on the current revision"
+        bad = run.results.filter(group=group).exclude(outcome__in=["passed", "skipped"])
+        if bad.exists():
+            return False, "; ".join(f"{r.check_name}: {r.message[:120]}" for r in bad[:3])
+        return True, f"passed in run {run.pk}"
+
+    return check
