@@ -104,8 +104,9 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": SQLITE_PATH,
-            # A file, not memory, so a worker process in the tests can share it.
-            "TEST": {"NAME": str(VAR_DIR / "test-db.sqlite3")},
+            # A file, not memory, so a worker process in the tests can share it; one per
+            # test process, so two test runs on one machine do not share a database.
+            "TEST": {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")},
             # WAL and a busy timeout so the web server and the worker can share the file.
             "OPTIONS": {
                 "timeout": 20,
@@ -239,8 +240,8 @@ SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30")
 # A run whose worker has not reported for this long lost its worker: it may be taken over.
 VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
 # Redis: an unacknowledged job (its worker died) is delivered again after this many seconds.
-# (The embedded SQLAlchemy transport takes no such option.)
-if not EMBEDDED_BROKER:
+# (The SQLAlchemy transport takes no such option.)
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": int(os.environ.get("HILBENCH_VISIBILITY_TIMEOUT_S", "900"))
     }

@@ -1,13 +1,18 @@
+import os
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.db import connection
 from rest_framework.test import APIClient
 
+from hilbench_annotate.celery import app as celery_app
 from hilbench_annotate.vocabulary import Role
 
 from .factories import MembershipFactory, ProjectFactory, UserFactory
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
 
 
 def shared_path(*parts: str) -> Path:
@@ -87,3 +92,49 @@ def demo_data(tmp_path_factory):
     from hilbench_annotate.demo import build_all
 
     return build_all(tmp_path_factory.mktemp("demo"))
+
+
+# --- real worker processes -------------------------------------------------------------
+
+
+def worker_env(broker: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": broker,
+        # Worker and web share the stores, as they do on a deployment (shared volume).
+        "HILBENCH_UPLOAD_STORE": str(settings.UPLOAD_STORE),
+        "HILBENCH_DATABASE_STORE": str(settings.DATABASE_STORE),
+        "HILBENCH_REPOSITORY_STORE": str(settings.REPOSITORY_STORE),
+    }
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        env["HILBENCH_SQLITE_PATH"] = str(db["NAME"])
+    else:
+        user = f"{db['USER']}@" if db.get("USER") else ""
+        host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
+        env["DATABASE_URL"] = f"postgres://{user}{host}/{db['NAME']}"
+    return env
+
+
+@pytest.fixture
+def worker_broker(tmp_path, monkeypatch):
+    if settings.EMBEDDED_BROKER:
+        broker = f"sqla+sqlite:///{tmp_path / 'broker.sqlite'}"
+    else:
+        broker = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
+    previous = celery_app.conf.broker_url
+    # Celery reads CELERY_BROKER_URL from the environment before its own config.
+    monkeypatch.setenv("CELERY_BROKER_URL", broker)
+    _use_broker(broker)
+    yield broker
+    monkeypatch.undo()
+    _use_broker(previous)
+
+
+def _use_broker(url: str) -> None:
+    """Point this process's producer at ``url``; Celery caches its pools, so drop them."""
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+        celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    celery_app.conf.broker_url = url

@@ -4,66 +4,17 @@ Embedded mode: the worker shares the SQLite test database file and a broker file
 own. CI mode: the PostgreSQL test database and a Redis database of its own.
 """
 
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 from django.urls import reverse
 
-from hilbench_annotate.celery import app as celery_app
 from hilbench_annotate.models import ImportJob, Task
 
+from .conftest import ROOT, worker_env
 from .core.test_views import _bird_upload_files, _upload
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _worker_env(broker: str) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "CELERY_BROKER_URL": broker,
-        # Worker and web share the stores, as they do on a deployment (shared volume).
-        "HILBENCH_UPLOAD_STORE": str(settings.UPLOAD_STORE),
-        "HILBENCH_DATABASE_STORE": str(settings.DATABASE_STORE),
-        "HILBENCH_REPOSITORY_STORE": str(settings.REPOSITORY_STORE),
-    }
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        env["HILBENCH_SQLITE_PATH"] = str(db["NAME"])
-    else:
-        user = f"{db['USER']}@" if db.get("USER") else ""
-        host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
-        env["DATABASE_URL"] = f"postgres://{user}{host}/{db['NAME']}"
-    return env
-
-
-@pytest.fixture
-def worker_broker(tmp_path, monkeypatch):
-    if settings.EMBEDDED_BROKER:
-        broker = f"sqla+sqlite:///{tmp_path / 'broker.sqlite'}"
-    else:
-        broker = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
-    previous = celery_app.conf.broker_url
-    # Celery reads CELERY_BROKER_URL from the environment before its own config.
-    monkeypatch.setenv("CELERY_BROKER_URL", broker)
-    _use_broker(broker)
-    yield broker
-    monkeypatch.undo()
-    _use_broker(previous)
-
-
-def _use_broker(url: str) -> None:
-    """Point this process's producer at ``url``; Celery caches its pools, so drop them."""
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
-        celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-    celery_app.conf.broker_url = url
 
 
 @pytest.mark.django_db(transaction=True)
@@ -90,7 +41,7 @@ def test_real_worker_process_runs_a_browser_import(client, worker_broker, demo_d
             "--without-heartbeat",
         ],
         cwd=ROOT,
-        env=_worker_env(worker_broker),
+        env=worker_env(worker_broker),
         stdout=log,
         stderr=subprocess.STDOUT,
     )

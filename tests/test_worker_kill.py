@@ -1,0 +1,117 @@
+"""A worker killed in the middle of a validation run: another worker finishes the run, and
+every check has exactly one result."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from django.conf import settings
+
+from hilbench_annotate import services as core
+from hilbench_annotate.importers import import_swebench
+from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
+from hilbench_annotate.models import SweEnvironment, Task
+from validators.models import ValidationRun
+from validators.services import validation_run_start, validation_runs_reap
+
+from .conftest import ROOT, worker_env
+
+STALE_S = 4
+
+
+def _start_worker(broker, log_path):
+    env = worker_env(broker)
+    env["HILBENCH_VALIDATION_STALE_S"] = str(STALE_S)
+    env["HILBENCH_VISIBILITY_TIMEOUT_S"] = "5"
+    log = open(log_path, "a")  # noqa: SIM115 - closed by the caller through the process
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "hilbench_annotate",
+            "worker",
+            "--pool=solo",
+            "--loglevel=info",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_killed_worker_mid_run_leaves_one_result_per_check(worker_broker, demo_data, tmp_path):
+    from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+    settings.VALIDATION_STALE_S = STALE_S
+    project = ProjectFactory()
+    author = UserFactory(username="kill-author")
+    MembershipFactory(project=project, user=author, role="author")
+    import_swebench(
+        project=project,
+        instances=demo_data["swe"]["instances"],
+        repo=str(demo_data["swe"]["repo"]),
+        actor=author,
+    )
+    task = Task.objects.get(project=project)
+    # Slow tests, so the kill lands while the run is busy.
+    SweEnvironment.objects.filter(task=task).update(
+        test_command="sleep 3; python -m pytest -rA tests"
+    )
+    for blocker in DEMO_BLOCKERS:
+        core.blocker_create(
+            task=task,
+            actor=author,
+            expected_version=task.version,
+            **{**blocker, "type": "missing parameters", "subtype": ""},
+        )
+
+    log = tmp_path / "workers.log"
+    first = _start_worker(worker_broker, log)
+    try:
+        run = validation_run_start(task=task, actor=author, checks=["spec", "swe_tests"])
+        # The spec group is stored first; then the worker is inside the slow test run.
+        _wait(lambda: run.results.filter(group="spec").exists(), 60, "the first results")
+        time.sleep(1)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        run.refresh_from_db()
+        assert run.status == "running"  # left behind by the dead worker
+
+        second = _start_worker(worker_broker, log)
+        try:
+            time.sleep(STALE_S + 1)
+            validation_runs_reap()  # what beat does every minute
+            _wait(
+                lambda: ValidationRun.objects.get(pk=run.pk).is_finished, 120, "the run to finish"
+            )
+        finally:
+            os.killpg(second.pid, signal.SIGTERM)
+            second.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    run.refresh_from_db()
+    names = list(run.results.values_list("check_name", flat=True))
+    assert run.status == "passed", (run.status, run.log, log.read_text()[-3000:])
+    assert len(names) == len(set(names)) == 5, names
+    assert run.attempts >= 2

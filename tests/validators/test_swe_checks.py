@@ -1,0 +1,162 @@
+"""The SWE test-run check on real repositories: the demo instance, and tiny hostile ones."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from validators.results import FAILED, PASSED, SKIPPED
+from validators.sandbox import SandboxLimits
+from validators.swe import BEFORE_CHECK, GOLD_CHECK, check_swe_tests
+
+GIT_ENV = {
+    **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "T",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "T",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env=GIT_ENV,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def mirror_of(work: Path, dest: Path) -> Path:
+    git(dest.parent, "clone", "-q", "--mirror", str(work), str(dest))
+    return dest
+
+
+def by_name(results):
+    assert [r.name for r in results] == [BEFORE_CHECK, GOLD_CHECK]
+    return {r.name: r for r in results}
+
+
+@pytest.fixture
+def demo_env(demo_data, tmp_path):
+    """The demo SWE instance as a SweEnvironment-like object over a fresh bare mirror."""
+    instance = json.loads(Path(demo_data["swe"]["instances"]).read_text())[0]
+    mirror = mirror_of(Path(demo_data["swe"]["repo"]), tmp_path / "mirror.git")
+    return SimpleNamespace(
+        repository=SimpleNamespace(path=mirror),
+        repo_name=instance["repo"],
+        base_commit=instance["base_commit"],
+        setup_patch="",
+        test_patch=instance["test_patch"],
+        gold_patch=instance["patch"],
+        fail_to_pass=list(instance["FAIL_TO_PASS"]),
+        pass_to_pass=list(instance["PASS_TO_PASS"]),
+        test_command=instance["test_cmd"],
+    )
+
+
+def test_demo_instance_passes_both_checks(demo_env):
+    results = by_name(check_swe_tests(demo_env))
+    before, after = results[BEFORE_CHECK], results[GOLD_CHECK]
+    assert before.outcome == PASSED, before.message
+    assert after.outcome == PASSED, after.message
+    assert set(before.details["statuses"].values()) <= {"FAILED", "ERROR"}
+    assert before.details["pass_to_pass_not_passing"] == []
+    assert "short test summary info" in after.details["output"]
+
+
+def test_fail_to_pass_test_that_already_passes_is_named(demo_env):
+    already_passing = demo_env.pass_to_pass[0]
+    demo_env.fail_to_pass = [*demo_env.fail_to_pass, already_passing]
+    before = by_name(check_swe_tests(demo_env))[BEFORE_CHECK]
+    assert before.outcome == FAILED
+    assert already_passing in before.message
+    assert before.details["passing"] == [already_passing]
+
+
+def test_unknown_test_id_is_reported_missing(demo_env):
+    demo_env.fail_to_pass = [*demo_env.fail_to_pass, "tests/test_money.py::test_nonexistent"]
+    results = by_name(check_swe_tests(demo_env))
+    for result in results.values():
+        assert result.outcome == FAILED
+        assert "missing" in result.message
+        assert "tests/test_money.py::test_nonexistent" in result.message
+
+
+def test_empty_gold_patch_leaves_fail_to_pass_failing(demo_env):
+    demo_env.gold_patch = ""
+    results = by_name(check_swe_tests(demo_env))
+    assert results[BEFORE_CHECK].outcome == PASSED
+    after = results[GOLD_CHECK]
+    assert after.outcome == FAILED
+    assert "do not pass" in after.message
+    assert sorted(after.details["failing"]) == sorted(demo_env.fail_to_pass)
+    for test_id in demo_env.fail_to_pass:
+        assert test_id in after.message
+
+
+def test_gold_patch_that_does_not_apply_is_named(demo_env):
+    demo_env.gold_patch = demo_env.test_patch  # the test patch a second time
+    after = by_name(check_swe_tests(demo_env))[GOLD_CHECK]
+    assert after.outcome == FAILED
+    assert "gold patch" in after.message
+    assert "does not apply" in after.message
+
+
+def test_no_repository_is_skipped(demo_env):
+    demo_env.repository = None
+    results = check_swe_tests(demo_env)
+    assert [r.outcome for r in results] == [SKIPPED, SKIPPED]
+    assert "no repository" in results[0].message
+
+
+def _tiny_env(tmp_path: Path, test_body: str) -> SimpleNamespace:
+    """A one-test repository whose test does ``test_body``; gold patch is a no-op."""
+    work = tmp_path / "tiny"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "test_hostile.py").write_text(f"def test_hostile():\n    {test_body}\n")
+    git(tmp_path, "init", "-q", str(work))
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "base")
+    mirror = mirror_of(work, tmp_path / "tiny.git")
+    return SimpleNamespace(
+        repository=SimpleNamespace(path=mirror),
+        repo_name="tiny/hostile",
+        base_commit=git(work, "rev-parse", "HEAD").strip(),
+        setup_patch="",
+        test_patch="",
+        gold_patch="",
+        fail_to_pass=["tests/test_hostile.py::test_hostile"],
+        pass_to_pass=[],
+        test_command="python -m pytest -rA -p no:cacheprovider tests",
+    )
+
+
+def test_a_test_that_loops_forever_fails_with_a_timeout(tmp_path):
+    env = _tiny_env(tmp_path, "while True: pass")
+    start = time.monotonic()
+    results = by_name(check_swe_tests(env, limits=SandboxLimits(wall_s=3)))
+    assert time.monotonic() - start < 20
+    for result in results.values():
+        assert result.outcome == FAILED
+        assert "stopped it after 3 s" in result.message
+        assert result.details["timed_out"]
+
+
+def test_a_memory_hog_fails_without_hanging(tmp_path):
+    env = _tiny_env(tmp_path, "x = []\n    while True: x.append(' ' * 10**7)")
+    start = time.monotonic()
+    results = by_name(check_swe_tests(env, limits=SandboxLimits(wall_s=60, memory_mb=512)))
+    assert time.monotonic() - start < 60
+    for result in results.values():
+        assert result.outcome == FAILED
+        assert not result.details["timed_out"]
+        assert "at 512 MB" in result.message, result.message
