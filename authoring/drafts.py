@@ -13,7 +13,7 @@ from typing import Any
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, Domain
 
-SQL_TEXT_FIELDS = ("gold_sql", "edit_script")
+SQL_TEXT_FIELDS = ("gold_sql", "edit_script", "golden_output")
 
 
 def _text(data, name: str) -> str:
@@ -79,7 +79,7 @@ def comparable(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a snapshot or draft an author edits, for change detection and diffs."""
     env = snapshot.get("environment") or {}
     keep = (
-        ("descriptions", "edit_script", "business_info", "gold_sql")
+        ("descriptions", "edit_script", "business_info", "gold_sql", "golden_output")
         if snapshot.get("domain") == Domain.SQL
         else ("setup_patch",)
     )

@@ -14,6 +14,7 @@ urlpatterns = [
     path("revisions/", views.revisions, name="workspace-revisions"),
     path("sql/query/", views.sql_query, name="workspace-sql-query"),
     path("sql/format/", views.sql_format, name="workspace-sql-format"),
+    path("sql/golden/", views.sql_golden, name="workspace-sql-golden"),
     path("sql/tables/<str:table>/", views.sql_table, name="workspace-sql-table"),
     path("repo/", views.repo_browse, name="workspace-repo"),
     path("repo/edit/", views.repo_edit, name="workspace-repo-edit"),

@@ -373,8 +373,43 @@ def sql_format(request, task_id: int):
     return render(
         request,
         f"{TEMPLATE}#gold-sql",
-        {"task": task, "gold_sql": text, "format_error": error, "editable": True},
+        {
+            "task": task,
+            "gold_sql": text,
+            "format_error": error,
+            "editable": True,
+            "golden_output": request.POST.get("env.golden_output"),
+        },
     )
+
+
+@login_required
+@require_POST
+def sql_golden(request, task_id: int):
+    """Fill golden_output.csv from the gold SQL's result (saved with the next save)."""
+    from validators.compare import golden_output_csv
+
+    task = _editor_task(request, task_id)
+    gold_sql = request.POST.get("env.gold_sql", "")
+    context = {
+        "task": task,
+        "gold_sql": gold_sql,
+        "editable": True,
+        "golden_output": request.POST.get("env.golden_output", ""),
+    }
+    try:
+        path = _sql_database(task, request)
+        if path is None:
+            raise DomainError("This task has no database file to run the gold SQL on.")
+        result = sqlconsole.run_select(
+            path, gold_sql, timeout_s=settings.SQL_CHECK_TIMEOUT_S, row_cap=200_000
+        )
+        if result.truncated:
+            raise DomainError("The gold SQL returns more than 200,000 rows; narrow it.")
+        context["golden_output"] = golden_output_csv(result.columns, result.rows)
+    except DomainError as exc:
+        context["format_error"] = str(exc)
+    return render(request, f"{TEMPLATE}#gold-sql", context)
 
 
 @login_required

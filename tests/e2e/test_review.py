@@ -36,7 +36,19 @@ def take_next(page, live_server, layer_name: str) -> None:
     expect(page.locator(".layer-steps .current")).to_contain_text(layer_name)
 
 
-def test_task_goes_through_six_layers_with_a_round_of_changes(browser, live_server, demo):
+@pytest.fixture
+def eager_jobs():
+    """Validation jobs run in the web process, right after the commit that queues them."""
+    from hilbench_annotate.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+def test_task_goes_through_six_layers_with_a_round_of_changes(
+    browser, live_server, demo, eager_jobs
+):
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
 
     # The author submits the demo's blocked task, then does the self-check (layer 1).
@@ -98,11 +110,20 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(browser, live_serv
     for username, layer in (
         ("auditor2", "Environment audit"),
         ("reviewer", "Judge-validation labelling"),
-        ("lead", "Final sign-off"),
     ):
         page = as_user(browser, live_server, username)
         take_next(page, live_server, layer)
         pass_checklist_and(page, "approve")
+
+    # Final sign-off is gated on the structural checks of the current revision: the lead
+    # runs them from the task page (the job runs in-process here: no worker in this test).
+    page = as_user(browser, live_server, "lead")
+    page.goto(f"{live_server.url}/tasks/{task.pk}/")
+    page.click("text=Run structural checks")
+    expect(page.locator("#validation-run .status").first).to_have_text("Passed", timeout=30_000)
+    take_next(page, live_server, "Final sign-off")
+    expect(page.locator("aside")).to_contain_text("structural")
+    pass_checklist_and(page, "approve")
 
     task.refresh_from_db()
     assert task.status == "approved"

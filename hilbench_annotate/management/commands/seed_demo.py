@@ -8,7 +8,7 @@ from django.db import transaction
 from hilbench_annotate import services
 from hilbench_annotate.demo import build_all
 from hilbench_annotate.importers import import_bird, import_swebench
-from hilbench_annotate.models import Membership, Project, Task
+from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
 from hilbench_annotate.vocabulary import Role, TaskSource
 
 # username → (roles in the demo project, password). Demo only: refused with DEBUG off.
@@ -136,12 +136,31 @@ class Command(BaseCommand):
             actor=outsider,
         )
         self._plant_demo_blockers(project, users["author"])
+        self._fill_golden_outputs(project)
         self.stdout.write(f"Demo SQL: {sql.summary()}\nDemo SWE: {swe.summary()}")
         self.stdout.write("\nDemo users (username / password):")
         self.stdout.write("  admin / admin-demo  (site admin)")
         for username, (roles, password) in DEMO_USERS.items():
             self.stdout.write(f"  {username} / {password}  ({', '.join(roles)} in Demo benchmark)")
         self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
+
+    def _fill_golden_outputs(self, project) -> None:
+        """The demo's SQL tasks carry golden_output.csv, computed from their gold SQL."""
+        from authoring import sqlconsole
+        from validators.compare import golden_output_csv
+
+        for env in SqlEnvironment.objects.filter(
+            task__project=project, golden_output="", database__isnull=False
+        ).select_related("database", "task"):
+            result = sqlconsole.run_select(env.database.path, env.gold_sql, row_cap=100_000)
+            with transaction.atomic():
+                task = Task.objects.select_for_update().get(pk=env.task_id)
+                services.task_touch_environment(
+                    task=task,
+                    actor=task.author,
+                    expected_version=task.version,
+                    changes={"golden_output": golden_output_csv(result.columns, result.rows)},
+                )
 
     def _plant_demo_blockers(self, project, author) -> None:
         task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
