@@ -164,6 +164,15 @@ def answers(layer: ReviewLayer | dict, passed: bool = True) -> list[dict]:
     return [{"item": item, "passed": passed, "note": "checked"} for item in items]
 
 
+def run_structural_checks(task):
+    from validators.services import validation_run_execute_service, validation_run_start
+
+    run = validation_run_start(task=task, actor=None)
+    validation_run_execute_service(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "passed", list(run.results.values_list("check_name", "message"))
+
+
 def decide(api, user, task, outcome, revision, **payload):
     payload = {"outcome": outcome, "revision": revision, **payload}
     return as_user(api, user).post(
@@ -301,6 +310,8 @@ def test_a_task_walks_all_six_layers_with_six_people_and_one_round_of_changes(
 
     refused(author, 6, authored)
     refused(peer, 6, peer_acted)
+    # Final sign-off is gated on the structural checks of the current revision.
+    run_structural_checks(task)
     approve(lead, 6)
     assert state(task) == ("approved", None)
 

@@ -58,11 +58,18 @@ def task_at_layer_2(project, staff, demo_data):
     descriptions["transaction_log"] = descriptions["transaction_log"].replace(
         "LN: loan payment; ", ""
     )
+    from authoring.sqlconsole import run_select
+    from validators.compare import golden_output_csv
+
+    gold = run_select(task.sql_environment.database.path, task.sql_environment.gold_sql)
     core.task_touch_environment(
         task=task,
         actor=staff["author"],
         expected_version=task.version,
-        changes={"descriptions": descriptions},
+        changes={
+            "descriptions": descriptions,
+            "golden_output": golden_output_csv(gold.columns, gold.rows),
+        },
     )
     task = services.task_enter_review(task=task, actor=staff["author"])
     _approve(task, staff["author"])
@@ -132,6 +139,10 @@ def test_author_and_layer_2_reviewer_are_refused_at_every_other_layer(
                 assert "cannot take this task" in _messages(response)
         task.refresh_from_db()
         assert task.review_layer == position
+        if position == 6:  # final sign-off is gated on the structural checks
+            from tests.review.test_api import run_structural_checks
+
+            run_structural_checks(task)
         # The layer's own person takes it and approves.
         client.force_login(takers[position])
         client.post(reverse("review-take-next", args=[layer.pk]))
