@@ -132,9 +132,11 @@ def worker_broker(tmp_path, monkeypatch):
 
 
 def _use_broker(url: str) -> None:
-    """Point this process's producer at ``url``; Celery caches its pools, so drop them."""
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
-        celery_app._pool = None
+    """Point this process's producer at ``url``; Celery and kombu cache pools, so drop them
+    (kombu keeps them in a process-wide registry keyed by URL)."""
+    from kombu import pools
+
+    pools.reset()
+    celery_app._pool = None
     celery_app.amqp._producer_pool = None
     celery_app.conf.broker_url = url

@@ -1,0 +1,141 @@
+"""SQL tasks validated per minute with one and with two real Celery workers.
+
+    .venv/bin/python bench/validation.py [--copies 10] [--workers 1 2]
+
+Imports the demo's six SQL questions into ``--copies`` projects (so 6 × copies tasks), fills
+their golden outputs, then for each worker count starts that many worker processes, queues
+one validation run (the SQL ground-truth checks) per task and times until every run finished.
+Runs on its own database and broker: SQLite + embedded broker under var/bench (default), or
+PostgreSQL + Redis when DATABASE_URL / CELERY_BROKER_URL are set (tables are emptied first).
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HILBENCH_VAR_DIR", str(ROOT / "var" / "bench"))
+os.environ.setdefault("HILBENCH_SQLITE_PATH", str(ROOT / "var" / "bench" / "validation.sqlite3"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    if not os.environ.get("DATABASE_URL"):
+        Path(settings.DATABASES["default"]["NAME"]).unlink(missing_ok=True)
+        Path(settings.VAR_DIR / "celery-broker.sqlite").unlink(missing_ok=True)
+    call_command("migrate", verbosity=0)
+    print(settings.RUNTIME_MODE)
+    tasks = seed(args.copies)
+    print(f"{len(tasks)} SQL tasks")
+    for count in args.workers:
+        elapsed = measure(tasks, count)
+        print(
+            f"{count} worker(s): {len(tasks)} tasks in {elapsed:.1f} s = "
+            f"{len(tasks) / elapsed * 60:.0f} tasks/minute"
+        )
+
+
+def seed(copies: int):
+    from hilbench_annotate.demo import sql_demo
+    from hilbench_annotate.importers import import_bird
+    from hilbench_annotate.models import Project, Task
+    from validators.models import ValidationRun
+
+    ValidationRun.objects.all().delete()
+    Task.objects.all().delete()
+    Project.objects.filter(slug__startswith="bench-validation").delete()
+    paths = sql_demo.build(Path(tempfile.mkdtemp()) / "sql")
+    from authoring.sqlconsole import run_select
+    from hilbench_annotate.models import SqlEnvironment
+    from validators.compare import golden_output_csv
+
+    for i in range(copies):
+        project = Project.objects.create(name=f"Bench validation {i}", slug=f"bench-validation-{i}")
+        import_bird(project=project, questions=paths["questions"], databases=paths["databases"])
+    for env in SqlEnvironment.objects.select_related("database"):
+        gold = run_select(env.database.path, env.gold_sql)
+        SqlEnvironment.objects.filter(pk=env.pk).update(
+            golden_output=golden_output_csv(gold.columns, gold.rows)
+        )
+    return list(Task.objects.filter(domain="sql"))
+
+
+def measure(tasks, workers: int) -> float:
+    from django.db import transaction
+
+    from validators.models import ValidationRun
+    from validators.services import validation_run_start
+
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "hilbench_annotate",
+                "worker",
+                "--pool=solo",
+                "--loglevel=warning",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"bench{i}@%h",
+            ],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for i in range(workers)
+    ]
+    try:
+        time.sleep(4)  # let the workers connect
+        started = time.perf_counter()
+        with transaction.atomic():
+            runs = [
+                validation_run_start(task=t, actor=None, checks=["sql_ground_truth"]) for t in tasks
+            ]
+        ids = [r.pk for r in runs]
+        deadline = time.monotonic() + 600
+        while (
+            ValidationRun.objects.filter(pk__in=ids)
+            .exclude(status__in=ValidationRun.FINISHED)
+            .exists()
+        ):
+            if time.monotonic() > deadline:
+                raise SystemExit("runs did not finish within 10 minutes")
+            time.sleep(0.2)
+        elapsed = time.perf_counter() - started
+        failed = ValidationRun.objects.filter(pk__in=ids).exclude(status="passed").count()
+        if failed:
+            print(f"  note: {failed} run(s) did not pass")
+        return elapsed
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

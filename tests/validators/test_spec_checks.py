@@ -1,0 +1,68 @@
+"""The specification checks, each with a passing and a failing task."""
+
+from validators.results import FAILED, PASSED
+from validators.spec import check_spec
+
+
+def snapshot(**changes):
+    base = {
+        "domain": "sql",
+        "blocked_spec": {
+            "question": "How many loans ended well in the review year?",
+            "evidence": "",
+        },
+        "environment": {"db_id": "retail_bank", "descriptions": {}, "business_info": []},
+        "blockers": [
+            {
+                "id": f"b{i}",
+                "type": "question",
+                "subtype": "timeframe_ambiguity",
+                "description": f"Gap number {i} about the loans.",
+                "resolution": f"Resolution {i}: code Q{i}X.",
+                "trigger_questions": ["Which year?", "What dates?", "Which period?"],
+            }
+            for i in range(3)
+        ],
+    }
+    base.update(changes)
+    return base
+
+
+def outcomes(snap):
+    return {r.name: r.outcome for r in check_spec(snap)}
+
+
+def test_a_sound_spec_passes_every_check():
+    assert outcomes(snapshot()) == {
+        "blocker_count": PASSED,
+        "no_resolution_in_spec": PASSED,
+        "full_info_has_resolutions": PASSED,
+    }
+
+
+def test_too_few_and_too_many_blockers_fail():
+    two = snapshot()
+    two["blockers"] = two["blockers"][:2]
+    assert outcomes(two)["blocker_count"] == FAILED
+    six = snapshot()
+    six["blockers"] = six["blockers"] * 2
+    assert outcomes(six)["blocker_count"] == FAILED
+
+
+def test_resolution_in_the_blocked_spec_or_business_info_fails():
+    leaked = snapshot(blocked_spec={"question": "How many loans have code Q1X?", "evidence": ""})
+    results = {r.name: r for r in check_spec(leaked)}
+    assert results["no_resolution_in_spec"].outcome == FAILED
+    assert "Q1X" in results["no_resolution_in_spec"].message
+    business = snapshot(
+        environment={
+            "db_id": "x",
+            "descriptions": {},
+            "business_info": ["Loans with code Q2X ended well."],
+        }
+    )
+    assert outcomes(business)["no_resolution_in_spec"] == FAILED
+
+
+def test_no_blockers_means_no_full_info_to_check():
+    assert outcomes(snapshot(blockers=[]))["full_info_has_resolutions"] == FAILED
