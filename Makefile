@@ -26,7 +26,7 @@ run: demo
 	@$(PY) -c "from django.conf import settings; import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE','hilbench_annotate.settings'); django.setup(); print(settings.RUNTIME_MODE)"
 	@echo "Open http://$(HOST):$(PORT)/ and log in with one of the demo users above."
 	@trap 'kill 0' INT TERM EXIT; \
-	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info --concurrency=2 & \
+	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info --concurrency=2 -B --schedule var/celerybeat-schedule & \
 	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 worker: install
