@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "authoring",
     "review",
     "validators",
+    "judge",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class JudgeConfig(AppConfig):
+    name = "judge"
+    verbose_name = "ask_human judge"
