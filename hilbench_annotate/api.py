@@ -27,6 +27,7 @@ from hilbench_annotate.serializers import (
     TriggerQuestionIn,
     TriggerQuestionOut,
 )
+from judge import api as judge_api
 from review import api as review_api
 
 
@@ -187,4 +188,5 @@ urlpatterns = [
         name="api-trigger-question-detail",
     ),
     *review_api.urlpatterns,
+    *judge_api.urlpatterns,
 ]

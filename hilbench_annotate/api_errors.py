@@ -13,6 +13,13 @@ def exception_handler(exc, context):
             {"detail": str(exc), "current_version": exc.current},
             status=status.HTTP_409_CONFLICT,
         )
+    from judge.base import JudgeError
+
+    if isinstance(exc, JudgeError):
+        # The judge could not decide: say so, never a silent "irrelevant question".
+        return Response(
+            {"detail": f"Judge error: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE
+        )
     if isinstance(exc, DomainError):
         return Response({"detail": str(exc)}, status=exc.status_code)
     if isinstance(exc, DjangoValidationError):

@@ -249,3 +249,11 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-validation-runs": {"task": "validators.reap", "schedule": 60.0},
 }
+
+# --- Judge ----------------------------------------------------------------------------------
+JUDGE_BACKEND = os.environ.get("HILBENCH_JUDGE", "embedded")
+JUDGE_LLM_BASE_URL = os.environ.get("JUDGE_LLM_BASE_URL", "")
+JUDGE_LLM_MODEL = os.environ.get("JUDGE_LLM_MODEL", "meta-llama/Llama-3.3-70B-Instruct")
+JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))
+# The release harness answers at most 3 questions per task instance; 0 means no cap.
+ASK_HUMAN_ANSWER_CAP = int(os.environ.get("HILBENCH_ASK_HUMAN_ANSWER_CAP", "3"))

@@ -1,0 +1,73 @@
+"""The ask_human service for evaluation runs (token-authenticated machine users)."""
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hilbench_annotate.models import Task
+
+from .models import AskHumanRun
+from .services import ask_human, ask_human_run_start
+
+
+class RunIn(serializers.Serializer):
+    task = serializers.IntegerField(help_text="Task id")
+    label = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class RunOut(serializers.Serializer):
+    run = serializers.IntegerField()
+    task = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    judge_version = serializers.CharField()
+    answer_cap = serializers.IntegerField()
+
+
+class AskIn(serializers.Serializer):
+    run = serializers.IntegerField()
+    question = serializers.CharField(max_length=4000, trim_whitespace=True)
+
+
+class AskOut(serializers.Serializer):
+    response = serializers.CharField()
+
+
+class AskHumanRunApi(APIView):
+    @extend_schema(request=RunIn, responses={201: RunOut})
+    def post(self, request):
+        data = RunIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        # Harness users may not read tasks: look the task up directly; the service checks role.
+        task = get_object_or_404(Task, pk=data.validated_data["task"])
+        with transaction.atomic():
+            run = ask_human_run_start(
+                task=task, actor=request.user, label=data.validated_data.get("label", "")
+            )
+        body = {
+            "run": run.pk,
+            "task": task.pk,
+            "revision": run.revision.number,
+            "judge_version": run.judge_version,
+            "answer_cap": run.answer_cap,
+        }
+        return Response(RunOut(body).data, status=status.HTTP_201_CREATED)
+
+
+class AskHumanApi(APIView):
+    @extend_schema(request=AskIn, responses=AskOut)
+    def post(self, request):
+        data = AskIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = get_object_or_404(AskHumanRun, pk=data.validated_data["run"])
+        call = ask_human(run=run, actor=request.user, question=data.validated_data["question"])
+        return Response(AskOut({"response": call.response}).data)
+
+
+urlpatterns = [
+    path("ask_human/runs", AskHumanRunApi.as_view(), name="api-ask-human-run"),
+    path("ask_human", AskHumanApi.as_view(), name="api-ask-human"),
+]

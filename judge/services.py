@@ -1,0 +1,158 @@
+"""ask_human: judge a question against a task revision's registry, cached and logged."""
+
+import hashlib
+import json
+import re
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from hilbench_annotate.access import roles_in
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.models import Revision, Task
+
+from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
+from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry
+
+_SPACE = re.compile(r"\s+")
+
+
+def registry_from_snapshot(snapshot: dict) -> list[RegistryBlocker]:
+    return [
+        RegistryBlocker(
+            id=b["id"],
+            description=b.get("description", ""),
+            trigger_questions=tuple(
+                q.strip().lstrip("-").strip() for q in b.get("trigger_questions", [])
+            ),
+            resolution=b.get("resolution", ""),
+        )
+        for b in snapshot.get("blockers", [])
+    ]
+
+
+def registry_hash(registry: list[RegistryBlocker]) -> str:
+    """What the judge sees — ids, descriptions, trigger questions — never the resolutions."""
+    payload = [[b.id, b.description, list(b.trigger_questions)] for b in registry]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def normalise(question: str) -> str:
+    return _SPACE.sub(" ", question.strip()).lower()
+
+
+def get_judge(name: str | None = None):
+    """The configured judge: ``embedded`` (default) or ``llm`` (OpenAI-compatible endpoint)."""
+    name = name or settings.JUDGE_BACKEND
+    if name == "embedded":
+        from .embedded import EmbeddedJudge
+
+        return EmbeddedJudge.configured()
+    if name == "llm":
+        from .llm import PROMPT_VERSION, LLMJudge
+
+        if not settings.JUDGE_LLM_BASE_URL:
+            raise JudgeError("JUDGE_LLM_BASE_URL is not set, so the LLM judge has no endpoint.")
+        return LLMJudge(
+            base_url=settings.JUDGE_LLM_BASE_URL,
+            model=settings.JUDGE_LLM_MODEL,
+            api_key_env="JUDGE_LLM_API_KEY",
+            timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
+            # The cache key: a new model or prompt never reuses another's verdicts.
+            version=f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}",
+        )
+    raise JudgeError(f"Unknown judge {name!r}; use embedded or llm.")
+
+
+def judge_cached(*, judge, registry: list[RegistryBlocker], question: str) -> Verdict:
+    """Deterministic: the same judge version, registry and question give the same verdict."""
+    key = {
+        "judge_version": judge.version,
+        "registry_hash": registry_hash(registry),
+        "question": normalise(question),
+    }
+    hit = JudgeCacheEntry.objects.filter(**key).first()
+    if hit is not None:
+        return Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
+    verdict = judge.judge(question, registry)  # JudgeError propagates: never cached
+    try:
+        with transaction.atomic():
+            JudgeCacheEntry.objects.create(
+                **key, blocker_key=verdict.blocker_id, reason=verdict.reason[:2000]
+            )
+    except IntegrityError:
+        hit = JudgeCacheEntry.objects.get(**key)  # a concurrent call stored it first: use theirs
+        return Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
+    return verdict
+
+
+def _require_harness(user, task: Task) -> None:
+    if user.is_superuser:
+        return
+    if not roles_in(user, task.project_id) & {"harness", "lead"}:
+        raise AccessDenied("ask_human runs need the harness (or lead) role in the task's project.")
+
+
+@transaction.atomic
+def ask_human_run_start(*, task: Task, actor, label: str = "") -> AskHumanRun:
+    _require_harness(actor, task)
+    revision = task.revisions.order_by("-number").first()
+    if revision is None:
+        raise DomainError("The task has no revision to evaluate.")
+    judge = get_judge()
+    return AskHumanRun.objects.create(
+        task=task,
+        revision=revision,
+        created_by=actor,
+        judge_version=judge.version,
+        answer_cap=settings.ASK_HUMAN_ANSWER_CAP,
+        label=label[:200],
+    )
+
+
+def ask_human(*, run: AskHumanRun, actor, question: str) -> AskHumanCall:
+    """Answer one agent question and log it. A judge failure is logged and raised, never
+    turned into "irrelevant question"."""
+    if run.created_by_id != actor.pk and not actor.is_superuser:
+        raise AccessDenied("This ask_human run belongs to another caller.")
+    question = (question or "").strip()
+    if not question:
+        raise DomainError("The question is empty.")
+    if len(question) > 4000:
+        raise DomainError("The question is longer than 4,000 characters.")
+    registry = registry_from_snapshot(Revision.objects.get(pk=run.revision_id).snapshot)
+    answered = run.calls.exclude(blocker_key=None).count()
+    if run.answer_cap and answered >= run.answer_cap:
+        return AskHumanCall.objects.create(
+            run=run,
+            question=question,
+            response=IRRELEVANT,
+            capped=True,
+            reason=f"answer cap of {run.answer_cap} reached",
+        )
+    judge = get_judge()
+    if judge.version != run.judge_version:
+        raise DomainError(
+            f"The run was started with judge {run.judge_version}, the app now has {judge.version}."
+        )
+    try:
+        verdict = judge_cached(judge=judge, registry=registry, question=question)
+    except JudgeError as exc:
+        AskHumanCall.objects.create(run=run, question=question, error=str(exc))
+        raise
+    duplicate = (
+        bool(verdict.blocker_id) and run.calls.filter(blocker_key=verdict.blocker_id).exists()
+    )
+    response = IRRELEVANT
+    if verdict.blocker_id:
+        response = next((b.resolution for b in registry if b.id == verdict.blocker_id), None)
+        if response is None:
+            raise JudgeError(f"The judge named an unknown blocker {verdict.blocker_id!r}.")
+    return AskHumanCall.objects.create(
+        run=run,
+        question=question,
+        blocker_key=verdict.blocker_id,
+        response=response,
+        duplicate=duplicate,
+        reason=verdict.reason[:2000],
+    )
