@@ -168,12 +168,13 @@ def _judge_before(name, env, statuses, result, details) -> CheckResult:
         passing=passing,
         skipped=skipped,
         missing=missing,
-        # PASS_TO_PASS should pass on the base commit too; reported here for the reviewer.
+        # PASS_TO_PASS must pass on the base commit too (PRODUCT.md: "pass both times").
         pass_to_pass_not_passing=[
             test for test in env.pass_to_pass or [] if _status(statuses, test) != "PASSED"
         ],
     )
     problems = []
+    p2p_bad = details["pass_to_pass_not_passing"]
     if passing:
         problems.append(f"{len(passing)} pass before the gold patch: {_names(passing)}")
     if skipped:
@@ -183,13 +184,15 @@ def _judge_before(name, env, statuses, result, details) -> CheckResult:
             f"{len(missing)} are missing from the test output (wrong id, or not collected): "
             f"{_names(missing)}"
         )
-    if problems:
-        return CheckResult(
-            name,
-            FAILED,
-            f"Of the {len(tests)} FAIL_TO_PASS tests, " + "; ".join(problems) + ".",
-            details,
+    message = f"Of the {len(tests)} FAIL_TO_PASS tests, " + "; ".join(problems) if problems else ""
+    if p2p_bad:
+        also = (
+            f"{len(p2p_bad)} PASS_TO_PASS test(s) do not pass before the gold patch: "
+            f"{_names(p2p_bad)}"
         )
+        message = f"{message}; {also}" if message else also[0].upper() + also[1:]
+    if message:
+        return CheckResult(name, FAILED, message + ".", details)
     return CheckResult(
         name,
         PASSED,

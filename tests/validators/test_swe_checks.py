@@ -82,6 +82,15 @@ def test_fail_to_pass_test_that_already_passes_is_named(demo_env):
     assert before.details["passing"] == [already_passing]
 
 
+def test_pass_to_pass_test_failing_before_the_fix_is_named(demo_env):
+    failing_before = demo_env.fail_to_pass[0]
+    demo_env.pass_to_pass = [*demo_env.pass_to_pass, failing_before]
+    before = by_name(check_swe_tests(demo_env))[BEFORE_CHECK]
+    assert before.outcome == FAILED
+    assert "PASS_TO_PASS test(s) do not pass before the gold patch" in before.message
+    assert failing_before in before.message
+
+
 def test_unknown_test_id_is_reported_missing(demo_env):
     demo_env.fail_to_pass = [*demo_env.fail_to_pass, "tests/test_money.py::test_nonexistent"]
     results = by_name(check_swe_tests(demo_env))
