@@ -47,7 +47,7 @@ def get_judge(name: str | None = None):
     if name == "embedded":
         from .embedded import EmbeddedJudge
 
-        return EmbeddedJudge.configured()
+        return EmbeddedJudge()
     if name == "llm":
         from .llm import PROMPT_VERSION, LLMJudge
 

@@ -191,3 +191,12 @@ def test_only_harness_or_lead_may_run_and_anonymous_is_refused(api, task, review
     )
     api.force_authenticate(reviewer)
     assert api.post("/api/ask_human/runs", {"task": task.pk}, format="json").status_code == 403
+
+
+def test_embedded_judge_answers_with_the_resolution_verbatim(harness_api, task, settings):
+    settings.JUDGE_BACKEND = "embedded"
+    run = start(harness_api, task)
+    matched = ask(harness_api, run, "Which calendar year should I treat as the boom year?")
+    off_task = ask(harness_api, run, "What is the capital of France?")
+    assert matched.json() == {"response": "The boom year is 1997."}
+    assert off_task.json() == {"response": "irrelevant question"}

@@ -1,0 +1,81 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from judge.rules import clean, reject_reason
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
+
+
+def _release_questions():
+    paths = sorted(EXAMPLES.glob("*/*/shared/ask-human-data/blocker_registry.json"))
+    return [
+        question
+        for path in paths
+        for blocker in json.loads(path.read_text())["blockers"]
+        for question in blocker["example_questions"]
+    ]
+
+
+@pytest.mark.shared_data
+def test_release_example_questions_are_never_rejected():
+    questions = _release_questions()
+    if not questions:
+        pytest.skip(f"no registries under {EXAMPLES}")
+    assert len(questions) >= 60
+    rejected = {q: reject_reason(q) for q in questions if reject_reason(q)}
+    assert rejected == {}
+
+
+@pytest.mark.parametrize(
+    "message, reason",
+    [
+        ("", "too short"),
+        ("   ", "too short"),
+        ("why?", "too short"),
+        ("The crisis period is 1996.", "statement"),
+        ("-  I will use the trans table for this", "statement"),
+        ("I assume the crisis period is 1996, right?", "confirmation"),
+        ("The cutoff is 1950, correct?", "confirmation"),
+        ("Can you confirm that senior means born before 1950?", "confirmation"),
+        ("Just to confirm, the status column holds the outcome?", "confirmation"),
+        ("What date range is the crisis period? And which districts are distressed?", "multi"),
+        ("What is the crisis period and also which code means settled loans?", "multi"),
+        ("Which years are the modern era; also which column holds the tier?", "multi"),
+        ("What is the crisis period as well as which districts are distressed?", "multi"),
+        ("What is the best practice for writing this query?", "broad"),
+        ("Any tips for this task?", "broad"),
+        ("How should I approach this task?", "broad"),
+        ("What should I do?", "broad"),
+        ("Is there anything else I should know?", "broad"),
+        ("Can you help me with the query?", "broad"),
+    ],
+)
+def test_rejected(message, reason):
+    got = reject_reason(message)
+    assert got is not None, message
+    assert reason.split()[0] in got
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What exact date range defines the crisis period?",
+        "-  How should the platform type be determined in code?",
+        "What rule should be used to determine whether a client qualifies as a senior owner",
+        "Is the crisis period the calendar year 1996 or a fiscal year?",
+        "Should the provisioning behavior be a string parameter, and if so, what value?",
+        "Is `name` a required field or just a recommended best practice?",
+        "The spec says name is required but the list says optional — which one is correct?",
+        "What should I do with clients whose birth date is missing?",
+        "Which one is correct?",
+    ],
+)
+def test_accepted(question):
+    assert reject_reason(question) is None
+
+
+def test_clean_strips_list_markers_and_quotes():
+    assert clean("-  How is it defined?") == "How is it defined?"
+    assert clean('1. "Which years?"') == "Which years?"
