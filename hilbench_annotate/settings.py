@@ -257,3 +257,9 @@ JUDGE_LLM_MODEL = os.environ.get("JUDGE_LLM_MODEL", "meta-llama/Llama-3.3-70B-In
 JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))
 # The release harness answers at most 3 questions per task instance; 0 means no cap.
 ASK_HUMAN_ANSWER_CAP = int(os.environ.get("HILBENCH_ASK_HUMAN_ANSWER_CAP", "3"))
+# Judge recall on a task's held-out questions: expand trigger phrases below this…
+JUDGE_RECALL_EXPANSION_BELOW = float(
+    os.environ.get("HILBENCH_JUDGE_RECALL_EXPANSION_BELOW", "0.80")
+)
+# …and pass at this floor.
+JUDGE_RECALL_FLOOR = float(os.environ.get("HILBENCH_JUDGE_RECALL_FLOOR", "0.85"))

@@ -60,3 +60,56 @@ class AskHumanCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question[:60]} → {self.blocker_key or 'irrelevant'}"
+
+
+class ValidationQuestion(models.Model):
+    """A held-out question for measuring the judge on one task: a paraphrase or partial
+    overlap of a blocker (positive) or an adjacent, broad or off-task one (negative).
+
+    Its gold label comes from two independent labellers, or a third when they disagree.
+    A question whose wording became a trigger question leaves the held-out split, so no
+    question is both a trigger and a test item.
+    """
+
+    class Split(models.TextChoices):
+        HELD_OUT = "held_out", "Held out (measures the judge)"
+        RETIRED = "retired", "Retired (its wording became a trigger question)"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validation_questions")
+    text = models.TextField()
+    source = models.CharField(max_length=20, default="author")
+    split = models.CharField(max_length=10, choices=Split.choices, default=Split.HELD_OUT)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "id"]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class QuestionLabel(models.Model):
+    """One labeller's answer for one validation question: a blocker id, or none (irrelevant)."""
+
+    class Role(models.TextChoices):
+        LABELLER = "labeller", "Independent labeller"
+        ADJUDICATOR = "adjudicator", "Adjudicator (third person)"
+
+    question = models.ForeignKey(
+        ValidationQuestion, on_delete=models.CASCADE, related_name="labels"
+    )
+    labeller = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    role = models.CharField(max_length=12, choices=Role.choices, default=Role.LABELLER)
+    blocker_key = models.CharField(max_length=120, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["question", "labeller"], name="one_label_per_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.labeller_id}: {self.blocker_key or 'irrelevant'}"

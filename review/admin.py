@@ -36,8 +36,16 @@ class ReviewDecisionAdmin(admin.ModelAdmin):
 
 @admin.register(models.Comment)
 class CommentAdmin(admin.ModelAdmin):
+    """Threads are part of a task's history: readable here, never rewritten."""
+
     list_display = ["task", "author", "blocker_key", "resolved", "created_at"]
     raw_id_fields = ["task", "parent"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(models.Notification)

@@ -107,7 +107,14 @@ GATES: dict[str, Callable] = {
     "structural": _structural,
     **{
         name: _validation(name)
-        for name in ("spec", "sql_ground_truth", "swe_patches", "swe_tests", "history_leakage")
+        for name in (
+            "spec",
+            "sql_ground_truth",
+            "swe_patches",
+            "swe_tests",
+            "history_leakage",
+            "judge_recall",
+        )
     },
 }
 

@@ -97,17 +97,71 @@ def _sql_ground_truth(task, snapshot, workdir: Path):
     )
 
 
+def _judge_recall(task, snapshot, workdir: Path):
+    from judge.services import get_judge
+    from judge.validation import judge_recall
+
+    report = judge_recall(task=task, judge=get_judge())
+    details = {
+        "precision": report.precision,
+        "recall": report.recall,
+        "positives": report.positives,
+        "misses": report.misses,
+        "false_matches": report.false_matches,
+        "unsettled": report.unsettled,
+        "needs_expansion": report.needs_expansion,
+    }
+    if report.recall is None:
+        return [
+            CheckResult(
+                "judge_recall",
+                FAILED,
+                "No settled held-out question targets a blocker: label some first.",
+                details,
+            )
+        ]
+    summary = (
+        f"Judge recall {report.recall:.0%} on {report.positives} held-out questions "
+        f"(precision {report.precision:.0%})"
+        if report.precision is not None
+        else f"Judge recall {report.recall:.0%} on {report.positives} held-out questions"
+    )
+    if report.passes:
+        return [CheckResult("judge_recall", PASSED, summary + ".", details)]
+    advice = (
+        " Below 80%: accept trigger-phrase suggestions from the misses and re-validate."
+        if report.needs_expansion
+        else ""
+    )
+    return [
+        CheckResult(
+            "judge_recall",
+            FAILED,
+            f"{summary}; the floor is {settings.JUDGE_RECALL_FLOOR:.0%}.{advice}",
+            details,
+        )
+    ]
+
+
 GROUPS: dict[str, tuple[str | None, Callable]] = {
     "spec": (None, _spec),
     "sql_ground_truth": ("sql", _sql_ground_truth),
     "swe_patches": ("swe", _swe_patches),
     "swe_tests": ("swe", _swe_tests),
     "history_leakage": ("swe", _history_leakage),
+    "judge_recall": (None, _judge_recall),
 }
+# Structural checks: what "run structural checks" runs and the "structural" gate requires.
+# The judge's recall needs labelled questions first, so it has a gate of its own.
+NOT_STRUCTURAL = {"judge_recall"}
 
 
-def groups_for(domain: str) -> list[str]:
-    return [name for name, (only, _) in GROUPS.items() if only in (None, domain)]
+def groups_for(domain: str, *, include_judge: bool = False) -> list[str]:
+    return [
+        name
+        for name, (only, _) in GROUPS.items()
+        if only in (None, domain) and (include_judge or name not in NOT_STRUCTURAL)
+    ]
 
 
 def run_group(name: str, task, snapshot, workdir: Path) -> list[CheckResult]:

@@ -23,8 +23,8 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
     """Queue a run on the task's current revision; the job is sent once the transaction commits."""
     from .tasks import validation_run_execute
 
-    allowed = groups_for(task.domain)
-    checks = list(checks or allowed)
+    allowed = groups_for(task.domain, include_judge=True)
+    checks = list(checks or groups_for(task.domain))
     unknown = [c for c in checks if c not in allowed]
     if unknown:
         raise DomainError(f"Unknown checks for a {task.domain} task: {unknown}; known: {allowed}")

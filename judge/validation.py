@@ -1,0 +1,195 @@
+"""Judge validation on held-out, double-labelled questions, and the recall floor loop.
+
+A task's judge recall is measured on its held-out validation questions whose gold label is
+settled (two labellers agree, or a third adjudicates). Below the expansion threshold (80%)
+the misses' wording is proposed as new trigger questions; accepting one adds it to the
+registry and retires that question from the held-out split, so no question is both a
+trigger and a test item. A task passes at the floor (85%).
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+
+from hilbench_annotate import services as core
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Blocker, Task
+
+from .models import QuestionLabel, ValidationQuestion
+from .services import judge_cached, registry_from_snapshot
+
+# --- labelling ------------------------------------------------------------------------------
+
+
+def question_add(*, task: Task, actor, text: str, source: str = "author") -> ValidationQuestion:
+    text = " ".join(text.split())
+    if len(text) < 8:
+        raise DomainError("A validation question needs at least a short sentence.")
+    return ValidationQuestion.objects.create(task=task, text=text, source=source, created_by=actor)
+
+
+def gold_label(question: ValidationQuestion) -> tuple[str, str | None]:
+    """(state, blocker id or None): unlabelled, single, agreed, disputed or adjudicated."""
+    labels = list(question.labels.all())
+    adjudication = next(
+        (label for label in labels if label.role == QuestionLabel.Role.ADJUDICATOR), None
+    )
+    if adjudication:
+        return "adjudicated", adjudication.blocker_key
+    first = [label for label in labels if label.role == QuestionLabel.Role.LABELLER]
+    if not first:
+        return "unlabelled", None
+    if len(first) == 1:
+        return "single", None
+    if first[0].blocker_key == first[1].blocker_key:
+        return "agreed", first[0].blocker_key
+    return "disputed", None
+
+
+@transaction.atomic
+def label_add(*, question: ValidationQuestion, labeller, blocker_key: str | None) -> QuestionLabel:
+    """Two people label independently; only a disagreement goes to a third."""
+    keys = set(Blocker.objects.filter(task=question.task).values_list("key", flat=True))
+    if blocker_key is not None and blocker_key not in keys:
+        raise DomainError(f"The task has no blocker {blocker_key!r}.")
+    if question.task.author_id == labeller.pk:
+        raise DomainError("The task's author does not label its validation questions.")
+    labels = list(QuestionLabel.objects.select_for_update().filter(question=question))
+    if any(label.labeller_id == labeller.pk for label in labels):
+        raise DomainError("You already labelled this question.")
+    state, _ = gold_label(question)
+    if state in ("unlabelled", "single"):
+        role = QuestionLabel.Role.LABELLER
+    elif state == "disputed":
+        role = QuestionLabel.Role.ADJUDICATOR
+    else:
+        raise DomainError(f"This question's label is already settled ({state}).")
+    return QuestionLabel.objects.create(
+        question=question, labeller=labeller, role=role, blocker_key=blocker_key
+    )
+
+
+def cohen_kappa(pairs: list[tuple[str | None, str | None]]) -> float | None:
+    """Cohen's kappa of two raters over the same items (None is a category too)."""
+    n = len(pairs)
+    if not n:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    first, second = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
+    expected = sum(first[c] * second[c] for c in set(first) | set(second)) / (n * n)
+    if expected == 1:
+        return 1.0
+    return (observed - expected) / (1 - expected)
+
+
+def labeller_agreement(questions) -> list[dict]:
+    """Kappa per pair of labellers over the questions both labelled independently."""
+    by_pair: dict[tuple[int, int], list] = {}
+    names: dict[int, str] = {}
+    for question in questions:
+        first = sorted(
+            (label for label in question.labels.all() if label.role == QuestionLabel.Role.LABELLER),
+            key=lambda label: label.labeller_id,
+        )
+        if len(first) == 2:
+            pair = (first[0].labeller_id, first[1].labeller_id)
+            by_pair.setdefault(pair, []).append((first[0].blocker_key, first[1].blocker_key))
+            names.update({label.labeller_id: label.labeller.username for label in first})
+    return [
+        {"labellers": (names[a], names[b]), "questions": len(pairs), "kappa": cohen_kappa(pairs)}
+        for (a, b), pairs in sorted(by_pair.items())
+    ]
+
+
+# --- recall and the floor loop ----------------------------------------------------------------
+
+
+@dataclass
+class RecallReport:
+    precision: float | None
+    recall: float | None
+    positives: int
+    matches: int
+    correct: int
+    misses: list[dict] = field(default_factory=list)  # {question, text, gold, predicted}
+    false_matches: list[dict] = field(default_factory=list)
+    unsettled: int = 0
+
+    @property
+    def passes(self) -> bool:
+        return self.recall is not None and self.recall >= settings.JUDGE_RECALL_FLOOR
+
+    @property
+    def needs_expansion(self) -> bool:
+        return self.recall is not None and self.recall < settings.JUDGE_RECALL_EXPANSION_BELOW
+
+
+def judge_recall(*, task: Task, judge) -> RecallReport:
+    """The judge's precision and recall on the task's settled held-out questions."""
+    snapshot = task.revisions.order_by("-number").first().snapshot
+    registry = registry_from_snapshot(snapshot)
+    questions = task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT)
+    positives = matches = correct = unsettled = 0
+    misses, false_matches = [], []
+    for question in questions.prefetch_related("labels"):
+        state, gold = gold_label(question)
+        if state not in ("agreed", "adjudicated"):
+            unsettled += 1
+            continue
+        predicted = judge_cached(judge=judge, registry=registry, question=question.text).blocker_id
+        positives += gold is not None
+        matches += predicted is not None
+        item = {
+            "question": question.pk,
+            "text": question.text,
+            "gold": gold,
+            "predicted": predicted,
+        }
+        if predicted is not None and predicted == gold:
+            correct += 1
+        elif predicted is not None:
+            false_matches.append(item)
+        if gold is not None and predicted != gold:
+            misses.append(item)
+    return RecallReport(
+        precision=correct / matches if matches else None,
+        recall=correct / positives if positives else None,
+        positives=positives,
+        matches=matches,
+        correct=correct,
+        misses=misses,
+        false_matches=false_matches,
+        unsettled=unsettled,
+    )
+
+
+def expansion_suggestions(report: RecallReport) -> list[dict]:
+    """New trigger questions proposed from the misses' wording, one per missed question."""
+    suggestions = []
+    for miss in report.misses:
+        text = miss["text"].strip()
+        if not text.endswith("?"):
+            text = text.rstrip(".") + "?"
+        suggestions.append({"question": miss["question"], "blocker": miss["gold"], "text": text})
+    return suggestions
+
+
+@transaction.atomic
+def suggestions_accept(*, task: Task, actor, accepted: list[dict]) -> Task:
+    """Add the accepted (possibly edited) suggestions as trigger questions, in one revision per
+    question, and retire their source questions from the held-out split. Caller holds the
+    task row lock."""
+    for suggestion in accepted:
+        question = ValidationQuestion.objects.get(pk=suggestion["question"], task=task)
+        if question.split != ValidationQuestion.Split.HELD_OUT:
+            raise DomainError(f"Question {question.pk} is no longer held out.")
+        blocker = Blocker.objects.get(task=task, key=suggestion["blocker"])
+        blocker.task = task  # the service bumps this object's version
+        core.trigger_question_create(
+            blocker=blocker, actor=actor, expected_version=task.version, text=suggestion["text"]
+        )
+        question.split = ValidationQuestion.Split.RETIRED
+        question.save(update_fields=["split"])
+    return task
