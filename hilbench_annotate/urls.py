@@ -16,6 +16,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("review.urls")),
     path("", include("validators.urls")),
+    path("", include("judge.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api.urlpatterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,0 +1,168 @@
+"""The project's judge report: precision and recall on settled held-out questions, overall,
+per domain and per blocker type, against the paper's figures; the spread of per-task recall;
+and labeller agreement (Cohen's kappa per pair).
+
+Per-task numbers come from ``judge_recall`` (verdicts cached in the DB by ``judge_cached``).
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from hilbench_annotate.models import Project
+
+from .base import JudgeError
+from .models import ValidationQuestion
+from .validation import gold_label, judge_recall, labeller_agreement
+
+PAPER_PRECISION = 0.97
+PAPER_RECALL = 0.91
+BUCKETS = (
+    ("0–50%", 0.0, 0.50),
+    ("50–80%", 0.50, 0.80),
+    ("80–85%", 0.80, 0.85),
+    ("85–95%", 0.85, 0.95),
+    ("95–100%", 0.95, 1.0001),
+)
+
+
+@dataclass
+class Tally:
+    """Counts for precision (correct / matches) and recall (correct / positives)."""
+
+    positives: int = 0
+    matches: int = 0
+    correct: int = 0
+
+    @property
+    def precision(self) -> float | None:
+        return self.correct / self.matches if self.matches else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.correct / self.positives if self.positives else None
+
+    def add(self, other: "Tally") -> None:
+        self.positives += other.positives
+        self.matches += other.matches
+        self.correct += other.correct
+
+
+@dataclass
+class TaskRow:
+    task: object
+    report: object = None  # RecallReport
+    error: str = ""
+
+    @property
+    def recall(self) -> float | None:
+        return self.report.recall if self.report else None
+
+
+@dataclass
+class ProjectJudgeReport:
+    judge_version: str
+    overall: Tally = field(default_factory=Tally)
+    by_domain: dict[str, Tally] = field(default_factory=dict)
+    by_type: dict[str, Tally] = field(default_factory=dict)
+    tasks: list[TaskRow] = field(default_factory=list)
+    histogram: list[dict] = field(default_factory=list)
+    no_recall: int = 0  # tasks with no settled positive question
+    agreement: list[dict] = field(default_factory=list)
+    paper_precision: float = PAPER_PRECISION
+    paper_recall: float = PAPER_RECALL
+    floor: float = field(default_factory=lambda: settings.JUDGE_RECALL_FLOOR)
+
+    @property
+    def rows(self) -> list[tuple[str, Tally]]:
+        """(group name, tally): all tasks, then per domain, then per blocker type."""
+        return (
+            [("All tasks", self.overall)]
+            + [(f"Domain: {name}", t) for name, t in sorted(self.by_domain.items())]
+            + [(f"Blocker type: {name}", t) for name, t in sorted(self.by_type.items())]
+        )
+
+    @property
+    def chart_height(self) -> int:
+        return 22 * len(self.histogram)
+
+
+def _bucket(recall: float) -> int:
+    for index, (_, low, high) in enumerate(BUCKETS):
+        if low <= recall < high:
+            return index
+    return len(BUCKETS) - 1
+
+
+def _task_tallies(task, report, golds: list, types: dict[str, str]) -> dict[str, Tally]:
+    """Per blocker type: positives by gold; correct = positives − misses; matches = correct +
+    false matches by predicted type."""
+    tallies: dict[str, Tally] = {}
+
+    def tally(key):
+        return tallies.setdefault(types.get(key, "unknown"), Tally())
+
+    for gold in golds:
+        if gold is not None:
+            tally(gold).positives += 1
+    missed = Counter(m["gold"] for m in report.misses)
+    for key, n in Counter(g for g in golds if g is not None).items():
+        tally(key).correct += n - missed[key]
+        tally(key).matches += n - missed[key]
+    for item in report.false_matches:
+        tally(item["predicted"]).matches += 1
+    return tallies
+
+
+def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
+    result = ProjectJudgeReport(judge_version=judge.version)
+    counts = [0] * len(BUCKETS)
+    for task in project.tasks.order_by("id"):
+        held_out = list(
+            ValidationQuestion.objects.filter(
+                task=task, split=ValidationQuestion.Split.HELD_OUT
+            ).prefetch_related("labels")
+        )
+        golds = []
+        for question in held_out:
+            state, gold = gold_label(question)
+            if state in ("agreed", "adjudicated"):
+                golds.append(gold)
+        if not golds or not task.revisions.exists():
+            continue
+        row = TaskRow(task=task)
+        try:
+            row.report = judge_recall(task=task, judge=judge)
+        except JudgeError as exc:
+            row.error = str(exc)
+            result.tasks.append(row)
+            continue
+        result.tasks.append(row)
+        report = row.report
+        task_tally = Tally(report.positives, report.matches, report.correct)
+        result.overall.add(task_tally)
+        result.by_domain.setdefault(task.get_domain_display(), Tally()).add(task_tally)
+        types = dict(task.blockers.values_list("key", "type"))
+        for blocker_type, tally in _task_tallies(task, report, golds, types).items():
+            result.by_type.setdefault(blocker_type, Tally()).add(tally)
+        if report.recall is None:
+            result.no_recall += 1
+        else:
+            counts[_bucket(report.recall)] += 1
+    peak = max(counts) if any(counts) else 1
+    result.histogram = [
+        {
+            "label": label,
+            "tasks": n,
+            "y": 22 * index,
+            "width": round(200 * n / peak),
+            "below_floor": high <= settings.JUDGE_RECALL_FLOOR,
+        }
+        for index, ((label, _, high), n) in enumerate(zip(BUCKETS, counts, strict=True))
+    ]
+    questions = ValidationQuestion.objects.filter(task__project=project).prefetch_related(
+        "labels__labeller"
+    )
+    result.agreement = labeller_agreement(questions)
+    return result

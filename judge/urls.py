@@ -1,0 +1,21 @@
+from django.urls import path
+
+from judge import views
+
+urlpatterns = [
+    path("tasks/<int:task_id>/judge/", views.questions, name="judge-questions"),
+    path(
+        "tasks/<int:task_id>/judge/questions/",
+        views.question_create,
+        name="judge-question-add",
+    ),
+    path("tasks/<int:task_id>/judge/generate/", views.generate, name="judge-generate"),
+    path(
+        "tasks/<int:task_id>/judge/questions/<int:question_id>/label/",
+        views.label,
+        name="judge-label",
+    ),
+    path("tasks/<int:task_id>/judge/measure/", views.measure, name="judge-measure"),
+    path("tasks/<int:task_id>/judge/accept/", views.accept, name="judge-accept"),
+    path("projects/<int:project_id>/judge-report/", views.report, name="judge-report"),
+]

@@ -1,0 +1,225 @@
+"""The judge validation pages: labelling, candidates, measuring, accepting, the report."""
+
+import pytest
+from django.urls import include, path, reverse
+
+from hilbench_annotate import services as core
+from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
+from hilbench_annotate.models import Task
+from judge import views
+from judge.embedded import EmbeddedJudge
+from judge.models import QuestionLabel, ValidationQuestion
+from judge.validation import label_add, question_add
+
+from ..factories import TaskFactory
+from .test_recall_loop import HELD_OUT
+
+urlpatterns = [path("", include("hilbench_annotate.urls")), path("", include("judge.urls"))]
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.judge.test_views")]
+
+TROUBLED, SERVICING, YEAR = (b["key"] for b in DEMO_BLOCKERS)
+
+
+@pytest.fixture(scope="module")
+def shared_judge():
+    return EmbeddedJudge()
+
+
+@pytest.fixture(autouse=True)
+def _judge(settings, monkeypatch, shared_judge):
+    """The real embedded judge, one instance for the module (its references are cached)."""
+    settings.JUDGE_BACKEND = "embedded"
+    monkeypatch.setattr(views, "get_judge", lambda: shared_judge)
+
+
+@pytest.fixture
+def task(project, author):
+    task = TaskFactory(project=project, author=author)
+    for blocker in DEMO_BLOCKERS:
+        core.blocker_create(task=task, actor=author, expected_version=task.version, **blocker)
+    return task
+
+
+@pytest.fixture
+def labelled(task, author, reviewer, auditor, lead):
+    for gold, text in HELD_OUT:
+        question = question_add(task=task, actor=author, text=text)
+        label_add(question=question, labeller=reviewer, blocker_key=gold)
+        disagree = text.startswith("How many branches")
+        label_add(question=question, labeller=auditor, blocker_key=YEAR if disagree else gold)
+        if disagree:
+            label_add(question=question, labeller=lead, blocker_key=None)
+    return task
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+def _as(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_two_labellers_independently_then_the_third_adjudicates(
+    client, task, author, reviewer, auditor, lead
+):
+    page = reverse("judge-questions", args=[task.pk])
+    response = _as(client, author).post(
+        reverse("judge-question-add", args=[task.pk]),
+        {"text": "Which loans are the troubled ones here?"},
+        follow=True,
+    )
+    question = ValidationQuestion.objects.get(task=task)
+    assert question.split == "held_out" and question.source == "author"
+    assert "two independent labels" in " ".join(_messages(response))
+    label_url = reverse("judge-label", args=[task.pk, question.pk])
+
+    # The author cannot label their own task's questions.
+    response = client.post(label_url, {"blocker_key": TROUBLED}, follow=True)
+    assert any("author does not label" in m for m in _messages(response))
+    assert not question.labels.exists()
+
+    # The first labeller picks a blocker.
+    _as(client, reviewer).post(label_url, {"blocker_key": TROUBLED})
+    seen_by_other = f"reviewer: <code>{TROUBLED}</code>"
+    assert seen_by_other in client.get(page).content.decode()  # their own label, once given
+
+    # The second labeller does not see it before labelling.
+    response = _as(client, auditor).get(page)
+    html = response.content.decode()
+    (row,) = response.context["held_out"]
+    assert row["state"] == "single" and row["labels"] == [] and row["action"] == "label"
+    assert seen_by_other not in html and "1 hidden until you label" in html
+    # …and disagrees: "none (irrelevant)".
+    client.post(label_url, {"blocker_key": views.NONE_VALUE})
+    html = client.get(page).content.decode()
+    assert seen_by_other in html and "auditor: none" in html
+
+    # The third person sees the dispute and settles it.
+    response = _as(client, lead).get(page)
+    (row,) = response.context["held_out"]
+    assert row["state"] == "disputed" and row["action"] == "adjudicate"
+    assert "Adjudicate" in response.content.decode()
+    response = client.post(label_url, {"blocker_key": TROUBLED}, follow=True)
+    assert any(m.startswith("Adjudicated") for m in _messages(response))
+    (row,) = response.context["held_out"]
+    assert (row["state"], row["gold"]) == ("adjudicated", TROUBLED)
+    assert question.labels.get(labeller=lead).role == QuestionLabel.Role.ADJUDICATOR
+
+    # Settled: nobody labels it further; the labellers had no adjudicate form.
+    response = _as(client, reviewer).post(label_url, {"blocker_key": YEAR}, follow=True)
+    assert any("already labelled" in m for m in _messages(response))
+
+
+def test_a_labeller_does_not_see_the_other_label_before_labelling(
+    client, task, author, reviewer, auditor
+):
+    question = question_add(task=task, actor=author, text="Which status marks a troubled loan?")
+    label_add(question=question, labeller=reviewer, blocker_key=SERVICING)
+    html = _as(client, auditor).get(reverse("judge-questions", args=[task.pk])).content.decode()
+    # The reviewer's (odd) choice, as a label, appears nowhere on the auditor's page.
+    assert f"reviewer: <code>{SERVICING}</code>" not in html
+    assert "reviewer:" not in html
+    # The author (who never labels) may see it.
+    html = _as(client, author).get(reverse("judge-questions", args=[task.pk])).content.decode()
+    assert f"reviewer: <code>{SERVICING}</code>" in html
+
+
+def test_generate_candidates_makes_template_questions(client, task, author, reviewer):
+    url = reverse("judge-generate", args=[task.pk])
+    response = _as(client, author).post(url, follow=True)
+    generated = ValidationQuestion.objects.filter(task=task)
+    texts = set(generated.values_list("text", flat=True))
+    assert generated.count() > 10 and set(generated.values_list("source", flat=True)) == {
+        "template"
+    }
+    assert "What is the capital of France?" in texts
+    assert "Could you clarify: which loan status values count as a troubled loan?" in texts
+    assert any(t.startswith("What is the ") and "that" in t for t in texts)
+    triggers = {q for b in DEMO_BLOCKERS for q in b["trigger_questions"]}
+    assert not texts & triggers
+    assert any(m.startswith("Generated") for m in _messages(response))
+    # Deterministic: a second run adds nothing.
+    client.post(url)
+    assert ValidationQuestion.objects.filter(task=task).count() == len(texts)
+    # Only task editors may generate or add.
+    assert _as(client, reviewer).post(url).status_code == 403
+    add = reverse("judge-question-add", args=[task.pk])
+    assert client.post(add, {"text": "Which year is meant here?"}).status_code == 403
+
+
+def test_measure_then_accept_suggestions_retires_them(client, labelled, author, reviewer):
+    task = labelled
+    measure = reverse("judge-measure", args=[task.pk])
+    response = _as(client, reviewer).post(measure)
+    report = response.context["measured"]
+    assert report.recall == pytest.approx(0.6) and report.precision == 1.0
+    html = response.content.decode()
+    assert "60%" in html and "below the floor" in html and "Suggested trigger questions" in html
+    assert "Accept selected" not in html  # a reviewer may not accept
+
+    response = _as(client, author).post(measure)
+    suggestions = {s["text"]: s for s in response.context["suggestions"]}
+    assert len(suggestions) == 4
+    assert 'name="accept"' in response.content.decode()
+    chosen = [
+        suggestions["Are defaulted contracts the ones we care about, status-wise?"],
+        suggestions["Is the audit cycle aligned with a particular twelve-month window?"],
+    ]
+    accept = reverse("judge-accept", args=[task.pk])
+    data = {"accept": [str(s["question"]) for s in chosen]}
+    data.update({f"text-{s['question']}": s["text"] for s in suggestions.values()})
+
+    # Not an editor: refused.
+    assert _as(client, reviewer).post(accept, data).status_code == 403
+    # Not editable (in review): the domain error is shown and nothing changes.
+    Task.objects.filter(pk=task.pk).update(status="in_review")
+    response = _as(client, author).post(accept, data, follow=True)
+    assert any("can be edited only" in m for m in _messages(response))
+    assert not task.validation_questions.filter(split="retired").exists()
+    Task.objects.filter(pk=task.pk).update(status="draft")
+
+    response = client.post(accept, data, follow=True)
+    assert any(m.startswith("Added 2 trigger questions") for m in _messages(response))
+    retired = set(task.validation_questions.filter(split="retired").values_list("text", flat=True))
+    assert retired == {s["text"] for s in chosen}
+    assert len(response.context["retired"]) == 2
+
+    response = client.post(measure)
+    assert response.context["measured"].passes
+    assert "passes" in response.content.decode()
+
+
+def test_report_shows_per_domain_numbers_and_kappa(client, labelled, reviewer):
+    response = _as(client, reviewer).get(reverse("judge-report", args=[labelled.project_id]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    report = response.context["report"]
+    assert report.overall.recall == pytest.approx(0.6) and report.overall.precision == 1.0
+    assert report.by_domain["Text-to-SQL"].recall == pytest.approx(0.6)
+    assert "Domain: Text-to-SQL" in html and "Blocker type: question" in html
+    # Misses are all question-type blockers (troubled / review year); schema ones all matched.
+    assert report.by_type["schema"].recall == 1.0
+    assert report.by_type["question"].recall == pytest.approx(4 / 8)
+    assert [b["tasks"] for b in report.histogram] == [0, 1, 0, 0, 0]
+    (pair,) = report.agreement
+    assert pair["labellers"] == ("reviewer", "auditor")
+    assert "reviewer &amp; auditor" in html and f"{pair['kappa']:.2f}" in html
+    assert "97%" in html and "91%" in html and "<svg" in html
+
+
+def test_outsiders_get_404_and_anonymous_users_log_in(client, task, outsider):
+    urls = [
+        reverse("judge-questions", args=[task.pk]),
+        reverse("judge-report", args=[task.project_id]),
+    ]
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 302 and "/login/" in response["Location"]
+    _as(client, outsider)
+    for url in urls:
+        assert client.get(url).status_code == 404
+    assert client.post(reverse("judge-measure", args=[task.pk])).status_code == 404
+    assert client.post(reverse("judge-generate", args=[task.pk])).status_code == 404
