@@ -169,6 +169,28 @@ def evaluate(judge: EmbeddedJudge, items: list[Item]) -> dict:
     }
 
 
+def demo_set() -> list[Item]:
+    """The labelled questions that ship with the demo data (``seed_demo``)."""
+    from hilbench_annotate.demo.blocked_task import (
+        DEMO_BLOCKERS,
+        DEMO_VALIDATION_QUESTIONS,
+    )
+
+    registry = [
+        RegistryBlocker(
+            id=b["key"],
+            description=b["description"],
+            trigger_questions=tuple(b["trigger_questions"]),
+            resolution=b["resolution"],
+        )
+        for b in DEMO_BLOCKERS
+    ]
+    return [
+        (question, registry, gold, "demo" if gold is None else "positive")
+        for gold, question in DEMO_VALIDATION_QUESTIONS
+    ]
+
+
 def latency(judge: EmbeddedJudge, registry: list[RegistryBlocker], questions: list[str]) -> dict:
     pool = [q for q in questions if reject_reason(q) is None]
     calls = [pool[i % len(pool)] for i in range(max(240, len(pool)))]
@@ -253,6 +275,13 @@ def main() -> None:
             f"p50={timing['p50_ms']:.2f} ms p99={timing['p99_ms']:.2f} ms; batched "
             f"judge_many over {timing['batch_n']}: {timing['throughput_qps']:.0f} questions/s"
         )
+    demo = demo_set()
+    report = evaluate(judge, demo)
+    print(
+        f"\ndemo data (the blocked retail_bank task, {report['positives']} positives, "
+        f"{report['negatives']} negatives, labels as seeded): precision "
+        f"{report['precision']:.3f}, recall {report['recall']:.3f}"
+    )
     if args.json:
         for result in results:
             result["test"].pop("missed")

@@ -7,6 +7,11 @@ from django.db import transaction
 
 from hilbench_annotate import services
 from hilbench_annotate.demo import build_all
+from hilbench_annotate.demo.blocked_task import (  # noqa: F401 - re-exported for tests
+    BLOCKED_QUESTION,
+    DEMO_BLOCKERS,
+    DEMO_VALIDATION_QUESTIONS,
+)
 from hilbench_annotate.importers import import_bird, import_swebench
 from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
 from hilbench_annotate.vocabulary import Role, TaskSource
@@ -21,56 +26,6 @@ DEMO_USERS = {
     "lead": ((Role.LEAD,), "lead-demo"),
     "harness": ((Role.HARNESS,), "harness-demo"),
 }
-BLOCKED_QUESTION = (
-    "Among the clients whose loans are troubled, who paid the most in loan servicing "
-    "during the review year? Give the full name."
-)
-DEMO_BLOCKERS = [
-    {
-        "key": "troubled_loan_definition",
-        "type": "question",
-        "subtype": "underspecified_concepts",
-        "description": 'The question asks about clients whose loans are "troubled" but '
-        "never says which loan states count as troubled.",
-        "resolution": "Troubled loans are loans with loan.status = 'D' (contract running, "
-        "client in debt).",
-        "surfaces_in": "descriptions",
-        "trigger_questions": [
-            "Which loan status values count as a troubled loan?",
-            "How is a troubled loan identified in the loan table?",
-            "What definition of troubled loans should the query use?",
-        ],
-    },
-    {
-        "key": "loan_servicing_payment_code",
-        "type": "schema",
-        "subtype": "confusing_column_or_column_definition",
-        "description": "Transactions carry purpose codes in k_symbol, but nothing says which "
-        "code marks a loan servicing payment.",
-        "resolution": "Loan servicing payments are transaction_log rows with k_symbol = 'LN'.",
-        "surfaces_in": "schema",
-        "trigger_questions": [
-            "Which k_symbol code marks a loan servicing payment?",
-            "How do I tell loan servicing payments apart from other transactions?",
-            "What transaction purpose code should be used for loan servicing?",
-        ],
-    },
-    {
-        "key": "review_year_dates",
-        "type": "question",
-        "subtype": "timeframe_ambiguity",
-        "description": 'The question limits payments to "the review year" without naming '
-        "the year or its dates.",
-        "resolution": "The review year is calendar year 1998: trans_date from 1998-01-01 to "
-        "1998-12-31.",
-        "surfaces_in": "specification",
-        "trigger_questions": [
-            "Which calendar year is the review year?",
-            "What start and end dates define the review year for payments?",
-            "What date range should payments be limited to?",
-        ],
-    },
-]
 
 
 class Command(BaseCommand):
@@ -137,12 +92,26 @@ class Command(BaseCommand):
         )
         self._plant_demo_blockers(project, users["author"])
         self._fill_golden_outputs(project)
+        self._label_demo_questions(project, users)
         self.stdout.write(f"Demo SQL: {sql.summary()}\nDemo SWE: {swe.summary()}")
         self.stdout.write("\nDemo users (username / password):")
         self.stdout.write("  admin / admin-demo  (site admin)")
         for username, (roles, password) in DEMO_USERS.items():
             self.stdout.write(f"  {username} / {password}  ({', '.join(roles)} in Demo benchmark)")
         self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
+
+    def _label_demo_questions(self, project, users) -> None:
+        """Held-out judge-validation questions for the blocked task, labelled by two people."""
+        from judge.models import ValidationQuestion
+        from judge.validation import label_add, question_add
+
+        task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
+        if ValidationQuestion.objects.filter(task=task).exists():
+            return
+        for gold, text in DEMO_VALIDATION_QUESTIONS:
+            question = question_add(task=task, actor=users["author"], text=text)
+            label_add(question=question, labeller=users["reviewer"], blocker_key=gold)
+            label_add(question=question, labeller=users["auditor"], blocker_key=gold)
 
     def _fill_golden_outputs(self, project) -> None:
         """The demo's SQL tasks carry golden_output.csv, computed from their gold SQL."""

@@ -1,0 +1,70 @@
+"""The demo's blocked SQL task: its question, blockers and labelled validation questions.
+
+Plain data (no Django), so benchmarks can read it without a database.
+"""
+
+BLOCKED_QUESTION = (
+    "Among the clients whose loans are troubled, who paid the most in loan servicing "
+    "during the review year? Give the full name."
+)
+DEMO_BLOCKERS = [
+    {
+        "key": "troubled_loan_definition",
+        "type": "question",
+        "subtype": "underspecified_concepts",
+        "description": 'The question asks about clients whose loans are "troubled" but '
+        "never says which loan states count as troubled.",
+        "resolution": "Troubled loans are loans with loan.status = 'D' (contract running, "
+        "client in debt).",
+        "surfaces_in": "descriptions",
+        "trigger_questions": [
+            "Which loan status values count as a troubled loan?",
+            "How is a troubled loan identified in the loan table?",
+            "What definition of troubled loans should the query use?",
+        ],
+    },
+    {
+        "key": "loan_servicing_payment_code",
+        "type": "schema",
+        "subtype": "confusing_column_or_column_definition",
+        "description": "Transactions carry purpose codes in k_symbol, but nothing says which "
+        "code marks a loan servicing payment.",
+        "resolution": "Loan servicing payments are transaction_log rows with k_symbol = 'LN'.",
+        "surfaces_in": "schema",
+        "trigger_questions": [
+            "Which k_symbol code marks a loan servicing payment?",
+            "How do I tell loan servicing payments apart from other transactions?",
+            "What transaction purpose code should be used for loan servicing?",
+        ],
+    },
+    {
+        "key": "review_year_dates",
+        "type": "question",
+        "subtype": "timeframe_ambiguity",
+        "description": 'The question limits payments to "the review year" without naming '
+        "the year or its dates.",
+        "resolution": "The review year is calendar year 1998: trans_date from 1998-01-01 to "
+        "1998-12-31.",
+        "surfaces_in": "specification",
+        "trigger_questions": [
+            "Which calendar year is the review year?",
+            "What start and end dates define the review year for payments?",
+            "What date range should payments be limited to?",
+        ],
+    },
+]
+
+# (gold blocker or None, question): paraphrases, far-worded positives and negatives.
+DEMO_VALIDATION_QUESTIONS = [
+    ("troubled_loan_definition", "Which loans count as troubled for this question?"),
+    ("troubled_loan_definition", "What makes a loan troubled in this data?"),
+    ("troubled_loan_definition", "Do delinquent contracts fall under the problem category?"),
+    ("loan_servicing_payment_code", "Which purpose code identifies loan servicing payments?"),
+    ("loan_servicing_payment_code", "How are loan servicing payments marked in transaction_log?"),
+    ("review_year_dates", "Which year is the review year?"),
+    ("review_year_dates", "What period does the review year cover?"),
+    ("review_year_dates", "Which twelve-month window is the audit cycle?"),
+    (None, "What is the capital of France?"),
+    (None, "How many branches does the bank have?"),
+    (None, "What is the best way to write this query?"),
+]
