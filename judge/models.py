@@ -113,3 +113,31 @@ class QuestionLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.labeller_id}: {self.blocker_key or 'irrelevant'}"
+
+
+class JudgeCalibration(models.Model):
+    """Thresholds of the embedded judge calibrated on a project's labelled questions.
+
+    Its ``version`` is the judge version that uses it, so cached verdicts of one calibration
+    are never served under another.
+    """
+
+    project = models.ForeignKey(
+        "hilbench_annotate.Project", on_delete=models.CASCADE, related_name="judge_calibrations"
+    )
+    version = models.CharField(max_length=100, unique=True)
+    default_threshold = models.FloatField()
+    margin = models.FloatField()
+    precision = models.FloatField(null=True)
+    recall = models.FloatField(null=True)
+    questions = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.version

@@ -41,13 +41,28 @@ def normalise(question: str) -> str:
     return _SPACE.sub(" ", question.strip()).lower()
 
 
-def get_judge(name: str | None = None):
-    """The configured judge: ``embedded`` (default) or ``llm`` (OpenAI-compatible endpoint)."""
+def get_judge(name: str | None = None, *, project=None):
+    """The configured judge: ``embedded`` (default) or ``llm`` (OpenAI-compatible endpoint).
+
+    For a project with a calibration, the embedded judge uses its thresholds and version.
+    """
     name = name or settings.JUDGE_BACKEND
     if name == "embedded":
         from .embedded import EmbeddedJudge
+        from .models import JudgeCalibration
 
-        return EmbeddedJudge()
+        calibration = (
+            JudgeCalibration.objects.filter(project=project).first()
+            if project is not None
+            else None
+        )
+        if calibration is None:
+            return EmbeddedJudge()
+        return EmbeddedJudge(
+            version=calibration.version,
+            default_threshold=calibration.default_threshold,
+            margin=calibration.margin,
+        )
     if name == "llm":
         from .llm import PROMPT_VERSION, LLMJudge
 
@@ -99,7 +114,7 @@ def ask_human_run_start(*, task: Task, actor, label: str = "") -> AskHumanRun:
     revision = task.revisions.order_by("-number").first()
     if revision is None:
         raise DomainError("The task has no revision to evaluate.")
-    judge = get_judge()
+    judge = get_judge(project=task.project)
     return AskHumanRun.objects.create(
         task=task,
         revision=revision,
@@ -130,7 +145,7 @@ def ask_human(*, run: AskHumanRun, actor, question: str) -> AskHumanCall:
             capped=True,
             reason=f"answer cap of {run.answer_cap} reached",
         )
-    judge = get_judge()
+    judge = get_judge(project=run.task.project)
     if judge.version != run.judge_version:
         raise DomainError(
             f"The run was started with judge {run.judge_version}, the app now has {judge.version}."

@@ -18,4 +18,5 @@ urlpatterns = [
     path("tasks/<int:task_id>/judge/measure/", views.measure, name="judge-measure"),
     path("tasks/<int:task_id>/judge/accept/", views.accept, name="judge-accept"),
     path("projects/<int:project_id>/judge-report/", views.report, name="judge-report"),
+    path("projects/<int:project_id>/judge-calibrate/", views.calibrate, name="judge-calibrate"),
 ]

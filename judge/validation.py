@@ -193,3 +193,39 @@ def suggestions_accept(*, task: Task, actor, accepted: list[dict]) -> Task:
         question.split = ValidationQuestion.Split.RETIRED
         question.save(update_fields=["split"])
     return task
+
+
+def judge_calibrate(*, project, actor, min_precision: float = 0.97):
+    """Calibrate the embedded judge's threshold and margin on the project's settled held-out
+    questions and store them as a new judge version for the project."""
+    from .embedded import EmbeddedJudge
+    from .models import JudgeCalibration
+
+    labelled = []
+    for task in Task.objects.filter(project=project).prefetch_related(
+        "validation_questions__labels"
+    ):
+        revision = task.revisions.order_by("-number").first()
+        if revision is None:
+            continue
+        registry = registry_from_snapshot(revision.snapshot)
+        for question in task.validation_questions.all():
+            if question.split != ValidationQuestion.Split.HELD_OUT:
+                continue
+            state, gold = gold_label(question)
+            if state in ("agreed", "adjudicated"):
+                labelled.append((question.text, registry, gold))
+    if not any(gold is not None for _, _, gold in labelled):
+        raise DomainError("No settled held-out question targets a blocker yet: label some first.")
+    result = EmbeddedJudge().calibrate(labelled, min_precision=min_precision, apply=False)
+    number = JudgeCalibration.objects.filter(project=project).count() + 1
+    return JudgeCalibration.objects.create(
+        project=project,
+        version=f"embedded-1/p{project.pk}-cal{number}",
+        default_threshold=float(result["default_threshold"]),
+        margin=float(result["margin"]),
+        precision=result.get("precision"),
+        recall=result.get("recall"),
+        questions=len(labelled),
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )

@@ -190,7 +190,7 @@ def measure(request, task_id: int):
         messages.error(request, "The task has no saved revision to measure the judge on.")
         return redirect("judge-questions", task_id=task_id)
     try:
-        report = judge_recall(task=task, judge=get_judge())
+        report = judge_recall(task=task, judge=get_judge(project=task.project))
     except JudgeError as exc:
         messages.error(request, f"The judge failed: {exc}")
         return redirect("judge-questions", task_id=task_id)
@@ -240,8 +240,31 @@ def accept(request, task_id: int):
 def report(request, project_id: int):
     project = access_project(request.user, project_id)
     try:
-        result = project_judge_report(project=project, judge=get_judge())
+        result = project_judge_report(project=project, judge=get_judge(project=project))
     except JudgeError as exc:
         messages.error(request, f"The judge could not be loaded: {exc}")
         result = None
     return render(request, "judge/report.html", {"project": project, "report": result})
+
+
+@login_required
+@require_POST
+def calibrate(request, project_id: int):
+    """Leads calibrate the embedded judge on the project's labelled questions."""
+    from .validation import judge_calibrate
+
+    project = access_project(request.user, project_id)
+    if not request.user.is_superuser and "lead" not in roles_in(request.user, project.pk):
+        raise PermissionDenied("Only leads calibrate the judge.")
+    try:
+        calibration = judge_calibrate(project=project, actor=request.user)
+    except (DomainError, JudgeError) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Calibrated on {calibration.questions} questions: threshold "
+            f"{calibration.default_threshold:.2f}, margin {calibration.margin:.3f}; the judge is "
+            f"now {calibration.version}.",
+        )
+    return redirect("judge-report", project_id=project.pk)

@@ -101,7 +101,7 @@ def _judge_recall(task, snapshot, workdir: Path):
     from judge.services import get_judge
     from judge.validation import judge_recall
 
-    report = judge_recall(task=task, judge=get_judge())
+    report = judge_recall(task=task, judge=get_judge(project=task.project))
     details = {
         "precision": report.precision,
         "recall": report.recall,

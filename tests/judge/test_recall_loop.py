@@ -146,3 +146,40 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     rerun = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
     validation_run_execute_service(run_id=rerun.pk)
     assert rerun.results.get().outcome == "passed"
+
+
+def test_project_calibration_is_stored_as_a_judge_version(labelled, author, lead, settings):
+    from judge.models import JudgeCalibration
+    from judge.services import get_judge
+    from judge.validation import judge_calibrate
+
+    settings.JUDGE_BACKEND = "embedded"
+    calibration = judge_calibrate(project=labelled.project, actor=lead)
+    assert JudgeCalibration.objects.get() == calibration
+    assert calibration.questions == len(HELD_OUT)
+    assert 0.2 <= calibration.default_threshold <= 0.95
+    judge = get_judge(project=labelled.project)
+    assert judge.version == calibration.version
+    assert (judge.default_threshold, judge.margin) == (
+        calibration.default_threshold,
+        calibration.margin,
+    )
+    # Another project keeps the uncalibrated judge.
+    assert get_judge(project=None).version == "embedded-1"
+
+
+def test_calibrate_button_is_for_leads(client, labelled, lead, reviewer, settings):
+    from django.urls import reverse
+
+    from judge.models import JudgeCalibration
+
+    settings.JUDGE_BACKEND = "embedded"
+    url = reverse("judge-calibrate", args=[labelled.project_id])
+    client.force_login(reviewer)
+    assert client.post(url).status_code == 403
+    client.force_login(lead)
+    response = client.post(url)
+    assert response.status_code == 302
+    assert JudgeCalibration.objects.filter(project=labelled.project).count() == 1
+    page = client.get(reverse("judge-report", args=[labelled.project_id])).content.decode()
+    assert JudgeCalibration.objects.get().version in page

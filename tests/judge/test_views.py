@@ -21,16 +21,15 @@ pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.judge.test_views")]
 TROUBLED, SERVICING, YEAR = (b["key"] for b in DEMO_BLOCKERS)
 
 
-@pytest.fixture(scope="module")
-def shared_judge():
-    return EmbeddedJudge()
+@pytest.fixture(scope="module", autouse=True)
+def _model_loaded():
+    """Load the model once; the views then make judges that share it."""
+    EmbeddedJudge()
 
 
 @pytest.fixture(autouse=True)
-def _judge(settings, monkeypatch, shared_judge):
-    """The real embedded judge, one instance for the module (its references are cached)."""
+def _judge(settings):
     settings.JUDGE_BACKEND = "embedded"
-    monkeypatch.setattr(views, "get_judge", lambda: shared_judge)
 
 
 @pytest.fixture
