@@ -65,6 +65,13 @@ Your previous answer could not be used: {problem}
 Answer again with a single JSON object and nothing else: \
 {{"reasoning": "<string>", "blocker_key": <one of {ids} or null>}}"""
 
+PARAPHRASE_PROMPT = """\
+You write test questions for a benchmark. An agent working on a task hits an information gap,
+described below with example questions that target it. Write {count} NEW questions an agent
+might ask about exactly this gap: each a single self-contained question, worded differently
+from the examples and from each other, not containing any answer. Reply with JSON only:
+{{"questions": ["...", "..."]}}"""
+
 _FENCED = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _MAX_TOKENS = 512
 _SEED = 0
@@ -220,6 +227,43 @@ class LLMJudge:
         )
 
     # -- transport -------------------------------------------------------------------------
+
+    def paraphrases(self, blocker: RegistryBlocker, *, count: int = 3) -> list[str]:
+        """Candidate validation questions for one blocker, written by the endpoint.
+
+        It sees the blocker's description and trigger questions, never its resolution.
+        Malformed output is an error, like a verdict's.
+        """
+        messages = [
+            {"role": "system", "content": PARAPHRASE_PROMPT.format(count=count)},
+            {
+                "role": "user",
+                "content": json.dumps(
+                    {
+                        "gap": blocker.description,
+                        "example_questions": list(blocker.trigger_questions),
+                    }
+                ),
+            },
+        ]
+        for _attempt in range(1 + self.max_retries):
+            try:
+                content = self._complete(messages)
+            except _ServerError:
+                continue
+            try:
+                reply = _extract_json(content)
+            except ValueError:
+                continue
+            questions = reply.get("questions") if isinstance(reply, dict) else None
+            if isinstance(questions, list) and all(
+                isinstance(q, str) and q.strip() for q in questions
+            ):
+                return [" ".join(q.split()) for q in questions[:count]]
+        raise JudgeError(
+            f"the judge endpoint did not return {count} questions as JSON after "
+            f"{1 + self.max_retries} tries"
+        )
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

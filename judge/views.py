@@ -1,6 +1,7 @@
 """Judge validation screens: a task's held-out questions (add, generate, label, adjudicate),
 measuring the judge with the recall floor loop, and the project's judge report."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -140,7 +141,30 @@ def generate(request, task_id: int):
             if " ".join(text.split()).lower() in existing:
                 continue
             question_add(task=task, actor=request.user, text=text, source="template")
+            existing.add(" ".join(text.split()).lower())
             added += 1
+        # With an LLM endpoint configured, it writes paraphrases too (never seeing resolutions).
+        if settings.JUDGE_LLM_BASE_URL:
+            from .llm import LLMJudge
+            from .services import registry_from_snapshot
+
+            llm = LLMJudge(
+                base_url=settings.JUDGE_LLM_BASE_URL,
+                model=settings.JUDGE_LLM_MODEL,
+                api_key_env="JUDGE_LLM_API_KEY",
+                timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
+            )
+            snapshot = task.revisions.order_by("-number").first().snapshot
+            try:
+                for blocker in registry_from_snapshot(snapshot):
+                    for text in llm.paraphrases(blocker):
+                        if " ".join(text.split()).lower() in existing:
+                            continue
+                        question_add(task=task, actor=request.user, text=text, source="llm")
+                        existing.add(" ".join(text.split()).lower())
+                        added += 1
+            except JudgeError as exc:
+                messages.error(request, f"The LLM endpoint wrote no candidates: {exc}")
     if added:
         messages.success(
             request, f"Generated {added} candidate question{'s' if added != 1 else ''}."

@@ -200,3 +200,40 @@ def test_embedded_judge_answers_with_the_resolution_verbatim(harness_api, task, 
     off_task = ask(harness_api, run, "What is the capital of France?")
     assert matched.json() == {"response": "The boom year is 1997."}
     assert off_task.json() == {"response": "irrelevant question"}
+
+
+def test_llm_endpoint_writes_candidate_questions_without_seeing_resolutions(
+    client, task, author, endpoint
+):
+    from django.urls import reverse
+
+    from judge.models import ValidationQuestion
+
+    reply = "RAW:" + json.dumps(
+        {
+            "questions": [
+                "Which twelve months form the boom year?",
+                "When did the boom year start?",
+                "What year should boom mean here?",
+            ]
+        }
+    )
+    other = "RAW:" + json.dumps(
+        {
+            "questions": [
+                "How is a clean loan coded?",
+                "Which code says settled fine?",
+                "What marks a loan as cleanly closed?",
+            ]
+        }
+    )
+    endpoint.replies = [(200, reply), (200, other)]
+    client.force_login(author)
+    client.post(reverse("judge-generate", args=[task.pk]))
+    written = set(
+        ValidationQuestion.objects.filter(task=task, source="llm").values_list("text", flat=True)
+    )
+    assert "When did the boom year start?" in written and "How is a clean loan coded?" in written
+    assert len(endpoint.requests) == 2
+    sent = json.dumps(endpoint.requests)
+    assert "1997" not in sent and "status = 'A'" not in sent
