@@ -2,9 +2,7 @@
 
 import pytest
 
-from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
 from judge.embedded import EmbeddedJudge
 from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import (
@@ -19,52 +17,14 @@ from judge.validation import (
 )
 from validators.services import validation_run_execute_service, validation_run_start
 
-from ..factories import TaskFactory
+from .conftest import HELD_OUT, TROUBLED
 
 pytestmark = pytest.mark.django_db
-
-TROUBLED, SERVICING, YEAR = (b["key"] for b in DEMO_BLOCKERS)
-HELD_OUT = [
-    (TROUBLED, "Which loans count as troubled for this question?"),
-    (TROUBLED, "What makes a loan troubled in this data?"),
-    (SERVICING, "Which purpose code identifies loan servicing payments?"),
-    (SERVICING, "How are loan servicing payments marked in transaction_log?"),
-    (YEAR, "Which year is the review year?"),
-    (YEAR, "What period does the review year cover?"),
-    # Worded far from the trigger questions: the judge misses these at first.
-    (TROUBLED, "Are defaulted contracts the ones we care about, status-wise?"),
-    (TROUBLED, "Do delinquent contracts fall under the problem category?"),
-    (YEAR, "Is the audit cycle aligned with a particular twelve-month window?"),
-    (YEAR, "Which twelve-month window is the audit cycle?"),
-    (None, "What is the capital of France?"),
-    (None, "How many branches does the bank have?"),
-]
 
 
 @pytest.fixture(scope="module")
 def judge():
     return EmbeddedJudge()
-
-
-@pytest.fixture
-def task(project, author):
-    task = TaskFactory(project=project, author=author)
-    for blocker in DEMO_BLOCKERS:
-        core.blocker_create(task=task, actor=author, expected_version=task.version, **blocker)
-    return task
-
-
-@pytest.fixture
-def labelled(task, author, reviewer, auditor, lead):
-    """Every question labelled by two people; one disagreement settled by a third."""
-    for gold, text in HELD_OUT:
-        question = question_add(task=task, actor=author, text=text)
-        label_add(question=question, labeller=reviewer, blocker_key=gold)
-        disagree = text.startswith("How many branches")
-        label_add(question=question, labeller=auditor, blocker_key=YEAR if disagree else gold)
-        if disagree:
-            label_add(question=question, labeller=lead, blocker_key=None)
-    return task
 
 
 def test_two_labellers_then_a_third_only_on_disagreement(labelled, author, reviewer, lead):

@@ -3,16 +3,12 @@
 import pytest
 from django.urls import include, path, reverse
 
-from hilbench_annotate import services as core
 from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate.models import Task
 from judge import views
 from judge.embedded import EmbeddedJudge
 from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import label_add, question_add
-
-from ..factories import TaskFactory
-from .test_recall_loop import HELD_OUT
 
 urlpatterns = [path("", include("hilbench_annotate.urls")), path("", include("judge.urls"))]
 
@@ -30,26 +26,6 @@ def _model_loaded():
 @pytest.fixture(autouse=True)
 def _judge(settings):
     settings.JUDGE_BACKEND = "embedded"
-
-
-@pytest.fixture
-def task(project, author):
-    task = TaskFactory(project=project, author=author)
-    for blocker in DEMO_BLOCKERS:
-        core.blocker_create(task=task, actor=author, expected_version=task.version, **blocker)
-    return task
-
-
-@pytest.fixture
-def labelled(task, author, reviewer, auditor, lead):
-    for gold, text in HELD_OUT:
-        question = question_add(task=task, actor=author, text=text)
-        label_add(question=question, labeller=reviewer, blocker_key=gold)
-        disagree = text.startswith("How many branches")
-        label_add(question=question, labeller=auditor, blocker_key=YEAR if disagree else gold)
-        if disagree:
-            label_add(question=question, labeller=lead, blocker_key=None)
-    return task
 
 
 def _messages(response) -> list[str]:

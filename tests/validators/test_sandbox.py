@@ -23,26 +23,7 @@ from validators.sandbox import (
     parse_pytest_results,
 )
 
-GIT_ENV = {
-    **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "T",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "T",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", *args],
-        cwd=cwd,
-        env=GIT_ENV,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+from .gitutil import git
 
 
 def run(command: str, workdir: Path, **limits) -> object:

@@ -1,8 +1,6 @@
 """The SWE test-run check on real repositories: the demo instance, and tiny hostile ones."""
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,26 +11,7 @@ from validators.results import FAILED, PASSED, SKIPPED
 from validators.sandbox import SandboxLimits
 from validators.swe import BEFORE_CHECK, GOLD_CHECK, check_swe_tests
 
-GIT_ENV = {
-    **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "T",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "T",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", *args],
-        cwd=cwd,
-        env=GIT_ENV,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+from .gitutil import git
 
 
 def mirror_of(work: Path, dest: Path) -> Path:

@@ -1,0 +1,47 @@
+"""Shared judge-validation data: the demo's blocked task and its held-out questions."""
+
+import pytest
+
+from hilbench_annotate import services as core
+from hilbench_annotate.demo.blocked_task import DEMO_BLOCKERS
+from judge.validation import label_add, question_add
+
+from ..factories import TaskFactory
+
+TROUBLED, SERVICING, YEAR = (b["key"] for b in DEMO_BLOCKERS)
+HELD_OUT = [
+    (TROUBLED, "Which loans count as troubled for this question?"),
+    (TROUBLED, "What makes a loan troubled in this data?"),
+    (SERVICING, "Which purpose code identifies loan servicing payments?"),
+    (SERVICING, "How are loan servicing payments marked in transaction_log?"),
+    (YEAR, "Which year is the review year?"),
+    (YEAR, "What period does the review year cover?"),
+    # Worded far from the trigger questions: the judge misses these at first.
+    (TROUBLED, "Are defaulted contracts the ones we care about, status-wise?"),
+    (TROUBLED, "Do delinquent contracts fall under the problem category?"),
+    (YEAR, "Is the audit cycle aligned with a particular twelve-month window?"),
+    (YEAR, "Which twelve-month window is the audit cycle?"),
+    (None, "What is the capital of France?"),
+    (None, "How many branches does the bank have?"),
+]
+
+
+@pytest.fixture
+def task(project, author):
+    task = TaskFactory(project=project, author=author)
+    for blocker in DEMO_BLOCKERS:
+        core.blocker_create(task=task, actor=author, expected_version=task.version, **blocker)
+    return task
+
+
+@pytest.fixture
+def labelled(task, author, reviewer, auditor, lead):
+    """Every question labelled by two people; one disagreement settled by a third."""
+    for gold, text in HELD_OUT:
+        question = question_add(task=task, actor=author, text=text)
+        label_add(question=question, labeller=reviewer, blocker_key=gold)
+        disagree = text.startswith("How many branches")
+        label_add(question=question, labeller=auditor, blocker_key=YEAR if disagree else gold)
+        if disagree:
+            label_add(question=question, labeller=lead, blocker_key=None)
+    return task
