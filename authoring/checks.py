@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from authoring import lint, patches, sqlconsole
+from authoring import gitrepo, lint, patches, sqlconsole
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Domain
@@ -58,15 +58,41 @@ def _swe_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:
                 "warning",
             )
         ]
-    chain = [("setup patch", setup_patch)] if setup_patch.strip() else []
-    chain += [("test patch", env.test_patch), ("gold patch", env.gold_patch)]
     try:
-        patches.check_applies(
-            env.repository.path, env.base_commit, [p for p in chain if p[1].strip()]
-        )
+        patch_chain_check(env, setup_patch)
     except DomainError as exc:
         return [lint.Finding("setup_patch", "environment.setup_patch", str(exc), "error")]
     return []
+
+
+def patch_chain_check(env, setup_patch: str) -> list[str]:
+    """Apply setup, test and gold patch in turn on the base commit; the labels checked.
+
+    Raises PatchRefused naming the patch that fails. Only our setup patch must be free of
+    whitespace errors: upstream test and gold patches are applied as they are. The
+    workspace's lint and the ``swe_patches`` validator both call this.
+    """
+    chain = [
+        (label, text)
+        for label, text in (
+            ("setup patch", setup_patch),
+            ("test patch", env.test_patch),
+            ("gold patch", env.gold_patch),
+        )
+        if text.strip()
+    ]
+    patches.check_applies(
+        env.repository.path, env.base_commit, chain, whitespace_exempt={"test patch", "gold patch"}
+    )
+    return [label for label, _ in chain]
+
+
+def setup_patch_problems(env, setup_patch: str) -> list[str]:
+    """Why a setup patch reaches outside the repository (empty when it does not)."""
+    symlinks = set()
+    if env.repository is not None:
+        symlinks = gitrepo.symlink_paths(env.repository.path, env.base_commit)
+    return patches.path_problems(setup_patch, symlinks=symlinks)
 
 
 def draft_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:

@@ -10,6 +10,7 @@ Field names: ``spec.<section>``, ``env.<field>``, ``env.descriptions.<table>``; 
 from collections.abc import Mapping
 from typing import Any
 
+from hilbench_annotate.services.tasks import EDITABLE_ENV_FIELDS
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, Domain
 
@@ -78,11 +79,7 @@ def draft_from_form(*, domain: str, data, environment: Mapping[str, Any]) -> dic
 def comparable(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a snapshot or draft an author edits, for change detection and diffs."""
     env = snapshot.get("environment") or {}
-    keep = (
-        ("descriptions", "edit_script", "business_info", "gold_sql", "golden_output")
-        if snapshot.get("domain") == Domain.SQL
-        else ("setup_patch",)
-    )
+    keep = EDITABLE_ENV_FIELDS.get(snapshot.get("domain"), ())
     return {
         "blocked_spec": snapshot.get("blocked_spec", {}),
         "environment": {k: env.get(k) for k in keep},

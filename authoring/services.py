@@ -5,13 +5,14 @@ from typing import Any
 
 from django.db import transaction
 
-from authoring import checks, drafts, patches
+from authoring import checks, drafts
 from authoring.models import LintWaiver
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.services import event_record, revision_create, task_snapshot
 from hilbench_annotate.services.blockers import registry_problems, registry_replace
 from hilbench_annotate.services.tasks import (
+    EDITABLE_ENV_FIELDS,
     environment_update,
     task_bump_version,
     task_require_editable,
@@ -33,13 +34,7 @@ def _editable(task: Task) -> None:
 
 def _refuse_escaping_patch(task: Task, setup_patch: str) -> None:
     """A setup patch that writes outside the repository is never stored."""
-    env = task.swe_environment
-    symlinks = set()
-    if env.repository is not None:
-        from authoring import gitrepo
-
-        symlinks = gitrepo.symlink_paths(env.repository.path, env.base_commit)
-    problems = patches.path_problems(setup_patch, symlinks=symlinks)
+    problems = checks.setup_patch_problems(task.swe_environment, setup_patch)
     if problems:
         raise DomainError("The setup patch is refused: " + "; ".join(problems))
 
@@ -70,7 +65,7 @@ def workspace_save(
     task_bump_version(task=task, expected_version=expected_version)
     task.blocked_spec = draft["blocked_spec"]
     Task.objects.filter(pk=task.pk).update(blocked_spec=task.blocked_spec)
-    env_fields = checks_env_fields(task.domain)
+    env_fields = EDITABLE_ENV_FIELDS[task.domain]
     environment_update(
         task=task,
         changes={k: draft["environment"][k] for k in env_fields if k in draft["environment"]},
@@ -89,14 +84,6 @@ def workspace_save(
         errors=sum(1 for f in findings if f["severity"] == "error"),
     )
     return SaveResult(task=task, revision=revision, findings=findings)
-
-
-def checks_env_fields(domain: str) -> tuple[str, ...]:
-    return (
-        ("descriptions", "edit_script", "business_info", "gold_sql")
-        if domain == Domain.SQL
-        else ("setup_patch",)
-    )
 
 
 def open_findings(task: Task, findings: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -535,9 +535,7 @@ def setup_patch_upload(request, task_id: int):
         except UnicodeDecodeError:
             raise DomainError(f"{upload.name} is not UTF-8 text.") from None
         text = text.replace("\r\n", "\n")
-        problems = patches.path_problems(
-            text, symlinks=gitrepo.symlink_paths(env.repository.path, env.base_commit)
-        )
+        problems = checks.setup_patch_problems(env, text)
         if problems:
             raise DomainError(f"{upload.name} is refused: " + "; ".join(problems))
         patches.check_applies(env.repository.path, env.base_commit, [("setup patch", text)])

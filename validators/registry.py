@@ -18,7 +18,7 @@ def _spec(task, snapshot, workdir: Path):
 
 
 def _swe_patches(task, snapshot, workdir: Path):
-    from authoring import patches
+    from authoring.checks import patch_chain_check
     from hilbench_annotate.errors import DomainError
 
     env = task.swe_environment
@@ -26,22 +26,8 @@ def _swe_patches(task, snapshot, workdir: Path):
         return [
             CheckResult("patches_apply", SKIPPED, "The task has no repository to apply patches to.")
         ]
-    chain = [
-        (label, text)
-        for label, text in (
-            ("setup patch", env.setup_patch),
-            ("test patch", env.test_patch),
-            ("gold patch", env.gold_patch),
-        )
-        if text.strip()
-    ]
     try:
-        patches.check_applies(
-            env.repository.path,
-            env.base_commit,
-            chain,
-            whitespace_exempt={"test patch", "gold patch"},
-        )
+        labels = patch_chain_check(env, env.setup_patch)
     except DomainError as exc:
         return [CheckResult("patches_apply", FAILED, str(exc))]
     return [
@@ -50,7 +36,7 @@ def _swe_patches(task, snapshot, workdir: Path):
             PASSED,
             "The setup patch applies cleanly on the base commit; "
             "test and gold patches apply on top.",
-            {"patches": [label for label, _ in chain]},
+            {"patches": labels},
         )
     ]
 
