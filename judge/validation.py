@@ -17,8 +17,9 @@ from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task
 
+from .base import JudgeError
 from .models import QuestionLabel, ValidationQuestion
-from .services import judge_cached, registry_from_snapshot
+from .services import get_judge, judge_cached, normalise, registry_from_snapshot
 
 # --- labelling ------------------------------------------------------------------------------
 
@@ -229,3 +230,42 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
         questions=len(labelled),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
+
+
+def candidates_generate(*, task: Task, actor) -> tuple[int, str]:
+    """Add candidate validation questions: template paraphrases of each blocker, and, with an
+    LLM endpoint configured, its paraphrases (it never sees resolutions).
+
+    The endpoint is called before any row is written, so no transaction waits on it.
+    Returns (questions added, the endpoint's error or "").
+    """
+    from .templates_help import candidates
+
+    snapshot = task.revisions.order_by("-number").first().snapshot
+    proposed = [
+        ("template", text)
+        for text in candidates(
+            [
+                {"description": b["description"], "trigger_questions": b["trigger_questions"]}
+                for b in snapshot.get("blockers", [])
+            ]
+        )
+    ]
+    llm_error = ""
+    if settings.JUDGE_LLM_BASE_URL:
+        try:
+            llm = get_judge("llm")
+            for blocker in registry_from_snapshot(snapshot):
+                proposed += [("llm", text) for text in llm.paraphrases(blocker)]
+        except JudgeError as exc:
+            llm_error = str(exc)
+    added = 0
+    with transaction.atomic():
+        seen = {normalise(t) for t in task.validation_questions.values_list("text", flat=True)}
+        for source, text in proposed:
+            if normalise(text) in seen:
+                continue
+            question_add(task=task, actor=actor, text=text, source=source)
+            seen.add(normalise(text))
+            added += 1
+    return added, llm_error

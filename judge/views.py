@@ -1,7 +1,6 @@
 """Judge validation screens: a task's held-out questions (add, generate, label, adjudicate),
 measuring the judge with the recall floor loop, and the project's judge report."""
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -18,8 +17,8 @@ from .base import JudgeError
 from .models import ValidationQuestion
 from .report import project_judge_report
 from .services import get_judge
-from .templates_help import candidates
 from .validation import (
+    candidates_generate,
     expansion_suggestions,
     gold_label,
     judge_recall,
@@ -122,49 +121,11 @@ def question_create(request, task_id: int):
 @login_required
 @require_POST
 def generate(request, task_id: int):
-    with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True)
-        _require_editor(request.user, task)
-        blockers = [
-            {
-                "description": blocker.description,
-                "trigger_questions": [q.text for q in blocker.trigger_questions.all()],
-            }
-            for blocker in task.blockers.prefetch_related("trigger_questions")
-        ]
-        existing = {
-            " ".join(t.split()).lower()
-            for t in task.validation_questions.values_list("text", flat=True)
-        }
-        added = 0
-        for text in candidates(blockers):
-            if " ".join(text.split()).lower() in existing:
-                continue
-            question_add(task=task, actor=request.user, text=text, source="template")
-            existing.add(" ".join(text.split()).lower())
-            added += 1
-        # With an LLM endpoint configured, it writes paraphrases too (never seeing resolutions).
-        if settings.JUDGE_LLM_BASE_URL:
-            from .llm import LLMJudge
-            from .services import registry_from_snapshot
-
-            llm = LLMJudge(
-                base_url=settings.JUDGE_LLM_BASE_URL,
-                model=settings.JUDGE_LLM_MODEL,
-                api_key_env="JUDGE_LLM_API_KEY",
-                timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
-            )
-            snapshot = task.revisions.order_by("-number").first().snapshot
-            try:
-                for blocker in registry_from_snapshot(snapshot):
-                    for text in llm.paraphrases(blocker):
-                        if " ".join(text.split()).lower() in existing:
-                            continue
-                        question_add(task=task, actor=request.user, text=text, source="llm")
-                        existing.add(" ".join(text.split()).lower())
-                        added += 1
-            except JudgeError as exc:
-                messages.error(request, f"The LLM endpoint wrote no candidates: {exc}")
+    task = access_task(request.user, task_id)
+    _require_editor(request.user, task)
+    added, llm_error = candidates_generate(task=task, actor=request.user)
+    if llm_error:
+        messages.error(request, f"The LLM endpoint wrote no candidates: {llm_error}")
     if added:
         messages.success(
             request, f"Generated {added} candidate question{'s' if added != 1 else ''}."
