@@ -9,7 +9,7 @@ from authoring import checks, drafts
 from authoring.models import LintWaiver
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
-from hilbench_annotate.services import event_record, revision_create, task_snapshot
+from hilbench_annotate.services import revision_create, task_event, task_snapshot
 from hilbench_annotate.services.blockers import registry_problems, registry_replace
 from hilbench_annotate.services.tasks import (
     EDITABLE_ENV_FIELDS,
@@ -74,9 +74,8 @@ def workspace_save(
     revision = revision_create(
         task=task, actor=actor, reason="saved in workspace", lint_findings=findings
     )
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="workspace_saved",
         version=task.version,
@@ -101,9 +100,8 @@ def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaive
     waiver, _ = LintWaiver.objects.update_or_create(
         task=task, fingerprint=fingerprint, defaults={"reason": reason, "created_by": actor}
     )
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="lint_waived",
         fingerprint=fingerprint,
@@ -116,9 +114,8 @@ def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaive
 def lint_waiver_withdraw(*, task: Task, actor, fingerprint: str) -> None:
     _editable(task)
     LintWaiver.objects.filter(task=task, fingerprint=fingerprint).delete()
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="lint_waiver_withdrawn",
         fingerprint=fingerprint,

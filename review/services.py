@@ -9,7 +9,7 @@ from django.utils import timezone
 from hilbench_annotate.access import roles_in
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project, Revision, Task
-from hilbench_annotate.services import event_record
+from hilbench_annotate.services import event_record, task_event
 from review import workflow
 from review.models import (
     DEFAULT_REJECT_REASONS,
@@ -152,9 +152,8 @@ def task_transition(
         raise DomainError("The task changed state meanwhile; reload and try again.")
     source, source_layer = task.status, task.review_layer
     task.refresh_from_db()
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="status_changed",
         action=action,
@@ -302,9 +301,8 @@ def review_take_next(*, user, layer: ReviewLayer) -> ReviewAssignment | None:
                     )
             except IntegrityError:
                 continue  # someone took it between our read and write; try the next one
-            event_record(
-                project_id=task.project_id,
-                task_id=task.pk,
+            task_event(
+                task=task,
                 actor=user,
                 kind="review_taken",
                 layer=layer.position,
@@ -345,9 +343,8 @@ def review_assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
         assigned_by=actor,
         expires_at=timezone.now() + timedelta(minutes=policy_for(task.project).lock_minutes),
     )
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="review_assigned",
         layer=layer.position,
@@ -567,9 +564,8 @@ def comment_add(
     comment = Comment.objects.create(
         task=task, author=author, body=body, blocker_key=blocker_key, parent=parent
     )
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=author,
         kind="comment_added",
         comment=comment.pk,

@@ -98,9 +98,8 @@ def take_next(request, layer_id: int):
 
 
 def _review_context(request, task: Task) -> dict:
-    layer = (
-        services.pipeline_ensure(task.project)[task.review_layer - 1] if task.review_layer else None
-    )
+    layers = services.pipeline_ensure(task.project)
+    layer = layers[task.review_layer - 1] if task.review_layer else None
     assignment = None
     if layer:
         assignment = (
@@ -128,7 +127,7 @@ def _review_context(request, task: Task) -> dict:
     return {
         "task": task,
         "layer": layer,
-        "layers": services.pipeline_ensure(task.project),
+        "layers": layers,
         "assignment": assignment,
         "revision": current,
         "judged": judged,

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
-from hilbench_annotate.services import event_record
+from hilbench_annotate.services import event_record, task_event
 
 from .models import ValidationResult, ValidationRun
 from .registry import GROUPS, groups_for, run_group
@@ -37,9 +37,8 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
         checks=checks,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="validation_queued",
         run=run.pk,

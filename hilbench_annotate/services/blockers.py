@@ -15,7 +15,12 @@ from hilbench_annotate.vocabulary import (
     blocker_types_for,
 )
 
-from .tasks import event_record, revision_create, task_bump_version, task_require_editable
+from .tasks import (
+    revision_create,
+    task_bump_version,
+    task_event,
+    task_require_editable,
+)
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,119}$")
 
@@ -93,9 +98,8 @@ def _raise_if(problems: list[str]) -> None:
 
 def _after_change(*, task: Task, actor, reason: str, **data) -> None:
     revision_create(task=task, actor=actor, reason=reason)
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="registry_edited",
         change=reason,

@@ -48,6 +48,11 @@ def event_record(*, project_id: int, task_id: int | None, actor, kind: str, **da
     )
 
 
+def task_event(*, task: Task, actor, kind: str, **data) -> TaskEvent:
+    """An event about one task (the project comes with it)."""
+    return event_record(project_id=task.project_id, task_id=task.pk, actor=actor, kind=kind, **data)
+
+
 def task_snapshot(task: Task) -> dict[str, Any]:
     """Everything an author can change, as plain JSON: what a revision freezes."""
     snapshot: dict[str, Any] = {
@@ -248,9 +253,8 @@ def task_update(
     if changed:
         Task.objects.filter(pk=task.pk).update(**{f: getattr(task, f) for f in changed})
     revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="task_edited",
         fields=changed,
@@ -266,9 +270,8 @@ def task_touch_environment(*, task: Task, actor, expected_version: int, changes:
     task_bump_version(task=task, expected_version=expected_version)
     changed = environment_update(task=task, changes=changes)
     revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
-    event_record(
-        project_id=task.project_id,
-        task_id=task.pk,
+    task_event(
+        task=task,
         actor=actor,
         kind="environment_edited",
         fields=changed,
