@@ -11,20 +11,15 @@ p50 / p95 server time (in-process test client, no network) and the SQL queries p
 """
 
 import argparse
-import os
 import random
 import statistics
 import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HILBENCH_VAR_DIR", str(ROOT / "var" / "bench"))
-# Its own file, so it never clobbers the list-pages bench running next to it.
-os.environ.setdefault("HILBENCH_SQLITE_PATH", str(ROOT / "var" / "bench" / "dashboard.sqlite3"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+from _setup import configure, fresh_database  # noqa: E402 - sibling module
+
+configure("dashboard.sqlite3")
 
 REJECT_REASONS = [
     "Blockers are guessable or inferable from the environment",
@@ -40,16 +35,7 @@ def main() -> None:
     parser.add_argument("--show-queries", action="store_true")
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    if not os.environ.get("DATABASE_URL"):
-        Path(settings.DATABASES["default"]["NAME"]).unlink(missing_ok=True)
-    call_command("migrate", verbosity=0)
-    print(settings.RUNTIME_MODE)
+    fresh_database()
     lead, project = seed(args.tasks)
     measure(lead, project, args.runs, show_queries=args.show_queries)
 

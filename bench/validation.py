@@ -18,11 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HILBENCH_VAR_DIR", str(ROOT / "var" / "bench"))
-os.environ.setdefault("HILBENCH_SQLITE_PATH", str(ROOT / "var" / "bench" / "validation.sqlite3"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+from _setup import ROOT, configure, fresh_database  # noqa: E402 - sibling module
+
+configure("validation.sqlite3")
 
 
 def main() -> None:
@@ -31,17 +29,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    if not os.environ.get("DATABASE_URL"):
-        Path(settings.DATABASES["default"]["NAME"]).unlink(missing_ok=True)
-        Path(settings.VAR_DIR / "celery-broker.sqlite").unlink(missing_ok=True)
-    call_command("migrate", verbosity=0)
-    print(settings.RUNTIME_MODE)
+    fresh_database(drop_broker=True)
     tasks = seed(args.copies)
     print(f"{len(tasks)} SQL tasks")
     for count in args.workers:
