@@ -13,21 +13,27 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from authoring.textdiff import snapshot_changes
 from hilbench_annotate.access import access_project, access_task, roles_in
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Project, Task
+from hilbench_annotate.models import Membership, Project, Task
 from hilbench_annotate.services import task_snapshot
 from review import services, workflow
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
 from review.pipeline import gate_results
 
 
-def _layers_for(user):
+def _roles_by_project(user) -> dict[int, set[str]]:
+    """All of the user's roles, per project, in one query."""
+    roles: dict[int, set[str]] = {}
+    for project_id, role in Membership.objects.filter(user=user).values_list("project_id", "role"):
+        roles.setdefault(project_id, set()).add(role)
+    return roles
+
+
+def _layers_for(user, projects, roles: dict[int, set[str]]):
     """(project, layer) pairs whose role the user has — the queues they may work."""
-    projects = Project.objects.visible_to(user)
     pairs = []
     for project in projects:
-        roles = roles_in(user, project.pk)
         for layer in services.pipeline_ensure(project):
-            if user.is_superuser or layer.role in roles:
+            if user.is_superuser or layer.role in roles.get(project.pk, set()):
                 pairs.append((project, layer))
     return pairs
 
@@ -35,8 +41,10 @@ def _layers_for(user):
 @login_required
 @require_GET
 def queue(request):
+    projects = list(Project.objects.visible_to(request.user))
+    roles = _roles_by_project(request.user)
     rows = []
-    for project, layer in _layers_for(request.user):
+    for project, layer in _layers_for(request.user, projects, roles):
         rows.append(
             {
                 "project": project,
@@ -64,9 +72,7 @@ def queue(request):
         author=request.user, status=workflow.CHANGES_REQUESTED
     ).select_related("project")
     lead_projects = [
-        p
-        for p in Project.objects.visible_to(request.user)
-        if request.user.is_superuser or "lead" in roles_in(request.user, p.pk)
+        p for p in projects if request.user.is_superuser or "lead" in roles.get(p.pk, set())
     ]
     return render(
         request,
