@@ -16,17 +16,23 @@ the registry lacks) is retried with a corrective follow-up message, HTTP 5xx / 4
 and when the attempts (``1 + max_retries``, shared by both kinds) run out, or on a timeout,
 a refused connection or another HTTP error, ``JudgeError`` is raised.
 
-Only the standard library is used (``urllib.request``); no extra dependency.
+The transport is ``hilbench_annotate.chat`` (standard library only), shared with the
+evaluation runner.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
+
+from hilbench_annotate.chat import (
+    ChatError,
+    ChatRetryable,
+    chat_completion,
+    check_base_url,
+    snippet,
+)
 
 from .base import JudgeError, RegistryBlocker, Verdict
 
@@ -121,17 +127,17 @@ def _extract_json(content: str) -> object:
             return json.loads(candidate)
         except ValueError:
             continue
-    raise _Malformed(f"the reply is not JSON: {_snippet(content)}")
+    raise _Malformed(f"the reply is not JSON: {snippet(content)}")
 
 
 def parse_reply(content: str, ids: set[str]) -> _Parsed:
     """Validate the model's content: an object with a string reasoning and a known id or null."""
     data = _extract_json(content)
     if not isinstance(data, dict):
-        raise _Malformed(f"the reply is not a JSON object: {_snippet(content)}")
+        raise _Malformed(f"the reply is not a JSON object: {snippet(content)}")
     missing = [key for key in ("reasoning", "blocker_key") if key not in data]
     if missing:
-        raise _Malformed(f"the reply lacks the key(s) {', '.join(missing)}: {_snippet(content)}")
+        raise _Malformed(f"the reply lacks the key(s) {', '.join(missing)}: {snippet(content)}")
     reasoning, key = data["reasoning"], data["blocker_key"]
     if not isinstance(reasoning, str):
         raise _Malformed("reasoning is not a string")
@@ -140,11 +146,6 @@ def parse_reply(content: str, ids: set[str]) -> _Parsed:
     if key is not None and key not in ids:
         raise _Malformed(f"blocker_key {key!r} is not one of the registered ids")
     return _Parsed(reasoning=reasoning, blocker_key=key)
-
-
-def _snippet(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class LLMJudge:
@@ -164,13 +165,11 @@ class LLMJudge:
         max_retries: int = 2,
         version: str = PROMPT_VERSION,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -265,15 +264,8 @@ class LLMJudge:
             f"{1 + self.max_retries} tries"
         )
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-        if key:  # unset or empty: no header (a local vLLM needs none; a 401 says otherwise)
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
     def _complete(self, messages: list[dict]) -> str:
-        """One chat completion; returns the content, or raises _ServerError / _Malformed."""
+        """One chat completion; returns the content, or raises _ServerError / JudgeError."""
         body = {
             "model": self.model,
             "messages": messages,
@@ -282,52 +274,22 @@ class LLMJudge:
             "max_tokens": _MAX_TOKENS,
             "response_format": {"type": "json_object"},
         }
-        request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
-            self.url,
-            data=json.dumps(body).encode(),
-            headers=self._headers(),
-            method="POST",
-        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            detail = _snippet(error.read().decode("utf-8", "replace"))
-            if error.code >= 500 or error.code == 429:
-                raise _ServerError(f"HTTP {error.code} {detail}".rstrip()) from error
-            hint = ""
-            if (
-                error.code in (401, 403)
-                and self.api_key_env
-                and not os.environ.get(self.api_key_env)
-            ):
-                hint = f" (the environment variable {self.api_key_env} is not set)"
-            raise JudgeError(
-                f"the judge endpoint answered HTTP {error.code}{hint}: {detail}".rstrip()
-            ) from error
-        except TimeoutError as error:
-            raise self._timeout() from error
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, TimeoutError):
-                raise self._timeout() from error
-            raise JudgeError(
-                f"could not reach the judge endpoint {self.url}: {error.reason}"
-            ) from error
-        except OSError as error:  # connection reset mid-answer and the like
-            raise JudgeError(f"the judge endpoint {self.url} failed: {error}") from error
-        try:
-            reply = json.loads(raw)
-            content = reply["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as error:
-            raise _ServerError(
-                f"not a chat completion: {_snippet(raw.decode('utf-8', 'replace'))}"
-            ) from error
+            choice = chat_completion(
+                base_url=self.base_url,
+                body=body,
+                api_key_env=self.api_key_env,
+                timeout_s=self.timeout_s,
+                what="the judge endpoint",
+            )
+        except ChatRetryable as error:
+            raise _ServerError(str(error)) from error
+        except ChatError as error:
+            raise JudgeError(str(error)) from error
+        content = choice["message"].get("content")
         if not isinstance(content, str):
             raise _ServerError("the chat completion has no text content")
         return content
-
-    def _timeout(self) -> JudgeError:
-        return JudgeError(f"the judge endpoint did not answer within {self.timeout_s:g} s")
 
 
 class _ServerError(Exception):
