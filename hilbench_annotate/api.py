@@ -8,6 +8,7 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation import api as evaluation_api
 from hilbench_annotate import selectors, services
 from hilbench_annotate.access import (
     access_blocker,
@@ -189,4 +190,5 @@ urlpatterns = [
     ),
     *review_api.urlpatterns,
     *judge_api.urlpatterns,
+    *evaluation_api.urlpatterns,
 ]

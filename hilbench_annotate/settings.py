@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "review",
     "validators",
     "judge",
+    "evaluation",
 ]
 
 MIDDLEWARE = [

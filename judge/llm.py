@@ -275,7 +275,7 @@ class LLMJudge:
             "response_format": {"type": "json_object"},
         }
         try:
-            choice = chat_completion(
+            reply = chat_completion(
                 base_url=self.base_url,
                 body=body,
                 api_key_env=self.api_key_env,
@@ -286,7 +286,7 @@ class LLMJudge:
             raise _ServerError(str(error)) from error
         except ChatError as error:
             raise JudgeError(str(error)) from error
-        content = choice["message"].get("content")
+        content = reply.message.get("content")
         if not isinstance(content, str):
             raise _ServerError("the chat completion has no text content")
         return content

@@ -53,6 +53,9 @@ class AskHumanCall(models.Model):
     capped = models.BooleanField(default=False)
     reason = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    client_time = models.CharField(
+        max_length=40, blank=True, help_text="When the agent asked, as its harness reported it"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

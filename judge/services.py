@@ -125,7 +125,7 @@ def ask_human_run_start(*, task: Task, actor, label: str = "") -> AskHumanRun:
     )
 
 
-def ask_human(*, run: AskHumanRun, actor, question: str) -> AskHumanCall:
+def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") -> AskHumanCall:
     """Answer one agent question and log it. A judge failure is logged and raised, never
     turned into "irrelevant question"."""
     if run.created_by_id != actor.pk and not actor.is_superuser:
@@ -144,6 +144,7 @@ def ask_human(*, run: AskHumanRun, actor, question: str) -> AskHumanCall:
             response=IRRELEVANT,
             capped=True,
             reason=f"answer cap of {run.answer_cap} reached",
+            client_time=client_time[:40],
         )
     judge = get_judge(project=run.task.project)
     if judge.version != run.judge_version:
@@ -153,7 +154,9 @@ def ask_human(*, run: AskHumanRun, actor, question: str) -> AskHumanCall:
     try:
         verdict = judge_cached(judge=judge, registry=registry, question=question)
     except JudgeError as exc:
-        AskHumanCall.objects.create(run=run, question=question, error=str(exc))
+        AskHumanCall.objects.create(
+            run=run, question=question, error=str(exc), client_time=client_time[:40]
+        )
         raise
     duplicate = (
         bool(verdict.blocker_id) and run.calls.filter(blocker_key=verdict.blocker_id).exists()
@@ -170,4 +173,5 @@ def ask_human(*, run: AskHumanRun, actor, question: str) -> AskHumanCall:
         response=response,
         duplicate=duplicate,
         reason=verdict.reason[:2000],
+        client_time=client_time[:40],
     )

@@ -5,6 +5,9 @@ tooltip and prints its value, so the numbers are readable without hovering or co
 Labels are escaped here: callers pass plain text.
 """
 
+import math
+from collections.abc import Sequence
+
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -179,4 +182,192 @@ def column_chart(
         )
     return mark_safe(  # noqa: S308 - every part is built with format_html
         _open_svg(width=width, height=height, title=title) + "".join(columns) + "</svg>"
+    )
+
+
+# Distinct hues that stay apart for common colour-vision deficiencies; series beyond the
+# palette reuse it, and the legend names every line so colour is never the only cue.
+LINE_COLOURS = ("#2f5bd3", "#d1495b", "#1b998b", "#e59500", "#7b2cbf", "#5f6b7a")
+
+
+def _tick(value: float) -> str:
+    """Tick labels: at most two decimals, no trailing zeros (``0.25``, ``1``, ``-0.5``)."""
+    return f"{round(value, 2) + 0.0:g}"
+
+
+def _span(low: float, high: float) -> tuple[float, float]:
+    """A degenerate range (one value) is widened so the scale does not divide by zero."""
+    return (low - 0.5, high + 0.5) if low == high else (low, high)
+
+
+def line_chart(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    width: int = 480,
+    height: int = 300,
+    y_range: tuple[float, float] | None = None,
+    diagonal: bool = False,
+) -> SafeString:
+    """One polyline per named series over shared axes, with a legend above the plot.
+
+    Points are (x, y) pairs in drawing order; non-finite ones are skipped. ``y_range``
+    fixes the y axis (points outside are drawn at its edge) so curves of several models
+    compare on one scale; by default it spans the data. ``diagonal`` adds a dashed line
+    from the bottom-left to the top-right corner, the random baseline of a
+    Delta-Burden Curve.
+    """
+    lines = [
+        (
+            str(name),
+            [
+                (float(x), float(y))
+                for x, y in points
+                if math.isfinite(float(x)) and math.isfinite(float(y))
+            ],
+        )
+        for name, points in series
+    ]
+    every_point = [point for _, points in lines for point in points]
+    if not every_point:
+        return _empty(width=width, title=title)
+    x_min, x_max = _span(min(x for x, _ in every_point), max(x for x, _ in every_point))
+    if y_range is not None:
+        y_min, y_max = _span(float(y_range[0]), float(y_range[1]))
+    else:
+        y_min, y_max = _span(min(y for _, y in every_point), max(y for _, y in every_point))
+
+    # Legend entries flow left to right and wrap; ~7 px a character at font-size 12.
+    entries = [(name, LINE_COLOURS[i % len(LINE_COLOURS)], "") for i, (name, _) in enumerate(lines)]
+    if diagonal:
+        entries.append(("Random", MUTED, "4 3"))
+    legend, cursor_x, row = [], 8.0, 0
+    for name, colour, dash in entries:
+        text = _shorten(name, 28)
+        entry_width = 26 + 7 * len(text) + 14
+        if cursor_x + entry_width > width - 8 and cursor_x > 8:
+            cursor_x, row = 8.0, row + 1
+        y = 14 + row * 18
+        legend.append(
+            format_html(
+                '<g class="legend-entry"><title>{}</title>'
+                '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2.5"'
+                ' stroke-dasharray="{}"/>'
+                '<text x="{}" y="{}" font-size="12" fill="{}">{}</text></g>',
+                name,
+                _n(cursor_x),
+                y - 4,
+                _n(cursor_x + 20),
+                y - 4,
+                colour,
+                dash or "none",
+                _n(cursor_x + 26),
+                y,
+                INK,
+                text,
+            )
+        )
+        cursor_x += entry_width
+
+    top = 14 + (row + 1) * 18
+    left, right, bottom = 56, 14, 44
+    plot_width = max(1, width - left - right)
+    plot_height = max(1, height - top - bottom)
+
+    def px(x: float) -> float:
+        return left + plot_width * (x - x_min) / (x_max - x_min)
+
+    def py(y: float) -> float:
+        y = min(max(y, y_min), y_max)
+        return top + plot_height * (1 - (y - y_min) / (y_max - y_min))
+
+    parts = []
+    ticks = 4
+    for i in range(ticks + 1):
+        x_value = x_min + (x_max - x_min) * i / ticks
+        y_value = y_min + (y_max - y_min) * i / ticks
+        parts.append(
+            format_html(
+                '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}"/>'
+                '<text x="{}" y="{}" text-anchor="end" font-size="11" fill="{}">{}</text>'
+                '<text x="{}" y="{}" text-anchor="middle" font-size="11" fill="{}">{}</text>',
+                left,
+                _n(py(y_value)),
+                left + plot_width,
+                _n(py(y_value)),
+                GRID,
+                left - 6,
+                _n(py(y_value) + 4),
+                MUTED,
+                _tick(y_value),
+                _n(px(x_value)),
+                top + plot_height + 15,
+                MUTED,
+                _tick(x_value),
+            )
+        )
+    parts.append(
+        format_html(
+            '<path d="M{} {}V{}H{}" fill="none" stroke="{}"/>'
+            '<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{}">{}</text>'
+            '<text x="{}" y="{}" text-anchor="middle" font-size="12" fill="{}"'
+            ' transform="rotate(-90 {} {})">{}</text>',
+            left,
+            top,
+            top + plot_height,
+            left + plot_width,
+            MUTED,
+            _n(left + plot_width / 2),
+            height - 8,
+            INK,
+            x_label,
+            14,
+            _n(top + plot_height / 2),
+            INK,
+            14,
+            _n(top + plot_height / 2),
+            y_label,
+        )
+    )
+    if diagonal:
+        parts.append(
+            format_html(
+                '<line class="diagonal" x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}"'
+                ' stroke-width="1.5" stroke-dasharray="4 3"><title>Random</title></line>',
+                _n(px(x_min)),
+                _n(py(y_min)),
+                _n(px(x_max)),
+                _n(py(y_max)),
+                MUTED,
+            )
+        )
+    for i, (name, points) in enumerate(lines):
+        if not points:
+            continue
+        colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+        coordinates = " ".join(f"{_n(px(x))},{_n(py(y))}" for x, y in points)
+        marker = ""
+        if len(points) == 1:  # a one-point polyline draws nothing
+            x, y = points[0]
+            marker = format_html(
+                '<circle cx="{}" cy="{}" r="3" fill="{}"/>', _n(px(x)), _n(py(y)), colour
+            )
+        parts.append(
+            format_html(
+                '<g class="series"><title>{}</title>'
+                '<polyline points="{}" fill="none" stroke="{}" stroke-width="2"'
+                ' stroke-linejoin="round"/>{}</g>',
+                name,
+                coordinates,
+                colour,
+                marker,
+            )
+        )
+    return mark_safe(  # noqa: S308 - every part is built with format_html
+        _open_svg(width=width, height=height, title=title)
+        + "".join(legend)
+        + "".join(parts)
+        + "</svg>"
     )

@@ -64,7 +64,7 @@ DEFAULT_LAYERS = [
             "Every layer was done by a different person",
             "Ready to export",
         ],
-        "gates": ["lint_clean", "structural"],
+        "gates": ["lint_clean", "structural", "pass_rate"],
     },
 ]
 
@@ -101,10 +101,19 @@ def _structural(task) -> tuple[bool, str]:
     return (not reds, "; ".join(reds) or "every structural check passed on the current revision")
 
 
-# name -> check(task) -> (green, message): the lint, and the validators' check groups.
+def _pass_rate(task) -> tuple[bool, str]:
+    """The project's selection thresholds keep the task (evaluation.selectors)."""
+    from evaluation.selectors import pass_rate_gate
+
+    return pass_rate_gate(task)
+
+
+# name -> check(task) -> (green, message): the lint, the validators' check groups, and the
+# pass-rate selection of model runs.
 GATES: dict[str, Callable] = {
     "lint_clean": _lint_clean,
     "structural": _structural,
+    "pass_rate": _pass_rate,
     **{
         name: _validation(name)
         for name in (

@@ -171,6 +171,10 @@ def run_structural_checks(task):
     validation_run_execute_service(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", list(run.results.values_list("check_name", "message"))
+    # …and on the pass-rate selection of model runs.
+    from tests.evaluation.util import keep_by_pass_rate
+
+    keep_by_pass_rate(task)
 
 
 def decide(api, user, task, outcome, revision, **payload):
@@ -310,7 +314,7 @@ def test_a_task_walks_all_six_layers_with_six_people_and_one_round_of_changes(
 
     refused(author, 6, authored)
     refused(peer, 6, peer_acted)
-    # Final sign-off is gated on the structural checks of the current revision.
+    # Final sign-off is gated on the structural checks and the pass-rate selection.
     run_structural_checks(task)
     approve(lead, 6)
     assert state(task) == ("approved", None)

@@ -1,0 +1,116 @@
+"""Evaluation API: the shaped reward for a training loop, the leaderboard, results upload."""
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hilbench_annotate.access import access_project, access_task
+from hilbench_annotate.errors import AccessDenied
+from judge.models import AskHumanRun
+
+from .selectors import ask_human_run_reward, leaderboard, task_selection
+from .services import results_upload_start
+
+READERS = ("author", "reviewer", "auditor", "lead")
+
+
+class RewardIn(serializers.Serializer):
+    run = serializers.IntegerField(help_text="An ask_human run (POST /api/ask_human/runs)")
+
+
+class RewardOut(serializers.Serializer):
+    run = serializers.IntegerField()
+    reward = serializers.FloatField(help_text="Σ per-question rewards + terminal coverage")
+    steps = serializers.ListField(child=serializers.FloatField())
+    terminal = serializers.FloatField()
+    discovered = serializers.ListField(child=serializers.CharField())
+    ask_precision = serializers.FloatField()
+    ask_recall = serializers.FloatField()
+    ask_f1 = serializers.FloatField()
+
+
+class RewardApi(APIView):
+    """+0.3 per question that targets a registered blocker, −0.1 per irrelevant or duplicate
+    one, plus the share of blockers discovered (the paper's shaped Ask-F1 reward)."""
+
+    @extend_schema(request=RewardIn, responses=RewardOut)
+    def post(self, request):
+        data = RewardIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = get_object_or_404(AskHumanRun, pk=data.validated_data["run"])
+        if run.created_by_id != request.user.pk and not request.user.is_superuser:
+            raise AccessDenied("This ask_human run belongs to another caller.")
+        return Response(RewardOut(ask_human_run_reward(run)).data)
+
+
+class LeaderboardRow(serializers.Serializer):
+    model = serializers.CharField()
+    mode = serializers.CharField()
+    tasks = serializers.IntegerField()
+    passes = serializers.IntegerField()
+    pass_at_1 = serializers.FloatField(allow_null=True, required=False)
+    pass_at_2 = serializers.FloatField(allow_null=True, required=False)
+    pass_at_3 = serializers.FloatField(allow_null=True, required=False)
+    ask_precision = serializers.FloatField(required=False)
+    ask_recall = serializers.FloatField(required=False)
+    ask_f1 = serializers.FloatField(required=False)
+    questions_per_pass = serializers.FloatField(required=False)
+    duplicate_rate = serializers.FloatField(allow_null=True, required=False)
+    reward_mean = serializers.FloatField(required=False)
+    audbc = serializers.DictField(child=serializers.FloatField(allow_null=True))
+
+
+class LeaderboardApi(APIView):
+    @extend_schema(responses=LeaderboardRow(many=True))
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, roles=READERS)
+        domain = request.query_params.get("domain") or None
+        return Response(LeaderboardRow(leaderboard(project, domain=domain), many=True).data)
+
+
+class ResultsIn(serializers.Serializer):
+    file = serializers.FileField(help_text=".jsonl, or a results folder as .zip / .tar.gz")
+    model = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class ResultsApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request=ResultsIn, responses={202: serializers.ListField()})
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, roles=("lead",))
+        data = ResultsIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        with transaction.atomic():
+            runs = results_upload_start(
+                project=project,
+                actor=request.user,
+                upload=data.validated_data["file"],
+                model_name=data.validated_data.get("model", ""),
+            )
+        body = [{"run": r.pk, "model": r.model_name, "passes": r.total} for r in runs]
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class SelectionApi(APIView):
+    @extend_schema(responses=serializers.DictField())
+    def get(self, request, task_id: int):
+        task = access_task(request.user, task_id)
+        return Response(task_selection(task))
+
+
+urlpatterns = [
+    path("reward", RewardApi.as_view(), name="api-reward"),
+    path(
+        "projects/<int:project_id>/leaderboard",
+        LeaderboardApi.as_view(),
+        name="api-leaderboard",
+    ),
+    path("projects/<int:project_id>/results", ResultsApi.as_view(), name="api-results"),
+    path("tasks/<int:task_id>/selection", SelectionApi.as_view(), name="api-task-selection"),
+]

@@ -1,0 +1,325 @@
+"""Benchmark metrics as pure functions: pass@k, Ask-F1, the RL reward and support seeking.
+
+No Django here on purpose: the same numbers must come out of imported run results, the
+dashboard and offline scripts, and pure functions are what the tests can pin exactly.
+
+Definitions follow ``design/PRODUCT.md`` ("Metrics"): Ask-F1 and pass@k as the HiL-Bench
+release computes them, the shaped reward from the HiL-Bench paper, and the Delta-Burden
+Curve, AUDBC, P_ask/R_ask and flip rate from "I Need Help! Evaluating LLM's Ability to
+Ask for Users' Support".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import groupby
+
+# --- pass@k ---------------------------------------------------------------------------
+
+
+def pass_at_k(passes: Sequence[bool], k: int) -> bool | None:
+    """Whether any of the first ``k`` passes solved the task.
+
+    ``None`` when fewer than ``k`` passes ran: counting such a task as failed would
+    punish it for runs that never happened.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    if len(passes) < k:
+        return None
+    return any(passes[:k])
+
+
+def pass_at_k_rate(per_task: Mapping[str, Sequence[bool]], k: int) -> float | None:
+    """Share of tasks solved within ``k`` passes, over the tasks that have ``k`` passes.
+
+    ``None`` when no task has: a rate over nothing is not 0%.
+    """
+    results = [pass_at_k(passes, k) for passes in per_task.values()]
+    known = [result for result in results if result is not None]
+    if not known:
+        return None
+    return sum(known) / len(known)
+
+
+# --- Ask-F1 -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskScore:
+    """Counts rather than ratios, so runs can be summed for the micro average."""
+
+    matched: int
+    calls: int
+    blockers: int
+
+    @property
+    def precision(self) -> float:
+        """Distinct blockers matched per ``ask_human`` call (0.0 when nothing was asked)."""
+        return self.matched / self.calls if self.calls else 0.0
+
+    @property
+    def recall(self) -> float:
+        """Share of the task's blockers found (0.0 for a task without blockers)."""
+        return self.matched / self.blockers if self.blockers else 0.0
+
+    @property
+    def f1(self) -> float:
+        precision, recall = self.precision, self.recall
+        if precision + recall == 0:
+            return 0.0
+        return 2 * precision * recall / (precision + recall)
+
+
+def ask_score(calls: Sequence[str | None], *, blocker_count: int) -> AskScore:
+    """Score one run's ``ask_human`` calls, in order.
+
+    Each item is the blocker id the judge matched, or ``None`` for an irrelevant,
+    rejected, capped or failed call. As in the release, every call counts in the
+    precision denominator (so asking the same thing twice costs precision) while only
+    distinct blockers count as matched.
+    """
+    if blocker_count < 0:
+        raise ValueError(f"blocker_count cannot be negative, not {blocker_count}")
+    matched = len({call for call in calls if call is not None})
+    if matched > blocker_count:
+        raise ValueError(f"{matched} distinct blockers matched but the task has {blocker_count}")
+    return AskScore(matched=matched, calls=len(calls), blockers=blocker_count)
+
+
+def ask_score_micro(scores: Iterable[AskScore]) -> AskScore:
+    """Micro average: sum the counts over all task x pass runs (the headline figure).
+
+    A macro mean of per-run F1 would let a run with one lucky call weigh as much as a
+    run with twenty.
+    """
+    matched = calls = blockers = 0
+    for score in scores:
+        matched += score.matched
+        calls += score.calls
+        blockers += score.blockers
+    return AskScore(matched=matched, calls=calls, blockers=blockers)
+
+
+def _duplicates(calls: Sequence[str | None]) -> int:
+    seen: set[str] = set()
+    duplicates = 0
+    for call in calls:
+        if call is None:
+            continue
+        if call in seen:
+            duplicates += 1
+        seen.add(call)
+    return duplicates
+
+
+def duplicate_rate(calls: Sequence[str | None]) -> float | None:
+    """Share of a run's calls that re-asked a blocker an earlier call already resolved.
+
+    Shows how much of a low precision is repetition rather than irrelevance.
+    """
+    if not calls:
+        return None
+    return _duplicates(calls) / len(calls)
+
+
+def duplicate_rate_micro(runs: Iterable[Sequence[str | None]]) -> float | None:
+    """Duplicates over calls, summed across runs (``None`` when no run asked anything)."""
+    duplicates = calls = 0
+    for run in runs:
+        duplicates += _duplicates(run)
+        calls += len(run)
+    return duplicates / calls if calls else None
+
+
+# --- RL reward --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reward:
+    """The per-call rewards as well as the total, so a trainer can see where it came from."""
+
+    steps: tuple[float, ...]
+    terminal: float
+    discovered: tuple[str, ...]
+
+    @property
+    def total(self) -> float:
+        """Rounded to 10 decimals: 0.3 - 0.1 + ... otherwise prints as 0.19999999999999998."""
+        return round(sum(self.steps) + self.terminal, 10)
+
+
+def shaped_reward(
+    calls: Sequence[str | None],
+    *,
+    blocker_ids: Sequence[str],
+    hit: float = 0.3,
+    miss: float = -0.1,
+    coverage: float = 1.0,
+) -> Reward:
+    """The HiL-Bench paper's shaped reward for one run's ``ask_human`` calls.
+
+    A call earns ``hit`` only the first time it resolves a registered blocker; an
+    irrelevant call (``None``), a repeat, or an id outside ``blocker_ids`` earns ``miss``,
+    so spamming questions never pays. The terminal term rewards coverage of the blockers.
+    """
+    registered = set(blocker_ids)
+    discovered: list[str] = []
+    steps: list[float] = []
+    for call in calls:
+        if call is not None and call in registered and call not in discovered:
+            discovered.append(call)
+            steps.append(hit)
+        else:
+            steps.append(miss)
+    terminal = coverage * len(discovered) / len(registered) if registered else 0.0
+    return Reward(steps=tuple(steps), terminal=terminal, discovered=tuple(discovered))
+
+
+# --- Support seeking ("I Need Help!") ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SupportRecord:
+    """One instance: the model's need-for-help score and whether it was right without and
+    with the user's support."""
+
+    score: float
+    correct: bool
+    correct_with_support: bool
+
+    def __post_init__(self) -> None:
+        # ``not 0 <= score <= 1`` is also true for NaN, which would otherwise sort anywhere.
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score must be in [0, 1], not {self.score}")
+
+
+def _gain(record: SupportRecord) -> int:
+    return int(record.correct_with_support) - int(record.correct)
+
+
+def _originally_wrong(record: SupportRecord) -> int:
+    return 0 if record.correct else 1
+
+
+def _expected_cumulative(
+    records: Sequence[SupportRecord], value: Callable[[SupportRecord], int]
+) -> list[Fraction]:
+    """Expected sum of ``value`` over the first k instances asked, for k = 0..N.
+
+    Instances are asked by descending score; within a group of equal scores the order is
+    random, so inside a group the expected sum is the linear interpolation between the
+    exact sums at the group's boundaries. This is what makes a constant scorer land
+    exactly on the random baseline. Fractions keep that exact (0.5, not 0.4999...).
+    """
+    ordered = sorted(records, key=lambda record: record.score, reverse=True)
+    sums = [Fraction(0)]
+    for _, group in groupby(ordered, key=lambda record: record.score):
+        members = list(group)
+        start = sums[-1]
+        total = sum(value(record) for record in members)
+        size = len(members)
+        sums.extend(start + Fraction(total * j, size) for j in range(1, size + 1))
+    return sums
+
+
+def delta_burden_curve(records: Sequence[SupportRecord]) -> list[tuple[float, float]]:
+    """The Delta-Burden Curve: (burden k/N, Δ(k)) for asking the top k, k = 0..N.
+
+    Δ(k) is the accuracy gained by giving support to the k asked instances, i.e. their
+    (correct_with_support − correct) summed, over N.
+    """
+    n = len(records)
+    if not n:
+        return []
+    sums = _expected_cumulative(records, _gain)
+    return [(k / n, float(sums[k] / n)) for k in range(n + 1)]
+
+
+def audbc(records: Sequence[SupportRecord]) -> float | None:
+    """Area under the DBC, normalised by the maximal gain G so models compare on one scale.
+
+    The mean of Δ(k) over k = 0..N divided by G; a random (or constant) scorer gives 0.5.
+    ``None`` when there are no records or support does not help overall (G <= 0), where
+    the normalisation is meaningless.
+    """
+    n = len(records)
+    if not n:
+        return None
+    total_gain = sum(_gain(record) for record in records)
+    if total_gain <= 0:
+        return None
+    sums = _expected_cumulative(records, _gain)
+    # mean(S(k)/N) / (total_gain/N) == sum(S(k)) / ((N + 1) * total_gain)
+    return float(sum(sums) / ((n + 1) * total_gain))
+
+
+def ask_pr_curve(records: Sequence[SupportRecord]) -> list[tuple[float, float, float]]:
+    """(burden k/N, P_ask, R_ask) for k = 1..N, originally-wrong instances as positives.
+
+    Separates knowing *when* to ask from using the answer well (the flip rate).
+    """
+    n = len(records)
+    wrong = sum(_originally_wrong(record) for record in records)
+    sums = _expected_cumulative(records, _originally_wrong)
+    return [
+        (k / n, float(sums[k] / k), float(sums[k] / wrong) if wrong else 0.0)
+        for k in range(1, n + 1)
+    ]
+
+
+def flip_rate_curve(records: Sequence[SupportRecord]) -> list[tuple[float, float]]:
+    """(burden k/N, FR(k)) for k = 1..N: the gain per asked instance, i.e. how well the
+    model uses the support it asked for."""
+    n = len(records)
+    sums = _expected_cumulative(records, _gain)
+    return [(k / n, float(sums[k] / k)) for k in range(1, n + 1)]
+
+
+def support_summary(records: Sequence[SupportRecord], *, threshold: float = 0.5) -> dict:
+    """The headline support-seeking figures, plus the operating point at ``threshold``.
+
+    The model asks when its score is >= ``threshold``; values that would divide by zero
+    are ``None`` rather than a misleading 0.
+    """
+    n = len(records)
+    correct = sum(record.correct for record in records)
+    with_support = sum(record.correct_with_support for record in records)
+    wrong = n - correct
+    asked = [record for record in records if record.score >= threshold]
+    k = len(asked)
+    asked_gain = sum(_gain(record) for record in asked)
+    asked_wrong = sum(_originally_wrong(record) for record in asked)
+    return {
+        "n": n,
+        "accuracy": correct / n if n else None,
+        "accuracy_with_support": with_support / n if n else None,
+        "max_gain": (with_support - correct) / n if n else None,
+        "audbc": audbc(records),
+        "burden": k / n if n else None,
+        "delta": asked_gain / n if n else None,
+        "p_ask": asked_wrong / k if k else None,
+        "r_ask": asked_wrong / wrong if wrong else None,
+        "flip_rate": asked_gain / k if k else None,
+    }
+
+
+__all__ = [
+    "AskScore",
+    "Reward",
+    "SupportRecord",
+    "ask_pr_curve",
+    "ask_score",
+    "ask_score_micro",
+    "audbc",
+    "delta_burden_curve",
+    "duplicate_rate",
+    "duplicate_rate_micro",
+    "flip_rate_curve",
+    "pass_at_k",
+    "pass_at_k_rate",
+    "shaped_reward",
+    "support_summary",
+]

@@ -1,0 +1,226 @@
+"""Model runs of a project's tasks, their passes, and the thresholds that select tasks.
+
+A pass in ``ask_human`` mode logs its questions through the judge's own ``AskHumanRun`` /
+``AskHumanCall`` tables (the same service the evaluation API uses), so there is one record of
+what an agent asked and what the judge matched, however the run reached us.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from hilbench_annotate.models import Project, Revision, Task
+
+
+class Mode(models.TextChoices):
+    BASELINE = "baseline", "baseline (blocked task)"
+    FULL_INFO = "full_info", "full_info (blocked task + resolutions)"
+    ASK_HUMAN = "ask_human", "ask_human (blocked task + ask_human tool)"
+
+
+class ModelEndpoint(models.Model):
+    """An OpenAI-compatible chat endpoint a lead registered. The key never lives here: only
+    the name of the environment variable that holds it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="endpoints")
+    name = models.CharField(max_length=100, help_text="Shown on the leaderboard")
+    base_url = models.URLField(help_text="…/v1 of an OpenAI-compatible server")
+    model = models.CharField(max_length=200, help_text="The model name the server expects")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Environment variable holding the API key"
+    )
+    concurrency = models.PositiveSmallIntegerField(default=1)
+    timeout_s = models.FloatField(default=60.0)
+    max_turns = models.PositiveSmallIntegerField(
+        default=12, help_text="Model turns per pass before the pass counts as failed"
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="endpoint_name_unique"),
+            models.CheckConstraint(
+                condition=models.Q(concurrency__gte=1, concurrency__lte=32),
+                name="endpoint_concurrency_1_32",
+            ),
+            models.CheckConstraint(condition=models.Q(timeout_s__gt=0), name="endpoint_timeout"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model})"
+
+
+class EvaluationRun(models.Model):
+    """A batch of passes of one model: run here against an endpoint, or imported."""
+
+    class Source(models.TextChoices):
+        BUILTIN = "builtin", "Built-in SQL runner"
+        IMPORTED = "imported", "Imported results"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED)
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evaluation_runs")
+    source = models.CharField(max_length=10, choices=Source.choices)
+    endpoint = models.ForeignKey(
+        ModelEndpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    model_name = models.CharField(max_length=200, help_text="Leaderboard row")
+    modes = models.JSONField(default=list)
+    passes = models.PositiveSmallIntegerField(default=3, help_text="k: passes per task and mode")
+    task_ids = models.JSONField(default=list, blank=True)
+    pending = models.JSONField(
+        default=list, blank=True, help_text="Validated imported passes the worker has yet to store"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}: {self.model_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class TaskPass(models.Model):
+    """One attempt of one model at one task in one mode."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="task_passes")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="task_passes")
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    mode = models.CharField(max_length=10, choices=Mode.choices)
+    index = models.PositiveSmallIntegerField(help_text="1-based pass number")
+    resolved = models.BooleanField()
+    blocker_count = models.PositiveSmallIntegerField()
+    ask_human_run = models.OneToOneField(
+        "judge.AskHumanRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="task_pass",
+    )
+    final_sql = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True, help_text="Scoring, turns, reasons")
+    error = models.TextField(blank=True, help_text="Why the pass could not finish, if it did not")
+    tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "task", "mode", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "task", "mode", "index"], name="one_pass_per_index"
+            ),
+            models.CheckConstraint(condition=models.Q(index__gte=1), name="pass_index_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} {self.mode} pass {self.index}: {self.resolved}"
+
+
+class SelectionPolicy(models.Model):
+    """A project's pass-rate thresholds: a task is kept when models solve it with full
+    information and fail without the resolutions."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="selection_policy"
+    )
+    k = models.PositiveSmallIntegerField(default=3)
+    full_info_min = models.FloatField(default=0.67, help_text="Mean full_info pass@k ≥ this")
+    baseline_max = models.FloatField(default=0.34, help_text="Mean baseline pass@k ≤ this")
+    min_models = models.PositiveSmallIntegerField(
+        default=1, help_text="Models with k passes in both modes needed to decide"
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(k__gte=1, k__lte=10), name="policy_k"),
+            models.CheckConstraint(
+                condition=models.Q(full_info_min__gte=0, full_info_min__lte=1)
+                & models.Q(baseline_max__gte=0, baseline_max__lte=1),
+                name="policy_thresholds_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"selection policy of {self.project}"
+
+
+class SupportStudy(models.Model):
+    """Need-for-help scores of one model and method (the second paper), run here or imported."""
+
+    class Method(models.TextChoices):
+        DIRECT_ASK = "direct_ask", "Direct Ask"
+        WRITE_THEN_ASK = "write_then_ask", "Write then Ask"
+        EXECUTE_THEN_ASK = "execute_then_ask", "Execute then Ask"
+        IMPORTED = "imported", "Imported scores"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="support_studies")
+    model_name = models.CharField(max_length=200)
+    method = models.CharField(max_length=20, choices=Method.choices)
+    endpoint = models.ForeignKey(
+        ModelEndpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="studies"
+    )
+    task_ids = models.JSONField(default=list, blank=True)
+    status = models.CharField(
+        max_length=10, choices=EvaluationRun.Status.choices, default=EvaluationRun.Status.QUEUED
+    )
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_method_display()} study {self.pk}: {self.model_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in EvaluationRun.FINISHED
+
+
+class SupportRecord(models.Model):
+    study = models.ForeignKey(SupportStudy, on_delete=models.CASCADE, related_name="records")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    score = models.FloatField(help_text="Need-for-help score in [0, 1]")
+    score_source = models.CharField(max_length=12, blank=True, help_text="logprobs / verbalised")
+    correct = models.BooleanField(help_text="Correct without support")
+    correct_with_support = models.BooleanField()
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["study", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "task"], name="one_record_per_task"),
+            models.CheckConstraint(
+                condition=models.Q(score__gte=0, score__lte=1), name="support_score_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.score:.3f}"

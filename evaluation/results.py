@@ -1,0 +1,253 @@
+"""Reading model-run results from any harness, validated before anything is stored.
+
+Two formats:
+
+* **JSONL**, one pass per line:
+  ``{"task": …, "mode": "baseline|full_info|ask_human", "pass": 1, "resolved": true,
+  "questions": [{"text": …, "time": …}], "tokens": 123, "cost": 0.01}``; ``questions``,
+  ``tokens`` and ``cost`` are optional (questions only in ``ask_human`` mode). ``task`` is the
+  task's source id in the project (``sql_3``, ``financial/123``…) or its numeric id.
+* **A HiL-Bench results folder**: ``pass_level_metrics.csv`` with the columns ``model``,
+  ``task``, ``mode`` (or ``condition``), ``pass`` (or ``pass_idx``) and ``resolved`` (or
+  ``passed`` / ``success`` / ``reward``), optionally ``tokens`` and ``cost``; the questions of
+  an ``ask_human`` pass come from
+  ``trajectories/<mode>/<model>/<task>/pass_<i>_trajectory.json`` — the steps whose ``tool``
+  is ``ask_human`` (the question is ``tool_input``, a string or ``{"question": …}``).
+
+Every problem is collected with its line (or file) before anything is refused, so one upload
+shows every mistake; a file with any problem imports nothing (``ImportRefused``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hilbench_annotate.errors import ImportRefused
+
+MODES = ("baseline", "full_info", "ask_human")
+MAX_QUESTION_CHARS = 4000
+_TRUE = {"1", "1.0", "true", "yes", "pass", "passed", "resolved"}
+_FALSE = {"0", "0.0", "false", "no", "fail", "failed", "unresolved", ""}
+
+
+@dataclass
+class PassRecord:
+    task_id: int
+    mode: str
+    index: int
+    resolved: bool
+    questions: list[dict] = field(default_factory=list)  # {"text", "time"}
+    tokens: int | None = None
+    cost: float | None = None
+
+    def as_json(self) -> dict:
+        return {
+            "task_id": self.task_id,
+            "mode": self.mode,
+            "index": self.index,
+            "resolved": self.resolved,
+            "questions": self.questions,
+            "tokens": self.tokens,
+            "cost": self.cost,
+        }
+
+
+# task reference (as written in the file) -> task id, or None when the project has no such task
+TaskResolver = Callable[[str], int | None]
+
+
+def _questions(value: object, mode: str) -> list[dict]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError("questions must be a list of {text, time}")
+    if value and mode != "ask_human":
+        raise ValueError(f"a {mode} pass cannot have questions (only ask_human has the tool)")
+    out = []
+    for n, item in enumerate(value, start=1):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict):
+            raise ValueError(f"question {n} is neither text nor an object")
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"question {n} has no text")
+        if len(text) > MAX_QUESTION_CHARS:
+            raise ValueError(f"question {n} is longer than {MAX_QUESTION_CHARS} characters")
+        time = item.get("time", "")
+        if not isinstance(time, str | int | float) or isinstance(time, bool):
+            raise ValueError(f"question {n} has a time that is neither text nor a number")
+        out.append({"text": text.strip(), "time": str(time)[:40]})
+    return out
+
+
+def _bool(value: object, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def _count(value: object, name: str, *, number: type = int) -> int | float | None:
+    if value is None or value == "":
+        return None
+    try:
+        parsed = number(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        parsed = None
+    if parsed is None or parsed < 0:
+        raise ValueError(f"{name} must be a number ≥ 0, not {value!r}")
+    return parsed
+
+
+def _record(data: dict, resolve: TaskResolver) -> PassRecord:
+    unknown = sorted(
+        set(data) - {"task", "mode", "pass", "resolved", "questions", "tokens", "cost"}
+    )
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+    for key in ("task", "mode", "pass", "resolved"):
+        if key not in data:
+            raise ValueError(f"missing {key}")
+    task_id = resolve(str(data["task"]))
+    if task_id is None:
+        raise ValueError(f"the project has no task {data['task']!r}")
+    mode = data["mode"]
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    index = data["pass"]
+    if isinstance(index, str) and index.strip().isdigit():
+        index = int(index)
+    if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index <= 100:
+        raise ValueError(f"pass must be a whole number from 1 to 100, not {data['pass']!r}")
+    return PassRecord(
+        task_id=task_id,
+        mode=mode,
+        index=index,
+        resolved=_bool(data["resolved"], "resolved"),
+        questions=_questions(data.get("questions"), mode),
+        tokens=_count(data.get("tokens"), "tokens"),
+        cost=_count(data.get("cost"), "cost", number=float),
+    )
+
+
+def _refuse_problems(records: list[tuple[object, PassRecord]], problems: list) -> None:
+    seen: dict[tuple, object] = {}
+    for where, record in records:
+        key = (record.task_id, record.mode, record.index)
+        if key in seen:
+            problems.append((where, f"the same task, mode and pass as {seen[key]}"))
+        seen.setdefault(key, where)
+
+
+def parse_jsonl(lines: Iterable[str], resolve: TaskResolver, *, name: str) -> list[PassRecord]:
+    records: list[tuple[object, PassRecord]] = []
+    problems: list[tuple[object, str]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            data = json.loads(line)
+        except ValueError as error:
+            problems.append((where, f"not JSON ({error.args[0]})"))
+            continue
+        if not isinstance(data, dict):
+            problems.append((where, "not a JSON object"))
+            continue
+        try:
+            records.append((where, _record(data, resolve)))
+        except ValueError as error:
+            problems.append((where, str(error)))
+    _refuse_problems(records, problems)
+    if problems:
+        raise ImportRefused(f"{name}: {len(problems)} bad line(s); nothing was imported", problems)
+    if not records:
+        raise ImportRefused(f"{name}: no results in the file; nothing was imported", [])
+    return [record for _, record in records]
+
+
+def _column(row: dict, *names: str) -> object:
+    for name in names:
+        if name in row:
+            return row[name]
+    return None
+
+
+def _trajectory_questions(path: Path) -> list[dict]:
+    try:
+        steps = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path.name} is not readable JSON ({error})") from None
+    if isinstance(steps, dict):
+        steps = steps.get("steps", steps.get("trajectory"))
+    if not isinstance(steps, list):
+        raise ValueError(f"{path.name} holds no list of steps")
+    questions = []
+    for n, step in enumerate(steps, start=1):
+        if not isinstance(step, dict) or step.get("tool") != "ask_human":
+            continue
+        asked = step.get("tool_input")
+        if isinstance(asked, dict):
+            asked = asked.get("question")
+        if not isinstance(asked, str) or not asked.strip():
+            raise ValueError(f"{path.name}: step {n} calls ask_human without a question")
+        questions.append({"text": asked, "time": step.get("time", "")})
+    return questions
+
+
+def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[PassRecord]]:
+    """model -> its passes, from a HiL-Bench results folder."""
+    csv_path = next(iter(sorted(root.rglob("pass_level_metrics.csv"))), None)
+    if csv_path is None:
+        raise ImportRefused(f"{root.name}: no pass_level_metrics.csv in the folder", [])
+    base = csv_path.parent
+    problems: list[tuple[object, str]] = []
+    by_model: dict[str, list[tuple[object, PassRecord]]] = {}
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.DictReader(handle), start=2):
+            where = f"pass_level_metrics.csv line {number}"
+            model = (row.get("model") or "").strip()
+            data = {
+                "task": _column(row, "task", "task_name", "task_id"),
+                "mode": _column(row, "mode", "condition"),
+                "pass": _column(row, "pass", "pass_idx", "pass_index"),
+                "resolved": _column(row, "resolved", "passed", "success", "reward"),
+                "tokens": _column(row, "tokens", "total_tokens"),
+                "cost": _column(row, "cost"),
+            }
+            data = {k: v for k, v in data.items() if v is not None}
+            try:
+                if not model:
+                    raise ValueError("missing model")
+                record = _record(data, resolve)
+                trajectory = (
+                    base
+                    / "trajectories"
+                    / record.mode
+                    / model
+                    / str(data["task"])
+                    / f"pass_{record.index}_trajectory.json"
+                )
+                if record.mode == "ask_human" and trajectory.is_file():
+                    record.questions = _questions(_trajectory_questions(trajectory), record.mode)
+            except ValueError as error:
+                problems.append((where, str(error)))
+                continue
+            by_model.setdefault(model, []).append((where, record))
+    for records in by_model.values():
+        _refuse_problems(records, problems)
+    if problems:
+        raise ImportRefused(
+            f"{root.name}: {len(problems)} bad row(s); nothing was imported", problems
+        )
+    if not by_model:
+        raise ImportRefused(f"{root.name}: pass_level_metrics.csv has no rows", [])
+    return {model: [r for _, r in records] for model, records in by_model.items()}

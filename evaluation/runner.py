@@ -1,0 +1,315 @@
+"""The built-in SQL runner: one model, one SQL task, one pass in one mode.
+
+The model gets the mode's instruction text (the release's, from ``instructions.py``) and the
+release's commands as OpenAI function tools: ``get_database_info``, ``get_table_info``,
+``get_column_info``, ``get_business_info``, ``execute_sql`` (one read-only SELECT under the
+console's time limit and a row cap), ``submit_sql`` and, in ``ask_human`` mode, ``ask_human``
+(answered by our judge through the caller's ``ask`` callback). The pass ends at
+``submit_sql``; its query runs read-only on the task's database and is scored against the
+gold result by the release's rules (``validators.compare.score``: resolved when either the
+multiset or the de-duplicated comparison matches).
+
+A reply the runner cannot use — no tool call and no text, arguments that are not JSON, an
+unknown tool — is answered with an error message as the tool's output and costs a turn (the
+count is kept in ``detail["malformed"]``). A failing endpoint (timeout, HTTP error after
+retries) ends the pass unresolved with the error recorded; so does reaching ``max_turns``.
+Nothing here touches the ORM except through ``ask``: the caller prepares a ``SqlTaskContext``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from authoring.sqlconsole import QueryRefused, QueryTimeout, read_schema, run_select
+from hilbench_annotate.chat import ChatError, ChatRetryable, chat_completion
+from validators.compare import score
+
+RESULT_ROWS = 50  # rows of an execute_sql result the model sees
+SCORE_ROW_CAP = 10_000  # rows of a submitted query scored against the gold result
+CHAT_RETRIES = 2  # further attempts after a retryable endpoint failure
+_WORD = re.compile(r"[a-z0-9]+")
+
+SYSTEM_PROMPT = (
+    "You are a data analyst answering a question with SQL on a SQLite database. Use the "
+    "tools to explore the database, run queries, and submit exactly one final query with "
+    "submit_sql. Call one tool per turn."
+)
+
+
+def _tool(name: str, description: str, **params: str) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
+                "required": list(params),
+            },
+        },
+    }
+
+
+TOOLS = {
+    "get_database_info": _tool("get_database_info", "List all tables and their descriptions."),
+    "get_table_info": _tool(
+        "get_table_info", "List columns and descriptions for a table.", table="Table name"
+    ),
+    "get_column_info": _tool(
+        "get_column_info",
+        "Get details for a specific column.",
+        table="Table name",
+        column="Column name",
+    ),
+    "get_business_info": _tool(
+        "get_business_info",
+        "Search the business documentation.",
+        question="What to look up",
+    ),
+    "execute_sql": _tool(
+        "execute_sql", "Execute a read-only SQL query against the database.", query="SQL"
+    ),
+    "ask_human": _tool(
+        "ask_human",
+        "Ask a specific clarifying question about a task blocker.",
+        question="One specific question",
+    ),
+    "submit_sql": _tool("submit_sql", "Submit your final SQL answer.", query="SQL"),
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    model: str
+    api_key_env: str | None
+    timeout_s: float
+    max_turns: int
+
+
+@dataclass
+class SqlTaskContext:
+    """What a pass needs of one task, read once per task by the caller."""
+
+    db_path: Path
+    instructions: dict[str, str]  # mode -> instruction.md text
+    descriptions: dict[str, str]  # table -> database_description CSV text
+    business_info: list[str]
+    gold_columns: list[str]
+    gold_rows: list[tuple]
+    query_timeout_s: float = 5.0
+
+
+@dataclass
+class PassOutcome:
+    resolved: bool
+    final_sql: str = ""
+    error: str = ""
+    tokens: int | None = None
+    detail: dict = field(default_factory=dict)
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    import csv
+    import io
+
+    return [row for row in csv.reader(io.StringIO(text or "")) if row]
+
+
+def _table_description(context: SqlTaskContext, table: str) -> str:
+    for name, text in context.descriptions.items():
+        if name.lower() == table.lower():
+            return text
+    return ""
+
+
+def _format_rows(columns: list[str], rows: list[tuple], truncated: bool) -> str:
+    lines = [" | ".join(columns)]
+    lines += [" | ".join("NULL" if v is None else str(v) for v in row) for row in rows]
+    if truncated:
+        lines.append(f"… (only the first {len(rows)} rows are shown)")
+    return "\n".join(lines)
+
+
+class _Tools:
+    def __init__(self, context: SqlTaskContext, ask: Callable[[str], str] | None):
+        self.context = context
+        self.ask = ask
+
+    def get_database_info(self) -> str:
+        tables = read_schema(self.context.db_path)
+        lines = []
+        for table in tables:
+            columns = ", ".join(c.name for c in table.columns)
+            lines.append(f"{table.name}: {columns}")
+        return "\n".join(lines) or "The database has no tables."
+
+    def get_table_info(self, table: str) -> str:
+        found = next(
+            (t for t in read_schema(self.context.db_path) if t.name.lower() == table.lower()),
+            None,
+        )
+        if found is None:
+            return f"error: no table named {table!r}"
+        lines = [f"{c.name} {c.type}".strip() for c in found.columns]
+        description = _table_description(self.context, found.name)
+        if description:
+            lines += ["", "Description (CSV):", description.strip()]
+        return "\n".join(lines)
+
+    def get_column_info(self, table: str, column: str) -> str:
+        rows = _csv_rows(_table_description(self.context, table))
+        for row in rows[1:]:
+            if row and row[0].strip().lower() == column.lower():
+                return ", ".join(f"{h}: {v}" for h, v in zip(rows[0], row, strict=False))
+        return f"No description of {table}.{column}."
+
+    def get_business_info(self, question: str) -> str:
+        words = set(_WORD.findall(question.lower()))
+        ranked = sorted(
+            self.context.business_info,
+            key=lambda text: -len(words & set(_WORD.findall(str(text).lower()))),
+        )
+        return "\n".join(f"- {text}" for text in ranked[:5]) or "No business documentation."
+
+    def execute_sql(self, query: str) -> str:
+        try:
+            result = run_select(
+                self.context.db_path,
+                query,
+                timeout_s=self.context.query_timeout_s,
+                row_cap=RESULT_ROWS,
+            )
+        except (QueryRefused, QueryTimeout) as error:
+            return f"error: {error}"
+        return _format_rows(result.columns, result.rows, result.truncated)
+
+    def ask_human(self, question: str) -> str:
+        if self.ask is None:
+            return "error: ask_human is not available in this mode"
+        return self.ask(question)
+
+
+def score_submission(context: SqlTaskContext, query: str) -> dict:
+    """Run the submitted query read-only and compare it with the gold result."""
+    try:
+        result = run_select(
+            context.db_path, query, timeout_s=context.query_timeout_s, row_cap=SCORE_ROW_CAP
+        )
+    except (QueryRefused, QueryTimeout) as error:
+        return {"match": False, "match_distinct": False, "reason": f"the query failed: {error}"}
+    scored = score(result.columns, result.rows, context.gold_columns, context.gold_rows)
+    scored["rows"] = len(result.rows)
+    return scored
+
+
+def _arguments(call: dict) -> dict:
+    raw = call.get("function", {}).get("arguments") or "{}"
+    data = json.loads(raw) if isinstance(raw, str) else raw
+    if not isinstance(data, dict):
+        raise ValueError("the arguments are not a JSON object")
+    return data
+
+
+def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict]):
+    body = {
+        "model": endpoint.model,
+        "messages": messages,
+        "tools": tools,
+        "tool_choice": "auto",
+        "temperature": 0,
+    }
+    last: ChatRetryable | None = None
+    for _attempt in range(1 + CHAT_RETRIES):
+        try:
+            return chat_completion(
+                base_url=endpoint.base_url,
+                body=body,
+                api_key_env=endpoint.api_key_env,
+                timeout_s=endpoint.timeout_s,
+                what="the model endpoint",
+            )
+        except ChatRetryable as error:
+            last = error
+    raise ChatError(f"the model endpoint failed {1 + CHAT_RETRIES} times: {last}")
+
+
+def run_sql_pass(
+    *,
+    endpoint: Endpoint,
+    context: SqlTaskContext,
+    mode: str,
+    ask: Callable[[str], str] | None = None,
+) -> PassOutcome:
+    tools = _Tools(context, ask if mode == "ask_human" else None)
+    offered = [spec for name, spec in TOOLS.items() if name != "ask_human" or mode == "ask_human"]
+    names = {spec["function"]["name"] for spec in offered}
+    messages: list[dict] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": context.instructions[mode]},
+    ]
+    detail: dict = {"turns": 0, "malformed": 0, "tool_calls": 0}
+    tokens: int | None = None
+    for _turn in range(endpoint.max_turns):
+        detail["turns"] += 1
+        try:
+            reply = _complete(endpoint, messages, offered)
+        except ChatError as error:
+            return PassOutcome(resolved=False, error=str(error), tokens=tokens, detail=detail)
+        if reply.usage and isinstance(reply.usage.get("total_tokens"), int):
+            tokens = (tokens or 0) + reply.usage["total_tokens"]
+        message = reply.message
+        calls = message.get("tool_calls") or []
+        messages.append(
+            {"role": "assistant", "content": message.get("content") or "", "tool_calls": calls}
+            if calls
+            else {"role": "assistant", "content": message.get("content") or ""}
+        )
+        if not calls:
+            detail["malformed"] += 1
+            messages.append(
+                {
+                    "role": "user",
+                    "content": "Use one of the tools; finish with submit_sql.",
+                }
+            )
+            continue
+        for call in calls:
+            detail["tool_calls"] += 1
+            name = call.get("function", {}).get("name", "")
+            call_id = call.get("id") or f"call_{detail['tool_calls']}"
+            try:
+                arguments = _arguments(call)
+            except ValueError as error:
+                detail["malformed"] += 1
+                output = f"error: the arguments of {name} are not valid JSON ({error})"
+            else:
+                if name not in names:
+                    detail["malformed"] += 1
+                    output = f"error: there is no tool {name!r}; use one of {sorted(names)}"
+                elif name == "submit_sql":
+                    query = str(arguments.get("query", ""))
+                    scored = score_submission(context, query)
+                    detail["score"] = scored
+                    resolved = bool(scored.get("match") or scored.get("match_distinct"))
+                    return PassOutcome(
+                        resolved=resolved, final_sql=query, tokens=tokens, detail=detail
+                    )
+                else:
+                    try:
+                        output = getattr(tools, name)(**{k: str(v) for k, v in arguments.items()})
+                    except TypeError:
+                        detail["malformed"] += 1
+                        output = f"error: wrong arguments for {name}: {sorted(arguments)}"
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+    return PassOutcome(
+        resolved=False,
+        error=f"no submit_sql within {endpoint.max_turns} turns",
+        tokens=tokens,
+        detail=detail,
+    )

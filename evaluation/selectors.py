@@ -1,0 +1,297 @@
+"""Reads: passes grouped the way the metrics need them, the leaderboard, task selection.
+
+Which passes count: for each model, task and mode, the passes of that model's most recent
+finished run that holds the task in that mode (an earlier run of the same model is
+superseded, not averaged in). Selection only counts passes on the task's current revision;
+an edited task needs new evidence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from hilbench_annotate.models import Revision
+from judge.models import AskHumanCall
+
+from . import metrics
+from .models import EvaluationRun, Mode, SelectionPolicy, SupportStudy, TaskPass
+
+KS = (1, 2, 3)
+
+
+@dataclass
+class PassRow:
+    run_id: int
+    model: str
+    task_id: int
+    domain: str
+    mode: str
+    index: int
+    resolved: bool
+    blocker_count: int
+    revision_id: int
+    ask_human_run_id: int | None
+    tokens: int | None
+    calls: list[str | None] = field(default_factory=list)
+    blocker_ids: list[str] = field(default_factory=list)
+
+
+def _latest_passes(queryset) -> list[PassRow]:
+    rows = list(
+        queryset.filter(run__status=EvaluationRun.Status.SUCCEEDED)
+        .order_by("-run__created_at", "-run_id", "index")
+        .values_list(
+            "run_id",
+            "run__model_name",
+            "task_id",
+            "task__domain",
+            "mode",
+            "index",
+            "resolved",
+            "blocker_count",
+            "revision_id",
+            "ask_human_run_id",
+            "tokens",
+        )
+    )
+    chosen_run: dict[tuple, int] = {}
+    kept = []
+    for row in rows:
+        pass_row = PassRow(*row)
+        key = (pass_row.model, pass_row.task_id, pass_row.mode)
+        run = chosen_run.setdefault(key, pass_row.run_id)
+        if run == pass_row.run_id:
+            kept.append(pass_row)
+    ask_runs = [r.ask_human_run_id for r in kept if r.ask_human_run_id]
+    calls: dict[int, list[str | None]] = defaultdict(list)
+    for run_id, key, capped, error in (
+        AskHumanCall.objects.filter(run_id__in=ask_runs)
+        .order_by("run_id", "id")
+        .values_list("run_id", "blocker_key", "capped", "error")
+    ):
+        # Rejected, capped and failed calls all count, as calls that matched nothing.
+        calls[run_id].append(None if capped or error else key)
+    registries = registry_ids({r.revision_id for r in kept if r.ask_human_run_id})
+    for row in kept:
+        if row.ask_human_run_id:
+            row.calls = calls[row.ask_human_run_id]
+            row.blocker_ids = registries[row.revision_id]
+    kept.sort(key=lambda r: (r.model, r.task_id, r.mode, r.index))
+    return kept
+
+
+def project_passes(project, *, domain: str | None = None) -> list[PassRow]:
+    queryset = TaskPass.objects.filter(run__project=project)
+    if domain:
+        queryset = queryset.filter(task__domain=domain)
+    return _latest_passes(queryset)
+
+
+def _group(rows: list[PassRow], *keys: str) -> dict[tuple, list[PassRow]]:
+    grouped: dict[tuple, list[PassRow]] = defaultdict(list)
+    for row in rows:
+        grouped[tuple(getattr(row, k) for k in keys)].append(row)
+    return grouped
+
+
+def mode_summary(rows: list[PassRow]) -> dict:
+    """pass@k, and for ask_human passes Ask-F1 (micro), questions per pass, duplicates."""
+    per_task = {
+        task_id: [r.resolved for r in sorted(passes, key=lambda r: r.index)]
+        for (task_id,), passes in _group(rows, "task_id").items()
+    }
+    summary = {
+        "tasks": len(per_task),
+        "passes": len(rows),
+        **{f"pass_at_{k}": metrics.pass_at_k_rate(per_task, k) for k in KS},
+    }
+    asked = [r for r in rows if r.mode == Mode.ASK_HUMAN]
+    if asked:
+        score = metrics.ask_score_micro(
+            metrics.ask_score(r.calls, blocker_count=r.blocker_count) for r in asked
+        )
+        summary.update(
+            ask_precision=score.precision,
+            ask_recall=score.recall,
+            ask_f1=score.f1,
+            questions_per_pass=sum(len(r.calls) for r in asked) / len(asked),
+            duplicate_rate=metrics.duplicate_rate_micro(r.calls for r in asked),
+            reward_mean=sum(_reward(r).total for r in asked) / len(asked),
+        )
+    tokens = [r.tokens for r in rows if r.tokens is not None]
+    summary["tokens_per_pass"] = sum(tokens) / len(tokens) if tokens else None
+    return summary
+
+
+def _reward(row: PassRow) -> metrics.Reward:
+    return metrics.shaped_reward(row.calls, blocker_ids=row.blocker_ids)
+
+
+def registry_ids(revision_ids) -> dict[int, list[str]]:
+    return {
+        pk: [b["id"] for b in snapshot.get("blockers", [])]
+        for pk, snapshot in Revision.objects.filter(pk__in=revision_ids).values_list(
+            "pk", "snapshot"
+        )
+    }
+
+
+def ask_human_run_reward(ask_run) -> dict:
+    """The shaped RL reward and Ask-F1 of one ask_human run (``POST /api/reward``)."""
+    calls = [
+        None if capped or error else key
+        for key, capped, error in ask_run.calls.order_by("id").values_list(
+            "blocker_key", "capped", "error"
+        )
+    ]
+    ids = registry_ids([ask_run.revision_id])[ask_run.revision_id]
+    reward = metrics.shaped_reward(calls, blocker_ids=ids)
+    score = metrics.ask_score(calls, blocker_count=len(ids))
+    return {
+        "run": ask_run.pk,
+        "reward": reward.total,
+        "steps": list(reward.steps),
+        "terminal": reward.terminal,
+        "discovered": list(reward.discovered),
+        "ask_precision": score.precision,
+        "ask_recall": score.recall,
+        "ask_f1": score.f1,
+    }
+
+
+def support_records(study: SupportStudy) -> list[metrics.SupportRecord]:
+    return [
+        metrics.SupportRecord(score=s, correct=c, correct_with_support=w)
+        for s, c, w in study.records.order_by("id").values_list(
+            "score", "correct", "correct_with_support"
+        )
+    ]
+
+
+def latest_studies(project) -> dict[tuple[str, str], SupportStudy]:
+    """(model, method) -> its most recent finished study."""
+    latest: dict[tuple[str, str], SupportStudy] = {}
+    for study in project.support_studies.filter(status=EvaluationRun.Status.SUCCEEDED).order_by(
+        "-created_at", "-id"
+    ):
+        latest.setdefault((study.model_name, study.method), study)
+    return latest
+
+
+def leaderboard(project, *, domain: str | None = None) -> list[dict]:
+    """One row per model and mode, with the model's AUDBC per support-seeking method."""
+    rows = project_passes(project, domain=domain)
+    audbc: dict[str, dict[str, float | None]] = defaultdict(dict)
+    for (model, method), study in latest_studies(project).items():
+        audbc[model][method] = metrics.audbc(support_records(study))
+    board = []
+    for (model, mode), passes in sorted(
+        _group(rows, "model", "mode").items(),
+        key=lambda item: (item[0][0], Mode.values.index(item[0][1])),
+    ):
+        board.append(
+            {"model": model, "mode": mode, **mode_summary(passes), "audbc": audbc.get(model, {})}
+        )
+    for model, by_method in sorted(audbc.items()):
+        if not any(row["model"] == model for row in board):
+            board.append({"model": model, "mode": "", "tasks": 0, "passes": 0, "audbc": by_method})
+    return board
+
+
+def per_task_recall(project, *, model: str | None = None) -> list[float]:
+    """Ask recall of each (model, task) over its ask_human passes, for the histogram."""
+    rows = [r for r in project_passes(project) if r.mode == Mode.ASK_HUMAN]
+    if model:
+        rows = [r for r in rows if r.model == model]
+    return [
+        metrics.ask_score_micro(
+            metrics.ask_score(r.calls, blocker_count=r.blocker_count) for r in passes
+        ).recall
+        for passes in _group(rows, "model", "task_id").values()
+    ]
+
+
+# --- task selection ----------------------------------------------------------------------
+
+
+def selection_policy(project) -> SelectionPolicy:
+    policy = SelectionPolicy.objects.filter(project=project).first()
+    return policy or SelectionPolicy(project=project)  # the defaults, unsaved
+
+
+def task_selection(task) -> dict:
+    """keep / drop / undecided for one task, with the per-model evidence.
+
+    Each model that has at least k passes in both baseline and full_info on the task's
+    current revision contributes its pass@k in each; the task is kept when the mean over
+    those models is ≥ full_info_min for full_info and ≤ baseline_max for baseline.
+    """
+    policy = selection_policy(task.project)
+    current = task.revisions.order_by("-number").values_list("pk", flat=True).first()
+    rows = [
+        r
+        for r in _latest_passes(TaskPass.objects.filter(task=task))
+        if r.revision_id == current and r.mode in (Mode.BASELINE, Mode.FULL_INFO)
+    ]
+    evidence = []
+    for (model,), passes in sorted(_group(rows, "model").items()):
+        by_mode = {
+            mode: [r.resolved for r in sorted(group, key=lambda r: r.index)]
+            for (mode,), group in _group(passes, "mode").items()
+        }
+        entry = {
+            "model": model,
+            "runs": sorted({r.run_id for r in passes}),
+            Mode.FULL_INFO: metrics.pass_at_k(by_mode.get(Mode.FULL_INFO, []), policy.k),
+            Mode.BASELINE: metrics.pass_at_k(by_mode.get(Mode.BASELINE, []), policy.k),
+        }
+        entry["complete"] = entry[Mode.FULL_INFO] is not None and entry[Mode.BASELINE] is not None
+        evidence.append(entry)
+    complete = [e for e in evidence if e["complete"]]
+    result = {
+        "k": policy.k,
+        "full_info_min": policy.full_info_min,
+        "baseline_max": policy.baseline_max,
+        "revision_id": current,
+        "models": evidence,
+    }
+    if len(complete) < policy.min_models:
+        return {
+            **result,
+            "decision": "undecided",
+            "reason": (
+                f"{len(complete)} model(s) have {policy.k} passes in both baseline and "
+                f"full_info on the current revision; {policy.min_models} needed"
+            ),
+        }
+    full_info = sum(e[Mode.FULL_INFO] for e in complete) / len(complete)
+    baseline = sum(e[Mode.BASELINE] for e in complete) / len(complete)
+    result.update(full_info_pass=full_info, baseline_pass=baseline)
+    reasons = []
+    if full_info < policy.full_info_min:
+        reasons.append(
+            f"full_info pass@{policy.k} {full_info:.2f} < {policy.full_info_min:.2f}: "
+            "models fail even with the resolutions"
+        )
+    if baseline > policy.baseline_max:
+        reasons.append(
+            f"baseline pass@{policy.k} {baseline:.2f} > {policy.baseline_max:.2f}: "
+            "models solve it without asking"
+        )
+    if reasons:
+        return {**result, "decision": "drop", "reason": "; ".join(reasons)}
+    return {
+        **result,
+        "decision": "keep",
+        "reason": (
+            f"full_info pass@{policy.k} {full_info:.2f} ≥ {policy.full_info_min:.2f} and "
+            f"baseline pass@{policy.k} {baseline:.2f} ≤ {policy.baseline_max:.2f} "
+            f"over {len(complete)} model(s)"
+        ),
+    }
+
+
+def pass_rate_gate(task) -> tuple[bool, str]:
+    selection = task_selection(task)
+    return selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}"

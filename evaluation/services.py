@@ -1,0 +1,495 @@
+"""Model runs: endpoints, built-in SQL runs, imported results, selection thresholds.
+
+Every write is here. Jobs (``evaluation/tasks.py``) fetch by id and call ``*_execute``, which
+claims the run with a conditional update so a redelivered job never runs twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from authoring.sqlconsole import edited_database, run_select
+from hilbench_annotate.access import roles_in
+from hilbench_annotate.archives import extract_archive
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.instructions import task_instructions
+from hilbench_annotate.models import Project, Revision, Task
+from hilbench_annotate.services.tasks import event_record
+from judge.base import JudgeError
+from judge.services import ask_human, ask_human_run_start
+from validators.compare import parse_csv_table
+
+from .models import EvaluationRun, Mode, ModelEndpoint, SelectionPolicy, TaskPass
+from .results import PassRecord, parse_jsonl, parse_results_folder
+from .runner import Endpoint, SqlTaskContext, run_sql_pass
+
+MAX_PASSES = 10
+
+
+def require_lead(user, project: Project) -> None:
+    if user.is_superuser:
+        return
+    if "lead" not in roles_in(user, project.pk):
+        raise AccessDenied(f"Only a lead of {project.name} may do this.")
+
+
+# --- endpoints and thresholds ------------------------------------------------------------
+
+
+def endpoint_create(
+    *,
+    project: Project,
+    actor,
+    name: str,
+    base_url: str,
+    model: str,
+    api_key_env: str = "",
+    concurrency: int = 1,
+    timeout_s: float = 60.0,
+    max_turns: int = 12,
+) -> ModelEndpoint:
+    require_lead(actor, project)
+    if not base_url.startswith(("http://", "https://")):
+        raise DomainError(f"The base URL must start with http:// or https://, not {base_url!r}.")
+    if api_key_env and not api_key_env.replace("_", "").isalnum():
+        raise DomainError(
+            "The API key setting names an environment variable (LETTERS_AND_DIGITS); "
+            "the key itself is never stored."
+        )
+    if not 1 <= concurrency <= 32:
+        raise DomainError("Concurrency must be between 1 and 32.")
+    if ModelEndpoint.objects.filter(project=project, name=name).exists():
+        raise DomainError(f"The project already has an endpoint called {name!r}.")
+    endpoint = ModelEndpoint.objects.create(
+        project=project,
+        name=name,
+        base_url=base_url.rstrip("/"),
+        model=model,
+        api_key_env=api_key_env,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        max_turns=max_turns,
+        created_by=actor,
+    )
+    event_record(
+        project_id=project.pk, task_id=None, actor=actor, kind="endpoint_created", name=name
+    )
+    return endpoint
+
+
+def selection_policy_update(
+    *,
+    project: Project,
+    actor,
+    k: int,
+    full_info_min: float,
+    baseline_max: float,
+    min_models: int = 1,
+) -> SelectionPolicy:
+    require_lead(actor, project)
+    if not 1 <= k <= MAX_PASSES:
+        raise DomainError(f"k must be between 1 and {MAX_PASSES}.")
+    if not (0 <= full_info_min <= 1 and 0 <= baseline_max <= 1):
+        raise DomainError("Thresholds are pass rates between 0 and 1.")
+    if min_models < 1:
+        raise DomainError("At least one model must have run a task to decide it.")
+    policy, _ = SelectionPolicy.objects.update_or_create(
+        project=project,
+        defaults={
+            "k": k,
+            "full_info_min": full_info_min,
+            "baseline_max": baseline_max,
+            "min_models": min_models,
+            "updated_by": actor,
+        },
+    )
+    event_record(
+        project_id=project.pk,
+        task_id=None,
+        actor=actor,
+        kind="selection_policy_updated",
+        k=k,
+        full_info_min=full_info_min,
+        baseline_max=baseline_max,
+        min_models=min_models,
+    )
+    return policy
+
+
+# --- the built-in SQL runner -------------------------------------------------------------
+
+
+def sql_task_context(task: Task, revision: Revision) -> SqlTaskContext:
+    """What the runner needs of one SQL task: the edited database and the gold result."""
+    env = getattr(task, "sql_environment", None)
+    if env is None or env.database is None:
+        raise DomainError(f"Task {task.pk} has no database to run against.")
+    db_path = edited_database(
+        source=Path(env.database.path),
+        edit_script=env.edit_script,
+        cache_dir=settings.VAR_DIR / "edited-databases",
+    )
+    if env.golden_output.strip():
+        gold_columns, gold_rows = parse_csv_table(env.golden_output)
+    elif env.gold_sql.strip():
+        result = run_select(db_path, env.gold_sql, timeout_s=30.0, row_cap=10_000)
+        gold_columns, gold_rows = result.columns, result.rows
+    else:
+        raise DomainError(f"Task {task.pk} has neither golden_output.csv nor gold SQL.")
+    return SqlTaskContext(
+        db_path=db_path,
+        instructions=task_instructions(revision.snapshot),
+        descriptions=dict(env.descriptions or {}),
+        business_info=[str(x) for x in env.business_info or []],
+        gold_columns=list(gold_columns),
+        gold_rows=[tuple(r) for r in gold_rows],
+        query_timeout_s=float(settings.SQL_CONSOLE_TIMEOUT_S),
+    )
+
+
+def _current_revision(task: Task) -> Revision:
+    revision = task.revisions.order_by("-number").first()
+    if revision is None:
+        raise DomainError(f"Task {task.pk} has no revision to evaluate.")
+    return revision
+
+
+def _project_tasks(project: Project, task_ids: list[int], *, domain: str | None) -> list[Task]:
+    tasks = list(Task.objects.filter(project=project, pk__in=task_ids).order_by("pk"))
+    missing = sorted(set(task_ids) - {t.pk for t in tasks})
+    if missing:
+        raise DomainError(f"The project has no task(s) {', '.join(map(str, missing))}.")
+    if domain:
+        wrong = [t.pk for t in tasks if t.domain != domain]
+        if wrong:
+            raise DomainError(
+                f"The built-in runner runs SQL tasks only; {', '.join(map(str, wrong))} "
+                "are SWE tasks (import their results from your harness instead)."
+            )
+    return tasks
+
+
+def evaluation_run_start(
+    *,
+    project: Project,
+    actor,
+    endpoint: ModelEndpoint,
+    task_ids: list[int],
+    modes: list[str],
+    passes: int = 3,
+) -> EvaluationRun:
+    from .tasks import evaluation_run_job
+
+    require_lead(actor, project)
+    if endpoint.project_id != project.pk:
+        raise DomainError("The endpoint belongs to another project.")
+    if not task_ids:
+        raise DomainError("Choose at least one task.")
+    bad = [m for m in modes if m not in Mode.values]
+    if bad or not modes:
+        raise DomainError(f"Modes must be among {', '.join(Mode.values)}.")
+    if not 1 <= passes <= MAX_PASSES:
+        raise DomainError(f"Passes per mode must be between 1 and {MAX_PASSES}.")
+    tasks = _project_tasks(project, task_ids, domain="sql")
+    run = EvaluationRun.objects.create(
+        project=project,
+        source=EvaluationRun.Source.BUILTIN,
+        endpoint=endpoint,
+        model_name=endpoint.name,
+        modes=[m for m in Mode.values if m in modes],
+        passes=passes,
+        task_ids=[t.pk for t in tasks],
+        total=len(tasks) * len(modes) * passes,
+        created_by=actor,
+    )
+    event_record(
+        project_id=project.pk, task_id=None, actor=actor, kind="evaluation_run_queued", run=run.pk
+    )
+    transaction.on_commit(lambda: evaluation_run_job.delay(run_id=run.pk))
+    return run
+
+
+def _claim(run_id: int) -> EvaluationRun | None:
+    claimed = EvaluationRun.objects.filter(pk=run_id, status=EvaluationRun.Status.QUEUED).update(
+        status=EvaluationRun.Status.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None  # finished, or another worker holds it
+    return EvaluationRun.objects.select_related("endpoint", "project", "created_by").get(pk=run_id)
+
+
+def evaluation_run_fail(*, run_id: int, error: str) -> None:
+    EvaluationRun.objects.filter(pk=run_id).exclude(status__in=EvaluationRun.FINISHED).update(
+        status=EvaluationRun.Status.FAILED, error=error[:4000], finished_at=timezone.now()
+    )
+
+
+def _finish(run: EvaluationRun) -> None:
+    EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).update(
+        status=EvaluationRun.Status.SUCCEEDED, finished_at=timezone.now(), pending=[]
+    )
+    event_record(
+        project_id=run.project_id,
+        task_id=None,
+        actor=run.created_by,
+        kind="evaluation_run_finished",
+        run=run.pk,
+    )
+
+
+def _ask_callback(run: EvaluationRun, task: Task, mode: str, index: int):
+    """The pass's ask_human tool: the judge's own service, logged under an AskHumanRun."""
+    if mode != Mode.ASK_HUMAN:
+        return None, None
+    ask_run = ask_human_run_start(
+        task=task, actor=run.created_by, label=f"{run.model_name} pass {index} (run {run.pk})"
+    )
+
+    def ask(question: str) -> str:
+        try:
+            return ask_human(run=ask_run, actor=run.created_by, question=question).response
+        except (JudgeError, DomainError) as error:
+            return f"error: {error}"
+
+    return ask_run, ask
+
+
+def _run_one_pass(
+    run: EvaluationRun, endpoint: Endpoint, task: Task, mode: str, index: int, *, thread: bool
+):
+    """One pass; in a pool thread (``thread``) its database connection is closed after."""
+    try:
+        if TaskPass.objects.filter(run=run, task=task, mode=mode, index=index).exists():
+            return  # stored before a redelivery
+        revision = _current_revision(task)
+        try:
+            context = sql_task_context(task, revision)
+        except DomainError as error:
+            _store_pass(run, task, revision, mode, index, resolved=False, error=str(error))
+            return
+        ask_run, ask = _ask_callback(run, task, mode, index)
+        outcome = run_sql_pass(endpoint=endpoint, context=context, mode=mode, ask=ask)
+        _store_pass(
+            run,
+            task,
+            revision,
+            mode,
+            index,
+            resolved=outcome.resolved,
+            error=outcome.error,
+            final_sql=outcome.final_sql,
+            detail=outcome.detail,
+            tokens=outcome.tokens,
+            ask_run=ask_run,
+        )
+    finally:
+        if thread:
+            connection.close()
+
+
+def _store_pass(run, task, revision, mode, index, *, ask_run=None, **fields) -> None:
+    blockers = len(revision.snapshot.get("blockers", []))
+    with transaction.atomic():
+        TaskPass.objects.create(
+            run=run,
+            task=task,
+            revision=revision,
+            mode=mode,
+            index=index,
+            blocker_count=blockers,
+            ask_human_run=ask_run,
+            **fields,
+        )
+        EvaluationRun.objects.filter(pk=run.pk).update(done=F("done") + 1)
+
+
+def evaluation_run_execute(*, run_id: int) -> None:
+    run = _claim(run_id)
+    if run is None:
+        return
+    if run.source == EvaluationRun.Source.IMPORTED:
+        _import_pending(run)
+        return
+    if run.endpoint is None:
+        evaluation_run_fail(run_id=run.pk, error="The run's endpoint was deleted.")
+        return
+    endpoint = Endpoint(
+        base_url=run.endpoint.base_url,
+        model=run.endpoint.model,
+        api_key_env=run.endpoint.api_key_env or None,
+        timeout_s=run.endpoint.timeout_s,
+        max_turns=run.endpoint.max_turns,
+    )
+    tasks = list(Task.objects.filter(pk__in=run.task_ids).select_related("project"))
+    units = [
+        (task, mode, index)
+        for task in tasks
+        for mode in run.modes
+        for index in range(1, run.passes + 1)
+    ]
+    if run.endpoint.concurrency <= 1:
+        for unit in units:
+            _run_one_pass(run, endpoint, *unit, thread=False)
+    else:
+        with ThreadPoolExecutor(max_workers=run.endpoint.concurrency) as pool:
+            list(pool.map(lambda unit: _run_one_pass(run, endpoint, *unit, thread=True), units))
+    _finish(run)
+
+
+# --- imported results --------------------------------------------------------------------
+
+
+def _resolver(project: Project):
+    by_source = dict(Task.objects.filter(project=project).values_list("source_id", "pk"))
+    ids = set(by_source.values())
+
+    def resolve(reference: str) -> int | None:
+        if reference in by_source:
+            return by_source[reference]
+        if reference.isdigit() and int(reference) in ids:
+            return int(reference)
+        return None
+
+    return resolve
+
+
+def _queue_import(
+    *, project: Project, actor, model_name: str, records: list[PassRecord]
+) -> EvaluationRun:
+    from .tasks import evaluation_run_job
+
+    run = EvaluationRun.objects.create(
+        project=project,
+        source=EvaluationRun.Source.IMPORTED,
+        model_name=model_name[:200],
+        modes=sorted({r.mode for r in records}, key=Mode.values.index),
+        passes=max(r.index for r in records),
+        task_ids=sorted({r.task_id for r in records}),
+        pending=[r.as_json() for r in records],
+        total=len(records),
+        created_by=actor,
+    )
+    event_record(
+        project_id=project.pk,
+        task_id=None,
+        actor=actor,
+        kind="results_import_queued",
+        run=run.pk,
+        passes=len(records),
+    )
+    transaction.on_commit(lambda: evaluation_run_job.delay(run_id=run.pk))
+    return run
+
+
+def results_import_start(
+    *, project: Project, actor, path: Path, model_name: str = ""
+) -> list[EvaluationRun]:
+    """Validate a results file (JSONL), folder or archive of a folder; queue one run per model.
+
+    Every line is checked first: with any bad line nothing is queued (``ImportRefused``
+    names the lines). The worker then judges the ask_human questions and stores the passes.
+    """
+    require_lead(actor, project)
+    resolve = _resolver(project)
+    path = Path(path)
+    if path.is_dir():
+        by_model = parse_results_folder(path, resolve)
+    elif path.suffix == ".jsonl":
+        if not model_name.strip():
+            raise DomainError("Name the model whose results these are.")
+        if path.stat().st_size > settings.MAX_UPLOAD_BYTES:
+            raise DomainError(f"{path.name} is larger than {settings.MAX_UPLOAD_BYTES} bytes.")
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            by_model = {model_name.strip(): parse_jsonl(handle, resolve, name=path.name)}
+    elif path.name.endswith((".zip", ".tar.gz", ".tgz", ".tar")):
+        scratch = Path(tempfile.mkdtemp(prefix="results-", dir=settings.VAR_DIR))
+        try:
+            folder = extract_archive(path, scratch / "x")
+            by_model = parse_results_folder(folder, resolve)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        raise DomainError(
+            f"{path.name}: give a .jsonl file or a results folder (.zip / .tar.gz) holding "
+            "pass_level_metrics.csv."
+        )
+    return [
+        _queue_import(project=project, actor=actor, model_name=model, records=records)
+        for model, records in sorted(by_model.items())
+    ]
+
+
+def results_upload_start(*, project: Project, actor, upload, model_name: str = ""):
+    """Store a browser upload, then ``results_import_start`` on it."""
+    require_lead(actor, project)
+    if upload.size > settings.MAX_UPLOAD_BYTES:
+        raise DomainError(
+            f"{upload.name} is {upload.size} bytes; uploads are limited to "
+            f"{settings.MAX_UPLOAD_BYTES} bytes."
+        )
+    suffix = "".join(Path(upload.name).suffixes[-2:]).lower()
+    directory = settings.UPLOAD_STORE / f"results-{uuid.uuid4().hex[:12]}"
+    directory.mkdir(parents=True)
+    try:
+        path = directory / f"results{suffix}"
+        with open(path, "wb") as handle:
+            for chunk in upload.chunks():
+                handle.write(chunk)
+        return results_import_start(project=project, actor=actor, path=path, model_name=model_name)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _import_pending(run: EvaluationRun) -> None:
+    """Store an imported run's passes and judge its questions, all or nothing."""
+    records = [PassRecord(**data) for data in run.pending]
+    tasks = {t.pk: t for t in Task.objects.filter(pk__in=run.task_ids).select_related("project")}
+    try:
+        with transaction.atomic():
+            for record in records:
+                task = tasks.get(record.task_id)
+                if task is None:
+                    raise DomainError(f"task {record.task_id} was deleted before the import ran")
+                revision = _current_revision(task)
+                ask_run = None
+                if record.mode == Mode.ASK_HUMAN:
+                    ask_run = ask_human_run_start(
+                        task=task,
+                        actor=run.created_by,
+                        label=f"{run.model_name} pass {record.index} (import {run.pk})",
+                    )
+                    for question in record.questions:
+                        ask_human(
+                            run=ask_run,
+                            actor=run.created_by,
+                            question=question["text"],
+                            client_time=question.get("time", ""),
+                        )
+                TaskPass.objects.create(
+                    run=run,
+                    task=task,
+                    revision=revision,
+                    mode=record.mode,
+                    index=record.index,
+                    resolved=record.resolved,
+                    blocker_count=len(revision.snapshot.get("blockers", [])),
+                    ask_human_run=ask_run,
+                    tokens=record.tokens,
+                    cost=record.cost,
+                )
+            EvaluationRun.objects.filter(pk=run.pk).update(done=len(records))
+    except (DomainError, JudgeError) as error:
+        evaluation_run_fail(
+            run_id=run.pk, error=f"Nothing was imported: {error}".replace("\n", " ")
+        )
+        return
+    _finish(run)

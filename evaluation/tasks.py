@@ -1,0 +1,19 @@
+"""Celery tasks: fetch by id, call a service. Results live in our models."""
+
+from celery import Task, shared_task
+
+
+class _MarkFailed(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        from evaluation.services import evaluation_run_fail
+
+        evaluation_run_fail(run_id=kwargs["run_id"], error=f"The run crashed: {exc!r}")
+
+
+@shared_task(name="evaluation.run", base=_MarkFailed, acks_late=True)
+def evaluation_run_job(*, run_id: int) -> None:
+    # Idempotent: the service claims the run with a conditional update, and skips passes
+    # already stored.
+    from evaluation.services import evaluation_run_execute
+
+    evaluation_run_execute(run_id=run_id)

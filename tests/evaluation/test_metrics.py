@@ -1,0 +1,308 @@
+"""evaluation.metrics: every figure hand-computed on small inputs chosen so that a plausible
+wrong formula (counting duplicates, macro instead of micro, ignoring ties) gives another number.
+"""
+
+import math
+import random
+
+import pytest
+
+from evaluation.metrics import (
+    AskScore,
+    Reward,
+    SupportRecord,
+    ask_pr_curve,
+    ask_score,
+    ask_score_micro,
+    audbc,
+    delta_burden_curve,
+    duplicate_rate,
+    duplicate_rate_micro,
+    flip_rate_curve,
+    pass_at_k,
+    pass_at_k_rate,
+    shaped_reward,
+    support_summary,
+)
+
+# --- pass@k -----------------------------------------------------------------------------
+
+
+def test_pass_at_k_looks_only_at_the_first_k_passes():
+    passes = [False, True, False]
+    assert pass_at_k(passes, 1) is False
+    assert pass_at_k(passes, 2) is True
+    assert pass_at_k(passes, 3) is True
+    assert pass_at_k([False, False, True], 2) is False
+
+
+def test_pass_at_k_is_none_with_fewer_than_k_passes():
+    assert pass_at_k([True, True], 3) is None
+    assert pass_at_k([], 1) is None
+
+
+def test_pass_at_k_rejects_k_below_one():
+    with pytest.raises(ValueError):
+        pass_at_k([True], 0)
+    with pytest.raises(ValueError):
+        pass_at_k_rate({"a": [True]}, 0)
+
+
+def test_pass_at_k_rate_averages_over_tasks_with_enough_passes():
+    per_task = {"a": [False, True, True], "b": [False, False, False], "c": [True]}
+    # k=1: a no, b no, c yes.
+    assert pass_at_k_rate(per_task, 1) == pytest.approx(1 / 3)
+    # k=2: a yes, b no; c has one pass and is left out (counting it would give 2/3 or 1/3).
+    assert pass_at_k_rate(per_task, 2) == pytest.approx(0.5)
+    assert pass_at_k_rate(per_task, 4) is None
+    assert pass_at_k_rate({}, 1) is None
+
+
+# --- Ask-F1 -----------------------------------------------------------------------------
+
+
+def test_ask_score_counts_every_call_but_only_distinct_matches():
+    score = ask_score(["b1", None, "b1", "b2"], blocker_count=3)
+    assert score == AskScore(matched=2, calls=4, blockers=3)
+    # Counting the duplicate as a match would give 3/4; ignoring it as a call, 2/3.
+    assert score.precision == pytest.approx(0.5)
+    assert score.recall == pytest.approx(2 / 3)
+    assert score.f1 == pytest.approx(4 / 7)
+
+
+def test_ask_score_zero_denominators_give_zero():
+    empty = ask_score([], blocker_count=3)
+    assert (empty.precision, empty.recall, empty.f1) == (0.0, 0.0, 0.0)
+    no_blockers = AskScore(matched=0, calls=2, blockers=0)
+    assert (no_blockers.precision, no_blockers.recall, no_blockers.f1) == (0.0, 0.0, 0.0)
+    all_misses = ask_score([None, None], blocker_count=2)
+    assert (all_misses.calls, all_misses.f1) == (2, 0.0)
+
+
+def test_ask_score_rejects_impossible_counts():
+    with pytest.raises(ValueError):
+        ask_score(["b1", "b2"], blocker_count=1)
+    with pytest.raises(ValueError):
+        ask_score([], blocker_count=-1)
+
+
+def test_ask_score_is_frozen():
+    with pytest.raises(AttributeError):
+        AskScore(matched=1, calls=1, blockers=1).matched = 2
+
+
+def test_ask_score_micro_sums_counts_instead_of_averaging_ratios():
+    runs = [AskScore(matched=1, calls=1, blockers=2), AskScore(matched=1, calls=4, blockers=4)]
+    micro = ask_score_micro(runs)
+    assert micro == AskScore(matched=2, calls=5, blockers=6)
+    assert micro.precision == pytest.approx(0.4)  # macro: (1 + 0.25) / 2 = 0.625
+    assert micro.recall == pytest.approx(1 / 3)  # macro: (0.5 + 0.25) / 2 = 0.375
+    assert micro.f1 == pytest.approx(4 / 11)
+    assert ask_score_micro(iter(runs)) == micro  # any iterable, consumed once
+    assert ask_score_micro([]) == AskScore(matched=0, calls=0, blockers=0)
+
+
+def test_duplicate_rate_counts_repeats_of_matched_blockers_only():
+    # Third and fourth calls repeat b1; None calls are never duplicates.
+    assert duplicate_rate(["b1", None, "b1", "b1", "b2"]) == pytest.approx(0.4)
+    assert duplicate_rate([None, None]) == 0.0
+    assert duplicate_rate([]) is None
+
+
+def test_duplicate_rate_micro_sums_over_runs():
+    runs = [["a", "a"], ["b", None, None, None]]
+    assert duplicate_rate_micro(runs) == pytest.approx(1 / 6)  # macro would be 0.25
+    # The same blocker in two runs is not a duplicate: each run starts afresh.
+    assert duplicate_rate_micro([["a"], ["a"]]) == 0.0
+    assert duplicate_rate_micro([[], []]) is None
+    assert duplicate_rate_micro([]) is None
+
+
+# --- RL reward --------------------------------------------------------------------------
+
+
+def test_shaped_reward_penalises_irrelevant_duplicate_and_unknown_calls():
+    reward = shaped_reward(["b1", None, "b1", "zzz", "b2"], blocker_ids=["b1", "b2", "b3"])
+    assert reward.steps == pytest.approx((0.3, -0.1, -0.1, -0.1, 0.3))
+    assert reward.terminal == pytest.approx(2 / 3)
+    assert reward.discovered == ("b1", "b2")
+    assert reward.total == 0.9666666667
+
+
+def test_shaped_reward_discovered_in_first_matched_order_with_custom_weights():
+    reward = shaped_reward(
+        ["b3", "b1", "b3"], blocker_ids=["b1", "b2", "b3"], hit=1.0, miss=-0.5, coverage=3.0
+    )
+    assert reward.discovered == ("b3", "b1")
+    assert reward.steps == (1.0, 1.0, -0.5)
+    assert reward.terminal == pytest.approx(2.0)
+    assert reward.total == pytest.approx(3.5)
+
+
+def test_shaped_reward_total_is_rounded_and_no_blockers_means_no_terminal():
+    # -0.1 * 3 + 0.3 is 5.55e-17 in floats; the total says 0.
+    reward = shaped_reward(["x", "x", "x", "b1"], blocker_ids=["b1"], coverage=0.0)
+    assert sum(reward.steps) != 0
+    assert reward.total == 0.0
+    nothing = shaped_reward(["b1", None], blocker_ids=[])
+    assert nothing == Reward(steps=(-0.1, -0.1), terminal=0.0, discovered=())
+    assert shaped_reward([], blocker_ids=["b1"]) == Reward(steps=(), terminal=0.0, discovered=())
+
+
+# --- Support seeking --------------------------------------------------------------------
+
+
+def flat(points):
+    """pytest.approx compares flat sequences only; the point count still has to match."""
+    return [value for point in points for value in point]
+
+
+def rec(score, correct, with_support):
+    return SupportRecord(score=score, correct=correct, correct_with_support=with_support)
+
+
+# Gains (with support − without): A +1, B 0, C +1, D 0. B and C tie at 0.5.
+TIED = [rec(0.5, True, True), rec(0.2, False, False), rec(0.8, False, True), rec(0.5, False, True)]
+
+
+@pytest.mark.parametrize("score", [-0.01, 1.01, math.nan, math.inf])
+def test_support_record_rejects_scores_outside_unit_interval(score):
+    with pytest.raises(ValueError):
+        rec(score, True, True)
+
+
+def test_support_record_accepts_the_bounds():
+    assert rec(0.0, True, False).score == 0.0
+    assert rec(1, False, True).score == 1
+
+
+def test_delta_burden_curve_lists_every_point():
+    records = [
+        rec(0.4, False, False),  # 0
+        rec(0.9, False, True),  # +1
+        rec(0.1, True, False),  # -1
+        rec(0.6, True, True),  # 0
+    ]
+    assert flat(delta_burden_curve(records)) == pytest.approx(
+        flat([(0.0, 0.0), (0.25, 0.25), (0.5, 0.25), (0.75, 0.25), (1.0, 0.0)])
+    )
+
+
+def test_delta_burden_curve_interpolates_inside_a_tie_group():
+    # A first; then B and C in random order: 1 + 0.5 expected after one of them.
+    assert flat(delta_burden_curve(TIED)) == pytest.approx(
+        flat([(0.0, 0.0), (0.25, 0.25), (0.5, 0.375), (0.75, 0.5), (1.0, 0.5)])
+    )
+
+
+def test_empty_records_give_empty_curves_and_no_audbc():
+    assert delta_burden_curve([]) == []
+    assert ask_pr_curve([]) == []
+    assert flip_rate_curve([]) == []
+    assert audbc([]) is None
+
+
+def test_audbc_of_a_tie_is_the_mean_of_its_orderings():
+    # Orders A,B,C,D and A,C,B,D give 0.6 and 0.7.
+    assert audbc(TIED) == pytest.approx(0.65)
+
+
+def test_audbc_is_none_without_a_positive_gain():
+    no_gain = [rec(0.9, False, True), rec(0.1, True, False)]
+    harmful = [rec(0.9, True, False), rec(0.1, True, True)]
+    assert audbc(no_gain) is None
+    assert audbc(harmful) is None
+    assert audbc([rec(0.3, True, True)]) is None
+
+
+def test_audbc_of_a_constant_scorer_is_exactly_one_half():
+    records = [rec(0.7, c, s) for c, s in [(False, True)] * 3 + [(True, False), (True, True)]]
+    records += [rec(0.7, False, False), rec(0.7, False, True)]
+    assert audbc(records) == 0.5
+    rng = random.Random(7)
+    many = [rec(0.5, rng.random() < 0.3, rng.random() < 0.6) for _ in range(301)]
+    assert audbc(many) == 0.5
+
+
+def test_audbc_rewards_an_oracle_and_punishes_an_anti_oracle():
+    flippers = [(False, True), (False, True)]
+    others = [(True, True), (False, False)]
+    oracle = [rec(0.9, *o) for o in flippers] + [rec(0.1, *o) for o in others]
+    anti = [rec(0.1, *o) for o in flippers] + [rec(0.9, *o) for o in others]
+    # Oracle: S(k) = 0, 1, 2, 2, 2 -> 7 / (5 * 2); anti: 0, 0, 0, 1, 2 -> 3 / 10.
+    assert audbc(oracle) == pytest.approx(0.7)
+    assert audbc(anti) == pytest.approx(0.3)
+    assert audbc(oracle) > 0.5 > audbc(anti)
+
+
+def test_audbc_of_a_random_scorer_is_near_one_half():
+    rng = random.Random(20240601)
+    records = [rec(rng.random(), rng.random() < 0.3, rng.random() < 0.5) for _ in range(2000)]
+    assert audbc(records) == pytest.approx(0.5, abs=0.05)
+
+
+def test_ask_pr_curve_treats_originally_wrong_as_positives():
+    # Wrong originally: A (0.8), C (0.5, tied with B), D (0.2); B was right.
+    assert flat(ask_pr_curve(TIED)) == pytest.approx(
+        flat([(0.25, 1.0, 1 / 3), (0.5, 0.75, 0.5), (0.75, 2 / 3, 2 / 3), (1.0, 0.75, 1.0)])
+    )
+
+
+def test_ask_pr_recall_is_zero_when_nothing_was_wrong():
+    assert flat(ask_pr_curve([rec(0.9, True, True), rec(0.1, True, False)])) == pytest.approx(
+        flat([(0.5, 0.0, 0.0), (1.0, 0.0, 0.0)])
+    )
+
+
+def test_flip_rate_curve_is_gain_per_asked_instance():
+    assert flat(flip_rate_curve(TIED)) == pytest.approx(
+        flat([(0.25, 1.0), (0.5, 0.75), (0.75, 2 / 3), (1.0, 0.5)])
+    )
+    # A harmed instance asked first gives a negative rate.
+    assert flat(flip_rate_curve([rec(0.9, True, False), rec(0.1, False, True)])) == pytest.approx(
+        flat([(0.5, -1.0), (1.0, 0.0)])
+    )
+
+
+def test_support_summary_at_the_threshold():
+    summary = support_summary(TIED)  # asks A, B and C (score >= 0.5)
+    assert summary == pytest.approx(
+        {
+            "n": 4,
+            "accuracy": 0.25,
+            "accuracy_with_support": 0.75,
+            "max_gain": 0.5,
+            "audbc": 0.65,
+            "burden": 0.75,
+            "delta": 0.5,
+            "p_ask": 2 / 3,
+            "r_ask": 2 / 3,
+            "flip_rate": 2 / 3,
+        }
+    )
+    strict = support_summary(TIED, threshold=0.6)  # asks A only
+    assert (strict["burden"], strict["delta"], strict["p_ask"]) == pytest.approx((0.25, 0.25, 1))
+    assert strict["r_ask"] == pytest.approx(1 / 3)
+    assert strict["flip_rate"] == pytest.approx(1.0)
+
+
+def test_support_summary_undefined_values_are_none():
+    nobody_asked = support_summary(TIED, threshold=0.9)
+    assert (nobody_asked["burden"], nobody_asked["delta"], nobody_asked["r_ask"]) == (0, 0, 0)
+    assert nobody_asked["p_ask"] is None
+    assert nobody_asked["flip_rate"] is None
+    all_right = support_summary([rec(0.9, True, True)])
+    assert all_right["r_ask"] is None
+    assert all_right["audbc"] is None
+    assert support_summary([]) == {
+        "n": 0,
+        "accuracy": None,
+        "accuracy_with_support": None,
+        "max_gain": None,
+        "audbc": None,
+        "burden": None,
+        "delta": None,
+        "p_ask": None,
+        "r_ask": None,
+        "flip_rate": None,
+    }
