@@ -17,6 +17,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 
 
 class ChatError(Exception):
@@ -29,6 +30,13 @@ class ChatRetryable(ChatError):
 
 class ChatTimeout(ChatError):
     """The endpoint did not answer within the time limit."""
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    message: dict  # role, content, tool_calls…
+    logprobs: dict | None  # when the request asked for them and the endpoint sends them
+    usage: dict | None  # prompt_tokens, completion_tokens, total_tokens
 
 
 def snippet(text: str, limit: int = 200) -> str:
@@ -57,9 +65,8 @@ def chat_completion(
     api_key_env: str | None,
     timeout_s: float,
     what: str = "the endpoint",
-) -> dict:
-    """POST ``body`` to ``{base_url}/chat/completions``; returns the first choice (a dict with
-    ``message`` and, when the endpoint sends them, ``logprobs``)."""
+) -> ChatReply:
+    """POST ``body`` to ``{base_url}/chat/completions``; returns the first choice."""
     url = f"{check_base_url(base_url)}/chat/completions"
     request = urllib.request.Request(  # noqa: S310 - the scheme is checked above
         url, data=json.dumps(body).encode(), headers=_headers(api_key_env), method="POST"
@@ -84,7 +91,8 @@ def chat_completion(
     except OSError as error:  # connection reset mid-answer and the like
         raise ChatError(f"{what} {url} failed: {error}") from error
     try:
-        choice = json.loads(raw)["choices"][0]
+        reply = json.loads(raw)
+        choice = reply["choices"][0]
         message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError) as error:
         raise ChatRetryable(
@@ -92,4 +100,10 @@ def chat_completion(
         ) from error
     if not isinstance(message, dict):
         raise ChatRetryable("the chat completion has no message")
-    return choice
+    usage = reply.get("usage")
+    logprobs = choice.get("logprobs")
+    return ChatReply(
+        message=message,
+        logprobs=logprobs if isinstance(logprobs, dict) else None,
+        usage=usage if isinstance(usage, dict) else None,
+    )
