@@ -251,3 +251,52 @@ def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[Pa
     if not by_model:
         raise ImportRefused(f"{root.name}: pass_level_metrics.csv has no rows", [])
     return {model: [r for _, r in records] for model, records in by_model.items()}
+
+
+def parse_support_jsonl(lines: Iterable[str], resolve: TaskResolver, *, name: str) -> list[dict]:
+    """``{task, score, correct, correct_with_support}`` per line; one record per task."""
+    records: list[dict] = []
+    problems: list[tuple[object, str]] = []
+    seen: dict[int, str] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            unknown = sorted(set(data) - {"task", "score", "correct", "correct_with_support"})
+            if unknown:
+                raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+            missing = [
+                k for k in ("task", "score", "correct", "correct_with_support") if k not in data
+            ]
+            if missing:
+                raise ValueError(f"missing {', '.join(missing)}")
+            task_id = resolve(str(data["task"]))
+            if task_id is None:
+                raise ValueError(f"the project has no task {data['task']!r}")
+            score = data["score"]
+            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+                raise ValueError(f"score must be a number from 0 to 1, not {score!r}")
+            if task_id in seen:
+                raise ValueError(f"task {data['task']!r} again (first on {seen[task_id]})")
+            seen[task_id] = where
+            records.append(
+                {
+                    "task_id": task_id,
+                    "score": float(score),
+                    "correct": _bool(data["correct"], "correct"),
+                    "correct_with_support": _bool(
+                        data["correct_with_support"], "correct_with_support"
+                    ),
+                }
+            )
+        except ValueError as error:
+            problems.append((where, str(error) if str(error) else "not JSON"))
+    if problems:
+        raise ImportRefused(f"{name}: {len(problems)} bad line(s); nothing was imported", problems)
+    if not records:
+        raise ImportRefused(f"{name}: no records in the file; nothing was imported", [])
+    return records

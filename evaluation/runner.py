@@ -128,7 +128,7 @@ def _table_description(context: SqlTaskContext, table: str) -> str:
     return ""
 
 
-def _format_rows(columns: list[str], rows: list[tuple], truncated: bool) -> str:
+def format_rows(columns: list[str], rows: list[tuple], truncated: bool) -> str:
     lines = [" | ".join(columns)]
     lines += [" | ".join("NULL" if v is None else str(v) for v in row) for row in rows]
     if truncated:
@@ -187,7 +187,7 @@ class _Tools:
             )
         except (QueryRefused, QueryTimeout) as error:
             return f"error: {error}"
-        return _format_rows(result.columns, result.rows, result.truncated)
+        return format_rows(result.columns, result.rows, result.truncated)
 
     def ask_human(self, question: str) -> str:
         if self.ask is None:
@@ -216,14 +216,9 @@ def _arguments(call: dict) -> dict:
     return data
 
 
-def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict]):
-    body = {
-        "model": endpoint.model,
-        "messages": messages,
-        "tools": tools,
-        "tool_choice": "auto",
-        "temperature": 0,
-    }
+def complete(endpoint: Endpoint, messages: list[dict], **options):
+    """One chat completion at temperature 0, retried on a retryable failure."""
+    body = {"model": endpoint.model, "messages": messages, "temperature": 0, **options}
     last: ChatRetryable | None = None
     for _attempt in range(1 + CHAT_RETRIES):
         try:
@@ -258,7 +253,7 @@ def run_sql_pass(
     for _turn in range(endpoint.max_turns):
         detail["turns"] += 1
         try:
-            reply = _complete(endpoint, messages, offered)
+            reply = complete(endpoint, messages, tools=offered, tool_choice="auto")
         except ChatError as error:
             return PassOutcome(resolved=False, error=str(error), tokens=tokens, detail=detail)
         if reply.usage and isinstance(reply.usage.get("total_tokens"), int):

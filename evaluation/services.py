@@ -20,6 +20,7 @@ from django.utils import timezone
 from authoring.sqlconsole import edited_database, run_select
 from hilbench_annotate.access import roles_in
 from hilbench_annotate.archives import extract_archive
+from hilbench_annotate.chat import ChatError
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.models import Project, Revision, Task
@@ -28,9 +29,19 @@ from judge.base import JudgeError
 from judge.services import ask_human, ask_human_run_start
 from validators.compare import parse_csv_table
 
-from .models import EvaluationRun, Mode, ModelEndpoint, SelectionPolicy, TaskPass
-from .results import PassRecord, parse_jsonl, parse_results_folder
+from .models import (
+    EvaluationRun,
+    Mode,
+    ModelEndpoint,
+    SelectionPolicy,
+    SupportRecord,
+    SupportStudy,
+    TaskPass,
+)
+from .results import PassRecord, parse_jsonl, parse_results_folder, parse_support_jsonl
 from .runner import Endpoint, SqlTaskContext, run_sql_pass
+from .support import METHODS as SUPPORT_METHODS
+from .support import run_support
 
 MAX_PASSES = 10
 
@@ -493,3 +504,134 @@ def _import_pending(run: EvaluationRun) -> None:
         )
         return
     _finish(run)
+
+
+# --- the support-seeking study (second paper) ---------------------------------------------
+
+
+def support_study_start(
+    *, project: Project, actor, endpoint: ModelEndpoint, method: str, task_ids: list[int]
+) -> SupportStudy:
+    from .tasks import support_study_job
+
+    require_lead(actor, project)
+    if method not in SUPPORT_METHODS:
+        raise DomainError(f"The method must be one of {', '.join(SUPPORT_METHODS)}.")
+    if endpoint.project_id != project.pk:
+        raise DomainError("The endpoint belongs to another project.")
+    if not task_ids:
+        raise DomainError("Choose at least one task.")
+    tasks = _project_tasks(project, task_ids, domain="sql")
+    study = SupportStudy.objects.create(
+        project=project,
+        model_name=endpoint.name,
+        method=method,
+        endpoint=endpoint,
+        task_ids=[t.pk for t in tasks],
+        total=len(tasks),
+        created_by=actor,
+    )
+    event_record(
+        project_id=project.pk,
+        task_id=None,
+        actor=actor,
+        kind="support_study_queued",
+        study=study.pk,
+    )
+    transaction.on_commit(lambda: support_study_job.delay(study_id=study.pk))
+    return study
+
+
+def support_study_fail(*, study_id: int, error: str) -> None:
+    SupportStudy.objects.filter(pk=study_id).exclude(status__in=EvaluationRun.FINISHED).update(
+        status=EvaluationRun.Status.FAILED, error=error[:4000], finished_at=timezone.now()
+    )
+
+
+def support_study_execute(*, study_id: int) -> None:
+    claimed = SupportStudy.objects.filter(pk=study_id, status=EvaluationRun.Status.QUEUED).update(
+        status=EvaluationRun.Status.RUNNING
+    )
+    if not claimed:
+        return
+    study = SupportStudy.objects.select_related("endpoint").get(pk=study_id)
+    if study.endpoint is None:
+        support_study_fail(study_id=study.pk, error="The study's endpoint was deleted.")
+        return
+    endpoint = Endpoint(
+        base_url=study.endpoint.base_url,
+        model=study.endpoint.model,
+        api_key_env=study.endpoint.api_key_env or None,
+        timeout_s=study.endpoint.timeout_s,
+        max_turns=study.endpoint.max_turns,
+    )
+    failures = []
+    done = set(study.records.values_list("task_id", flat=True))
+    for task in Task.objects.filter(pk__in=study.task_ids).exclude(pk__in=done).order_by("pk"):
+        revision = _current_revision(task)
+        try:
+            context = sql_task_context(task, revision)
+            blockers = revision.snapshot.get("blockers", [])
+            outcome = run_support(
+                endpoint=endpoint,
+                context=context,
+                question=revision.snapshot["blocked_spec"].get("question", ""),
+                hints=[b.get("resolution", "") for b in blockers],
+                method=study.method,
+            )
+        except (DomainError, ChatError) as error:
+            failures.append(f"task {task.pk}: {error}")
+            continue
+        with transaction.atomic():
+            SupportRecord.objects.create(
+                study=study,
+                task=task,
+                score=outcome.score,
+                score_source=outcome.score_source,
+                correct=outcome.correct,
+                correct_with_support=outcome.correct_with_support,
+                detail={**outcome.detail, "revision": revision.number},
+            )
+            SupportStudy.objects.filter(pk=study.pk).update(done=F("done") + 1)
+    SupportStudy.objects.filter(pk=study.pk, status=EvaluationRun.Status.RUNNING).update(
+        status=EvaluationRun.Status.SUCCEEDED,
+        finished_at=timezone.now(),
+        error="\n".join(failures)[:4000],
+    )
+
+
+def support_import(
+    *, project: Project, actor, path: Path, model_name: str, method: str = "imported"
+) -> SupportStudy:
+    """Records ``{task, score, correct, correct_with_support}`` per JSONL line, all or none."""
+    require_lead(actor, project)
+    if not model_name.strip():
+        raise DomainError("Name the model whose scores these are.")
+    if method not in SupportStudy.Method.values:
+        raise DomainError(f"The method must be one of {', '.join(SupportStudy.Method.values)}.")
+    resolve = _resolver(project)
+    with Path(path).open(encoding="utf-8", errors="replace") as handle:
+        records = parse_support_jsonl(handle, resolve, name=Path(path).name)
+    study = SupportStudy.objects.create(
+        project=project,
+        model_name=model_name.strip()[:200],
+        method=method,
+        task_ids=sorted({r["task_id"] for r in records}),
+        status=EvaluationRun.Status.SUCCEEDED,
+        done=len(records),
+        total=len(records),
+        created_by=actor,
+        finished_at=timezone.now(),
+    )
+    SupportRecord.objects.bulk_create(
+        SupportRecord(study=study, score_source="imported", **record) for record in records
+    )
+    event_record(
+        project_id=project.pk,
+        task_id=None,
+        actor=actor,
+        kind="support_scores_imported",
+        study=study.pk,
+        records=len(records),
+    )
+    return study

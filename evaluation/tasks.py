@@ -17,3 +17,17 @@ def evaluation_run_job(*, run_id: int) -> None:
     from evaluation.services import evaluation_run_execute
 
     evaluation_run_execute(run_id=run_id)
+
+
+class _MarkStudyFailed(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        from evaluation.services import support_study_fail
+
+        support_study_fail(study_id=kwargs["study_id"], error=f"The study crashed: {exc!r}")
+
+
+@shared_task(name="evaluation.support", base=_MarkStudyFailed, acks_late=True)
+def support_study_job(*, study_id: int) -> None:
+    from evaluation.services import support_study_execute
+
+    support_study_execute(study_id=study_id)

@@ -1,0 +1,192 @@
+"""Imported results: validated whole before anything is stored; questions judged on import."""
+
+import json
+
+import pytest
+
+from evaluation.models import EvaluationRun, SupportRecord, SupportStudy, TaskPass
+from evaluation.selectors import leaderboard, task_selection
+from evaluation.services import (
+    evaluation_run_execute,
+    results_import_start,
+    selection_policy_update,
+    support_import,
+)
+from hilbench_annotate.errors import AccessDenied, DomainError, ImportRefused
+from judge.models import AskHumanCall
+
+from .util import import_results, keep_by_pass_rate
+
+TROUBLED = "Which loan status values count as a troubled loan?"
+YEAR = "Which calendar year is the review year?"
+
+
+def _jsonl(tmp_path, lines, name="results.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_bad_line_imports_nothing_and_is_named(sql_task, lead, tmp_path):
+    good = json.dumps({"task": sql_task.source_id, "mode": "baseline", "pass": 1, "resolved": True})
+    lines = [
+        good,
+        '{"task": "' + sql_task.source_id + '", "mode": "baseline", "pass": 2,',  # cut short
+        json.dumps({"task": "nope/1", "mode": "baseline", "pass": 1, "resolved": False}),
+        json.dumps({"task": sql_task.pk, "mode": "oracle", "pass": 1, "resolved": False}),
+        json.dumps(
+            {
+                "task": sql_task.pk,
+                "mode": "baseline",
+                "pass": 3,
+                "resolved": True,
+                "questions": [{"text": "Why?"}],
+            }
+        ),
+        good,
+    ]
+    with pytest.raises(ImportRefused) as refused:
+        results_import_start(
+            project=sql_task.project, actor=lead, path=_jsonl(tmp_path, lines), model_name="m"
+        )
+    message = str(refused.value)
+    assert "5 bad line(s); nothing was imported" in message
+    assert "line 2: not JSON" in message
+    assert "line 3: the project has no task 'nope/1'" in message
+    assert "line 4: mode must be one of" in message
+    assert "line 5: a baseline pass cannot have questions" in message
+    assert "line 6: the same task, mode and pass as line 1" in message
+    assert not EvaluationRun.objects.exists() and not TaskPass.objects.exists()
+
+
+def test_imported_questions_are_judged_and_scored(sql_task, lead):
+    records = [
+        {
+            "task": sql_task.source_id,
+            "mode": "ask_human",
+            "pass": 1,
+            "resolved": True,
+            "questions": [{"text": TROUBLED, "time": 12.5}, {"text": YEAR, "time": 30}],
+            "tokens": 1200,
+            "cost": 0.02,
+        },
+        {"task": sql_task.source_id, "mode": "ask_human", "pass": 2, "resolved": False},
+    ]
+    (run,) = import_results(project=sql_task.project, actor=lead, records=records, model="m1")
+    assert run.status == EvaluationRun.Status.SUCCEEDED and run.pending == []
+    calls = AskHumanCall.objects.filter(run__task_pass__run=run).order_by("id")
+    assert list(calls.values_list("blocker_key", "client_time")) == [
+        ("troubled_loan_definition", "12.5"),
+        ("review_year_dates", "30"),
+    ]
+    (row,) = leaderboard(sql_task.project)
+    # Pass 1: 2 distinct of 2 calls, 2 of 3 blockers; pass 2: no calls. Micro: P 1, R 2/6.
+    assert row["ask_precision"] == pytest.approx(1.0)
+    assert row["ask_recall"] == pytest.approx(1 / 3)
+    assert row["pass_at_1"] == 1.0 and row["tokens_per_pass"] == 1200
+
+
+def test_results_folder_with_trajectories(sql_task, lead, tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / "pass_level_metrics.csv").write_text(
+        "model,task,condition,pass_idx,passed\n"
+        f"gpt-x,{sql_task.source_id},ask_human,1,1\n"
+        f"gpt-x,{sql_task.source_id},baseline,1,0\n"
+        f"claude-y,{sql_task.source_id},baseline,1,1\n"
+    )
+    folder = root / "trajectories" / "ask_human" / "gpt-x" / sql_task.source_id
+    folder.mkdir(parents=True)
+    steps = [
+        {
+            "role": "assistant",
+            "content": "Let me look",
+            "tool": "execute_sql",
+            "tool_input": "SELECT 1",
+        },
+        {
+            "role": "assistant",
+            "tool": "ask_human",
+            "tool_input": {"question": TROUBLED},
+            "time": "t1",
+        },
+    ]
+    (folder / "pass_1_trajectory.json").write_text(json.dumps(steps))
+    runs = results_import_start(project=sql_task.project, actor=lead, path=root)
+    assert sorted(r.model_name for r in runs) == ["claude-y", "gpt-x"]
+    for run in runs:
+        evaluation_run_execute(run_id=run.pk)
+    asked = TaskPass.objects.get(run__model_name="gpt-x", mode="ask_human")
+    assert list(asked.ask_human_run.calls.values_list("blocker_key", flat=True)) == [
+        "troubled_loan_definition"
+    ]
+
+
+def test_only_leads_import(sql_task, author, tmp_path):
+    line = json.dumps({"task": sql_task.pk, "mode": "baseline", "pass": 1, "resolved": True})
+    with pytest.raises(AccessDenied):
+        results_import_start(
+            project=sql_task.project, actor=author, path=_jsonl(tmp_path, [line]), model_name="m"
+        )
+
+
+def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
+    assert task_selection(sql_task)["decision"] == "undecided"
+    keep_by_pass_rate(sql_task, model="a")
+    selection = task_selection(sql_task)
+    assert selection["decision"] == "keep", selection
+    assert selection["full_info_pass"] == 1.0 and selection["baseline_pass"] == 0.0
+    # A second model solves it without asking: mean baseline pass@3 0.5 > 0.34 -> drop.
+    records = [
+        {"task": sql_task.pk, "mode": mode, "pass": i, "resolved": i == 3}
+        for mode in ("baseline", "full_info")
+        for i in (1, 2, 3)
+    ]
+    import_results(project=sql_task.project, actor=lead, records=records, model="b")
+    selection = task_selection(sql_task)
+    assert selection["decision"] == "drop"
+    assert "baseline pass@3 0.50 > 0.34" in selection["reason"]
+    assert [m["model"] for m in selection["models"]] == ["a", "b"]
+    # The lead loosens the threshold: kept.
+    selection_policy_update(
+        project=sql_task.project, actor=lead, k=3, full_info_min=0.67, baseline_max=0.5
+    )
+    assert task_selection(sql_task)["decision"] == "keep"
+    with pytest.raises(DomainError):
+        selection_policy_update(
+            project=sql_task.project, actor=lead, k=3, full_info_min=1.5, baseline_max=0.5
+        )
+
+
+def test_selection_needs_evidence_on_the_current_revision(sql_task, lead, author):
+    from hilbench_annotate import services as core
+
+    keep_by_pass_rate(sql_task)
+    assert task_selection(sql_task)["decision"] == "keep"
+    sql_task.refresh_from_db()
+    core.task_update(
+        task=sql_task,
+        actor=author,
+        expected_version=sql_task.version,
+        title=sql_task.title + " (edited)",
+    )
+    assert task_selection(sql_task)["decision"] == "undecided"
+
+
+def test_support_scores_import_and_audbc(sql_task, lead, tmp_path, project, author, demo_data):
+    line = {"task": sql_task.pk, "score": 0.9, "correct": False, "correct_with_support": True}
+    study = support_import(
+        project=sql_task.project,
+        actor=lead,
+        path=_jsonl(tmp_path, [json.dumps(line)]),
+        model_name="m",
+    )
+    assert study.status == "succeeded" and SupportRecord.objects.get(study=study).score == 0.9
+    bad = [json.dumps(line), json.dumps({**line, "score": 1.4}), json.dumps(line)]
+    with pytest.raises(ImportRefused) as refused:
+        support_import(
+            project=sql_task.project, actor=lead, path=_jsonl(tmp_path, bad), model_name="m"
+        )
+    assert "line 2: score must be a number from 0 to 1" in str(refused.value)
+    assert "line 3: task" in str(refused.value)
+    assert SupportStudy.objects.count() == 1
