@@ -201,7 +201,8 @@ def leaderboard(project, *, domain: str | None = None) -> list[dict]:
 
 def per_task_recall(project, *, model: str | None = None) -> list[float]:
     """Ask recall of each (model, task) over its ask_human passes, for the histogram."""
-    rows = [r for r in project_passes(project) if r.mode == Mode.ASK_HUMAN]
+    # A task without blockers has no recall to measure.
+    rows = [r for r in project_passes(project) if r.mode == Mode.ASK_HUMAN and r.blocker_count]
     if model:
         rows = [r for r in rows if r.model == model]
     return [

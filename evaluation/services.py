@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -439,9 +440,9 @@ def results_import_start(
     ]
 
 
-def results_upload_start(*, project: Project, actor, upload, model_name: str = ""):
-    """Store a browser upload, then ``results_import_start`` on it."""
-    require_lead(actor, project)
+@contextmanager
+def _stored_upload(upload):
+    """A browser upload as a file on disk, removed afterwards."""
     if upload.size > settings.MAX_UPLOAD_BYTES:
         raise DomainError(
             f"{upload.name} is {upload.size} bytes; uploads are limited to "
@@ -451,13 +452,20 @@ def results_upload_start(*, project: Project, actor, upload, model_name: str = "
     directory = settings.UPLOAD_STORE / f"results-{uuid.uuid4().hex[:12]}"
     directory.mkdir(parents=True)
     try:
-        path = directory / f"results{suffix}"
+        path = directory / f"{Path(upload.name).stem.split('.')[0][:60] or 'upload'}{suffix}"
         with open(path, "wb") as handle:
             for chunk in upload.chunks():
                 handle.write(chunk)
-        return results_import_start(project=project, actor=actor, path=path, model_name=model_name)
+        yield path
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def results_upload_start(*, project: Project, actor, upload, model_name: str = ""):
+    """``results_import_start`` on a browser upload."""
+    require_lead(actor, project)
+    with _stored_upload(upload) as path:
+        return results_import_start(project=project, actor=actor, path=path, model_name=model_name)
 
 
 def _import_pending(run: EvaluationRun) -> None:
@@ -635,3 +643,10 @@ def support_import(
         records=len(records),
     )
     return study
+
+
+def support_upload(*, project: Project, actor, upload, model_name: str) -> SupportStudy:
+    """``support_import`` on a browser upload."""
+    require_lead(actor, project)
+    with _stored_upload(upload) as path:
+        return support_import(project=project, actor=actor, path=path, model_name=model_name)

@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("review.urls")),
     path("", include("validators.urls")),
     path("", include("judge.urls")),
+    path("", include("evaluation.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api.urlpatterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -93,6 +93,9 @@ class Command(BaseCommand):
         self._plant_demo_blockers(project, users["author"])
         self._fill_golden_outputs(project)
         self._label_demo_questions(project, users)
+        from evaluation.demo import demo_results
+
+        demo_results(project, users["lead"])
         self.stdout.write(f"Demo SQL: {sql.summary()}\nDemo SWE: {swe.summary()}")
         self.stdout.write("\nDemo users (username / password):")
         self.stdout.write("  admin / admin-demo  (site admin)")

@@ -1,0 +1,74 @@
+from django import forms
+
+from .models import Mode, SupportStudy
+from .support import METHODS
+
+
+def _task_ids(text: str) -> list[int]:
+    ids = []
+    for part in text.replace(",", " ").split():
+        if not part.isdigit():
+            raise forms.ValidationError(f"{part!r} is not a task id.")
+        ids.append(int(part))
+    return ids
+
+
+class EndpointForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    base_url = forms.URLField(
+        label="Base URL", help_text="e.g. http://gpu-1:8000/v1", assume_scheme="https"
+    )
+    model = forms.CharField(max_length=200)
+    api_key_env = forms.CharField(
+        max_length=100, required=False, label="API key variable", help_text="e.g. OPENAI_API_KEY"
+    )
+    concurrency = forms.IntegerField(min_value=1, max_value=32, initial=1)
+    timeout_s = forms.FloatField(min_value=1, initial=60, label="Timeout (s)")
+    max_turns = forms.IntegerField(min_value=1, max_value=100, initial=12)
+
+
+class _TaskChoice(forms.Form):
+    endpoint = forms.TypedChoiceField(coerce=int, choices=())
+    tasks = forms.CharField(
+        required=False,
+        help_text="Task ids separated by spaces; empty: every SQL task of the project",
+    )
+
+    def __init__(self, *args, endpoints=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["endpoint"].choices = [(e.pk, str(e)) for e in endpoints]
+
+    def clean_tasks(self):
+        return _task_ids(self.cleaned_data["tasks"])
+
+
+class RunForm(_TaskChoice):
+    modes = forms.MultipleChoiceField(
+        choices=Mode.choices, initial=Mode.values, widget=forms.CheckboxSelectMultiple
+    )
+    passes = forms.IntegerField(min_value=1, max_value=10, initial=3, label="Passes (k)")
+
+
+class StudyForm(_TaskChoice):
+    method = forms.ChoiceField(
+        choices=[(m, label) for m, label in SupportStudy.Method.choices if m in METHODS]
+    )
+
+
+class ResultsForm(forms.Form):
+    file = forms.FileField(help_text=".jsonl, or a HiL-Bench results folder as .zip / .tar.gz")
+    model = forms.CharField(
+        max_length=200, required=False, help_text="Needed for .jsonl (a folder names its models)"
+    )
+
+
+class SupportScoresForm(forms.Form):
+    file = forms.FileField(help_text=".jsonl: {task, score, correct, correct_with_support}")
+    model = forms.CharField(max_length=200)
+
+
+class PolicyForm(forms.Form):
+    k = forms.IntegerField(min_value=1, max_value=10, label="k")
+    full_info_min = forms.FloatField(min_value=0, max_value=1, label="full_info pass@k ≥")
+    baseline_max = forms.FloatField(min_value=0, max_value=1, label="baseline pass@k ≤")
+    min_models = forms.IntegerField(min_value=1, max_value=50, label="Models needed")

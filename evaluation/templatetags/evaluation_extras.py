@@ -1,0 +1,47 @@
+from django import template
+
+register = template.Library()
+
+_PERCENT = {
+    "pass_at_1",
+    "pass_at_2",
+    "pass_at_3",
+    "ask_f1",
+    "ask_precision",
+    "ask_recall",
+    "duplicate_rate",
+}
+
+
+@register.filter
+def pct(value) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+@register.filter
+def num3(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+@register.filter
+def metric(row: dict, key: str) -> str:
+    value = row.get(key)
+    if value is None:
+        return "—"
+    if key in _PERCENT:
+        return pct(value)
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+@register.filter
+def audbc_cells(by_method: dict) -> str:
+    names = {
+        "direct_ask": "DA",
+        "write_then_ask": "WA",
+        "execute_then_ask": "EA",
+        "imported": "imported",
+    }
+    cells = [f"{num3(by_method[m])} ({label})" for m, label in names.items() if m in by_method]
+    return ", ".join(cells) or "—"

@@ -1,0 +1,336 @@
+"""Evaluation screens: a project's leaderboard and curves, its model runs and studies, and the
+lead's forms (endpoints, runs, imports, selection thresholds); a run's progress page."""
+
+import csv
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from hilbench_annotate.access import access_project, roles_in
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.models import Project, Task
+from review.charts import column_chart, line_chart
+
+from . import metrics
+from .forms import EndpointForm, PolicyForm, ResultsForm, RunForm, StudyForm, SupportScoresForm
+from .models import EvaluationRun, ModelEndpoint, SupportStudy
+from .selectors import (
+    latest_studies,
+    leaderboard,
+    per_task_recall,
+    selection_policy,
+    support_records,
+    task_selection,
+)
+from .services import (
+    endpoint_create,
+    evaluation_run_start,
+    results_upload_start,
+    selection_policy_update,
+    support_study_start,
+    support_upload,
+)
+
+READERS = ("author", "reviewer", "auditor", "lead")
+COLUMNS = [
+    ("model", "Model"),
+    ("mode", "Mode"),
+    ("tasks", "Tasks"),
+    ("passes", "Passes"),
+    ("pass_at_1", "pass@1"),
+    ("pass_at_2", "pass@2"),
+    ("pass_at_3", "pass@3"),
+    ("ask_f1", "Ask-F1"),
+    ("ask_precision", "Ask precision"),
+    ("ask_recall", "Ask recall"),
+    ("questions_per_pass", "Questions / pass"),
+    ("duplicate_rate", "Duplicate rate"),
+    ("reward_mean", "Mean reward"),
+]
+
+
+def _project(request, project_id: int, roles: tuple[str, ...]) -> Project:
+    try:
+        return access_project(request.user, project_id, roles=roles)
+    except AccessDenied as error:
+        raise PermissionDenied(str(error)) from error
+
+
+def _is_lead(user, project) -> bool:
+    return user.is_superuser or "lead" in roles_in(user, project.pk)
+
+
+def _sql_task_ids(project, ids: list[int]) -> list[int]:
+    if ids:
+        return ids
+    return list(Task.objects.filter(project=project, domain="sql").values_list("pk", flat=True))
+
+
+@login_required
+@require_GET
+def evaluation_home(request):
+    projects = [
+        p
+        for p in Project.objects.visible_to(request.user).order_by("name")
+        if request.user.is_superuser or roles_in(request.user, p.pk) & set(READERS)
+    ]
+    if len(projects) == 1:
+        return redirect("evaluation-project", project_id=projects[0].pk)
+    return render(request, "evaluation/home.html", {"projects": projects})
+
+
+def _curves(project) -> dict:
+    dbc, pr, flips, summaries = [], [], [], []
+    for (model, method), study in sorted(latest_studies(project).items()):
+        records = support_records(study)
+        if not records:
+            continue
+        name = model if study.method == SupportStudy.Method.IMPORTED else f"{model} · {method}"
+        dbc.append((name, metrics.delta_burden_curve(records)))
+        pr.append(
+            (name, [(recall, precision) for _, precision, recall in metrics.ask_pr_curve(records)])
+        )
+        flips.append((name, metrics.flip_rate_curve(records)))
+        summaries.append(
+            {
+                "model": model,
+                "method": study.get_method_display(),
+                "study": study,
+                **metrics.support_summary(records),
+            }
+        )
+    recalls = per_task_recall(project)
+    bins = [0] * 5
+    for value in recalls:
+        bins[min(4, int(value * 5))] += 1
+    labels = ["0–20%", "20–40%", "40–60%", "60–80%", "80–100%"]
+    return {
+        "dbc": line_chart(
+            dbc,
+            title="Delta-Burden curves",
+            x_label="User burden (share asked)",
+            y_label="Δ accuracy",
+            diagonal=False,
+        ),
+        "pr": line_chart(
+            pr, title="Precision–recall of asking", x_label="R_ask", y_label="P_ask", y_range=(0, 1)
+        ),
+        "flip": line_chart(
+            flips,
+            title="Flip-rate curves",
+            x_label="User burden",
+            y_label="Flip rate",
+            y_range=(-1, 1),
+        ),
+        "recall_histogram": column_chart(
+            list(zip(labels, bins, strict=True)), title="Per-task Ask recall (model × task)"
+        )
+        if recalls
+        else column_chart([], title="Per-task Ask recall"),
+        "summaries": summaries,
+    }
+
+
+@login_required
+@require_GET
+def project_evaluation(request, project_id: int):
+    project = _project(request, project_id, READERS)
+    domain = request.GET.get("domain") or None
+    endpoints = list(ModelEndpoint.objects.filter(project=project))
+    lead = _is_lead(request.user, project)
+    policy = selection_policy(project)
+    context = {
+        "project": project,
+        "domain": domain,
+        "board": leaderboard(project, domain=domain),
+        "columns": COLUMNS[4:],
+        "methods": [m for m in SupportStudy.Method.choices],
+        "curves": _curves(project),
+        "runs": EvaluationRun.objects.filter(project=project).select_related("created_by")[:20],
+        "studies": SupportStudy.objects.filter(project=project)[:20],
+        "endpoints": endpoints,
+        "is_lead": lead,
+        "policy": policy,
+    }
+    if lead:
+        context.update(
+            endpoint_form=EndpointForm(),
+            run_form=RunForm(endpoints=endpoints),
+            study_form=StudyForm(endpoints=endpoints),
+            results_form=ResultsForm(),
+            scores_form=SupportScoresForm(),
+            policy_form=PolicyForm(
+                initial={
+                    "k": policy.k,
+                    "full_info_min": policy.full_info_min,
+                    "baseline_max": policy.baseline_max,
+                    "min_models": policy.min_models,
+                }
+            ),
+        )
+    return render(request, "evaluation/project.html", context)
+
+
+def _form_errors(form) -> str:
+    return "; ".join(
+        f"{name}: {' '.join(errors)}" if name != "__all__" else " ".join(errors)
+        for name, errors in form.errors.items()
+    )
+
+
+def _lead_post(request, project_id: int, form_class, action, **form_kwargs):
+    """Validate a lead's form and run ``action(project, data)``; errors become messages."""
+    project = _project(request, project_id, ("lead",))
+    form = form_class(request.POST, request.FILES, **form_kwargs(project) if form_kwargs else {})
+    if not form.is_valid():
+        messages.error(request, _form_errors(form))
+        return redirect("evaluation-project", project_id=project.pk)
+    try:
+        with transaction.atomic():
+            result = action(project, form.cleaned_data)
+    except DomainError as error:
+        messages.error(request, str(error))
+        return redirect("evaluation-project", project_id=project.pk)
+    return result or redirect("evaluation-project", project_id=project.pk)
+
+
+def _endpoints(project):
+    return {"endpoints": ModelEndpoint.objects.filter(project=project)}
+
+
+@login_required
+@require_POST
+def endpoint_add(request, project_id: int):
+    def action(project, data):
+        endpoint_create(project=project, actor=request.user, **data)
+        messages.success(request, f"Endpoint {data['name']} registered.")
+
+    return _lead_post(request, project_id, EndpointForm, action)
+
+
+@login_required
+@require_POST
+def run_start(request, project_id: int):
+    def action(project, data):
+        run = evaluation_run_start(
+            project=project,
+            actor=request.user,
+            endpoint=get_object_or_404(ModelEndpoint, pk=data["endpoint"], project=project),
+            task_ids=_sql_task_ids(project, data["tasks"]),
+            modes=data["modes"],
+            passes=data["passes"],
+        )
+        return redirect("evaluation-run", run_id=run.pk)
+
+    return _lead_post(request, project_id, RunForm, action, form_kwargs=_endpoints)
+
+
+@login_required
+@require_POST
+def study_start(request, project_id: int):
+    def action(project, data):
+        support_study_start(
+            project=project,
+            actor=request.user,
+            endpoint=get_object_or_404(ModelEndpoint, pk=data["endpoint"], project=project),
+            method=data["method"],
+            task_ids=_sql_task_ids(project, data["tasks"]),
+        )
+        messages.success(request, "Study queued; its curves appear when it finishes.")
+
+    return _lead_post(request, project_id, StudyForm, action, form_kwargs=_endpoints)
+
+
+@login_required
+@require_POST
+def results_upload(request, project_id: int):
+    def action(project, data):
+        runs = results_upload_start(
+            project=project, actor=request.user, upload=data["file"], model_name=data["model"]
+        )
+        if len(runs) == 1:
+            return redirect("evaluation-run", run_id=runs[0].pk)
+        messages.success(
+            request, f"{len(runs)} runs queued: {', '.join(r.model_name for r in runs)}."
+        )
+        return None
+
+    return _lead_post(request, project_id, ResultsForm, action)
+
+
+@login_required
+@require_POST
+def scores_upload(request, project_id: int):
+    def action(project, data):
+        study = support_upload(
+            project=project, actor=request.user, upload=data["file"], model_name=data["model"]
+        )
+        messages.success(
+            request, f"{study.total} need-for-help scores imported for {study.model_name}."
+        )
+
+    return _lead_post(request, project_id, SupportScoresForm, action)
+
+
+@login_required
+@require_POST
+def policy_update(request, project_id: int):
+    def action(project, data):
+        selection_policy_update(project=project, actor=request.user, **data)
+        messages.success(request, "Selection thresholds saved.")
+
+    return _lead_post(request, project_id, PolicyForm, action)
+
+
+@login_required
+@require_GET
+def leaderboard_csv(request, project_id: int):
+    project = _project(request, project_id, READERS)
+    domain = request.GET.get("domain") or None
+    methods = [m for m, _ in SupportStudy.Method.choices]
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="leaderboard-{project.slug}.csv"'
+    writer = csv.writer(response)
+    writer.writerow([key for key, _ in COLUMNS] + [f"audbc_{m}" for m in methods])
+    for row in leaderboard(project, domain=domain):
+        values = [row.get(key) for key, _ in COLUMNS]
+        values += [row["audbc"].get(m) for m in methods]
+        writer.writerow(
+            ["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in values]
+        )
+    return response
+
+
+@login_required
+@require_GET
+def run_detail(request, run_id: int):
+    run = get_object_or_404(
+        EvaluationRun.objects.select_related("project", "endpoint", "created_by"),
+        pk=run_id,
+        project__in=Project.objects.visible_to(request.user),
+    )
+    _project(request, run.project_id, READERS)
+    if request.htmx:
+        response = render(request, "evaluation/run.html#status", {"run": run})
+        return HttpResponseStopPolling(response.content) if run.is_finished else response
+    passes = run.task_passes.select_related("task", "ask_human_run").prefetch_related(
+        "ask_human_run__calls"
+    )
+    return render(request, "evaluation/run.html", {"run": run, "passes": passes})
+
+
+@login_required
+@require_GET
+def task_selection_view(request, task_id: int):
+    from hilbench_annotate.access import access_task
+
+    task = access_task(request.user, task_id)
+    return render(
+        request, "evaluation/selection.html", {"task": task, "selection": task_selection(task)}
+    )
