@@ -72,3 +72,77 @@ def test_real_worker_process_runs_a_browser_import(client, worker_broker, demo_d
     assert Task.objects.filter(project=project).count() == 6
     # The worker says which database and broker it uses.
     assert "HiL-Bench Annotate mode:" in output
+
+
+@pytest.mark.django_db(transaction=True)
+def test_real_worker_runs_a_model_run_with_concurrent_passes(worker_broker, demo_data, tmp_path):
+    """A built-in run with an endpoint of concurrency 2: passes run on two threads of the
+    worker, each with its own database connection, and every pass is stored once."""
+    from evaluation.models import EvaluationRun, TaskPass
+    from evaluation.services import endpoint_create, evaluation_run_start
+    from hilbench_annotate.importers import import_bird
+
+    from .evaluation.conftest import ScriptedServer, tool_call
+    from .factories import MembershipFactory, ProjectFactory, UserFactory
+
+    project = ProjectFactory()
+    lead = UserFactory(username="worker-lead")
+    MembershipFactory(project=project, user=lead, role="lead")
+    import_bird(
+        project=project,
+        questions=demo_data["sql"]["questions"],
+        databases=demo_data["sql"]["databases"],
+        actor=lead,
+        limit=3,
+    )
+    server = ScriptedServer()
+    server.script = [tool_call("submit_sql", {"query": "SELECT 1"})] * 12
+    endpoint = endpoint_create(
+        project=project, actor=lead, name="e", base_url=server.url, model="m", concurrency=2
+    )
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed in finally
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "hilbench_annotate",
+            "worker",
+            "--pool=solo",
+            "--loglevel=info",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=worker_env(worker_broker),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        run = evaluation_run_start(
+            project=project,
+            actor=lead,
+            endpoint=endpoint,
+            task_ids=list(project.tasks.values_list("pk", flat=True)),
+            modes=["baseline", "full_info"],
+            passes=2,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            if run.is_finished:
+                break
+            time.sleep(0.5)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        log.close()
+        server.close()
+    output = (tmp_path / "worker.log").read_text()
+    assert run.status == EvaluationRun.Status.SUCCEEDED, f"{run.error}\n{output[-3000:]}"
+    assert run.done == run.total == 12
+    assert TaskPass.objects.filter(run=run).count() == 12
+    assert not TaskPass.objects.filter(run=run).exclude(error="").exists()
+    assert len(server.requests) == 12

@@ -190,3 +190,24 @@ def test_support_scores_import_and_audbc(sql_task, lead, tmp_path, project, auth
     assert "line 2: score must be a number from 0 to 1" in str(refused.value)
     assert "line 3: task" in str(refused.value)
     assert SupportStudy.objects.count() == 1
+
+
+def test_import_results_command(sql_task, lead, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    line = json.dumps({"task": sql_task.source_id, "mode": "full_info", "pass": 1, "resolved": 1})
+    path = _jsonl(tmp_path, [line])
+    call_command(
+        "import_results",
+        str(path),
+        project=sql_task.project.slug,
+        username="lead",
+        model="m",
+        wait=True,
+    )
+    assert TaskPass.objects.get().resolved is True
+    bad = _jsonl(tmp_path, ["{}"], name="bad.jsonl")
+    with pytest.raises(CommandError, match="line 1: unknown field|line 1: missing task"):
+        call_command(
+            "import_results", str(bad), project=sql_task.project.slug, username="lead", model="m"
+        )
