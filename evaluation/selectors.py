@@ -199,6 +199,27 @@ def leaderboard(project, *, domain: str | None = None) -> list[dict]:
     return board
 
 
+def per_task_rows(project, *, domain: str | None = None) -> list[dict]:
+    """Per task and model: pass@3 (or fewer passes) per mode and the task's Ask-F1."""
+    rows = project_passes(project, domain=domain)
+    out = []
+    for (task_id, model), passes in sorted(_group(rows, "task_id", "model").items()):
+        by_mode = _group(passes, "mode")
+        entry = {"task_id": task_id, "model": model}
+        for mode in Mode.values:
+            results = [r.resolved for r in sorted(by_mode.get((mode,), []), key=lambda r: r.index)]
+            entry[mode] = metrics.pass_at_k(results, min(3, len(results))) if results else None
+            entry[f"{mode}_passes"] = len(results)
+        asked = by_mode.get((Mode.ASK_HUMAN,), [])
+        if asked:
+            score = metrics.ask_score_micro(
+                metrics.ask_score(r.calls, blocker_count=r.blocker_count) for r in asked
+            )
+            entry.update(ask_precision=score.precision, ask_recall=score.recall, ask_f1=score.f1)
+        out.append(entry)
+    return out
+
+
 def per_task_recall(project, *, model: str | None = None) -> list[float]:
     """Ask recall of each (model, task) over its ask_human passes, for the histogram."""
     # A task without blockers has no recall to measure.

@@ -24,6 +24,7 @@ from .selectors import (
     latest_studies,
     leaderboard,
     per_task_recall,
+    per_task_rows,
     selection_policy,
     support_records,
     task_selection,
@@ -60,6 +61,16 @@ def _project(request, project_id: int, roles: tuple[str, ...]) -> Project:
         return access_project(request.user, project_id, roles=roles)
     except AccessDenied as error:
         raise PermissionDenied(str(error)) from error
+
+
+PER_TASK_ROWS = 300
+
+
+def _with_tasks(rows: list[dict]) -> list[dict]:
+    titles = dict(
+        Task.objects.filter(pk__in={r["task_id"] for r in rows}).values_list("pk", "title")
+    )
+    return [{**row, "title": titles.get(row["task_id"], "")} for row in rows]
 
 
 def _is_lead(user, project) -> bool:
@@ -149,6 +160,7 @@ def project_evaluation(request, project_id: int):
         "project": project,
         "domain": domain,
         "board": leaderboard(project, domain=domain),
+        "per_task": _with_tasks(per_task_rows(project, domain=domain)[:PER_TASK_ROWS]),
         "columns": COLUMNS[4:],
         "methods": [m for m in SupportStudy.Method.choices],
         "curves": _curves(project),

@@ -15,12 +15,13 @@ _PERCENT = {
 
 @register.filter
 def pct(value) -> str:
-    return "—" if value is None else f"{value * 100:.1f}%"
+    # A key a row lacks reaches the template as "".
+    return "—" if value is None or value == "" else f"{value * 100:.1f}%"
 
 
 @register.filter
 def num3(value) -> str:
-    return "—" if value is None else f"{value:.3f}"
+    return "—" if value is None or value == "" else f"{value:.3f}"
 
 
 @register.filter

@@ -211,3 +211,27 @@ def test_import_results_command(sql_task, lead, tmp_path):
         call_command(
             "import_results", str(bad), project=sql_task.project.slug, username="lead", model="m"
         )
+
+
+def test_per_task_rows(sql_task, lead):
+    from evaluation.selectors import per_task_rows
+
+    records = [
+        {"task": sql_task.pk, "mode": "baseline", "pass": 1, "resolved": False},
+        {"task": sql_task.pk, "mode": "baseline", "pass": 2, "resolved": True},
+        {
+            "task": sql_task.pk,
+            "mode": "ask_human",
+            "pass": 1,
+            "resolved": False,
+            "questions": [{"text": TROUBLED}, {"text": "What is the capital of France?"}],
+        },
+    ]
+    import_results(project=sql_task.project, actor=lead, records=records, model="m")
+    (row,) = per_task_rows(sql_task.project)
+    assert row["baseline"] is True and row["baseline_passes"] == 2
+    assert row["full_info"] is None and row["ask_human"] is False
+    # 1 distinct blocker of 2 calls, of 3 blockers.
+    assert row["ask_precision"] == pytest.approx(0.5)
+    assert row["ask_recall"] == pytest.approx(1 / 3)
+    assert row["ask_f1"] == pytest.approx(0.4)
