@@ -76,7 +76,7 @@ class EvaluationRun(models.Model):
     passes = models.PositiveSmallIntegerField(default=3, help_text="k: passes per task and mode")
     task_ids = models.JSONField(default=list, blank=True)
     pending = models.JSONField(
-        default=list, blank=True, help_text="Validated imported passes the worker has yet to store"
+        default=dict, blank=True, help_text="{file}: imported passes awaiting the worker"
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     done = models.PositiveIntegerField(default=0)
@@ -224,3 +224,110 @@ class SupportRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id}: {self.score:.3f}"
+
+
+class Trajectory(models.Model):
+    """What the agent did in one pass: ``[{role, content, tool, tool_input, tool_output,
+    time}]`` (``evaluation/trajectories.py``)."""
+
+    task_pass = models.OneToOneField(TaskPass, on_delete=models.CASCADE, related_name="trajectory")
+    steps = models.JSONField()
+    source = models.CharField(max_length=300, blank=True, help_text="File it was read from")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"trajectory of pass {self.task_pass_id} ({len(self.steps)} steps)"
+
+
+class TaxonomyEntry(models.Model):
+    """One capability dimension or failure mode of a project's failure taxonomy."""
+
+    class Axis(models.TextChoices):
+        DIMENSION = "dimension", "Capability dimension"
+        MODE = "mode", "Failure mode"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="taxonomy")
+    axis = models.CharField(max_length=10, choices=Axis.choices)
+    key = models.SlugField(max_length=40)
+    name = models.CharField(max_length=80)
+    definition = models.TextField()
+    examples = models.TextField(blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["project", "axis", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "axis", "key"], name="taxonomy_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.axis}: {self.name}"
+
+
+class LabellingRun(models.Model):
+    """LLM pre-labelling of failed passes with a versioned rubric prompt."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="labelling_runs")
+    endpoint = models.ForeignKey(
+        ModelEndpoint, on_delete=models.SET_NULL, null=True, related_name="labelling_runs"
+    )
+    model_name = models.CharField(max_length=200)
+    rubric_version = models.CharField(max_length=100)
+    pass_ids = models.JSONField(default=list)
+    status = models.CharField(
+        max_length=10, choices=EvaluationRun.Status.choices, default=EvaluationRun.Status.QUEUED
+    )
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"LLM labelling run {self.pk} ({self.model_name}, {self.rubric_version})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in EvaluationRun.FINISHED
+
+
+class FailureLabel(models.Model):
+    """A failed pass's place in the taxonomy, by a person or by an LLM labelling run."""
+
+    task_pass = models.ForeignKey(TaskPass, on_delete=models.CASCADE, related_name="failure_labels")
+    labeller = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
+    )
+    llm_run = models.ForeignKey(
+        LabellingRun, on_delete=models.CASCADE, null=True, blank=True, related_name="labels"
+    )
+    dimension = models.SlugField(max_length=40)
+    mode = models.SlugField(max_length=40)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_pass", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_pass", "labeller"],
+                condition=models.Q(labeller__isnull=False),
+                name="one_failure_label_per_person",
+            ),
+            models.UniqueConstraint(
+                fields=["task_pass", "llm_run"],
+                condition=models.Q(llm_run__isnull=False),
+                name="one_failure_label_per_llm_run",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(labeller__isnull=True) ^ models.Q(llm_run__isnull=True),
+                name="failure_label_by_person_xor_llm",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_pass_id}: {self.dimension} × {self.mode}"

@@ -9,10 +9,11 @@ Two formats:
   task's source id in the project (``sql_3``, ``financial/123``…) or its numeric id.
 * **A HiL-Bench results folder**: ``pass_level_metrics.csv`` with the columns ``model``,
   ``task``, ``mode`` (or ``condition``), ``pass`` (or ``pass_idx``) and ``resolved`` (or
-  ``passed`` / ``success`` / ``reward``), optionally ``tokens`` and ``cost``; the questions of
-  an ``ask_human`` pass come from
-  ``trajectories/<mode>/<model>/<task>/pass_<i>_trajectory.json`` — the steps whose ``tool``
-  is ``ask_human`` (the question is ``tool_input``, a string or ``{"question": …}``).
+  ``passed`` / ``success`` / ``reward``), optionally ``tokens`` and ``cost``; each pass's
+  trajectory, when present, is ``trajectories/<mode>/<model>/<task>/pass_<i>_trajectory.json``
+  (or ``.jsonl``, see ``trajectories.py``), and an ``ask_human`` pass's questions are its
+  steps whose ``tool`` is ``ask_human`` (the question is ``tool_input``, a string or
+  ``{"question": …}``). A malformed trajectory refuses the import, naming file and line.
 
 Every problem is collected with its line (or file) before anything is refused, so one upload
 shows every mistake; a file with any problem imports nothing (``ImportRefused``).
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hilbench_annotate.errors import ImportRefused
+
+from .trajectories import find_trajectory, read_trajectory, trajectory_questions
 
 MODES = ("baseline", "full_info", "ask_human")
 MAX_QUESTION_CHARS = 4000
@@ -43,6 +46,8 @@ class PassRecord:
     questions: list[dict] = field(default_factory=list)  # {"text", "time"}
     tokens: int | None = None
     cost: float | None = None
+    trajectory: list[dict] | None = None  # steps, when the harness sent them
+    trajectory_file: str = ""
 
     def as_json(self) -> dict:
         return {
@@ -53,6 +58,8 @@ class PassRecord:
             "questions": self.questions,
             "tokens": self.tokens,
             "cost": self.cost,
+            "trajectory": self.trajectory,
+            "trajectory_file": self.trajectory_file,
         }
 
 
@@ -181,28 +188,6 @@ def _column(row: dict, *names: str) -> object:
     return None
 
 
-def _trajectory_questions(path: Path) -> list[dict]:
-    try:
-        steps = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path.name} is not readable JSON ({error})") from None
-    if isinstance(steps, dict):
-        steps = steps.get("steps", steps.get("trajectory"))
-    if not isinstance(steps, list):
-        raise ValueError(f"{path.name} holds no list of steps")
-    questions = []
-    for n, step in enumerate(steps, start=1):
-        if not isinstance(step, dict) or step.get("tool") != "ask_human":
-            continue
-        asked = step.get("tool_input")
-        if isinstance(asked, dict):
-            asked = asked.get("question")
-        if not isinstance(asked, str) or not asked.strip():
-            raise ValueError(f"{path.name}: step {n} calls ask_human without a question")
-        questions.append({"text": asked, "time": step.get("time", "")})
-    return questions
-
-
 def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[PassRecord]]:
     """model -> its passes, from a HiL-Bench results folder."""
     csv_path = next(iter(sorted(root.rglob("pass_level_metrics.csv"))), None)
@@ -228,16 +213,16 @@ def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[Pa
                 if not model:
                     raise ValueError("missing model")
                 record = _record(data, resolve)
-                trajectory = (
-                    base
-                    / "trajectories"
-                    / record.mode
-                    / model
-                    / str(data["task"])
-                    / f"pass_{record.index}_trajectory.json"
+                path = find_trajectory(
+                    base, mode=record.mode, model=model, task=str(data["task"]), index=record.index
                 )
-                if record.mode == "ask_human" and trajectory.is_file():
-                    record.questions = _questions(_trajectory_questions(trajectory), record.mode)
+                if path is not None:
+                    name = str(path.relative_to(base))
+                    record.trajectory = read_trajectory(path, name=name)
+                    record.trajectory_file = name
+                    record.questions = _questions(
+                        trajectory_questions(record.trajectory), record.mode
+                    )
             except ValueError as error:
                 problems.append((where, str(error)))
                 continue

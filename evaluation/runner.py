@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,7 @@ class PassOutcome:
     error: str = ""
     tokens: int | None = None
     detail: dict = field(default_factory=dict)
+    steps: list[dict] = field(default_factory=list)
 
 
 def _csv_rows(text: str) -> list[list[str]]:
@@ -248,6 +250,16 @@ def run_sql_pass(
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": context.instructions[mode]},
     ]
+    started = time.monotonic()
+    # The trajectory, in the documented step format (evaluation/trajectories.py).
+    steps: list[dict] = [{"role": "user", "content": context.instructions[mode], "time": 0.0}]
+
+    def step(**fields) -> None:
+        steps.append({**fields, "time": round(time.monotonic() - started, 3)})
+
+    def outcome(**fields) -> PassOutcome:
+        return PassOutcome(tokens=tokens, detail=detail, steps=steps, **fields)
+
     detail: dict = {"turns": 0, "malformed": 0, "tool_calls": 0}
     tokens: int | None = None
     for _turn in range(endpoint.max_turns):
@@ -255,7 +267,8 @@ def run_sql_pass(
         try:
             reply = complete(endpoint, messages, tools=offered, tool_choice="auto")
         except ChatError as error:
-            return PassOutcome(resolved=False, error=str(error), tokens=tokens, detail=detail)
+            step(role="system", content=f"The pass stopped: {error}")
+            return outcome(resolved=False, error=str(error))
         if reply.usage and isinstance(reply.usage.get("total_tokens"), int):
             tokens = (tokens or 0) + reply.usage["total_tokens"]
         message = reply.message
@@ -265,14 +278,13 @@ def run_sql_pass(
             if calls
             else {"role": "assistant", "content": message.get("content") or ""}
         )
+        if message.get("content"):
+            step(role="assistant", content=str(message["content"]))
         if not calls:
             detail["malformed"] += 1
-            messages.append(
-                {
-                    "role": "user",
-                    "content": "Use one of the tools; finish with submit_sql.",
-                }
-            )
+            nudge = "Use one of the tools; finish with submit_sql."
+            messages.append({"role": "user", "content": nudge})
+            step(role="user", content=nudge)
             continue
         for call in calls:
             detail["tool_calls"] += 1
@@ -282,6 +294,7 @@ def run_sql_pass(
                 arguments = _arguments(call)
             except ValueError as error:
                 detail["malformed"] += 1
+                arguments = call.get("function", {}).get("arguments")
                 output = f"error: the arguments of {name} are not valid JSON ({error})"
             else:
                 if name not in names:
@@ -292,19 +305,16 @@ def run_sql_pass(
                     scored = score_submission(context, query)
                     detail["score"] = scored
                     resolved = bool(scored.get("match") or scored.get("match_distinct"))
-                    return PassOutcome(
-                        resolved=resolved, final_sql=query, tokens=tokens, detail=detail
-                    )
+                    verdict = "correct" if resolved else f"wrong: {scored.get('reason', '')}"
+                    step(role="assistant", tool=name, tool_input=arguments, tool_output=verdict)
+                    return outcome(resolved=resolved, final_sql=query)
                 else:
                     try:
                         output = getattr(tools, name)(**{k: str(v) for k, v in arguments.items()})
                     except TypeError:
                         detail["malformed"] += 1
                         output = f"error: wrong arguments for {name}: {sorted(arguments)}"
+            step(role="assistant", tool=name, tool_input=arguments, tool_output=output)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
-    return PassOutcome(
-        resolved=False,
-        error=f"no submit_sql within {endpoint.max_turns} turns",
-        tokens=tokens,
-        detail=detail,
-    )
+    step(role="system", content=f"No submit_sql within {endpoint.max_turns} turns.")
+    return outcome(resolved=False, error=f"no submit_sql within {endpoint.max_turns} turns")

@@ -31,3 +31,17 @@ def support_study_job(*, study_id: int) -> None:
     from evaluation.services import support_study_execute
 
     support_study_execute(study_id=study_id)
+
+
+class _MarkLabellingFailed(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        from evaluation.services import labelling_run_fail
+
+        labelling_run_fail(run_id=kwargs["run_id"], error=f"The labelling run crashed: {exc!r}")
+
+
+@shared_task(name="evaluation.label", base=_MarkLabellingFailed, acks_late=True)
+def labelling_run_job(*, run_id: int) -> None:
+    from evaluation.services import labelling_run_execute
+
+    labelling_run_execute(run_id=run_id)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -37,6 +38,26 @@ class ChatReply:
     message: dict  # role, content, tool_calls…
     logprobs: dict | None  # when the request asked for them and the endpoint sends them
     usage: dict | None  # prompt_tokens, completion_tokens, total_tokens
+
+
+_FENCED = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json(content: str) -> object:
+    """JSON from a model's reply: the whole text, a fenced ```json block, or the outermost
+    {...}. ValueError when none of them parses."""
+    text = content.strip()
+    candidates = [text]
+    candidates += [match.strip() for match in _FENCED.findall(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    raise ValueError(f"the reply is not JSON: {snippet(content)}")
 
 
 def snippet(text: str, limit: int = 200) -> str:

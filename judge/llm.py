@@ -23,7 +23,6 @@ evaluation runner.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from hilbench_annotate.chat import (
@@ -31,6 +30,7 @@ from hilbench_annotate.chat import (
     ChatRetryable,
     chat_completion,
     check_base_url,
+    extract_json,
     snippet,
 )
 
@@ -78,7 +78,6 @@ might ask about exactly this gap: each a single self-contained question, worded 
 from the examples and from each other, not containing any answer. Reply with JSON only:
 {{"questions": ["...", "..."]}}"""
 
-_FENCED = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _MAX_TOKENS = 512
 _SEED = 0
 
@@ -115,19 +114,10 @@ class _Parsed:
 
 
 def _extract_json(content: str) -> object:
-    """JSON from a reply: the whole text, a fenced ```json block, or the outermost {...}."""
-    text = content.strip()
-    candidates = [text]
-    candidates += [match.strip() for match in _FENCED.findall(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    raise _Malformed(f"the reply is not JSON: {snippet(content)}")
+    try:
+        return extract_json(content)
+    except ValueError as error:
+        raise _Malformed(str(error)) from None
 
 
 def parse_reply(content: str, ids: set[str]) -> _Parsed:

@@ -73,7 +73,7 @@ def test_imported_questions_are_judged_and_scored(sql_task, lead):
         {"task": sql_task.source_id, "mode": "ask_human", "pass": 2, "resolved": False},
     ]
     (run,) = import_results(project=sql_task.project, actor=lead, records=records, model="m1")
-    assert run.status == EvaluationRun.Status.SUCCEEDED and run.pending == []
+    assert run.status == EvaluationRun.Status.SUCCEEDED and run.pending == {}
     calls = AskHumanCall.objects.filter(run__task_pass__run=run).order_by("id")
     assert list(calls.values_list("blocker_key", "client_time")) == [
         ("troubled_loan_definition", "12.5"),

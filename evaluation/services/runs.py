@@ -6,6 +6,7 @@ claims the run with a conditional update so a redelivered job never runs twice.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import uuid
@@ -30,7 +31,7 @@ from judge.base import JudgeError
 from judge.services import ask_human, ask_human_run_start
 from validators.compare import parse_csv_table
 
-from .models import (
+from ..models import (
     EvaluationRun,
     Mode,
     ModelEndpoint,
@@ -38,11 +39,12 @@ from .models import (
     SupportRecord,
     SupportStudy,
     TaskPass,
+    Trajectory,
 )
-from .results import PassRecord, parse_jsonl, parse_results_folder, parse_support_jsonl
-from .runner import Endpoint, SqlTaskContext, run_sql_pass
-from .support import METHODS as SUPPORT_METHODS
-from .support import run_support
+from ..results import PassRecord, parse_jsonl, parse_results_folder, parse_support_jsonl
+from ..runner import Endpoint, SqlTaskContext, run_sql_pass
+from ..support import METHODS as SUPPORT_METHODS
+from ..support import run_support
 
 MAX_PASSES = 10
 
@@ -199,7 +201,7 @@ def evaluation_run_start(
     modes: list[str],
     passes: int = 3,
 ) -> EvaluationRun:
-    from .tasks import evaluation_run_job
+    from ..tasks import evaluation_run_job
 
     require_lead(actor, project)
     if endpoint.project_id != project.pk:
@@ -247,7 +249,7 @@ def evaluation_run_fail(*, run_id: int, error: str) -> None:
 
 def _finish(run: EvaluationRun) -> None:
     EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).update(
-        status=EvaluationRun.Status.SUCCEEDED, finished_at=timezone.now(), pending=[]
+        status=EvaluationRun.Status.SUCCEEDED, finished_at=timezone.now(), pending={}
     )
     event_record(
         project_id=run.project_id,
@@ -302,16 +304,17 @@ def _run_one_pass(
             detail=outcome.detail,
             tokens=outcome.tokens,
             ask_run=ask_run,
+            steps=outcome.steps,
         )
     finally:
         if thread:
             connection.close()
 
 
-def _store_pass(run, task, revision, mode, index, *, ask_run=None, **fields) -> None:
+def _store_pass(run, task, revision, mode, index, *, ask_run=None, steps=None, **fields) -> None:
     blockers = len(revision.snapshot.get("blockers", []))
     with transaction.atomic():
-        TaskPass.objects.create(
+        task_pass = TaskPass.objects.create(
             run=run,
             task=task,
             revision=revision,
@@ -321,6 +324,8 @@ def _store_pass(run, task, revision, mode, index, *, ask_run=None, **fields) -> 
             ask_human_run=ask_run,
             **fields,
         )
+        if steps:
+            Trajectory.objects.create(task_pass=task_pass, steps=steps, source="built-in runner")
         EvaluationRun.objects.filter(pk=run.pk).update(done=F("done") + 1)
 
 
@@ -377,8 +382,16 @@ def _resolver(project: Project):
 def _queue_import(
     *, project: Project, actor, model_name: str, records: list[PassRecord]
 ) -> EvaluationRun:
-    from .tasks import evaluation_run_job
+    from ..tasks import evaluation_run_job
 
+    # The validated passes wait for the worker in a file (trajectories can be large), not in
+    # the run's row.
+    relative = f"pending-results/{uuid.uuid4().hex}.jsonl"
+    path = settings.UPLOAD_STORE / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record.as_json()) + "\n")
     run = EvaluationRun.objects.create(
         project=project,
         source=EvaluationRun.Source.IMPORTED,
@@ -386,7 +399,7 @@ def _queue_import(
         modes=sorted({r.mode for r in records}, key=Mode.values.index),
         passes=max(r.index for r in records),
         task_ids=sorted({r.task_id for r in records}),
-        pending=[r.as_json() for r in records],
+        pending={"file": relative},
         total=len(records),
         created_by=actor,
     )
@@ -470,7 +483,12 @@ def results_upload_start(*, project: Project, actor, upload, model_name: str = "
 
 def _import_pending(run: EvaluationRun) -> None:
     """Store an imported run's passes and judge its questions, all or nothing."""
-    records = [PassRecord(**data) for data in run.pending]
+    pending = settings.UPLOAD_STORE / run.pending.get("file", "")
+    if not run.pending.get("file") or not pending.is_file():
+        evaluation_run_fail(run_id=run.pk, error="The imported results' file is missing.")
+        return
+    with pending.open(encoding="utf-8") as handle:
+        records = [PassRecord(**json.loads(line)) for line in handle if line.strip()]
     tasks = {t.pk: t for t in Task.objects.filter(pk__in=run.task_ids).select_related("project")}
     try:
         with transaction.atomic():
@@ -493,7 +511,7 @@ def _import_pending(run: EvaluationRun) -> None:
                             question=question["text"],
                             client_time=question.get("time", ""),
                         )
-                TaskPass.objects.create(
+                task_pass = TaskPass.objects.create(
                     run=run,
                     task=task,
                     revision=revision,
@@ -505,6 +523,12 @@ def _import_pending(run: EvaluationRun) -> None:
                     tokens=record.tokens,
                     cost=record.cost,
                 )
+                if record.trajectory is not None:
+                    Trajectory.objects.create(
+                        task_pass=task_pass,
+                        steps=record.trajectory,
+                        source=record.trajectory_file[:300],
+                    )
             EvaluationRun.objects.filter(pk=run.pk).update(done=len(records))
     except (DomainError, JudgeError) as error:
         evaluation_run_fail(
@@ -512,6 +536,7 @@ def _import_pending(run: EvaluationRun) -> None:
         )
         return
     _finish(run)
+    pending.unlink(missing_ok=True)
 
 
 # --- the support-seeking study (second paper) ---------------------------------------------
@@ -520,7 +545,7 @@ def _import_pending(run: EvaluationRun) -> None:
 def support_study_start(
     *, project: Project, actor, endpoint: ModelEndpoint, method: str, task_ids: list[int]
 ) -> SupportStudy:
-    from .tasks import support_study_job
+    from ..tasks import support_study_job
 
     require_lead(actor, project)
     if method not in SUPPORT_METHODS:
