@@ -15,7 +15,14 @@ from hilbench_annotate.models import Revision
 from judge.models import AskHumanCall
 
 from . import metrics
-from .models import EvaluationRun, Mode, SelectionPolicy, SupportStudy, TaskPass
+from .models import (
+    EvaluationRun,
+    FailureLabel,
+    Mode,
+    SelectionPolicy,
+    SupportStudy,
+    TaskPass,
+)
 
 KS = (1, 2, 3)
 
@@ -317,3 +324,163 @@ def task_selection(task) -> dict:
 def pass_rate_gate(task) -> tuple[bool, str]:
     selection = task_selection(task)
     return selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}"
+
+
+# --- failure labels ----------------------------------------------------------------------
+
+
+def _label_rows(project) -> list[dict]:
+    return list(
+        FailureLabel.objects.filter(task_pass__run__project=project)
+        .order_by("id")
+        .values(
+            "task_pass_id",
+            "labeller_id",
+            "labeller__username",
+            "llm_run_id",
+            "llm_run__model_name",
+            "dimension",
+            "mode",
+            "created_at",
+        )
+    )
+
+
+def effective_labels(rows: list[dict]) -> dict[int, tuple[str, str, str]]:
+    """pass id -> (dimension, mode, source): the people's majority label (the latest breaks
+    a tie); without one, the latest LLM run's."""
+    human: dict[int, list[dict]] = defaultdict(list)
+    llm: dict[int, dict] = {}
+    for row in rows:
+        if row["labeller_id"]:
+            human[row["task_pass_id"]].append(row)
+        else:
+            llm[row["task_pass_id"]] = row  # ordered by id: the latest run's wins
+    chosen = {}
+    for pass_id, labels in human.items():
+        counts: dict[tuple, int] = defaultdict(int)
+        latest: dict[tuple, int] = {}
+        for n, row in enumerate(labels):
+            key = (row["dimension"], row["mode"])
+            counts[key] += 1
+            latest[key] = n
+        best = max(counts, key=lambda k: (counts[k], latest[k]))
+        chosen[pass_id] = (*best, "human")
+    for pass_id, row in llm.items():
+        chosen.setdefault(pass_id, (row["dimension"], row["mode"], "llm"))
+    return chosen
+
+
+def failure_heatmap(project, *, domain: str | None = None) -> dict:
+    """Per model: failed passes by dimension × mode (effective labels), with the axes."""
+    from .services.failures import taxonomy
+
+    entries = taxonomy(project)
+    dims = [e for e in entries if e.axis == "dimension"]
+    modes = [e for e in entries if e.axis == "mode"]
+    failed = TaskPass.objects.filter(run__project=project, resolved=False)
+    if domain:
+        failed = failed.filter(task__domain=domain)
+    passes = list(failed.values_list("pk", "run__model_name"))
+    labels = effective_labels(_label_rows(project))
+    models: dict[str, dict] = {}
+    for pass_id, model in passes:
+        entry = models.setdefault(
+            model,
+            {"cells": defaultdict(int), "failed": 0, "labelled": 0, "human": 0},
+        )
+        entry["failed"] += 1
+        label = labels.get(pass_id)
+        if label:
+            entry["labelled"] += 1
+            entry["human"] += label[2] == "human"
+            entry["cells"][(label[0], label[1])] += 1
+    grids = []
+    for model, entry in sorted(models.items()):
+        peak = max(entry["cells"].values(), default=0)
+        grids.append(
+            {
+                "model": model,
+                "failed": entry["failed"],
+                "labelled": entry["labelled"],
+                "human": entry["human"],
+                "rows": [
+                    {
+                        "dimension": d,
+                        "cells": [
+                            {
+                                "mode": m,
+                                "count": entry["cells"][(d.key, m.key)],
+                                "share": entry["cells"][(d.key, m.key)] / entry["labelled"]
+                                if entry["labelled"]
+                                else 0,
+                                "heat": entry["cells"][(d.key, m.key)] / peak if peak else 0,
+                            }
+                            for m in modes
+                        ],
+                    }
+                    for d in dims
+                ],
+            }
+        )
+    return {"dimensions": dims, "modes": modes, "models": grids}
+
+
+def failure_agreement(project) -> list[dict]:
+    """Cohen's kappa between labellers: person–person, LLM run–person and LLM run–LLM run,
+    on the combined label (dimension × mode) and per axis, over the passes both labelled."""
+    from judge.validation import cohen_kappa
+
+    by_rater: dict[tuple[str, object], dict[int, tuple[str, str]]] = defaultdict(dict)
+    names: dict[tuple[str, object], str] = {}
+    for row in _label_rows(project):
+        if row["labeller_id"]:
+            rater = ("human", row["labeller_id"])
+            names[rater] = row["labeller__username"]
+        else:
+            rater = ("llm", row["llm_run_id"])
+            names[rater] = f"LLM run {row['llm_run_id']} ({row['llm_run__model_name']})"
+        by_rater[rater][row["task_pass_id"]] = (row["dimension"], row["mode"])
+    raters = sorted(by_rater, key=lambda r: (r[0], str(r[1])))
+    out = []
+    for i, a in enumerate(raters):
+        for b in raters[i + 1 :]:
+            shared = sorted(set(by_rater[a]) & set(by_rater[b]))
+            if not shared:
+                continue
+            pairs = [(by_rater[a][p], by_rater[b][p]) for p in shared]
+            kind = {"human": "person", "llm": "LLM"}
+            out.append(
+                {
+                    "kind": f"{kind[a[0]]} – {kind[b[0]]}",
+                    "first": names[a],
+                    "second": names[b],
+                    "passes": len(shared),
+                    "kappa": cohen_kappa([(f"{x[0]}/{x[1]}", f"{y[0]}/{y[1]}") for x, y in pairs]),
+                    "kappa_dimension": cohen_kappa([(x[0], y[0]) for x, y in pairs]),
+                    "kappa_mode": cohen_kappa([(x[1], y[1]) for x, y in pairs]),
+                }
+            )
+    order = {"person – person": 0, "LLM – person": 1, "person – LLM": 1, "LLM – LLM": 2}
+    return sorted(out, key=lambda r: (order.get(r["kind"], 3), r["first"], r["second"]))
+
+
+def ask_human_verdicts(task_pass) -> list[dict]:
+    """The judge's verdict for each ask_human step of the pass, in order."""
+    if not task_pass.ask_human_run_id:
+        return []
+    registry = {
+        b["id"]: b.get("description", "")
+        for b in Revision.objects.get(pk=task_pass.revision_id).snapshot.get("blockers", [])
+    }
+    return [
+        {
+            "blocker": call.blocker_key,
+            "description": registry.get(call.blocker_key or "", ""),
+            "duplicate": call.duplicate,
+            "capped": call.capped,
+            "error": call.error,
+            "response": call.response,
+        }
+        for call in task_pass.ask_human_run.calls.order_by("id")
+    ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import views
+from evaluation import views, views_failures
 
 urlpatterns = [
     path("evaluation/", views.evaluation_home, name="evaluation-home"),
@@ -45,5 +45,33 @@ urlpatterns = [
         "tasks/<int:task_id>/selection/",
         views.task_selection_view,
         name="evaluation-task-selection",
+    ),
+]
+
+urlpatterns += [
+    path("evaluation/passes/<int:pass_id>/", views_failures.pass_detail, name="evaluation-pass"),
+    path(
+        "evaluation/passes/<int:pass_id>/label/",
+        views_failures.pass_label,
+        name="evaluation-pass-label",
+    ),
+    path("evaluation/compare/", views_failures.pass_compare, name="evaluation-compare"),
+    path(
+        "projects/<int:project_id>/failures/", views_failures.failures, name="evaluation-failures"
+    ),
+    path(
+        "projects/<int:project_id>/failures.csv",
+        views_failures.failures_csv,
+        name="evaluation-failures-csv",
+    ),
+    path(
+        "projects/<int:project_id>/failures/taxonomy/",
+        views_failures.taxonomy_edit,
+        name="evaluation-taxonomy",
+    ),
+    path(
+        "projects/<int:project_id>/failures/llm/",
+        views_failures.llm_labelling_start,
+        name="evaluation-llm-labelling",
     ),
 ]

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -19,7 +20,7 @@ from review.charts import column_chart, line_chart
 
 from . import metrics
 from .forms import EndpointForm, PolicyForm, ResultsForm, RunForm, StudyForm, SupportScoresForm
-from .models import EvaluationRun, ModelEndpoint, SupportStudy
+from .models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
 from .selectors import (
     latest_studies,
     leaderboard,
@@ -331,8 +332,10 @@ def run_detail(request, run_id: int):
     if request.htmx:
         response = render(request, "evaluation/run.html#status", {"run": run})
         return HttpResponseStopPolling(response.content) if run.is_finished else response
-    passes = run.task_passes.select_related("task", "ask_human_run").prefetch_related(
-        "ask_human_run__calls"
+    passes = (
+        run.task_passes.select_related("task", "ask_human_run")
+        .prefetch_related("ask_human_run__calls")
+        .annotate(has_trajectory=Exists(Trajectory.objects.filter(task_pass=OuterRef("pk"))))
     )
     return render(request, "evaluation/run.html", {"run": run, "passes": passes})
 

@@ -1,0 +1,284 @@
+"""Trajectories and failure labels: the step-by-step viewer (with the label form), the
+side-by-side view, a project's failure analysis (heat map, agreement, the labelling queue,
+LLM pre-labelling) and the taxonomy editor."""
+
+import csv
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from hilbench_annotate.access import access_project, roles_in
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.models import Project
+
+from .models import FailureLabel, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
+from .selectors import ask_human_verdicts, effective_labels, failure_agreement, failure_heatmap
+from .services import (
+    failure_label_set,
+    labelling_run_start,
+    rubric,
+    taxonomy,
+    taxonomy_update,
+)
+from .viewer import view_steps
+
+READERS = ("author", "reviewer", "auditor", "lead")
+QUEUE_ROWS = 200
+
+
+def _project(request, project_id: int, roles: tuple[str, ...] = READERS) -> Project:
+    try:
+        return access_project(request.user, project_id, roles=roles)
+    except AccessDenied as error:
+        raise PermissionDenied(str(error)) from error
+
+
+def _task_pass(request, pass_id: int) -> TaskPass:
+    task_pass = (
+        TaskPass.objects.select_related("run", "task", "ask_human_run", "trajectory")
+        .filter(pk=pass_id, run__project__in=Project.objects.visible_to(request.user))
+        .first()
+    )
+    if task_pass is None:
+        raise Http404("No such pass.")
+    _project(request, task_pass.run.project_id)
+    return task_pass
+
+
+def _pass_view(task_pass: TaskPass) -> dict:
+    trajectory = getattr(task_pass, "trajectory", None)
+    verdicts = ask_human_verdicts(task_pass)
+    steps = view_steps(trajectory.steps if trajectory else [], verdicts)
+    return {
+        "task_pass": task_pass,
+        "trajectory": trajectory,
+        "steps": steps,
+        "asks": sum(1 for s in steps if s.get("kind") == "ask"),
+        "score": task_pass.detail.get("score") or {},
+    }
+
+
+@login_required
+@require_GET
+def pass_detail(request, pass_id: int):
+    task_pass = _task_pass(request, pass_id)
+    project = task_pass.run.project
+    entries = taxonomy(project)
+    labels = list(task_pass.failure_labels.select_related("labeller", "llm_run").order_by("id"))
+    may_label = request.user.is_superuser or bool(
+        roles_in(request.user, project.pk) & {"author", "reviewer", "auditor", "lead"}
+    )
+    siblings = (
+        TaskPass.objects.filter(task=task_pass.task, run__project=project)
+        .exclude(pk=task_pass.pk)
+        .select_related("run")
+        .order_by("run__model_name", "mode", "index")[:60]
+    )
+    view = _pass_view(task_pass)
+    context = {
+        **view,
+        "view": view,
+        "project": project,
+        "dimensions": [e for e in entries if e.axis == TaxonomyEntry.Axis.DIMENSION],
+        "modes": [e for e in entries if e.axis == TaxonomyEntry.Axis.MODE],
+        "labels": labels,
+        "mine": next((x for x in labels if x.labeller_id == request.user.pk), None),
+        "may_label": may_label and not task_pass.resolved,
+        "siblings": siblings,
+    }
+    return render(request, "evaluation/trajectory.html", context)
+
+
+@login_required
+@require_GET
+def pass_compare(request):
+    try:
+        left_id, right_id = int(request.GET["left"]), int(request.GET["right"])
+    except (KeyError, ValueError):
+        raise Http404("Choose two passes to compare.") from None
+    left, right = _task_pass(request, left_id), _task_pass(request, right_id)
+    return render(
+        request, "evaluation/compare.html", {"left": _pass_view(left), "right": _pass_view(right)}
+    )
+
+
+@login_required
+@require_POST
+def pass_label(request, pass_id: int):
+    task_pass = _task_pass(request, pass_id)
+    try:
+        with transaction.atomic():
+            failure_label_set(
+                task_pass=task_pass,
+                actor=request.user,
+                dimension=request.POST.get("dimension", ""),
+                mode=request.POST.get("mode", ""),
+                note=request.POST.get("note", ""),
+            )
+    except AccessDenied as error:
+        raise PermissionDenied(str(error)) from error
+    except DomainError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, "Label saved.")
+    next_url = request.POST.get("next") or ""
+    if next_url.startswith("/") and not next_url.startswith("//"):
+        return redirect(next_url)
+    return redirect("evaluation-pass", pass_id=task_pass.pk)
+
+
+def _queue(project, request) -> tuple[list[dict], dict]:
+    filters = {k: request.GET.get(k, "") for k in ("model", "domain", "dimension", "mode", "state")}
+    failed = TaskPass.objects.filter(run__project=project, resolved=False).select_related(
+        "run", "task"
+    )
+    if filters["model"]:
+        failed = failed.filter(run__model_name=filters["model"])
+    if filters["domain"]:
+        failed = failed.filter(task__domain=filters["domain"])
+    labels = effective_labels(
+        list(
+            FailureLabel.objects.filter(task_pass__run__project=project)
+            .order_by("id")
+            .values(
+                "task_pass_id",
+                "labeller_id",
+                "labeller__username",
+                "llm_run_id",
+                "llm_run__model_name",
+                "dimension",
+                "mode",
+                "created_at",
+            )
+        )
+    )
+    rows = []
+    for task_pass in failed.order_by("run__model_name", "task_id", "mode", "index"):
+        label = labels.get(task_pass.pk)
+        if filters["state"] == "unlabelled" and label:
+            continue
+        if filters["state"] == "llm-only" and (not label or label[2] != "llm"):
+            continue
+        if filters["dimension"] and (not label or label[0] != filters["dimension"]):
+            continue
+        if filters["mode"] and (not label or label[1] != filters["mode"]):
+            continue
+        rows.append({"pass": task_pass, "label": label})
+        if len(rows) >= QUEUE_ROWS:
+            break
+    return rows, filters
+
+
+@login_required
+@require_GET
+def failures(request, project_id: int):
+    project = _project(request, project_id)
+    domain = request.GET.get("domain") or None
+    rows, filters = _queue(project, request)
+    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
+    context = {
+        "project": project,
+        "heatmap": failure_heatmap(project, domain=domain),
+        "agreement": failure_agreement(project),
+        "queue": rows,
+        "filters": filters,
+        "models": sorted(
+            set(
+                TaskPass.objects.filter(run__project=project).values_list(
+                    "run__model_name", flat=True
+                )
+            )
+        ),
+        "is_lead": is_lead,
+        "endpoints": ModelEndpoint.objects.filter(project=project) if is_lead else [],
+        "labelling_runs": LabellingRun.objects.filter(project=project)[:10],
+        "rubric_version": rubric(project)[1],
+    }
+    return render(request, "evaluation/failures.html", context)
+
+
+@login_required
+@require_GET
+def failures_csv(request, project_id: int):
+    project = _project(request, project_id)
+    heatmap = failure_heatmap(project, domain=request.GET.get("domain") or None)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="failures-{project.slug}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(
+        ["model", "dimension", "mode", "count", "share_of_labelled", "labelled", "failed"]
+    )
+    for grid in heatmap["models"]:
+        for row in grid["rows"]:
+            for cell in row["cells"]:
+                writer.writerow(
+                    [
+                        grid["model"],
+                        row["dimension"].key,
+                        cell["mode"].key,
+                        cell["count"],
+                        f"{cell['share']:.4f}",
+                        grid["labelled"],
+                        grid["failed"],
+                    ]
+                )
+    return response
+
+
+@login_required
+@require_POST
+def llm_labelling_start(request, project_id: int):
+    project = _project(request, project_id, ("lead",))
+    endpoint = get_object_or_404(
+        ModelEndpoint, pk=request.POST.get("endpoint") or 0, project=project
+    )
+    try:
+        with transaction.atomic():
+            run = labelling_run_start(project=project, actor=request.user, endpoint=endpoint)
+    except DomainError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"LLM labelling of {run.total} failed passes queued.")
+    return redirect("evaluation-failures", project_id=project.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def taxonomy_edit(request, project_id: int):
+    project = _project(request, project_id)
+    entries = taxonomy(project)
+    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
+    if request.method == "POST":
+        if not is_lead:
+            raise PermissionDenied("Only leads edit the taxonomy.")
+        changes = {
+            e.pk: {
+                "name": request.POST.get(f"name-{e.pk}", e.name),
+                "definition": request.POST.get(f"definition-{e.pk}", e.definition),
+                "examples": request.POST.get(f"examples-{e.pk}", e.examples),
+            }
+            for e in entries
+        }
+        try:
+            with transaction.atomic():
+                taxonomy_update(project=project, actor=request.user, entries=changes)
+        except DomainError as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, "Taxonomy saved; the LLM rubric has a new version.")
+            return redirect("evaluation-taxonomy", project_id=project.pk)
+    return render(
+        request,
+        "evaluation/taxonomy.html",
+        {
+            "project": project,
+            "entries": entries,
+            "is_lead": is_lead,
+            "rubric_version": rubric(project)[1],
+        },
+    )
