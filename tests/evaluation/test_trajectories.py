@@ -90,7 +90,7 @@ def test_parse_names_file_and_line():
         {"model": "m", "steps": [{"role": "user"}, {"role": "assistant", "tool": "ask_human"}]},
         indent=1,
     )
-    with pytest.raises(TrajectoryError, match=r"line 8 \(step 2\): an ask_human step without"):
+    with pytest.raises(TrajectoryError, match=r"line 7 \(step 2\): an ask_human step without"):
         parse_trajectory_text(wrapped, name="w.json", jsonl=False)
 
 
