@@ -118,12 +118,14 @@ def view_steps(steps: list[dict], verdicts: list[dict]) -> list[dict]:
             item["output"] = render_output(step.get("tool_output"), tool=tool)
         elif tool:
             tool_input = step.get("tool_input")
+            if tool_input in ({}, [], ""):
+                tool_input = None
             if isinstance(tool_input, dict) and len(tool_input) == 1:
                 tool_input = next(iter(tool_input.values()))
             item.update(
                 kind="tool",
                 tool_input=tool_input
-                if isinstance(tool_input, str)
+                if isinstance(tool_input, str) or tool_input is None
                 else json.dumps(tool_input, indent=2, default=str),
                 output=render_output(step.get("tool_output"), tool=tool),
             )

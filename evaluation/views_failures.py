@@ -28,7 +28,7 @@ from .services import (
 from .viewer import view_steps
 
 READERS = ("author", "reviewer", "auditor", "lead")
-QUEUE_ROWS = 200
+QUEUE_ROWS = 100
 
 
 def _project(request, project_id: int, roles: tuple[str, ...] = READERS) -> Project:
