@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('evaluation', '0001_initial'),
-        ('hilbench_annotate', '0005_alter_importjob_kind_exportjob'),
+        ('hilbench_annotate', '0004_taskevent_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
