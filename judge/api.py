@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from hilbench_annotate.models import Task
 
+from .mcp import McpApi
 from .models import AskHumanRun
 from .services import ask_human, ask_human_run_start
 
@@ -70,4 +71,5 @@ class AskHumanApi(APIView):
 urlpatterns = [
     path("ask_human/runs", AskHumanRunApi.as_view(), name="api-ask-human-run"),
     path("ask_human", AskHumanApi.as_view(), name="api-ask-human"),
+    path("mcp", McpApi.as_view(), name="api-mcp"),
 ]

@@ -237,3 +237,68 @@ def test_llm_endpoint_writes_candidate_questions_without_seeing_resolutions(
     assert len(endpoint.requests) == 2
     sent = json.dumps(endpoint.requests)
     assert "1997" not in sent and "status = 'A'" not in sent
+
+
+def mcp(api, method, params=None, request_id=1):
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    response = api.post("/api/mcp", message, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_mcp_endpoint_serves_ask_human(harness_api, task, endpoint, outsider, api):
+    init = mcp(harness_api, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+    assert init["result"]["capabilities"]["tools"] == {"listChanged": False}
+    notified = harness_api.post(
+        "/api/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, format="json"
+    )
+    assert notified.status_code == 202
+    tools = {t["name"] for t in mcp(harness_api, "tools/list")["result"]["tools"]}
+    assert tools == {"start_ask_human_run", "ask_human"}
+
+    started = mcp(
+        harness_api, "tools/call", {"name": "start_ask_human_run", "arguments": {"task": task.pk}}
+    )
+    run = int(started["result"]["content"][0]["text"])
+    endpoint.replies = [(200, "clean_status"), (500, None), (500, None), (500, None)]
+    answered = mcp(
+        harness_api,
+        "tools/call",
+        {"name": "ask_human", "arguments": {"run": run, "question": "Which status is clean?"}},
+    )
+    assert answered["result"] == {
+        "content": [{"type": "text", "text": "Clean settlement is loan.status = 'A'."}],
+        "isError": False,
+    }
+    # The judge endpoint fails: a tool error that names it, not "irrelevant question".
+    failed = mcp(
+        harness_api,
+        "tools/call",
+        {"name": "ask_human", "arguments": {"run": run, "question": "Which year?"}},
+    )
+    assert failed["result"]["isError"] is True
+    assert failed["result"]["content"][0]["text"].startswith("Judge error:")
+    assert AskHumanCall.objects.filter(run_id=run).count() == 2
+
+    assert (
+        mcp(harness_api, "tools/call", {"name": "nope", "arguments": {}})["error"]["code"] == -32602
+    )
+    assert mcp(harness_api, "resources/list")["error"]["code"] == -32601
+    # Another user may not use the run.
+    api.force_authenticate(outsider)
+    denied = mcp(
+        api,
+        "tools/call",
+        {"name": "ask_human", "arguments": {"run": run, "question": "Which year?"}},
+    )
+    assert (
+        denied["result"]["isError"] is True
+        and "another caller" in denied["result"]["content"][0]["text"]
+    )
+    api.force_authenticate(None)
+    api.credentials()
+    assert api.post(
+        "/api/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, format="json"
+    ).status_code in (401, 403)

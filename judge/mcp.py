@@ -1,0 +1,139 @@
+"""The ask_human service as an MCP server (JSON-RPC 2.0 over HTTP POST, one JSON response
+per request): ``POST /api/mcp`` with the same token as the REST API.
+
+Tools: ``start_ask_human_run {task, label?}`` -> the run id, and ``ask_human {run,
+question}`` -> the response text (the blocker's resolution verbatim, or
+``irrelevant question``). Both call the same services as ``/api/ask_human``; a judge failure
+is a tool error naming it, never a silent "irrelevant question".
+"""
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Task
+
+from .base import JudgeError
+from .models import AskHumanRun
+from .services import ask_human, ask_human_run_start
+
+PROTOCOL_VERSION = "2025-06-18"
+TOOLS = [
+    {
+        "name": "start_ask_human_run",
+        "description": "Start an evaluation run of one task; returns the run id for ask_human.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "task": {"type": "integer", "description": "Task id"},
+                "label": {"type": "string", "description": "Model / pass, for your records"},
+            },
+            "required": ["task"],
+        },
+    },
+    {
+        "name": "ask_human",
+        "description": "Ask a specific clarifying question about a task blocker.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "run": {"type": "integer", "description": "Run id from start_ask_human_run"},
+                "question": {"type": "string", "description": "One specific question"},
+            },
+            "required": ["run", "question"],
+        },
+    },
+]
+
+
+def _error(request_id, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _result(request_id, result: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _text(text: str, *, error: bool = False) -> dict:
+    return {"content": [{"type": "text", "text": text}], "isError": error}
+
+
+def _int(arguments: dict, name: str) -> int:
+    value = arguments.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DomainError(f"{name} must be an integer")
+    return value
+
+
+def _call(user, name: str, arguments: dict) -> dict:
+    if name == "start_ask_human_run":
+        task = Task.objects.filter(pk=_int(arguments, "task")).first()
+        if task is None:
+            raise DomainError("No such task.")
+        with transaction.atomic():
+            run = ask_human_run_start(
+                task=task, actor=user, label=str(arguments.get("label", ""))[:200]
+            )
+        return _text(str(run.pk))
+    if name == "ask_human":
+        run = AskHumanRun.objects.filter(pk=_int(arguments, "run")).first()
+        if run is None:
+            raise DomainError("No such ask_human run.")
+        question = arguments.get("question")
+        if not isinstance(question, str):
+            raise DomainError("question must be text")
+        return _text(ask_human(run=run, actor=user, question=question).response)
+    raise KeyError(name)
+
+
+def handle(user, message: object) -> dict | None:
+    """One JSON-RPC message -> its response (None for a notification)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return _error(None, -32600, "Invalid Request: expected a JSON-RPC 2.0 object")
+    request_id = message.get("id")
+    method = message.get("method")
+    if "id" not in message:
+        return None  # notifications (notifications/initialized…) need no answer
+    if method == "initialize":
+        return _result(
+            request_id,
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "hilbench-annotate-ask-human", "version": "1"},
+            },
+        )
+    if method == "ping":
+        return _result(request_id, {})
+    if method == "tools/list":
+        return _result(request_id, {"tools": TOOLS})
+    if method == "tools/call":
+        params = message.get("params") or {}
+        name, arguments = params.get("name"), params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return _error(request_id, -32602, "arguments must be an object")
+        try:
+            return _result(request_id, _call(user, name, arguments))
+        except KeyError:
+            return _error(request_id, -32602, f"Unknown tool {name!r}")
+        except JudgeError as error:
+            return _result(request_id, _text(f"Judge error: {error}", error=True))
+        except DomainError as error:
+            return _result(request_id, _text(str(error), error=True))
+    return _error(request_id, -32601, f"Method not found: {method}")
+
+
+class McpApi(APIView):
+    """MCP (Model Context Protocol) endpoint for the ask_human tool."""
+
+    @extend_schema(request=serializers.DictField(), responses=serializers.DictField())
+    def post(self, request):
+        payload = request.data
+        if isinstance(payload, list):  # a JSON-RPC batch
+            answers = [a for a in (handle(request.user, m) for m in payload) if a is not None]
+            return Response(answers) if answers else Response(status=202)
+        answer = handle(request.user, payload)
+        return Response(answer) if answer is not None else Response(status=202)
