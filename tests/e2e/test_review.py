@@ -1,5 +1,6 @@
 """One task through all six default review layers, six different people, one round of changes."""
 
+import json
 import re
 
 import pytest
@@ -47,7 +48,7 @@ def eager_jobs():
 
 
 def test_task_goes_through_six_layers_with_a_round_of_changes(
-    browser, live_server, demo, eager_jobs
+    browser, live_server, demo, eager_jobs, tmp_path
 ):
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
 
@@ -121,8 +122,25 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
     page.goto(f"{live_server.url}/tasks/{task.pk}/")
     page.click("text=Run structural checks")
     expect(page.locator("#validation-run .status").first).to_have_text("Passed", timeout=30_000)
+    # …and on the pass-rate selection: the lead imports a model's results for the task
+    # (solved with full information, never without) on the Evaluation page.
+    results = tmp_path / "results.jsonl"
+    results.write_text(
+        "".join(
+            json.dumps({"task": task.pk, "mode": mode, "pass": i, "resolved": mode == "full_info"})
+            + "\n"
+            for mode in ("baseline", "full_info")
+            for i in (1, 2, 3)
+        )
+    )
+    page.goto(f"{live_server.url}/projects/{task.project_id}/evaluation/")
+    page.set_input_files("#h-import ~ form input[type=file]", str(results))
+    page.fill("#h-import ~ form input[name=model]", "model-under-test")
+    page.click("button:has-text('Import results')")
+    expect(page.locator("#run-status .status")).to_have_text("Succeeded", timeout=30_000)
     take_next(page, live_server, "Final sign-off")
     expect(page.locator("aside")).to_contain_text("structural")
+    expect(page.locator("aside")).to_contain_text("pass_rate")
     pass_checklist_and(page, "approve")
 
     task.refresh_from_db()
