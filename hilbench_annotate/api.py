@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation import api as evaluation_api
-from hilbench_annotate import selectors, services
+from hilbench_annotate import api_exports, selectors, services
 from hilbench_annotate.access import (
     access_blocker,
     access_task,
@@ -98,7 +98,8 @@ class BlockerDetailApi(APIView):
 
     @extend_schema(request=BlockerUpdateIn, responses=BlockerOut)
     def patch(self, request, blocker_id: int):
-        data = _valid(BlockerUpdateIn, request, partial=True)
+        # Not partial: BlockerUpdateIn makes every field optional but expected_version.
+        data = _valid(BlockerUpdateIn, request)
         with transaction.atomic():
             blocker = access_blocker(request.user, blocker_id, for_update=True)
             require_task_editor(request.user, blocker.task)
@@ -188,6 +189,7 @@ urlpatterns = [
         TriggerQuestionDetailApi.as_view(),
         name="api-trigger-question-detail",
     ),
+    *api_exports.urlpatterns,
     *review_api.urlpatterns,
     *judge_api.urlpatterns,
     *evaluation_api.urlpatterns,

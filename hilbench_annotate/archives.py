@@ -1,8 +1,10 @@
 """Safe extraction of uploaded archives (zip, tar, tar.gz).
 
 Every member is checked before anything is written: no absolute paths, no ``..``
-components, no links, no devices, and bounded member count and total size (zip-slip and
-zip-bomb safe). One bad member refuses the whole archive.
+components, no links, no devices, no name twice, and bounded member count and total size
+(zip-slip and zip-bomb safe). Sizes are the sizes the headers declare, so a sparse member
+claiming 10 GB is refused from its header, without reading (or writing) its data. One bad
+member refuses the whole archive.
 """
 
 import shutil
@@ -14,6 +16,22 @@ from hilbench_annotate.errors import DomainError
 
 MAX_MEMBERS = 50_000
 MAX_TOTAL_BYTES = 4 * 1024**3
+# How many problems a refusal names (the count is always complete).
+SHOWN_PROBLEMS = 20
+
+
+class ArchiveRefused(DomainError):
+    """An archive with at least one bad member; nothing was extracted."""
+
+    def __init__(self, archive: Path, problems: list[str]):
+        self.problems = problems
+        shown = "; ".join(problems[:SHOWN_PROBLEMS])
+        more = (
+            f"; … and {len(problems) - SHOWN_PROBLEMS} more"
+            if len(problems) > SHOWN_PROBLEMS
+            else ""
+        )
+        super().__init__(f"{Path(archive).name} refused: {shown}{more}")
 
 
 def _check_name(name: str) -> str | None:
@@ -22,59 +40,94 @@ def _check_name(name: str) -> str | None:
         return f"{name!r} is an absolute path"
     if ".." in path.parts:
         return f"{name!r} leaves the archive's folder"
+    if "\x00" in name:
+        return f"{name!r} holds a NUL character"
     return None
+
+
+def _normal(name: str) -> str:
+    return str(PurePosixPath(name.replace("\\", "/")))
+
+
+def check_archive(
+    archive: Path, *, max_members: int = MAX_MEMBERS, max_bytes: int = MAX_TOTAL_BYTES
+) -> list:
+    """The archive's members (``ZipInfo`` or ``TarInfo``), or ArchiveRefused naming every
+    bad member. Reads headers only; stops counting at ``max_members + 1``."""
+    archive = Path(archive)
+    problems: list[str] = []
+    seen: set[str] = set()
+    total = 0
+
+    def check(name: str, size: int, is_regular_or_dir: bool) -> None:
+        nonlocal total
+        problem = _check_name(name)
+        if not problem and not is_regular_or_dir:
+            problem = f"{name!r} is a link or special file"
+        if not problem and _normal(name) in seen:
+            problem = f"{name!r} appears twice"
+        if problem:
+            problems.append(problem)
+        seen.add(_normal(name))
+        total += max(size, 0)
+
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            members = zf.infolist()
+            if len(members) > max_members:
+                raise ArchiveRefused(archive, [f"{len(members)} members, more than {max_members}"])
+            for info in members:
+                mode = (info.external_attr >> 16) & 0o170000
+                check(info.filename, info.file_size, not mode or mode in (0o100000, 0o040000))
+    else:
+        try:
+            is_tar = tarfile.is_tarfile(archive)
+        except OSError:
+            is_tar = False
+        if not is_tar:
+            raise ArchiveRefused(archive, ["neither a zip nor a tar archive"])
+        members = []
+        try:
+            with tarfile.open(archive) as tf:
+                for info in tf:
+                    members.append(info)
+                    if len(members) > max_members:
+                        raise ArchiveRefused(archive, [f"more than {max_members} members"])
+                    check(info.name, info.size, info.isfile() or info.isdir())
+                    if info.isfile() and info.sparse is not None:
+                        problems.append(f"{info.name!r} is a sparse file")
+                    if total > max_bytes:
+                        # Stop early: a member claiming terabytes need not be followed further.
+                        break
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            if not problems and total <= max_bytes:
+                raise ArchiveRefused(archive, [f"not a readable archive ({exc})"]) from exc
+    if total > max_bytes:
+        problems.append(f"unpacks to {total} bytes or more, more than {max_bytes}")
+    if problems:
+        raise ArchiveRefused(archive, problems)
+    return members
 
 
 def extract_archive(
     archive: Path, target: Path, *, max_members: int = MAX_MEMBERS, max_bytes: int = MAX_TOTAL_BYTES
 ) -> Path:
     """Extract ``archive`` into ``target`` (which must not exist) or raise DomainError."""
-    problems: list[str] = []
-    total = 0
+    members = check_archive(archive, max_members=max_members, max_bytes=max_bytes)
     if zipfile.is_zipfile(archive):
+        target.mkdir(parents=True)
         with zipfile.ZipFile(archive) as zf:
-            members = zf.infolist()
-            if len(members) > max_members:
-                raise DomainError(
-                    f"{archive.name}: {len(members)} members, more than {max_members}"
-                )
-            for info in members:
-                problem = _check_name(info.filename)
-                mode = (info.external_attr >> 16) & 0o170000
-                if not problem and mode and mode not in (0o100000, 0o040000):
-                    problem = f"{info.filename!r} is a link or special file"
-                if problem:
-                    problems.append(problem)
-                total += info.file_size
-            if total > max_bytes:
-                problems.append(f"unpacks to {total} bytes, more than {max_bytes}")
-            if problems:
-                raise DomainError(f"{archive.name} refused: " + "; ".join(problems[:20]))
-            target.mkdir(parents=True)
             zf.extractall(target)  # noqa: S202 - every member was checked above
         return target
-    if not tarfile.is_tarfile(archive):
-        raise DomainError(f"{archive.name} is neither a zip nor a tar archive")
-    with tarfile.open(archive) as tf:
-        members = []
-        for info in tf:
-            members.append(info)
-            if len(members) > max_members:
-                raise DomainError(f"{archive.name}: more than {max_members} members")
-            problem = _check_name(info.name)
-            if not problem and not (info.isfile() or info.isdir()):
-                problem = f"{info.name!r} is a link or special file"
-            if problem:
-                problems.append(problem)
-            total += info.size
-        if total > max_bytes:
-            problems.append(f"unpacks to {total} bytes, more than {max_bytes}")
-        if problems:
-            raise DomainError(f"{archive.name} refused: " + "; ".join(problems[:20]))
-        target.mkdir(parents=True)
-        try:
-            tf.extractall(target, members=members, filter="data")  # noqa: S202 - checked above
-        except tarfile.TarError as exc:
-            shutil.rmtree(target, ignore_errors=True)
-            raise DomainError(f"{archive.name} refused: {exc}") from exc
+    target.mkdir(parents=True)
+    try:
+        with tarfile.open(archive) as tf:
+            # Re-read: the members above belong to a closed archive. Names were checked.
+            checked = {m.name for m in members}
+            tf.extractall(  # noqa: S202 - checked above, and the data filter checks again
+                target, members=[m for m in tf if m.name in checked], filter="data"
+            )
+    except tarfile.TarError as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        raise DomainError(f"{Path(archive).name} refused: {exc}") from exc
     return target

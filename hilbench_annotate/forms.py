@@ -1,6 +1,7 @@
 from django import forms
 
 from hilbench_annotate.models import ImportJob
+from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 
 class ImportForm(forms.Form):
@@ -30,14 +31,16 @@ class ImportForm(forms.Form):
     )
     archive = forms.FileField(
         required=False,
-        label="HiL-Bench task folders (.zip / .tar.gz)",
-        help_text="Folders like sql_0/ with baseline/, ask_human/, full_info/, shared/",
+        label="HiL-Bench task folders or export bundle (.zip / .tar.gz)",
+        help_text="Folders like sql_0/ with baseline/, ask_human/, full_info/, shared/; "
+        "a bundle's manifest checksums are verified",
     )
 
     NEEDS = {
         ImportJob.Kind.BIRD: ("questions",),
         ImportJob.Kind.SWEBENCH: ("instances",),
         ImportJob.Kind.HILBENCH: ("archive",),
+        ImportJob.Kind.BUNDLE: ("archive",),
     }
 
     def __init__(self, *args, projects=(), **kwargs):
@@ -63,3 +66,42 @@ class ImportForm(forms.Form):
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, label="Token name", help_text="e.g. eval-harness-1")
+
+
+class ExportForm(forms.Form):
+    """What a lead exports: a selection of one project's tasks, and two opt-ins."""
+
+    project = forms.TypedChoiceField(coerce=int, label="Project")
+    domain = forms.ChoiceField(
+        required=False, choices=[("", "Both domains"), *Domain.choices], label="Domain"
+    )
+    states = forms.MultipleChoiceField(
+        required=False,
+        choices=TaskStatus.choices,
+        widget=forms.CheckboxSelectMultiple,
+        label="States (none ticked: any)",
+        help_text="Without a draft bundle only approved tasks whose gates are green are written.",
+    )
+    tasks = forms.CharField(
+        required=False,
+        label="Task ids (optional)",
+        help_text="Comma- or space-separated; empty: every task the other filters match",
+    )
+    draft = forms.BooleanField(
+        required=False,
+        label="Draft bundle: include tasks that did not pass every gate (the manifest says so)",
+    )
+    reveal_reviewers = forms.BooleanField(
+        required=False, label="Name reviewers in review.json (default: pseudonyms)"
+    )
+
+    def __init__(self, *args, projects=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [(p.pk, p.name) for p in projects]
+
+    def clean_tasks(self):
+        text = self.cleaned_data.get("tasks", "").replace(",", " ").split()
+        try:
+            return [int(t) for t in text]
+        except ValueError:
+            raise forms.ValidationError("Task ids are numbers.") from None

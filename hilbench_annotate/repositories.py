@@ -77,3 +77,35 @@ def commit_exists(repository: Repository, sha: str) -> bool:
     except git.GitCommandError:
         return False
     return True
+
+
+def repository_add_commit(*, repo_name: str, source: Path, commit: str) -> Repository:
+    """Bring ``commit`` (and what it reaches) from the local repository ``source`` into the
+    store's mirror of ``repo_name``, making the mirror if there is none; register it.
+
+    An existing mirror keeps its branches: the commit is fetched under ``refs/imported/``,
+    so importing a bundle never moves a branch of the repository the tasks came from.
+    """
+    if not _REPO_NAME.match(repo_name):
+        raise DomainError(f"Repository name {repo_name!r} is not of the form owner/name.")
+    relative = storage_name(repo_name)
+    target = settings.REPOSITORY_STORE / relative
+    refspec = f"+{commit}:refs/imported/{commit}"
+    try:
+        if not target.exists():
+            settings.REPOSITORY_STORE.mkdir(parents=True, exist_ok=True)
+            scratch = Path(tempfile.mkdtemp(dir=settings.REPOSITORY_STORE, prefix=".import-"))
+            try:
+                bare = git.Repo.init(scratch / "m.git", bare=True)
+                bare.git.fetch(str(Path(source).resolve()), refspec)
+                (scratch / "m.git").rename(target)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            git.Repo(target).git.fetch(str(Path(source).resolve()), refspec)
+    except git.GitCommandError as exc:
+        raise DomainError(f"Could not store {repo_name}: {exc.stderr.strip() or exc}") from exc
+    repository, _ = Repository.objects.get_or_create(
+        name=repo_name, defaults={"origin": "imported bundle", "storage_path": relative}
+    )
+    return repository

@@ -36,6 +36,7 @@ def _stores(settings, tmp_path):
     settings.DATABASE_STORE = tmp_path / "store" / "databases"
     settings.REPOSITORY_STORE = tmp_path / "store" / "repositories"
     settings.UPLOAD_STORE = tmp_path / "store" / "uploads"
+    settings.BUNDLE_STORE = tmp_path / "store" / "bundles"
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 import json
 import re
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from django.db import transaction
 
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project, Task
+from hilbench_annotate.repositories import repository_add_commit
 from hilbench_annotate.services import task_create
 from hilbench_annotate.services.blockers import blocker_check
 from hilbench_annotate.spec import parse_swe_statement, swe_title
@@ -18,6 +20,7 @@ from hilbench_annotate.vocabulary import Domain, TaskSource
 from .common import ImportReport, database_store, read_descriptions, sqlite_problem
 
 REGISTRY = Path("shared/ask-human-data/blocker_registry.json")
+ANNOTATE = Path("annotate/task.json")
 QUESTION_ALIASES = ("example_questions", "trigger_questions", "acceptable_questions")
 _SQL_QUESTION = re.compile(r"Answer the following question:\n(.*?)\n(?:\n#|\Z)", re.DOTALL)
 
@@ -45,14 +48,19 @@ def find_task_folders(root: Path) -> list[Path]:
     return found
 
 
+def _text(path: Path) -> str:
+    """A file's text, line ends normalised to ``\n`` (the release ships some CRLF files)."""
+    return path.read_text(encoding="utf-8")
+
+
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(_text(path))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return tomllib.loads(_text(path))
 
 
 def _registry_blockers(domain: str, registry: Any) -> tuple[list[dict[str, Any]], list[str]]:
@@ -107,8 +115,13 @@ def _source_id(folder: Path, metadata: dict[str, Any], toml: dict[str, Any]) -> 
     return folder.name
 
 
-def _read_folder(folder: Path) -> tuple[dict[str, Any] | None, list[str]]:
-    """Everything needed to make the task, or the reasons it cannot be imported."""
+def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, list[str]]:
+    """Everything needed to make the task, or the reasons it cannot be imported.
+
+    A folder exported by this app also carries ``annotate/task.json`` (the authoring state
+    the release's files do not hold) and, for SWE, the repository: ``bundles.reader`` reads
+    those on top of what is read here.
+    """
     shared = folder / "shared"
     try:
         metadata = (
@@ -120,6 +133,8 @@ def _read_folder(folder: Path) -> tuple[dict[str, Any] | None, list[str]]:
         return None, [f"unreadable file: {exc}"]
     if not isinstance(metadata, dict):
         return None, ["shared/metadata.json must be an object"]
+    if not isinstance(toml.get("metadata", {}), dict):
+        return None, ["baseline/task.toml: metadata must be a table ([metadata])"]
     domain = _domain(folder, metadata, toml)
     if domain is None:
         return None, ["cannot tell whether this is a SQL or a SWE task"]
@@ -136,10 +151,17 @@ def _read_folder(folder: Path) -> tuple[dict[str, Any] | None, list[str]]:
         },
         "notes": [],
     }
-    if domain == Domain.SQL:
-        problems.extend(_read_sql(folder, metadata, toml, item))
-    else:
-        problems.extend(_read_swe(folder, metadata, toml, item))
+    try:
+        if domain == Domain.SQL:
+            problems.extend(_read_sql(folder, metadata, toml, item))
+        else:
+            problems.extend(_read_swe(folder, metadata, toml, item))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problems.append(f"unreadable file: {exc}")
+    if not problems and (folder / ANNOTATE).is_file():
+        from hilbench_annotate.bundles.reader import read_annotate
+
+        problems.extend(read_annotate(folder, item, workdir))
     return (None if problems else item), problems
 
 
@@ -147,11 +169,7 @@ def _read_sql(folder: Path, metadata, toml, item) -> list[str]:
     shared = folder / "shared"
     problems = []
     instruction = folder / "baseline" / "instruction.md"
-    match = (
-        _SQL_QUESTION.search(instruction.read_text(encoding="utf-8"))
-        if instruction.is_file()
-        else None
-    )
+    match = _SQL_QUESTION.search(_text(instruction)) if instruction.is_file() else None
     if not match:
         problems.append("baseline/instruction.md has no 'Answer the following question:' block")
     db_id = metadata.get("database_name") or toml.get("metadata", {}).get("database_name")
@@ -178,7 +196,9 @@ def _read_sql(folder: Path, metadata, toml, item) -> list[str]:
         archive = shared / "data_archive.json"
         where = ""
         if archive.is_file():
-            where = f" (the release keeps it at {_read_json(archive).get('db_artifact_path', '?')})"
+            info = _read_json(archive)
+            kept = info.get("db_artifact_path", "?") if isinstance(info, dict) else "?"
+            where = f" (the release keeps it at {kept})"
         item["notes"].append(f"Database {db_id} was absent from the task folder{where}.")
     if problems:
         return problems
@@ -190,8 +210,8 @@ def _read_sql(folder: Path, metadata, toml, item) -> list[str]:
             "db_id": db_id,
             "descriptions": descriptions,
             "business_info": sentences,
-            "gold_sql": gold.read_text(encoding="utf-8"),
-            "golden_output": (shared / "golden_output.csv").read_text(encoding="utf-8")
+            "gold_sql": _text(gold),
+            "golden_output": _text(shared / "golden_output.csv")
             if (shared / "golden_output.csv").is_file()
             else "",
         },
@@ -215,7 +235,10 @@ def _read_swe(folder: Path, metadata, toml, item) -> list[str]:
     )
     if gold is None:
         problems.append("no <mode>/solution/ground_truth.patch (the gold patch)")
-    tests = metadata.get("swe_bench_metadata", {})
+    tests = metadata.get("swe_bench_metadata") or {}
+    if not isinstance(tests, dict):
+        problems.append("shared/metadata.json: swe_bench_metadata must be an object")
+        tests = {}
     fail_to_pass = tests.get("FAIL_TO_PASS", tests.get("fail_to_pass", []))
     pass_to_pass = tests.get("PASS_TO_PASS", tests.get("pass_to_pass", []))
     if not isinstance(fail_to_pass, list) or not isinstance(pass_to_pass, list):
@@ -223,7 +246,7 @@ def _read_swe(folder: Path, metadata, toml, item) -> list[str]:
     repo_name = metadata.get("repo_name_source") or toml.get("metadata", {}).get("repo_name") or ""
     if problems:
         return problems
-    sections = parse_swe_statement(statement.read_text(encoding="utf-8"))
+    sections = parse_swe_statement(_text(statement))
     image = metadata.get("image_name") or toml.get("metadata", {}).get("image_name") or "?"
     item["notes"].append(
         f"Repository {repo_name or '?'} was absent from the task folder "
@@ -235,7 +258,7 @@ def _read_swe(folder: Path, metadata, toml, item) -> list[str]:
         environment={
             "repo_name": repo_name,
             "base_commit": str(metadata.get("base_commit", "")),
-            "gold_patch": gold.read_text(encoding="utf-8"),
+            "gold_patch": _text(gold),
             "test_patch": metadata.get("test_patch", ""),
             "fail_to_pass": fail_to_pass,
             "pass_to_pass": pass_to_pass,
@@ -256,16 +279,23 @@ def import_hilbench(*, project: Project, root: Path, actor=None) -> ImportReport
             f"(looked for {REGISTRY} one and two levels down).",
             [],
         )
+    with tempfile.TemporaryDirectory(prefix="hilbench-import-") as workdir:
+        items = _read_all(root, folders, Path(workdir))
+        return _create_all(project, items, actor)
+
+
+def _read_all(root: Path, folders: list[Path], workdir: Path) -> list[dict[str, Any]]:
     items, problems = [], []
-    seen: dict[str, str] = {}
+    seen: dict[tuple[str, str], str] = {}
     for folder in folders:
-        item, reasons = _read_folder(folder)
+        item, reasons = _read_folder(folder, workdir)
         problems.extend((folder.name, reason) for reason in reasons)
         if item:
-            if item["source_id"] in seen:
-                problems.append((folder.name, f"same task id as {seen[item['source_id']]}"))
+            key = (item.get("source", TaskSource.HILBENCH), item["source_id"])
+            if key in seen:
+                problems.append((folder.name, f"same task id as {seen[key]}"))
                 continue
-            seen[item["source_id"]] = folder.name
+            seen[key] = folder.name
             items.append(item)
     if problems:
         raise ImportRefused(
@@ -273,16 +303,16 @@ def import_hilbench(*, project: Project, root: Path, actor=None) -> ImportReport
             "nothing was imported.",
             problems,
         )
+    return items
 
+
+def _create_all(project: Project, items: list[dict[str, Any]], actor) -> ImportReport:
     report = ImportReport()
-    existing = set(
-        Task.objects.filter(project=project, source=TaskSource.HILBENCH).values_list(
-            "source_id", flat=True
-        )
-    )
+    existing = set(Task.objects.filter(project=project).values_list("source", "source_id"))
     with transaction.atomic():
         for item in items:
-            if item["source_id"] in existing:
+            source = item.get("source", TaskSource.HILBENCH)
+            if (source, item["source_id"]) in existing:
                 report.unchanged.append(item["folder"].name)
                 continue
             environment = dict(item["environment"])
@@ -292,16 +322,25 @@ def import_hilbench(*, project: Project, root: Path, actor=None) -> ImportReport
                     source=item["database_file"],
                     descriptions=environment["descriptions"],
                 )
-            notes = item["notes"] + [
-                "The release carries only the blocked specification; the original is a copy of it."
-            ]
+            if "repository_source" in item:
+                repo_path, commit = item["repository_source"]
+                environment["repository"] = repository_add_commit(
+                    repo_name=environment["repo_name"], source=repo_path, commit=commit
+                )
+            notes = list(item["notes"])
+            if not item.get("from_bundle"):
+                notes.append(
+                    "The release carries only the blocked specification; "
+                    "the original is a copy of it."
+                )
             task_create(
                 project=project,
                 domain=item["domain"],
-                source=TaskSource.HILBENCH,
+                source=source,
                 source_id=item["source_id"],
                 title=item["title"],
                 original_spec=item["spec"],
+                blocked_spec=item.get("blocked_spec"),
                 environment=environment,
                 blockers=item["blockers"],
                 source_metadata=item["metadata"],

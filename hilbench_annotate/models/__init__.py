@@ -1,5 +1,6 @@
 from .blockers import Blocker, TriggerQuestion
 from .environments import Repository, SqlDatabase, SqlEnvironment, SweEnvironment
+from .exports import ExportJob
 from .imports import ImportJob
 from .projects import ApiToken, Membership, Project
 from .tasks import Revision, Task, TaskEvent
@@ -7,6 +8,7 @@ from .tasks import Revision, Task, TaskEvent
 __all__ = [
     "ApiToken",
     "Blocker",
+    "ExportJob",
     "ImportJob",
     "Membership",
     "Project",

@@ -11,6 +11,7 @@ class ImportJob(models.Model):
         BIRD = "bird", "BIRD questions + databases"
         SWEBENCH = "swebench", "SWE-bench instances + repository"
         HILBENCH = "hilbench", "HiL-Bench task folders"
+        BUNDLE = "bundle", "Export bundle (ours or the release's)"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from hilbench_annotate.archives import extract_archive
+from hilbench_annotate.bundles.reader import import_bundle
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.importers import import_bird, import_hilbench, import_swebench
 from hilbench_annotate.importers.hilbench import find_task_folders
@@ -113,6 +114,9 @@ def import_job_execute(*, job: ImportJob) -> dict:
         report = import_swebench(
             project=job.project, instances=files["instances"], repo=repo, actor=job.created_by
         )
+    elif job.kind == ImportJob.Kind.BUNDLE:
+        # The bundle reader checks the archive (limits, paths, links) and the manifest.
+        report = import_bundle(project=job.project, path=files["archive"], actor=job.created_by)
     else:
         extracted = directory / "folders"
         if not extracted.exists():

@@ -1,0 +1,192 @@
+"""The bundle's layout: file names, and the texts of the files that are not data.
+
+A task folder follows the HiL-Bench release (Harbor layout)::
+
+    <domain>_<n>/
+      baseline/  ask_human/  full_info/     instruction.md  task.toml  environment/  solution/
+      shared/    metadata.json  ask-human-data/blocker_registry.json
+                 SQL: data/database.sqlite  data/database_description/*.csv
+                      data/business_info.json  ground_truth.sql  golden_output.csv
+                 SWE: problem_statement.txt  repository.fast-export
+      annotate/  task.json         (our authoring state: what the release's files do not hold)
+      provenance/ validation.json  review.json
+
+Everything here is deterministic: JSON with sorted keys and a fixed indent, TOML written
+from a fixed template, no timestamps (those live only in the top-level ``manifest.json``).
+"""
+
+import hashlib
+import json
+from typing import Any
+
+from hilbench_annotate.instructions import MODES
+
+FORMAT = "hilbench-annotate-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+REGISTRY = "shared/ask-human-data/blocker_registry.json"
+METADATA = "shared/metadata.json"
+ANNOTATE = "annotate/task.json"
+VALIDATION = "provenance/validation.json"
+REVIEW = "provenance/review.json"
+SQL_DATABASE = "shared/data/database.sqlite"
+SQL_DESCRIPTIONS = "shared/data/database_description"
+SQL_BUSINESS_INFO = "shared/data/business_info.json"
+SQL_GROUND_TRUTH = "shared/ground_truth.sql"
+SQL_GOLDEN_OUTPUT = "shared/golden_output.csv"
+SWE_STATEMENT = "shared/problem_statement.txt"
+SWE_REPOSITORY = "shared/repository.fast-export"
+# Files that describe this copy of the task's history, not the task: re-made on every export.
+PROVENANCE = (VALIDATION, REVIEW)
+
+# Fixed tar member attributes, so the same files always give the same bytes.
+TAR_MTIME = 1_700_000_000  # 2023-11-14; any fixed value would do
+FILE_MODE = 0o644
+
+
+def dumps(value: Any) -> bytes:
+    """JSON as every file of the bundle writes it: sorted keys, indent 2, UTF-8, final newline."""
+    return (json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def stable_id(*parts: str) -> str:
+    """A 24-hex id (the release's ids are 24-hex) derived only from ``parts``."""
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
+
+
+def _toml_string(value: str) -> str:
+    # JSON's escapes are all valid in a TOML basic string.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _mcp(name: str) -> str:
+    return (
+        "[[environment.mcp_servers]]\n"
+        f'name = "{name}"\n'
+        'transport = "streamable-http"\n'
+        f'url = "http://{name}:8000/mcp"\n'
+        "args = []\n\n"
+    )
+
+
+def task_toml(
+    *, domain: str, folder: str, mode: str, resource: str, task_attempt_id: str, image: str = ""
+) -> str:
+    """``<mode>/task.toml`` with the release's fields and values; the name is ours.
+
+    SWE: the release points ``environment.docker_image`` at a prebuilt image; our bundle
+    builds its environment from ``environment/`` instead, so that key is absent and
+    ``metadata.image_name`` names the image that build makes.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    head = (
+        'schema_version = "1.1"\n'
+        "artifacts = []\n"
+        "[task]\n"
+        f"name = {_toml_string(f'hilbench-annotate/{folder}-{mode}')}\n"
+        'description = ""\n'
+        "authors = []\n"
+        "keywords = []\n"
+        "[metadata]\n"
+        f'task_id = "{mode}"\n'
+        f'task_type = "{domain}"\n'
+        f'mode = "{mode}"\n'
+    )
+    if domain == "sql":
+        head += f"database_name = {_toml_string(resource)}\n"
+        head += f"task_attempt_id = {_toml_string(task_attempt_id)}\n"
+        head += f'tags = [ "sql", "{mode}", "hil-bench",]\n'
+        body = (
+            "[verifier]\ntimeout_sec = 300.0\n\n[verifier.env]\n"
+            "[agent]\ntimeout_sec = 1800.0\n"
+            "[environment]\nbuild_timeout_sec = 600.0\n"
+            'os = "linux"\ncpus = 2\nmemory_mb = 4096\nstorage_mb = 12288\ngpus = 0\n'
+            "allow_internet = true\n"
+        )
+        servers = ["sql-tools", "business-info"] + (["ask-human"] if mode == "ask_human" else [])
+        body += "".join(_mcp(s) for s in servers)
+    else:
+        head += f"repo_name = {_toml_string(resource)}\n"
+        head += f"task_attempt_id = {_toml_string(task_attempt_id)}\n"
+        head += f"image_name = {_toml_string(image)}\n"
+        head += f'tags = [ "swe", "{mode}", "hil-bench",]\n'
+        body = (
+            "[verifier]\ntimeout_sec = 1800.0\n\n[verifier.env]\n"
+            "[agent]\ntimeout_sec = 7200.0\n"
+            "[environment]\nbuild_timeout_sec = 1200.0\n"
+            'os = "linux"\ncpus = 4\nmemory_mb = 8192\nstorage_mb = 16384\ngpus = 0\n'
+            "allow_internet = true\n"
+        )
+        body += _mcp("ask-human") if mode == "ask_human" else "mcp_servers = []\n\n"
+    return head + body + "[environment.env]\n[solution.env]\n"
+
+
+_SQL_DOCKERFILE = """\
+# Written by HiL-Bench Annotate for this bundle: the agent's container for the {mode} mode.
+# Build context is the task folder (see docker-compose.yaml). The database, descriptions and
+# business info are served by the sql-tools and business-info sidecars, never copied here;
+# shared/ground_truth.sql, golden_output.csv and the blocker registry stay out of it too.
+FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends sqlite3 \\
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /workspace
+"""
+
+_SWE_DOCKERFILE = """\
+# Written by HiL-Bench Annotate for this bundle: the agent's container for the {mode} mode.
+# Build context is the task folder (see docker-compose.yaml). The repository is rebuilt from
+# shared/repository.fast-export: one commit (the base tree with the setup patch), no remote,
+# no other ref, no reflog, exactly as the history-leakage check verified it.
+FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends git \\
+    && rm -rf /var/lib/apt/lists/*
+COPY shared/repository.fast-export /tmp/repository.fast-export
+RUN git init -q --initial-branch=main /app \\
+    && cd /app \\
+    && git -c core.logAllRefUpdates=false fast-import --quiet < /tmp/repository.fast-export \\
+    && git -c core.logAllRefUpdates=false read-tree -u --reset HEAD \\
+    && git gc -q --prune=now \\
+    && rm /tmp/repository.fast-export
+WORKDIR /app
+"""
+
+
+def dockerfile(*, domain: str, mode: str) -> str:
+    return (_SQL_DOCKERFILE if domain == "sql" else _SWE_DOCKERFILE).format(mode=mode)
+
+
+def compose_file(*, domain: str, folder: str, mode: str, image: str) -> str:
+    """``environment/docker-compose.yaml``: the agent's container and the mode's sidecars.
+
+    Sidecar images are named, not shipped: ``sql-tools`` and ``business-info`` read the
+    task's ``shared/data`` (mounted read-only); ``ask-human`` answers through the app's
+    ``/api/ask_human`` endpoint with a harness token.
+    """
+    lines = [
+        f"# Written by HiL-Bench Annotate for {folder} ({mode}).",
+        "services:",
+        "  main:",
+        f"    image: {image}",
+        "    build:",
+        "      context: ../..",
+        f"      dockerfile: {mode}/environment/Dockerfile",
+    ]
+    if domain == "sql":
+        for name in ("sql-tools", "business-info"):
+            lines += [
+                f"  {name}:",
+                f"    image: hilbench-annotate/{name}:1",
+                "    volumes:",
+                "      - ../../shared/data:/data:ro",
+            ]
+    if mode == "ask_human":
+        lines += [
+            "  ask-human:",
+            "    image: hilbench-annotate/ask-human:1",
+            "    environment:",
+            "      HILBENCH_ASK_HUMAN_URL: ${HILBENCH_ASK_HUMAN_URL}",
+            "      HILBENCH_API_TOKEN: ${HILBENCH_API_TOKEN}",
+        ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,148 @@
+"""``provenance/validation.json`` and ``provenance/review.json``: why a task is in the bundle.
+
+Validation: every check result of the latest finished run of each check group, naming the
+revision it ran on, the gates as they stand, the judge's version and recall. Review: the
+project's layers and every decision with the revision it judged. Reviewers are pseudonymised
+(``reviewer-1``, ``reviewer-2`` … in order of first decision on the task) unless the lead
+opts in to names. No timestamps: only the manifest carries those.
+"""
+
+from typing import Any
+
+from hilbench_annotate.models import Task
+
+
+def validated_gate_names(task: Task) -> list[str]:
+    """The gates a task must pass to be exported: every gate of its project's pipeline
+    (the default pipeline's last layer asks ``lint_clean`` and ``structural``)."""
+    from review.models import ReviewLayer
+
+    names: list[str] = []
+    for gates in ReviewLayer.objects.filter(project_id=task.project_id).values_list(
+        "gates", flat=True
+    ):
+        names.extend(g for g in gates if g not in names)
+    for required in ("lint_clean", "structural"):
+        if required not in names:
+            names.append(required)
+    return names
+
+
+def gate_report(task: Task) -> list[dict[str, Any]]:
+    from review.pipeline import gate_results
+
+    return [
+        {"gate": name, "green": green, "message": message}
+        for name, green, message in gate_results(task, validated_gate_names(task))
+    ]
+
+
+def _judge(task: Task, recall_details: dict | None) -> dict[str, Any]:
+    version = None
+    try:
+        from judge.services import get_judge
+
+        version = get_judge(project=task.project).version
+    except Exception:  # noqa: BLE001 - an unconfigured judge is reported as null, not a crash
+        version = None
+    details = recall_details or {}
+    return {
+        "version": version,
+        "recall": details.get("recall"),
+        "precision": details.get("precision"),
+        "held_out_positives": details.get("positives"),
+    }
+
+
+def validation_document(
+    task: Task, *, revision_number: int, gates: list[dict], pass_rate: dict | None
+) -> dict[str, Any]:
+    from validators.models import ValidationRun
+    from validators.registry import groups_for
+
+    runs = (
+        ValidationRun.objects.filter(task=task, status__in=ValidationRun.FINISHED)
+        .select_related("revision")
+        .prefetch_related("results")
+        .order_by("-created_at", "-id")
+    )
+    checks: list[dict[str, Any]] = []
+    recall_details = None
+    wanted = groups_for(task.domain, include_judge=True)
+    covered: set[str] = set()
+    for run in runs:
+        fresh = [g for g in wanted if g in run.checks and g not in covered]
+        if not fresh:
+            continue
+        covered.update(fresh)
+        for result in run.results.all():
+            if result.group not in fresh:
+                continue
+            if result.check_name == "judge_recall":
+                recall_details = result.details
+            checks.append(
+                {
+                    "group": result.group,
+                    "check": result.check_name,
+                    "outcome": result.outcome,
+                    "message": result.message,
+                    "run": run.pk,
+                    "revision": run.revision.number,
+                    "on_current_revision": run.revision.number == revision_number,
+                }
+            )
+        if covered == set(wanted):
+            break
+    checks.sort(key=lambda c: (wanted.index(c["group"]), c["check"]))
+    return {
+        "revision": revision_number,
+        "checks": checks,
+        "groups_never_run": [g for g in wanted if g not in covered],
+        "gates": gates,
+        "judge": _judge(task, recall_details),
+        # Filled by the evaluation app's pass-rate selection (``_pass_rate_evidence``);
+        # null until then.
+        "pass_rate": pass_rate,
+    }
+
+
+def review_document(task: Task, *, revision_number: int, reveal_reviewers: bool) -> dict:
+    from review.models import ReviewDecision, ReviewLayer
+
+    layers = [
+        {"position": layer.position, "name": layer.name, "role": layer.role, "gates": layer.gates}
+        for layer in ReviewLayer.objects.filter(project_id=task.project_id).order_by("position")
+    ]
+    names: dict[int, str] = {}
+    decisions = []
+    for decision in (
+        ReviewDecision.objects.filter(task=task)
+        .select_related("reviewer", "revision")
+        .order_by("created_at", "id")
+    ):
+        if decision.reviewer_id not in names:
+            names[decision.reviewer_id] = (
+                decision.reviewer.get_username()
+                if reveal_reviewers
+                else f"reviewer-{len(names) + 1}"
+            )
+        decisions.append(
+            {
+                "layer": decision.layer,
+                "layer_name": decision.layer_name,
+                "reviewer": names[decision.reviewer_id],
+                "outcome": decision.outcome,
+                "revision": decision.revision.number,
+                "summary": decision.summary,
+                "reject_reason": decision.reject_reason,
+                "checklist": decision.checklist,
+                "blocker_comments": decision.blocker_comments,
+            }
+        )
+    return {
+        "revision": revision_number,
+        "status": task.status,
+        "reviewers_named": reveal_reviewers,
+        "layers": layers,
+        "decisions": decisions,
+    }
