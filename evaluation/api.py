@@ -1,8 +1,8 @@
 """Evaluation API: the shaped reward for a training loop, the leaderboard, results upload."""
 
 from django.db import transaction
-from django.shortcuts import get_object_or_404
 from django.urls import path
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from hilbench_annotate.access import access_project, access_task
 from hilbench_annotate.errors import AccessDenied
-from judge.models import AskHumanRun
+from judge.access import access_ask_human_run
 
 from .selectors import ask_human_run_reward, leaderboard, task_selection
 from .services import results_upload_start
@@ -42,7 +42,7 @@ class RewardApi(APIView):
     def post(self, request):
         data = RewardIn(data=request.data)
         data.is_valid(raise_exception=True)
-        run = get_object_or_404(AskHumanRun, pk=data.validated_data["run"])
+        run = access_ask_human_run(request.user, data.validated_data["run"])
         if run.created_by_id != request.user.pk and not request.user.is_superuser:
             raise AccessDenied("This ask_human run belongs to another caller.")
         return Response(RewardOut(ask_human_run_reward(run)).data)
@@ -78,10 +78,16 @@ class ResultsIn(serializers.Serializer):
     model = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
+class ResultsRunOut(serializers.Serializer):
+    run = serializers.IntegerField()
+    model = serializers.CharField()
+    passes = serializers.IntegerField()
+
+
 class ResultsApi(APIView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request=ResultsIn, responses={202: serializers.ListField()})
+    @extend_schema(request=ResultsIn, responses={202: ResultsRunOut(many=True)})
     def post(self, request, project_id: int):
         project = access_project(request.user, project_id, roles=("lead",))
         data = ResultsIn(data=request.data)
@@ -98,7 +104,7 @@ class ResultsApi(APIView):
 
 
 class SelectionApi(APIView):
-    @extend_schema(responses=serializers.DictField())
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, task_id: int):
         task = access_task(request.user, task_id)
         return Response(task_selection(task))

@@ -22,7 +22,7 @@ def roles_in(user, project_id: int) -> set[str]:
 def access_project(user, project_id: int, *, roles: tuple[str, ...] = ()) -> Project:
     try:
         project = Project.objects.visible_to(user).get(pk=project_id)
-    except (Project.DoesNotExist, ValueError, TypeError):
+    except (Project.DoesNotExist, ValueError, TypeError, OverflowError):
         raise Http404("No such project.") from None
     if roles and not user.is_superuser and not roles_in(user, project.pk) & set(roles):
         raise AccessDenied(
@@ -41,7 +41,7 @@ def access_task(user, task_id: int, *, for_update: bool = False) -> Task:
         queryset = queryset.select_for_update(of=("self",))
     try:
         return queryset.get(pk=task_id)
-    except (Task.DoesNotExist, ValueError, TypeError):
+    except (Task.DoesNotExist, ValueError, TypeError, OverflowError):
         raise Http404("No such task.") from None
 
 
@@ -61,7 +61,7 @@ def access_blocker(user, blocker_id: int, *, for_update: bool = False) -> Blocke
     """The blocker if ``user`` may read its task; ``for_update`` locks the task row."""
     try:
         task_id = Blocker.objects.values_list("task_id", flat=True).get(pk=blocker_id)
-    except (Blocker.DoesNotExist, ValueError, TypeError):
+    except (Blocker.DoesNotExist, ValueError, TypeError, OverflowError):
         raise Http404("No such blocker.") from None
     task = access_task(user, task_id, for_update=for_update)
     blocker = Blocker.objects.get(pk=blocker_id)
@@ -74,7 +74,7 @@ def access_trigger_question(user, question_id: int, *, for_update: bool = False)
         blocker_id = TriggerQuestion.objects.values_list("blocker_id", flat=True).get(
             pk=question_id
         )
-    except (TriggerQuestion.DoesNotExist, ValueError, TypeError):
+    except (TriggerQuestion.DoesNotExist, ValueError, TypeError, OverflowError):
         raise Http404("No such trigger question.") from None
     blocker = access_blocker(user, blocker_id, for_update=for_update)
     question = TriggerQuestion.objects.get(pk=question_id)

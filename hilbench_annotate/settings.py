@@ -7,8 +7,10 @@ prints, so the mode in use is always visible.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
+import csp.constants as csp
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
@@ -49,6 +51,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "csp",
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -62,6 +66,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -70,6 +75,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "hilbench_annotate.urls"
@@ -94,7 +101,11 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Health checks: a kept connection the server dropped (restart, failover, idle kill) is
+    # replaced at the next request instead of failing it.
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured(
             f"DATABASE_URL must point at PostgreSQL, got engine {DATABASES['default']['ENGINE']}"
@@ -141,6 +152,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# django-axes first: it refuses a login attempt while its username or address is locked out.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "task-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -178,6 +194,12 @@ DATABASE_STORE = Path(os.environ.get("HILBENCH_DATABASE_STORE", VAR_DIR / "datab
 REPOSITORY_STORE = Path(os.environ.get("HILBENCH_REPOSITORY_STORE", VAR_DIR / "repositories"))
 UPLOAD_STORE = Path(os.environ.get("HILBENCH_UPLOAD_STORE", VAR_DIR / "uploads"))
 MAX_UPLOAD_BYTES = int(os.environ.get("HILBENCH_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+# Export bundles: where finished bundles wait for download, and for how long; what an
+# imported bundle may unpack to (bytes, files) before it is refused unread.
+BUNDLE_STORE = Path(os.environ.get("HILBENCH_BUNDLE_STORE", VAR_DIR / "bundles"))
+BUNDLE_KEEP_HOURS = float(os.environ.get("HILBENCH_BUNDLE_KEEP_HOURS", "72"))
+BUNDLE_MAX_BYTES = int(os.environ.get("HILBENCH_BUNDLE_MAX_BYTES", str(8 * 1024**3)))
+BUNDLE_MAX_FILES = int(os.environ.get("HILBENCH_BUNDLE_MAX_FILES", "50000"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -195,6 +217,52 @@ SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
     SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Served over TLS (directly or behind a proxy that sets X-Forwarded-Proto): redirect plain HTTP,
+# send HSTS, and mark the cookies secure. Off by default: `make run` serves plain HTTP.
+HTTPS = _env_bool("HILBENCH_HTTPS", False)
+if HTTPS:
+    SECURE_SSL_REDIRECT = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = int(os.environ.get("HILBENCH_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("HILBENCH_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = _env_bool("HILBENCH_HSTS_PRELOAD", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+# Content-Security-Policy (django-csp). Scripts: our own static files, plus inline <script>
+# blocks carrying the per-response nonce ({{ request.csp_nonce }}); no inline event handlers,
+# no eval (htmx runs with allowEval off). Styles allow 'unsafe-inline' on purpose: the heat
+# map cells and the SVG charts set style attributes, and Swagger UI injects <style> blocks;
+# inline CSS cannot run code, so the script policy is what keeps injected markup inert.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp.SELF],
+        "script-src": [csp.SELF, csp.NONCE],
+        "style-src": [csp.SELF, csp.UNSAFE_INLINE],
+        "img-src": [csp.SELF, "data:"],
+        "font-src": [csp.SELF, "data:"],
+        "connect-src": [csp.SELF],
+        "object-src": [csp.NONE],
+        "base-uri": [csp.SELF],
+        "form-action": [csp.SELF],
+        "frame-ancestors": [csp.NONE],
+    }
+}
+# Login throttling (django-axes, attempts stored in the database so every web process sees
+# them): after LOGIN_FAILURE_LIMIT failures for one username, or from one address, further
+# attempts are refused (429) for the cool-off time. A success resets that username's count.
+AXES_ENABLED = _env_bool("HILBENCH_LOGIN_THROTTLE", True)
+AXES_FAILURE_LIMIT = int(os.environ.get("HILBENCH_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("HILBENCH_LOGIN_COOLOFF_MINUTES", "15")))
+# Behind a reverse proxy every attempt comes from the proxy's address (REMOTE_ADDR): there,
+# lock by username only (HILBENCH_LOGIN_LOCKOUT_BY=username).
+AXES_LOCKOUT_PARAMETERS = [
+    p.strip()
+    for p in os.environ.get("HILBENCH_LOGIN_LOCKOUT_BY", "username,ip_address").split(",")
+    if p.strip()
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "login_locked.html"
+AXES_VERBOSE = False
 
 LOGGING = {
     "version": 1,
@@ -241,6 +309,10 @@ SANDBOX_MEMORY_MB = int(os.environ.get("HILBENCH_SANDBOX_MEMORY_MB", "4096"))
 SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
 # A run whose worker has not reported for this long lost its worker: it may be taken over.
 VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
+# Jobs still queued after this long are sent again (the broker may have lost them); a model
+# run, study or labelling run whose worker said nothing for EVALUATION_STALE_S is taken over.
+JOB_REDISPATCH_S = int(os.environ.get("HILBENCH_JOB_REDISPATCH_S", "300"))
+EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
 # Redis: an unacknowledged job (its worker died) is delivered again after this many seconds.
 # (The SQLAlchemy transport takes no such option.)
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
@@ -248,7 +320,17 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "visibility_timeout": int(os.environ.get("HILBENCH_VISIBILITY_TIMEOUT_S", "900"))
     }
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-validation-runs": {"task": "validators.reap", "schedule": 60.0},
+    # Also what re-sends runs a broker lost (a Redis restart without persistence).
+    "reap-stale-validation-runs": {
+        "task": "validators.reap",
+        "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "60")),
+    },
+    "delete-expired-bundles": {"task": "bundles.expire", "schedule": 3600.0},
+    # Imports, exports, model runs, studies and labelling runs a broker lost (see jobs.py).
+    "reap-lost-jobs": {
+        "task": "jobs.reap",
+        "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "60")),
+    },
 }
 
 # --- Judge ----------------------------------------------------------------------------------

@@ -1,17 +1,14 @@
 """The ask_human service for evaluation runs (token-authenticated machine users)."""
 
 from django.db import transaction
-from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hilbench_annotate.models import Task
-
+from .access import access_ask_human_run, task_for_ask_human
 from .mcp import McpApi
-from .models import AskHumanRun
 from .services import ask_human, ask_human_run_start
 
 
@@ -42,8 +39,8 @@ class AskHumanRunApi(APIView):
     def post(self, request):
         data = RunIn(data=request.data)
         data.is_valid(raise_exception=True)
-        # Harness users may not read tasks: look the task up directly; the service checks role.
-        task = get_object_or_404(Task, pk=data.validated_data["task"])
+        # Harness users may not read tasks: any member may name one; the service checks role.
+        task = task_for_ask_human(request.user, data.validated_data["task"])
         with transaction.atomic():
             run = ask_human_run_start(
                 task=task, actor=request.user, label=data.validated_data.get("label", "")
@@ -63,7 +60,7 @@ class AskHumanApi(APIView):
     def post(self, request):
         data = AskIn(data=request.data)
         data.is_valid(raise_exception=True)
-        run = get_object_or_404(AskHumanRun, pk=data.validated_data["run"])
+        run = access_ask_human_run(request.user, data.validated_data["run"])
         call = ask_human(run=run, actor=request.user, question=data.validated_data["question"])
         return Response(AskOut({"response": call.response}).data)
 

@@ -8,16 +8,16 @@ is a tool error naming it, never a silent "irrelevant question".
 """
 
 from django.db import transaction
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Task
 
+from .access import access_ask_human_run, task_for_ask_human
 from .base import JudgeError
-from .models import AskHumanRun
 from .services import ask_human, ask_human_run_start
 
 PROTOCOL_VERSION = "2025-06-18"
@@ -70,18 +70,20 @@ def _int(arguments: dict, name: str) -> int:
 
 def _call(user, name: str, arguments: dict) -> dict:
     if name == "start_ask_human_run":
-        task = Task.objects.filter(pk=_int(arguments, "task")).first()
-        if task is None:
-            raise DomainError("No such task.")
+        try:
+            task = task_for_ask_human(user, _int(arguments, "task"))
+        except Http404:
+            raise DomainError("No such task.") from None
         with transaction.atomic():
             run = ask_human_run_start(
                 task=task, actor=user, label=str(arguments.get("label", ""))[:200]
             )
         return _text(str(run.pk))
     if name == "ask_human":
-        run = AskHumanRun.objects.filter(pk=_int(arguments, "run")).first()
-        if run is None:
-            raise DomainError("No such ask_human run.")
+        try:
+            run = access_ask_human_run(user, _int(arguments, "run"))
+        except Http404:
+            raise DomainError("No such ask_human run.") from None
         question = arguments.get("question")
         if not isinstance(question, str):
             raise DomainError("question must be text")
@@ -129,7 +131,7 @@ def handle(user, message: object) -> dict | None:
 class McpApi(APIView):
     """MCP (Model Context Protocol) endpoint for the ask_human tool."""
 
-    @extend_schema(request=serializers.DictField(), responses=serializers.DictField())
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 202: None})
     def post(self, request):
         payload = request.data
         if isinstance(payload, list):  # a JSON-RPC batch

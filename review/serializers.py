@@ -184,7 +184,8 @@ class NotificationOut(serializers.ModelSerializer):
 
 class NotificationsReadIn(serializers.Serializer):
     ids = serializers.ListField(
-        child=serializers.IntegerField(),
+        # Bounded like the id column, so SQLite and PostgreSQL refuse the same values.
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
         required=False,
         allow_null=True,
         default=None,

@@ -45,7 +45,7 @@ def _record_problem(record: Any) -> str | None:
     if not isinstance(record.get("evidence", ""), str):
         return "evidence must be text"
     difficulty = record.get("difficulty", "")
-    if difficulty and difficulty not in DIFFICULTIES:
+    if difficulty and (not isinstance(difficulty, str) or difficulty not in DIFFICULTIES):
         return f"difficulty {difficulty!r} is not one of {sorted(DIFFICULTIES)}"
     return None
 

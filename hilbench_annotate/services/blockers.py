@@ -44,9 +44,14 @@ def blocker_check(
             f"id {key!r} must be a slug (letters, digits, '_' or '-', at most 120 characters)"
         )
     allowed_types = blocker_types_for(domain)
-    if type not in allowed_types:
+    # Imported registries are untrusted JSON: a list here must be refused, not hashed.
+    if not isinstance(type, str) or type not in allowed_types:
         problems.append(f"type {type!r} is not a {domain} blocker type {list(allowed_types)}")
+        type = ""  # noqa: A001 - checked; no subtype check against a bad type
     subtype = subtype or ""
+    if not isinstance(subtype, str):
+        problems.append(f"subtype {subtype!r} must be text")
+        subtype = ""
     if domain == Domain.SQL and type in SQL_SUBTYPES:
         if subtype not in SQL_SUBTYPES[type]:
             problems.append(
@@ -57,7 +62,7 @@ def blocker_check(
     for name, value in (("description", description), ("resolution", resolution)):
         if not isinstance(value, str) or not value.strip():
             problems.append(f"{name} must be non-empty text")
-    if surfaces_in and surfaces_in not in Surface.values:
+    if surfaces_in and (not isinstance(surfaces_in, str) or surfaces_in not in Surface.values):
         problems.append(f"surfaces_in {surfaces_in!r} is not one of {Surface.values}")
     if criteria:
         if not isinstance(criteria, dict):

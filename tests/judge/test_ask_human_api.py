@@ -286,17 +286,15 @@ def test_mcp_endpoint_serves_ask_human(harness_api, task, endpoint, outsider, ap
         mcp(harness_api, "tools/call", {"name": "nope", "arguments": {}})["error"]["code"] == -32602
     )
     assert mcp(harness_api, "resources/list")["error"]["code"] == -32601
-    # Another user may not use the run.
+    # A user of another project may not use the run, nor learn that it exists.
     api.force_authenticate(outsider)
     denied = mcp(
         api,
         "tools/call",
         {"name": "ask_human", "arguments": {"run": run, "question": "Which year?"}},
     )
-    assert (
-        denied["result"]["isError"] is True
-        and "another caller" in denied["result"]["content"][0]["text"]
-    )
+    assert denied["result"]["isError"] is True
+    assert denied["result"]["content"][0]["text"] == "No such ask_human run."
     api.force_authenticate(None)
     api.credentials()
     assert api.post(
