@@ -1,12 +1,15 @@
 """The authoring workspace: one page, its htmx fragments from partials of the same template."""
 
+import logging
+
 import sqlglot
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
-from django.http import Http404
+from django.db import InterfaceError, OperationalError, transaction
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
@@ -37,6 +40,11 @@ from review import workflow
 from review.services import changes_requested_context
 
 TEMPLATE = "authoring/workspace.html"
+SAVE_LOST = (
+    "Not saved: the connection to the database was lost. Nothing of this save was stored "
+    "and your edit is still in the form; save again."
+)
+logger = logging.getLogger(__name__)
 
 
 def _editor_task(request, task_id: int, *, for_update: bool = False):
@@ -181,6 +189,13 @@ def workspace_save_view(request, task_id: int):
             return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)
         messages.error(request, str(exc))
         return redirect("workspace", task_id=task_id)
+    except (OperationalError, InterfaceError):
+        # The database went away mid-save: the transaction rolled back, so nothing of this
+        # save is stored and the same form (same expected_version) may simply be sent again.
+        logger.exception("workspace save of task %s lost its database connection", task_id)
+        # Rendered without the request: its context processors would query the database.
+        body = render_to_string(f"{TEMPLATE}#save-status", {"error": SAVE_LOST})
+        return HttpResponse(body, status=503, headers={"Retry-After": "1"})
     if not request.htmx:
         messages.success(request, "Saved." if result.revision else "Nothing had changed.")
         return redirect("workspace", task_id=task.pk)

@@ -45,7 +45,9 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
         revision=revision.number,
         checks=checks,
     )
-    transaction.on_commit(lambda: validation_run_execute.delay(run_id=run.pk))
+    # robust: with the broker down the run is still stored (queued) and the request still
+    # succeeds; the reaper sends it once the broker is back.
+    transaction.on_commit(lambda: validation_run_execute.delay(run_id=run.pk), robust=True)
     return run
 
 
@@ -151,7 +153,12 @@ def validation_run_fail(*, run_id: int, error: str) -> None:
 
 
 def validation_runs_reap() -> int:
-    """Re-send runs whose worker stopped reporting, so none stays "running" for ever."""
+    """Re-send runs whose worker stopped reporting, and queued runs whose job never came.
+
+    The database, not the broker, says what is queued: a job lost by the broker (a Redis
+    restart without persistence, a send that failed while it was down) is sent again here,
+    and the idempotent claim makes a job sent twice run once.
+    """
     from .tasks import validation_run_execute
 
     stale = timezone.now() - timedelta(seconds=settings.VALIDATION_STALE_S)

@@ -31,7 +31,7 @@ from ..models import (
     TaxonomyEntry,
 )
 from ..runner import Endpoint, complete
-from .runs import require_lead
+from .runs import claim_job, require_lead
 
 LABELLER_ROLES = {"author", "reviewer", "auditor", "lead"}
 PROMPT_VERSION = "failure-rubric-1"
@@ -307,10 +307,7 @@ def labelling_run_fail(*, run_id: int, error: str) -> None:
 
 
 def labelling_run_execute(*, run_id: int) -> None:
-    claimed = LabellingRun.objects.filter(pk=run_id, status=EvaluationRun.Status.QUEUED).update(
-        status=EvaluationRun.Status.RUNNING
-    )
-    if not claimed:
+    if not claim_job(LabellingRun, run_id):
         return
     run = LabellingRun.objects.select_related("endpoint", "project").get(pk=run_id)
     if run.endpoint is None:
@@ -354,7 +351,9 @@ def labelling_run_execute(*, run_id: int) -> None:
                     mode=data["mode"],
                     note=str(data.get("reasoning", ""))[:4000],
                 )
-                LabellingRun.objects.filter(pk=run.pk).update(done=F("done") + 1)
+                LabellingRun.objects.filter(pk=run.pk).update(
+                    done=F("done") + 1, heartbeat_at=timezone.now()
+                )
         except IntegrityError:
             continue  # stored by an earlier delivery of this job
     LabellingRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).update(

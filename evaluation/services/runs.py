@@ -12,11 +12,12 @@ import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from authoring.sqlconsole import edited_database, run_select
@@ -232,12 +233,26 @@ def evaluation_run_start(
     return run
 
 
-def _claim(run_id: int) -> EvaluationRun | None:
-    claimed = EvaluationRun.objects.filter(pk=run_id, status=EvaluationRun.Status.QUEUED).update(
-        status=EvaluationRun.Status.RUNNING, started_at=timezone.now()
+def claim_job(model, pk: int) -> bool:
+    """Claim a queued job, or a running one whose worker went silent (the reaper re-sent
+    it): one conditional update, so a job delivered twice runs once."""
+    now = timezone.now()
+    silent = now - timedelta(seconds=settings.EVALUATION_STALE_S)
+    return bool(
+        model.objects.filter(
+            Q(status=EvaluationRun.Status.QUEUED)
+            | Q(status=EvaluationRun.Status.RUNNING, heartbeat_at__lt=silent),
+            pk=pk,
+        ).update(status=EvaluationRun.Status.RUNNING, heartbeat_at=now)
     )
-    if not claimed:
+
+
+def _claim(run_id: int) -> EvaluationRun | None:
+    if not claim_job(EvaluationRun, run_id):
         return None  # finished, or another worker holds it
+    EvaluationRun.objects.filter(pk=run_id, started_at__isnull=True).update(
+        started_at=timezone.now()
+    )
     return EvaluationRun.objects.select_related("endpoint", "project", "created_by").get(pk=run_id)
 
 
@@ -313,6 +328,8 @@ def _run_one_pass(
 
 def _store_pass(run, task, revision, mode, index, *, ask_run=None, steps=None, **fields) -> None:
     blockers = len(revision.snapshot.get("blockers", []))
+    if TaskPass.objects.filter(run=run, task=task, mode=mode, index=index).exists():
+        return  # a re-sent run: this pass was stored before the worker died
     with transaction.atomic():
         task_pass = TaskPass.objects.create(
             run=run,
@@ -326,7 +343,9 @@ def _store_pass(run, task, revision, mode, index, *, ask_run=None, steps=None, *
         )
         if steps:
             Trajectory.objects.create(task_pass=task_pass, steps=steps, source="built-in runner")
-        EvaluationRun.objects.filter(pk=run.pk).update(done=F("done") + 1)
+        EvaluationRun.objects.filter(pk=run.pk).update(
+            done=F("done") + 1, heartbeat_at=timezone.now()
+        )
 
 
 def evaluation_run_execute(*, run_id: int) -> None:
@@ -625,7 +644,9 @@ def support_study_execute(*, study_id: int) -> None:
                 correct_with_support=outcome.correct_with_support,
                 detail={**outcome.detail, "revision": revision.number},
             )
-            SupportStudy.objects.filter(pk=study.pk).update(done=F("done") + 1)
+            SupportStudy.objects.filter(pk=study.pk).update(
+                done=F("done") + 1, heartbeat_at=timezone.now()
+            )
     SupportStudy.objects.filter(pk=study.pk, status=EvaluationRun.Status.RUNNING).update(
         status=EvaluationRun.Status.SUCCEEDED,
         finished_at=timezone.now(),

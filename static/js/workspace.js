@@ -8,6 +8,7 @@
   const AUTOSAVE_MS = 1500;
   let dirty = false;
   let timer = null;
+  const RETRY_MS = 5000;
   let submitAfterSave = false;
 
   // htmx: show 4xx fragments (refusals, conflicts) instead of dropping them.
@@ -15,6 +16,8 @@
     { code: "204", swap: false },
     { code: "[23]..", swap: true },
     { code: "4..", swap: true, error: false },
+    // 503: the save was not stored (database connection lost); the fragment says so.
+    { code: "503", swap: true, error: false },
     { code: "...", swap: false, error: true },
   ];
 
@@ -56,11 +59,18 @@
   form.addEventListener("change", (e) => { if (isWorkspaceField(e.target)) markDirty(); });
   form.addEventListener("htmx:afterRequest", (e) => {
     if (e.detail.elt !== form) return;
-    if (e.detail.xhr.status === 200) {
+    const code = e.detail.xhr.status;
+    if (code === 200) {
       dirty = false;
       if (submitAfterSave) { submitAfterSave = false; document.getElementById("submit-btn").click(); }
     } else {
       submitAfterSave = false;
+      if (code === 0 || code >= 500) {
+        // Nothing was stored: keep the edits and try again shortly.
+        if (code !== 503) status("Not saved: the server did not answer. Your edits are kept; saving again…", "bad");
+        clearTimeout(timer);
+        timer = setTimeout(saveNow, RETRY_MS);
+      }
     }
   });
   window.addEventListener("beforeunload", (e) => { if (dirty) { e.preventDefault(); e.returnValue = ""; } });
