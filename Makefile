@@ -35,6 +35,10 @@ worker: install
 test: install
 	$(VENV)/bin/pytest
 
+# Only the browser tests (Playwright driving Debian's chromium): journeys and axe-core checks.
+e2e: install
+	$(VENV)/bin/pytest tests/e2e
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -2,7 +2,10 @@
 
     .venv/bin/python scripts/screenshots.py [--base http://127.0.0.1:8000] [--out docs/screenshots]
 
-Needs a running app with freshly seeded demo data (`make run`).
+Needs a running app with freshly seeded demo data (`make run`). It changes that data the way
+people would: the demo's blocked task is submitted and goes through the first two review layers.
+The evaluation screenshots (leaderboard, run, failure analysis, trajectory viewer) are taken by
+tests/e2e/test_evaluation.py.
 """
 
 import argparse
@@ -28,6 +31,59 @@ def login(page, base: str, username: str, password: str) -> None:
     page.wait_for_url(f"{base}/")
 
 
+def pass_checklist(page) -> None:
+    for radio in page.locator("input[type=radio][value=pass]").all():
+        radio.check()
+
+
+def review_screens(page, base: str, out: Path, blocked_url: str) -> None:
+    """Submit the blocked task, self-check it, and show the peer review, pipeline, dashboard."""
+    page.context.clear_cookies()
+    login(page, base, "author", "author-demo")
+    page.goto(blocked_url)
+    page.click("text=Open workspace")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#submit-btn")
+    page.wait_for_url(blocked_url)
+    page.goto(f"{base}/review/")
+    page.click("text=Your self-checks >> xpath=.. >> a")
+    pass_checklist(page)
+    page.click("button[name=outcome][value=approve]")
+    page.wait_for_selector(".messages")
+
+    page.context.clear_cookies()
+    login(page, base, "author2", "author2-demo")
+    page.goto(f"{base}/review/")
+    page.screenshot(path=out / "review-queue.png", full_page=True)
+    page.locator("tr", has_text="Peer review").locator("button", has_text="Take next").click()
+    page.wait_for_selector(".layer-steps .current")
+    page.fill("#new-thread-body", "Could the review year name its calendar?")
+    page.select_option("#new-thread-blocker", "review_year_dates")
+    page.click("button:text-is('Comment')")
+    page.wait_for_selector("#threads article.thread")
+    pass_checklist(page)
+    page.fill("textarea[name=blocker-comment-review_year_dates]", "Fine as it is.")
+    page.fill("#summary", "Blockers are real gaps; the blocked question reads naturally.")
+    page.screenshot(path=out / "review-task.png", full_page=True)
+
+    page.context.clear_cookies()
+    login(page, base, "lead", "lead-demo")
+    page.goto(f"{base}/review/")
+    page.click("text=Pipeline · Demo benchmark")
+    page.screenshot(path=out / "review-pipeline.png")
+    page.goto(f"{base}/review/")
+    page.click("text=Dashboard · Demo benchmark")
+    page.wait_for_selector("#h-states")
+    page.screenshot(path=out / "review-dashboard.png", full_page=True)
+    page.goto(blocked_url)
+    page.click("text=Judge validation")
+    page.screenshot(path=out / "judge-validation.png", full_page=True)
+    page.goto(f"{blocked_url}timeline/")
+    page.screenshot(path=out / "timeline.png", full_page=True)
+    page.goto(f"{base}/tokens/")
+    page.screenshot(path=out / "api-tokens.png")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", default="http://127.0.0.1:8000")
@@ -41,8 +97,11 @@ def main() -> None:
         login(page, base, "author", "author-demo")
         page.screenshot(path=out / "task-list.png", full_page=True)
 
-        # The demo's blocked SQL task, in the workspace.
+        # The demo's blocked SQL task: its page, then the workspace.
         page.click("text=Among the clients whose loan contract is running")
+        page.wait_for_selector("#blocker-troubled_loan_definition")
+        blocked_url = page.url
+        page.screenshot(path=out / "task-page.png", full_page=True)
         page.click("text=Open workspace")
         page.wait_for_load_state("networkidle")
         page.screenshot(path=out / "workspace-sql-spec.png")
@@ -79,6 +138,8 @@ def main() -> None:
         page.screenshot(path=out / "workspace-swe-environment.png", full_page=True)
         page.goto(f"{base}/imports/")
         page.screenshot(path=out / "import.png", full_page=True)
+
+        review_screens(page, base, out, blocked_url)
         browser.close()
     print(f"screenshots in {out}")
 

@@ -60,3 +60,16 @@ def login(page, live_server, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
+
+
+def new_page(browser, live_server, username: str, *, bypass_csp: bool = False):
+    """A fresh browser context logged in as a demo user (password ``<username>-demo``).
+
+    ``bypass_csp`` lets a test inject its own inline script (axe-core): the app's
+    Content-Security-Policy refuses inline scripts without the response's nonce.
+    """
+    context = browser.new_context(viewport={"width": 1400, "height": 950}, bypass_csp=bypass_csp)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    login(page, live_server, username, f"{username}-demo")
+    return page

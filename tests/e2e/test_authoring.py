@@ -141,7 +141,29 @@ def submit(page, live_server, task: Task) -> None:
 def test_author_blocks_a_sql_task_end_to_end(page, live_server, demo):
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/0")
     login(page, live_server, "author", "author-demo")
-    open_workspace(page, live_server, task)
+
+    # Find the task: search and filter the task list, open the task, then its workspace.
+    page.select_option("select[name=domain]", "sql")
+    page.fill("#id_q", "finished with no problems")
+    page.press("#id_q", "Enter")
+    expect(page.locator("#results td.title a")).to_have_count(1)
+    page.locator("#results td.title a").click()
+    page.wait_for_url(f"{live_server.url}/tasks/{task.pk}/")
+    page.click("text=Open workspace")
+    expect(page.locator("#workspace")).to_be_visible()
+
+    # Environment: browse a table, query it in the read-only console; a write is refused.
+    page.click("[data-tab=env]")
+    page.click(".table-list button:text-is('loan')")
+    expect(page.locator("#table-view")).to_contain_text("status")
+    page.fill("#console-sql", "SELECT status, COUNT(*) AS n FROM loan GROUP BY status")
+    page.click("button:text-is('Run')")
+    expect(page.locator("#query-result th", has_text="status")).to_be_visible()
+    expect(page.locator("#query-result")).to_contain_text("4 rows")
+    page.fill("#console-sql", "DELETE FROM loan")
+    page.click("button:text-is('Run')")
+    expect(page.locator("#query-result .error")).to_be_visible()
+    page.click("[data-tab=spec]")
 
     # Specification: the word diff follows the typing.
     page.fill("#spec-question", "How many loans ended well?")

@@ -211,6 +211,12 @@ def test_pipeline_page_is_editable_by_leads_only(client, project, staff):
     assert layers[1].checklist == ["Ready", "Independent"] and layers[1].gates == ["lint_clean"]
     assert services.policy_for(project).lock_minutes == 15
 
+    # The form shows what was saved, one item per line, so saving it again keeps it.
+    page = client.get(url).content.decode()
+    assert "{{" not in page
+    assert 'name="layer-1-checklist" rows="4">Ready\nIndependent\n</textarea>' in page
+    assert ">Not realistic\nDuplicate\n</textarea>" in page
+
 
 def test_timeline_lists_everything_and_offers_no_edit(client, task_at_layer_2, staff):
     services.comment_add(task=task_at_layer_2, author=staff["peer"], body="Looks realistic.")
