@@ -28,6 +28,12 @@ class ExportIn(serializers.Serializer):
     # Checked by the service ("", "sql" or "swe"); a plain string keeps the OpenAPI enums
     # of "domain" to the one the task endpoints define.
     domain = serializers.CharField(required=False, default="", allow_blank=True)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        help_text="Tasks carrying any of these tags",
+    )
     draft = serializers.BooleanField(required=False, default=False)
     reveal_reviewers = serializers.BooleanField(required=False, default=False)
 
@@ -79,7 +85,7 @@ class ExportStartApi(APIView):
             job = bundle_export_start(
                 project=project,
                 actor=request.user,
-                selection={k: data.pop(k) for k in ("tasks", "states", "domain")},
+                selection={k: data.pop(k) for k in ("tasks", "states", "domain", "tags")},
                 **data,
             )
         return Response(ExportOut(job).data, status=status.HTTP_202_ACCEPTED)

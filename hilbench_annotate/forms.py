@@ -87,6 +87,11 @@ class ExportForm(forms.Form):
         label="Task ids (optional)",
         help_text="Comma- or space-separated; empty: every task the other filters match",
     )
+    tags = forms.CharField(
+        required=False,
+        label="Tags (optional)",
+        help_text="Tasks carrying any of these tags; comma- or space-separated",
+    )
     draft = forms.BooleanField(
         required=False,
         label="Draft bundle: include tasks that did not pass every gate (the manifest says so)",
@@ -98,6 +103,9 @@ class ExportForm(forms.Form):
     def __init__(self, *args, projects=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project"].choices = [(p.pk, p.name) for p in projects]
+
+    def clean_tags(self):
+        return self.cleaned_data.get("tags", "").replace(",", " ").split()
 
     def clean_tasks(self):
         text = self.cleaned_data.get("tasks", "").replace(",", " ").split()

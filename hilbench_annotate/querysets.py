@@ -34,7 +34,8 @@ class TaskQuerySet(models.QuerySet):
 
     def for_list(self):
         """What a task list row shows, in a fixed number of queries."""
-        return self.select_related("project", "author", "sql_environment", "swe_environment").defer(
+        related = self.select_related("project", "author", "sql_environment", "swe_environment")
+        return related.prefetch_related("tags").defer(
             "original_spec",
             "blocked_spec",
             "source_metadata",

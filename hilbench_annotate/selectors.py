@@ -8,7 +8,7 @@ from hilbench_annotate.access import access_task
 from hilbench_annotate.models import Blocker, Project, Task, TriggerQuestion
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
-TASK_FILTERS = ("project", "domain", "status", "author", "resource", "q")
+TASK_FILTERS = ("project", "domain", "status", "author", "resource", "tag", "q")
 
 
 def task_list(*, user, filters: Mapping[str, str]) -> QuerySet[Task]:
@@ -28,6 +28,8 @@ def task_list(*, user, filters: Mapping[str, str]) -> QuerySet[Task]:
         tasks = tasks.filter(author__username=filters["author"])
     if filters.get("resource"):
         tasks = tasks.on_resource(filters["resource"])
+    if filters.get("tag"):
+        tasks = tasks.filter(tags__name=filters["tag"])
     if filters.get("q"):
         tasks = tasks.search(filters["q"])
     return tasks.order_by("-updated_at", "-id")
@@ -46,7 +48,7 @@ def task_detail(*, user, task_id: int) -> Task:
             "sql_environment__database",
             "swe_environment__repository",
         )
-        .prefetch_related(Prefetch("blockers", queryset=blockers))
+        .prefetch_related(Prefetch("blockers", queryset=blockers), "tags")
         .get(pk=task.pk)
     )
 
@@ -59,6 +61,7 @@ def filter_choices(*, user) -> dict[str, list]:
         "authors": _distinct(visible.exclude(author=None), "author__username"),
         "databases": _distinct(visible.filter(domain=Domain.SQL), "sql_environment__db_id"),
         "repositories": _distinct(visible.filter(domain=Domain.SWE), "swe_environment__repo_name"),
+        "tags": _distinct(visible, "tags__name"),
     }
 
 

@@ -46,6 +46,7 @@ class BlockerOut(serializers.ModelSerializer):
 class TaskListOut(serializers.ModelSerializer):
     author = serializers.CharField(source="author.username", default=None)
     resource = serializers.SerializerMethodField()
+    tags = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
 
     class Meta:
         model = Task
@@ -61,6 +62,7 @@ class TaskListOut(serializers.ModelSerializer):
             "version",
             "blocker_count",
             "resource",
+            "tags",
             "updated_at",
         ]
 

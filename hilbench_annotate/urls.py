@@ -8,6 +8,7 @@ from hilbench_annotate import api, views, views_exports
 urlpatterns = [
     path("", views.task_list, name="task-list"),
     path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
+    path("tasks/<int:task_id>/tags/", views.task_tags, name="task-tags"),
     path("tasks/<int:task_id>/edit/", include("authoring.urls")),
     path("imports/", views.import_list, name="import-list"),
     path("imports/<int:job_id>/", views.import_detail, name="import-detail"),

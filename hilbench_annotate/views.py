@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
@@ -9,8 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
-from hilbench_annotate import selectors
-from hilbench_annotate.access import can_edit_task
+from hilbench_annotate import selectors, services
+from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.forms import ImportForm, TokenForm
 from hilbench_annotate.models import ApiToken, ImportJob, Project
@@ -41,6 +42,27 @@ def task_list(request):
         return render(request, "tasks/list.html#results", context)
     context["choices"] = selectors.filter_choices(user=request.user)
     return render(request, "tasks/list.html", context)
+
+
+@login_required
+@require_http_methods(["POST"])
+def task_tags(request, task_id: int):
+    """Replace a task's tags (its author or a lead)."""
+    task = access_task(request.user, task_id)
+    if not can_edit_task(request.user, task):
+        raise PermissionDenied("Only the task's author or a project lead may tag this task.")
+    try:
+        with transaction.atomic():
+            names = services.task_tags_set(
+                task=task,
+                actor=request.user,
+                names=request.POST.get("tags", "").replace(",", " ").split(),
+            )
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Tags: " + (", ".join(names) or "none") + ".")
+    return redirect("task-detail", task_id=task.pk)
 
 
 @login_required

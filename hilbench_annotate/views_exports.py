@@ -49,6 +49,7 @@ def export_list(request):
                             "tasks": data["tasks"],
                             "states": data["states"],
                             "domain": data["domain"],
+                            "tags": data["tags"],
                         },
                         draft=data["draft"],
                         reveal_reviewers=data["reveal_reviewers"],

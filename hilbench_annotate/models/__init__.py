@@ -3,7 +3,7 @@ from .environments import Repository, SqlDatabase, SqlEnvironment, SweEnvironmen
 from .exports import ExportJob
 from .imports import ImportJob
 from .projects import ApiToken, Membership, Project
-from .tasks import Revision, Task, TaskEvent
+from .tasks import Revision, Tag, Task, TaskEvent
 
 __all__ = [
     "ApiToken",
@@ -17,6 +17,7 @@ __all__ = [
     "SqlDatabase",
     "SqlEnvironment",
     "SweEnvironment",
+    "Tag",
     "Task",
     "TaskEvent",
     "TriggerQuestion",

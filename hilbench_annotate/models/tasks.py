@@ -7,6 +7,23 @@ from hilbench_annotate.vocabulary import Domain, TaskSource, TaskStatus
 from .projects import Project
 
 
+class Tag(models.Model):
+    """A label a project's people put on tasks (a batch, a topic, a release) to select them,
+    e.g. for an export. Tags are metadata, not content: setting them makes no revision."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="tag_name_unique_in_project")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Task(models.Model):
     """A benchmark task: a fully specified base task on its way to a blocked one.
 
@@ -46,6 +63,7 @@ class Task(models.Model):
     blocker_count = models.PositiveSmallIntegerField(
         default=0, help_text="Kept by the services that add and remove blockers; for lists"
     )
+    tags = models.ManyToManyField(Tag, blank=True, related_name="tasks")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

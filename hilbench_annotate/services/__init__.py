@@ -14,6 +14,7 @@ from .tasks import (
     task_create,
     task_event,
     task_snapshot,
+    task_tags_set,
     task_touch_environment,
     task_update,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "task_create",
     "task_event",
     "task_snapshot",
+    "task_tags_set",
     "task_touch_environment",
     "task_update",
     "trigger_question_create",

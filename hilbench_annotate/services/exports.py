@@ -19,15 +19,15 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import ExportJob, Project, Task
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
-from .tasks import event_record
+from .tasks import event_record, tag_names_clean
 
-SELECTION_KEYS = ("tasks", "states", "domain")
+SELECTION_KEYS = ("tasks", "states", "domain", "tags")
 # A job "running" longer than this lost its worker; a redelivered message takes it over.
 STALE_RUNNING = timedelta(minutes=30)
 
 
 def export_selection_clean(selection: dict[str, Any]) -> dict[str, Any]:
-    """The selection as stored: task ids (ints), states, domain; unknown keys refused."""
+    """The selection as stored: task ids (ints), states, domain, tags; unknown keys refused."""
     unknown = set(selection) - set(SELECTION_KEYS)
     if unknown:
         raise DomainError(f"Unknown selection keys {sorted(unknown)}; use {SELECTION_KEYS}.")
@@ -46,6 +46,7 @@ def export_selection_clean(selection: dict[str, Any]) -> dict[str, Any]:
     if domain and domain not in Domain.values:
         raise DomainError(f"Unknown domain {domain!r}; use {Domain.values}.")
     clean["domain"] = domain
+    clean["tags"] = tag_names_clean(selection.get("tags") or [])
     return clean
 
 
@@ -58,6 +59,9 @@ def export_selection_tasks(*, project: Project, selection: dict[str, Any]):
         tasks = tasks.filter(status__in=selection["states"])
     if selection.get("domain"):
         tasks = tasks.filter(domain=selection["domain"])
+    if selection.get("tags"):
+        # Any of the tags; distinct, as a task may carry several of them.
+        tasks = tasks.filter(tags__name__in=selection["tags"]).distinct()
     return tasks
 
 

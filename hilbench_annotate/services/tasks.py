@@ -1,3 +1,4 @@
+import re
 from typing import Any
 
 from django.db import transaction
@@ -278,3 +279,41 @@ def task_touch_environment(*, task: Task, actor, expected_version: int, changes:
         version=task.version,
     )
     return task
+
+
+TAG_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+MAX_TAGS = 20
+
+
+def tag_names_clean(names) -> list[str]:
+    """Lower-case names of letters, digits, ``.``, ``_``, ``-`` (at most 40 characters)."""
+    clean = []
+    for raw in names:
+        name = str(raw).strip().lower()
+        if not name:
+            continue
+        if not TAG_NAME.match(name):
+            raise DomainError(
+                f"Tag {raw!r}: use up to 40 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit."
+            )
+        if name not in clean:
+            clean.append(name)
+    if len(clean) > MAX_TAGS:
+        raise DomainError(f"A task has at most {MAX_TAGS} tags.")
+    return clean
+
+
+def task_tags_set(*, task: Task, actor, names) -> list[str]:
+    """Replace the task's tags (created in its project as needed); an event records it."""
+    from hilbench_annotate.access import require_task_editor
+    from hilbench_annotate.models import Tag
+
+    require_task_editor(actor, task)
+    clean = tag_names_clean(names)
+    before = sorted(task.tags.values_list("name", flat=True))
+    tags = [Tag.objects.get_or_create(project_id=task.project_id, name=name)[0] for name in clean]
+    task.tags.set(tags)
+    if sorted(clean) != before:
+        task_event(task=task, actor=actor, kind="tags_set", before=before, after=sorted(clean))
+    return sorted(clean)

@@ -31,7 +31,8 @@ def test_a_lead_exports_from_the_page_follows_progress_and_downloads(client, dem
     )
     job = ExportJob.objects.get()
     assert response.status_code == 302 and response.url == reverse("export-detail", args=[job.pk])
-    assert job.selection == {"tasks": [task.pk], "states": [], "domain": "sql"} and job.draft
+    assert job.selection == {"tasks": [task.pk], "states": [], "domain": "sql", "tags": []}
+    assert job.draft
 
     polling = client.get(reverse("export-detail", args=[job.pk]), HTTP_HX_REQUEST="true")
     assert polling.status_code == 200 and b"hx-trigger" in polling.content

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--tasks", nargs="*", type=int, default=[], help="Task ids")
         parser.add_argument("--states", nargs="*", default=[], help="Task states to include")
         parser.add_argument("--domain", default="", choices=["", "sql", "swe"])
+        parser.add_argument("--tags", nargs="*", default=[], help="Tasks with any of these tags")
         parser.add_argument(
             "--draft", action="store_true", help="Include tasks that did not pass every gate"
         )
@@ -45,6 +46,7 @@ class Command(BaseCommand):
                     "tasks": options["tasks"],
                     "states": options["states"],
                     "domain": options["domain"],
+                    "tags": options["tags"],
                 },
                 draft=options["draft"],
                 reveal_reviewers=options["reveal_reviewers"],
