@@ -50,13 +50,22 @@ class ModelEndpoint(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.model})"
 
+    def client(self, *, max_turns: int | None = None):
+        """What the runner calls: this endpoint's address, model, key variable and limits."""
+        from .runner import Endpoint
 
-class EvaluationRun(models.Model):
-    """A batch of passes of one model: run here against an endpoint, or imported."""
+        return Endpoint(
+            base_url=self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env or None,
+            timeout_s=self.timeout_s,
+            max_turns=max_turns or self.max_turns,
+        )
 
-    class Source(models.TextChoices):
-        BUILTIN = "builtin", "Built-in SQL runner"
-        IMPORTED = "imported", "Imported results"
+
+class Job(models.Model):
+    """What every long job here has: a status the worker claims, progress, its error, and a
+    heartbeat the reaper reads (``hilbench_annotate/jobs.py``)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -65,6 +74,33 @@ class EvaluationRun(models.Model):
         FAILED = "failed", "Failed"
 
     FINISHED = (Status.SUCCEEDED, Status.FAILED)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running it"
+    )
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class EvaluationRun(Job):
+    """A batch of passes of one model: run here against an endpoint, or imported."""
+
+    class Source(models.TextChoices):
+        BUILTIN = "builtin", "Built-in SQL runner"
+        IMPORTED = "imported", "Imported results"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evaluation_runs")
     source = models.CharField(max_length=10, choices=Source.choices)
@@ -78,27 +114,13 @@ class EvaluationRun(models.Model):
     pending = models.JSONField(
         default=dict, blank=True, help_text="{file}: imported passes awaiting the worker"
     )
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
-    created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of the worker running it"
-    )
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Job.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"run {self.pk}: {self.model_name}"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in self.FINISHED
 
 
 class TaskPass(models.Model):
@@ -170,7 +192,7 @@ class SelectionPolicy(models.Model):
         return f"selection policy of {self.project}"
 
 
-class SupportStudy(models.Model):
+class SupportStudy(Job):
     """Need-for-help scores of one model and method (the second paper), run here or imported."""
 
     class Method(models.TextChoices):
@@ -186,28 +208,12 @@ class SupportStudy(models.Model):
         ModelEndpoint, on_delete=models.SET_NULL, null=True, blank=True, related_name="studies"
     )
     task_ids = models.JSONField(default=list, blank=True)
-    status = models.CharField(
-        max_length=10, choices=EvaluationRun.Status.choices, default=EvaluationRun.Status.QUEUED
-    )
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of the worker running it"
-    )
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Job.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"{self.get_method_display()} study {self.pk}: {self.model_name}"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in EvaluationRun.FINISHED
 
 
 class SupportRecord(models.Model):
@@ -270,7 +276,7 @@ class TaxonomyEntry(models.Model):
         return f"{self.axis}: {self.name}"
 
 
-class LabellingRun(models.Model):
+class LabellingRun(Job):
     """LLM pre-labelling of failed passes with a versioned rubric prompt."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="labelling_runs")
@@ -280,28 +286,12 @@ class LabellingRun(models.Model):
     model_name = models.CharField(max_length=200)
     rubric_version = models.CharField(max_length=100)
     pass_ids = models.JSONField(default=list)
-    status = models.CharField(
-        max_length=10, choices=EvaluationRun.Status.choices, default=EvaluationRun.Status.QUEUED
-    )
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of the worker running it"
-    )
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Job.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"LLM labelling run {self.pk} ({self.model_name}, {self.rubric_version})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in EvaluationRun.FINISHED
 
 
 class FailureLabel(models.Model):

@@ -329,7 +329,7 @@ def pass_rate_gate(task) -> tuple[bool, str]:
 # --- failure labels ----------------------------------------------------------------------
 
 
-def _label_rows(project) -> list[dict]:
+def label_rows(project) -> list[dict]:
     return list(
         FailureLabel.objects.filter(task_pass__run__project=project)
         .order_by("id")
@@ -382,7 +382,7 @@ def failure_heatmap(project, *, domain: str | None = None) -> dict:
     if domain:
         failed = failed.filter(task__domain=domain)
     passes = list(failed.values_list("pk", "run__model_name"))
-    labels = effective_labels(_label_rows(project))
+    labels = effective_labels(label_rows(project))
     models: dict[str, dict] = {}
     for pass_id, model in passes:
         entry = models.setdefault(
@@ -433,7 +433,7 @@ def failure_agreement(project) -> list[dict]:
 
     by_rater: dict[tuple[str, object], dict[int, tuple[str, str]]] = defaultdict(dict)
     names: dict[tuple[str, object], str] = {}
-    for row in _label_rows(project):
+    for row in label_rows(project):
         if row["labeller_id"]:
             rater = ("human", row["labeller_id"])
             names[rater] = row["labeller__username"]

@@ -16,8 +16,14 @@ from hilbench_annotate.access import access_project, roles_in
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
 
-from .models import FailureLabel, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
-from .selectors import ask_human_verdicts, effective_labels, failure_agreement, failure_heatmap
+from .models import LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
+from .selectors import (
+    ask_human_verdicts,
+    effective_labels,
+    failure_agreement,
+    failure_heatmap,
+    label_rows,
+)
 from .services import (
     failure_label_set,
     labelling_run_start,
@@ -141,22 +147,7 @@ def _queue(project, request) -> tuple[list[dict], dict]:
         failed = failed.filter(run__model_name=filters["model"])
     if filters["domain"]:
         failed = failed.filter(task__domain=filters["domain"])
-    labels = effective_labels(
-        list(
-            FailureLabel.objects.filter(task_pass__run__project=project)
-            .order_by("id")
-            .values(
-                "task_pass_id",
-                "labeller_id",
-                "labeller__username",
-                "llm_run_id",
-                "llm_run__model_name",
-                "dimension",
-                "mode",
-                "created_at",
-            )
-        )
-    )
+    labels = effective_labels(label_rows(project))
     rows = []
     for task_pass in failed.order_by("run__model_name", "task_id", "mode", "index"):
         label = labels.get(task_pass.pk)

@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,29 @@ def worker_env(broker: str) -> dict[str, str]:
         host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
         env["DATABASE_URL"] = f"postgres://{user}{host}/{db['NAME']}"
     return env
+
+
+def start_worker(
+    broker: str, log_path, *, env: dict[str, str] | None = None, beat_schedule=None
+) -> subprocess.Popen:
+    """A real Celery worker process (solo pool) on ``broker``, logging to ``log_path``;
+    with ``beat_schedule`` (a path) it runs beat inside it. The caller terminates it."""
+    command = [
+        sys.executable, "-m", "celery", "-A", "hilbench_annotate", "worker",
+        "--pool=solo", "--loglevel=info",
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]  # fmt: skip
+    if beat_schedule is not None:
+        command += ["--beat", "--schedule", str(beat_schedule)]
+    log = open(log_path, "a")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**worker_env(broker), **(env or {})},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from hilbench_annotate.models import Revision, SweEnvironment, Task, TaskEvent
 from validators.models import ValidationRun
 from validators.services import validation_run_start
 
-from .conftest import ROOT, _use_broker, worker_env
+from .conftest import ROOT, _use_broker, start_worker, worker_env
 from .factories import MembershipFactory, ProjectFactory, UserFactory
 
 
@@ -127,33 +127,8 @@ STALE_S = 4
 
 def _start_worker(broker: str, tmp_path, log_path) -> subprocess.Popen:
     """One worker with beat inside it, reaping every second (a run is stale after 4 s)."""
-    env = worker_env(broker)
-    env["HILBENCH_VALIDATION_STALE_S"] = str(STALE_S)
-    env["HILBENCH_REAP_INTERVAL_S"] = "1"
-    log = open(log_path, "a")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "hilbench_annotate",
-            "worker",
-            "--pool=solo",
-            "--loglevel=info",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "--beat",
-            "--schedule",
-            str(tmp_path / "beat-schedule"),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    env = {"HILBENCH_VALIDATION_STALE_S": str(STALE_S), "HILBENCH_REAP_INTERVAL_S": "1"}
+    return start_worker(broker, log_path, env=env, beat_schedule=tmp_path / "beat-schedule")
 
 
 @pytest.mark.django_db(transaction=True)

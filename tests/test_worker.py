@@ -4,8 +4,6 @@ Embedded mode: the worker shares the SQLite test database file and a broker file
 own. CI mode: the PostgreSQL test database and a Redis database of its own.
 """
 
-import subprocess
-import sys
 import time
 
 import pytest
@@ -13,7 +11,7 @@ from django.urls import reverse
 
 from hilbench_annotate.models import ImportJob, Task
 
-from .conftest import ROOT, worker_env
+from .conftest import start_worker
 from .core.test_views import _bird_upload_files, _upload
 
 
@@ -25,26 +23,7 @@ def test_real_worker_process_runs_a_browser_import(client, worker_broker, demo_d
     author = UserFactory(username="worker-author")
     MembershipFactory(project=project, user=author, role="author")
     questions, databases = _bird_upload_files(demo_data)
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed in finally
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "hilbench_annotate",
-            "worker",
-            "--pool=solo",
-            "--loglevel=info",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=worker_env(worker_broker),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    worker = start_worker(worker_broker, tmp_path / "worker.log")
     try:
         client.force_login(author)
         client.post(
@@ -66,7 +45,6 @@ def test_real_worker_process_runs_a_browser_import(client, worker_broker, demo_d
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-        log.close()
     output = (tmp_path / "worker.log").read_text()
     assert job.status == "succeeded", f"{job.status}: {job.error}\n{output[-3000:]}"
     assert Task.objects.filter(project=project).count() == 6
@@ -100,26 +78,7 @@ def test_real_worker_runs_a_model_run_with_concurrent_passes(worker_broker, demo
     endpoint = endpoint_create(
         project=project, actor=lead, name="e", base_url=server.url, model="m", concurrency=2
     )
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed in finally
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "hilbench_annotate",
-            "worker",
-            "--pool=solo",
-            "--loglevel=info",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=worker_env(worker_broker),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    worker = start_worker(worker_broker, tmp_path / "worker.log")
     try:
         run = evaluation_run_start(
             project=project,
@@ -138,7 +97,6 @@ def test_real_worker_runs_a_model_run_with_concurrent_passes(worker_broker, demo
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-        log.close()
         server.close()
     output = (tmp_path / "worker.log").read_text()
     assert run.status == EvaluationRun.Status.SUCCEEDED, f"{run.error}\n{output[-3000:]}"

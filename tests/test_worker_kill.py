@@ -3,8 +3,6 @@ every check has exactly one result."""
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,36 +15,14 @@ from hilbench_annotate.models import SweEnvironment, Task
 from validators.models import ValidationRun
 from validators.services import validation_run_start, validation_runs_reap
 
-from .conftest import ROOT, worker_env
+from .conftest import start_worker
 
 STALE_S = 4
 
 
 def _start_worker(broker, log_path):
-    env = worker_env(broker)
-    env["HILBENCH_VALIDATION_STALE_S"] = str(STALE_S)
-    env["HILBENCH_VISIBILITY_TIMEOUT_S"] = "5"
-    log = open(log_path, "a")  # noqa: SIM115 - closed by the caller through the process
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "hilbench_annotate",
-            "worker",
-            "--pool=solo",
-            "--loglevel=info",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    env = {"HILBENCH_VALIDATION_STALE_S": str(STALE_S), "HILBENCH_VISIBILITY_TIMEOUT_S": "5"}
+    return start_worker(broker, log_path, env=env)
 
 
 def _wait(predicate, timeout, what):

@@ -320,13 +320,7 @@ def labelling_run_execute(*, run_id: int) -> None:
         )
         return
     dims, modes = _keys(run.project)
-    endpoint = Endpoint(
-        base_url=run.endpoint.base_url,
-        model=run.endpoint.model,
-        api_key_env=run.endpoint.api_key_env or None,
-        timeout_s=run.endpoint.timeout_s,
-        max_turns=1,
-    )
+    endpoint = run.endpoint.client(max_turns=1)
     problems = []
     done = set(run.labels.values_list("task_pass_id", flat=True))
     passes = TaskPass.objects.filter(pk__in=run.pass_ids).exclude(pk__in=done)

@@ -358,13 +358,7 @@ def evaluation_run_execute(*, run_id: int) -> None:
     if run.endpoint is None:
         evaluation_run_fail(run_id=run.pk, error="The run's endpoint was deleted.")
         return
-    endpoint = Endpoint(
-        base_url=run.endpoint.base_url,
-        model=run.endpoint.model,
-        api_key_env=run.endpoint.api_key_env or None,
-        timeout_s=run.endpoint.timeout_s,
-        max_turns=run.endpoint.max_turns,
-    )
+    endpoint = run.endpoint.client()
     tasks = list(Task.objects.filter(pk__in=run.task_ids).select_related("project"))
     units = [
         (task, mode, index)
@@ -610,13 +604,7 @@ def support_study_execute(*, study_id: int) -> None:
     if study.endpoint is None:
         support_study_fail(study_id=study.pk, error="The study's endpoint was deleted.")
         return
-    endpoint = Endpoint(
-        base_url=study.endpoint.base_url,
-        model=study.endpoint.model,
-        api_key_env=study.endpoint.api_key_env or None,
-        timeout_s=study.endpoint.timeout_s,
-        max_turns=study.endpoint.max_turns,
-    )
+    endpoint = study.endpoint.client()
     failures = []
     done = set(study.records.values_list("task_id", flat=True))
     for task in Task.objects.filter(pk__in=study.task_ids).exclude(pk__in=done).order_by("pk"):
