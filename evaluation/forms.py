@@ -20,7 +20,10 @@ class EndpointForm(forms.Form):
     )
     model = forms.CharField(max_length=200)
     api_key_env = forms.CharField(
-        max_length=100, required=False, label="API key variable", help_text="e.g. OPENAI_API_KEY"
+        max_length=100,
+        required=False,
+        label="API key variable",
+        help_text="An environment variable of the workers named HILBENCH_MODEL_KEY_…",
     )
     concurrency = forms.IntegerField(min_value=1, max_value=32, initial=1)
     timeout_s = forms.FloatField(min_value=1, initial=60, label="Timeout (s)")

@@ -33,6 +33,7 @@ from .trajectories import find_trajectory, read_trajectory, trajectory_questions
 
 MODES = ("baseline", "full_info", "ask_human")
 MAX_QUESTION_CHARS = 4000
+MAX_COUNT = 2_000_000_000  # tokens and cost fit the database's integer and float columns
 _TRUE = {"1", "1.0", "true", "yes", "pass", "passed", "resolved"}
 _FALSE = {"0", "0.0", "false", "no", "fail", "failed", "unresolved", ""}
 
@@ -109,8 +110,8 @@ def _count(value: object, name: str, *, number: type = int) -> int | float | Non
         parsed = number(value) if not isinstance(value, bool) else None
     except (TypeError, ValueError):
         parsed = None
-    if parsed is None or parsed < 0:
-        raise ValueError(f"{name} must be a number ≥ 0, not {value!r}")
+    if parsed is None or not 0 <= parsed <= MAX_COUNT:  # also refuses NaN
+        raise ValueError(f"{name} must be a number from 0 to {MAX_COUNT}, not {value!r}")
     return parsed
 
 
@@ -188,6 +189,17 @@ def _column(row: dict, *names: str) -> object:
     return None
 
 
+def _csv_rows(path: Path) -> list[tuple[int, dict]]:
+    """(line number, row) of a CSV file; ValueError naming the problem if unreadable."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return list(enumerate(csv.DictReader(handle), start=2))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except csv.Error as error:
+        raise ValueError(f"is not readable CSV ({error})") from None
+
+
 def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[PassRecord]]:
     """model -> its passes, from a HiL-Bench results folder."""
     csv_path = next(iter(sorted(root.rglob("pass_level_metrics.csv"))), None)
@@ -196,37 +208,38 @@ def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[Pa
     base = csv_path.parent
     problems: list[tuple[object, str]] = []
     by_model: dict[str, list[tuple[object, PassRecord]]] = {}
-    with csv_path.open(newline="", encoding="utf-8") as handle:
-        for number, row in enumerate(csv.DictReader(handle), start=2):
-            where = f"pass_level_metrics.csv line {number}"
-            model = (row.get("model") or "").strip()
-            data = {
-                "task": _column(row, "task", "task_name", "task_id"),
-                "mode": _column(row, "mode", "condition"),
-                "pass": _column(row, "pass", "pass_idx", "pass_index"),
-                "resolved": _column(row, "resolved", "passed", "success", "reward"),
-                "tokens": _column(row, "tokens", "total_tokens"),
-                "cost": _column(row, "cost"),
-            }
-            data = {k: v for k, v in data.items() if v is not None}
-            try:
-                if not model:
-                    raise ValueError("missing model")
-                record = _record(data, resolve)
-                path = find_trajectory(
-                    base, mode=record.mode, model=model, task=str(data["task"]), index=record.index
-                )
-                if path is not None:
-                    name = str(path.relative_to(base))
-                    record.trajectory = read_trajectory(path, name=name)
-                    record.trajectory_file = name
-                    record.questions = _questions(
-                        trajectory_questions(record.trajectory), record.mode
-                    )
-            except ValueError as error:
-                problems.append((where, str(error)))
-                continue
-            by_model.setdefault(model, []).append((where, record))
+    try:
+        rows = _csv_rows(csv_path)
+    except ValueError as error:
+        raise ImportRefused(f"{root.name}: pass_level_metrics.csv {error}", []) from None
+    for number, row in rows:
+        where = f"pass_level_metrics.csv line {number}"
+        model = (row.get("model") or "").strip()
+        data = {
+            "task": _column(row, "task", "task_name", "task_id"),
+            "mode": _column(row, "mode", "condition"),
+            "pass": _column(row, "pass", "pass_idx", "pass_index"),
+            "resolved": _column(row, "resolved", "passed", "success", "reward"),
+            "tokens": _column(row, "tokens", "total_tokens"),
+            "cost": _column(row, "cost"),
+        }
+        data = {k: v for k, v in data.items() if v is not None}
+        try:
+            if not model:
+                raise ValueError("missing model")
+            record = _record(data, resolve)
+            path = find_trajectory(
+                base, mode=record.mode, model=model, task=str(data["task"]), index=record.index
+            )
+            if path is not None:
+                name = str(path.relative_to(base))
+                record.trajectory = read_trajectory(path, name=name)
+                record.trajectory_file = name
+                record.questions = _questions(trajectory_questions(record.trajectory), record.mode)
+        except ValueError as error:
+            problems.append((where, str(error)))
+            continue
+        by_model.setdefault(model, []).append((where, record))
     for records in by_model.values():
         _refuse_problems(records, problems)
     if problems:

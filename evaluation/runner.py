@@ -242,7 +242,12 @@ def run_sql_pass(
     context: SqlTaskContext,
     mode: str,
     ask: Callable[[str], str] | None = None,
+    reject: Callable[[str, str], None] | None = None,
+    heartbeat: Callable[[], None] | None = None,
 ) -> PassOutcome:
+    """One pass. ``ask`` answers an ask_human question; ``reject(raw, reason)`` logs an
+    ask_human call the runner could not read (it still counts as a call); ``heartbeat`` is
+    called every turn, so a long pass is not taken for a dead worker."""
     tools = _Tools(context, ask if mode == "ask_human" else None)
     offered = [spec for name, spec in TOOLS.items() if name != "ask_human" or mode == "ask_human"]
     names = {spec["function"]["name"] for spec in offered}
@@ -264,6 +269,8 @@ def run_sql_pass(
     tokens: int | None = None
     for _turn in range(endpoint.max_turns):
         detail["turns"] += 1
+        if heartbeat is not None:
+            heartbeat()
         try:
             reply = complete(endpoint, messages, tools=offered, tool_choice="auto")
         except ChatError as error:
@@ -296,6 +303,8 @@ def run_sql_pass(
                 detail["malformed"] += 1
                 arguments = call.get("function", {}).get("arguments")
                 output = f"error: the arguments of {name} are not valid JSON ({error})"
+                if name == "ask_human" and reject is not None and mode == "ask_human":
+                    reject(str(arguments), "the arguments are not valid JSON")
             else:
                 if name not in names:
                     detail["malformed"] += 1
@@ -314,6 +323,8 @@ def run_sql_pass(
                     except TypeError:
                         detail["malformed"] += 1
                         output = f"error: wrong arguments for {name}: {sorted(arguments)}"
+                        if name == "ask_human" and reject is not None:
+                            reject(json.dumps(arguments), f"wrong arguments {sorted(arguments)}")
             step(role="assistant", tool=name, tool_input=arguments, tool_output=output)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
     step(role="system", content=f"No submit_sql within {endpoint.max_turns} turns.")

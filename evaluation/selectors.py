@@ -378,7 +378,10 @@ def failure_heatmap(project, *, domain: str | None = None) -> dict:
     entries = taxonomy(project)
     dims = [e for e in entries if e.axis == "dimension"]
     modes = [e for e in entries if e.axis == "mode"]
-    failed = TaskPass.objects.filter(run__project=project, resolved=False)
+    # As the leaderboard: passes of finished, succeeded runs only.
+    failed = TaskPass.objects.filter(
+        run__project=project, run__status=EvaluationRun.Status.SUCCEEDED, resolved=False
+    )
     if domain:
         failed = failed.filter(task__domain=domain)
     passes = list(failed.values_list("pk", "run__model_name"))

@@ -95,10 +95,14 @@ def yes_probability(logprobs: dict | None) -> float | None:
     candidates = content[0].get("top_logprobs") or [content[0]]
     yes = no = 0.0
     for candidate in candidates:
+        if not isinstance(candidate, dict):
+            continue
         word = str(candidate.get("token", "")).strip().lower()
         try:
-            p = math.exp(float(candidate.get("logprob")))
-        except (TypeError, ValueError):
+            p = math.exp(min(0.0, float(candidate.get("logprob"))))  # a log-probability ≤ 0
+        except (TypeError, ValueError, OverflowError):
+            continue
+        if not math.isfinite(p):
             continue
         if word == "yes":
             yes += p
@@ -111,7 +115,8 @@ def yes_probability(logprobs: dict | None) -> float | None:
 
 def verbalised_probability(content: str) -> float | None:
     match = _PROBABILITY.search(content or "")
-    return float(match.group(1)) if match else None
+    value = float(match.group(1)) if match else None
+    return value if value is not None and 0.0 <= value <= 1.0 else None
 
 
 def _execution_text(context: SqlTaskContext, sql: str) -> str:

@@ -55,7 +55,7 @@ def _step(value: object, where: str) -> dict:
 
 def _array_steps(text: str, start: int, name: str) -> list[dict]:
     """Decode the array whose ``[`` is at ``start`` element by element, keeping lines."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     steps: list[dict] = []
     position = start + 1
     while True:
@@ -76,7 +76,17 @@ def _array_steps(text: str, start: int, name: str) -> list[dict]:
         position = end
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse_trajectory_text(text: str, *, name: str, jsonl: bool) -> list[dict]:
+    if "\x00" in text or "\\u0000" in text:
+        line = _line(text, min(i for i in (text.find("\x00"), text.find("\\u0000")) if i >= 0))
+        raise TrajectoryError(f"{name} line {line}: a NUL character (the database refuses it)")
     if jsonl:
         steps = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -84,7 +94,7 @@ def parse_trajectory_text(text: str, *, name: str, jsonl: bool) -> list[dict]:
                 continue
             where = f"{name} line {number}"
             try:
-                value = json.loads(line)
+                value = _DECODER.decode(line)
             except ValueError as error:
                 raise TrajectoryError(f"{where}: not JSON ({error})") from None
             steps.append(_step(value, f"{where} (step {len(steps) + 1})"))
@@ -92,9 +102,11 @@ def parse_trajectory_text(text: str, *, name: str, jsonl: bool) -> list[dict]:
                 raise TrajectoryError(f"{name}: more than {MAX_STEPS} steps")
         return steps
     try:
-        whole = json.loads(text)
+        whole = _DECODER.decode(text)
     except json.JSONDecodeError as error:
         raise TrajectoryError(f"{name} line {error.lineno}: not JSON ({error.msg})") from None
+    except ValueError as error:  # NaN / Infinity
+        raise TrajectoryError(f"{name}: {error}") from None
     if isinstance(whole, list):
         return _array_steps(text, text.index("["), name)
     if isinstance(whole, dict):
@@ -129,9 +141,12 @@ def trajectory_questions(steps: list[dict]) -> list[dict]:
 
 
 def find_trajectory(base: Path, *, mode: str, model: str, task: str, index: int) -> Path | None:
-    folder = base / "trajectories" / mode / model / task
+    """The pass's trajectory file inside ``base``, if there is one. Model and task names come
+    from the CSV: a name that would lead outside the folder (``..``, ``/``) finds nothing."""
+    root = (base / "trajectories").resolve()
+    folder = root / mode / model / task
     for suffix in (".json", ".jsonl"):
-        path = folder / f"pass_{index}_trajectory{suffix}"
-        if path.is_file():
+        path = (folder / f"pass_{index}_trajectory{suffix}").resolve()
+        if path.is_relative_to(root) and not path.is_symlink() and path.is_file():
             return path
     return None

@@ -133,3 +133,11 @@ def view_steps(steps: list[dict], verdicts: list[dict]) -> list[dict]:
             item["kind"] = "message"
         out.append(item)
     return out
+
+
+def csv_safe(value: object) -> object:
+    """A cell a spreadsheet will not run: text starting with = + - @ (or a tab / CR) gets a
+    leading apostrophe, as OWASP advises against CSV formula injection."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

@@ -38,6 +38,7 @@ from .services import (
     support_study_start,
     support_upload,
 )
+from .viewer import csv_safe
 
 READERS = ("author", "reviewer", "auditor", "lead")
 COLUMNS = [
@@ -65,6 +66,7 @@ def _project(request, project_id: int, roles: tuple[str, ...]) -> Project:
 
 
 PER_TASK_ROWS = 300
+RUN_PAGE_PASSES = 500
 
 
 def _with_tasks(rows: list[dict]) -> list[dict]:
@@ -312,7 +314,7 @@ def leaderboard_csv(request, project_id: int):
     writer = csv.writer(response)
     writer.writerow([key for key, _ in COLUMNS] + [f"audbc_{m}" for m in methods])
     for row in leaderboard(project, domain=domain):
-        values = [row.get(key) for key, _ in COLUMNS]
+        values = [csv_safe(row.get(key)) for key, _ in COLUMNS]
         values += [row["audbc"].get(m) for m in methods]
         writer.writerow(
             ["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in values]
@@ -334,10 +336,12 @@ def run_detail(request, run_id: int):
         return HttpResponseStopPolling(response.content) if run.is_finished else response
     passes = (
         run.task_passes.select_related("task", "ask_human_run")
+        .only("pk", "index", "mode", "resolved", "error", "detail", "task__title", "ask_human_run")
         .prefetch_related("ask_human_run__calls")
         .annotate(has_trajectory=Exists(Trajectory.objects.filter(task_pass=OuterRef("pk"))))
-    )
-    return render(request, "evaluation/run.html", {"run": run, "passes": passes})
+    )[:RUN_PAGE_PASSES]
+    context = {"run": run, "passes": passes, "limit": RUN_PAGE_PASSES}
+    return render(request, "evaluation/run.html", context)
 
 
 @login_required

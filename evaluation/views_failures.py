@@ -16,7 +16,7 @@ from hilbench_annotate.access import access_project, roles_in
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
 
-from .models import LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
+from .models import EvaluationRun, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
 from .selectors import (
     ask_human_verdicts,
     effective_labels,
@@ -31,7 +31,7 @@ from .services import (
     taxonomy,
     taxonomy_update,
 )
-from .viewer import view_steps
+from .viewer import csv_safe, view_steps
 
 READERS = ("author", "reviewer", "auditor", "lead")
 QUEUE_ROWS = 100
@@ -140,8 +140,12 @@ def pass_label(request, pass_id: int):
 
 def _queue(project, request) -> tuple[list[dict], dict]:
     filters = {k: request.GET.get(k, "") for k in ("model", "domain", "dimension", "mode", "state")}
-    failed = TaskPass.objects.filter(run__project=project, resolved=False).select_related(
-        "run", "task"
+    failed = (
+        TaskPass.objects.filter(
+            run__project=project, run__status=EvaluationRun.Status.SUCCEEDED, resolved=False
+        )
+        .select_related("run", "task")
+        .only("pk", "index", "mode", "run__model_name", "task__title")
     )
     if filters["model"]:
         failed = failed.filter(run__model_name=filters["model"])
@@ -209,7 +213,7 @@ def failures_csv(request, project_id: int):
             for cell in row["cells"]:
                 writer.writerow(
                     [
-                        grid["model"],
+                        csv_safe(grid["model"]),
                         row["dimension"].key,
                         cell["mode"].key,
                         cell["count"],

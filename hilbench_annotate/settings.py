@@ -335,6 +335,13 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Judge ----------------------------------------------------------------------------------
 JUDGE_BACKEND = os.environ.get("HILBENCH_JUDGE", "embedded")
+# Model endpoints registered by leads read their API key from an environment variable with
+# this prefix only (never the server's own secrets), and, when this list is set, may only
+# point at these hosts (comma-separated): the workers call them.
+MODEL_KEY_ENV_PREFIX = os.environ.get("HILBENCH_MODEL_KEY_ENV_PREFIX", "HILBENCH_MODEL_KEY_")
+MODEL_ENDPOINT_HOSTS = [
+    h for h in os.environ.get("HILBENCH_MODEL_ENDPOINT_HOSTS", "").split(",") if h.strip()
+]
 JUDGE_LLM_BASE_URL = os.environ.get("JUDGE_LLM_BASE_URL", "")
 JUDGE_LLM_MODEL = os.environ.get("JUDGE_LLM_MODEL", "meta-llama/Llama-3.3-70B-Instruct")
 JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))

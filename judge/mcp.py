@@ -21,6 +21,7 @@ from .base import JudgeError
 from .services import ask_human, ask_human_run_start
 
 PROTOCOL_VERSION = "2025-06-18"
+MAX_BATCH = 20  # each message may call the judge
 TOOLS = [
     {
         "name": "start_ask_human_run",
@@ -114,6 +115,8 @@ def handle(user, message: object) -> dict | None:
         return _result(request_id, {"tools": TOOLS})
     if method == "tools/call":
         params = message.get("params") or {}
+        if not isinstance(params, dict):
+            return _error(request_id, -32602, "params must be an object")
         name, arguments = params.get("name"), params.get("arguments") or {}
         if not isinstance(arguments, dict):
             return _error(request_id, -32602, "arguments must be an object")
@@ -135,6 +138,10 @@ class McpApi(APIView):
     def post(self, request):
         payload = request.data
         if isinstance(payload, list):  # a JSON-RPC batch
+            if len(payload) > MAX_BATCH:
+                return Response(
+                    _error(None, -32600, f"A batch holds at most {MAX_BATCH} messages.")
+                )
             answers = [a for a in (handle(request.user, m) for m in payload) if a is not None]
             return Response(answers) if answers else Response(status=202)
         answer = handle(request.user, payload)

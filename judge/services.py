@@ -175,3 +175,11 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         reason=verdict.reason[:2000],
         client_time=client_time[:40],
     )
+
+
+def ask_human_reject(*, run: AskHumanRun, question: str, reason: str) -> AskHumanCall:
+    """Log an ask_human call that could not be judged (unreadable, empty, too long): it
+    counts as a call that matched nothing, as in the release's Ask-F1."""
+    return AskHumanCall.objects.create(
+        run=run, question=(question or "")[:4000], error=f"rejected: {reason}"[:2000]
+    )

@@ -323,8 +323,10 @@ def labelling_run_execute(*, run_id: int) -> None:
     endpoint = run.endpoint.client(max_turns=1)
     problems = []
     done = set(run.labels.values_list("task_pass_id", flat=True))
-    passes = TaskPass.objects.filter(pk__in=run.pass_ids).exclude(pk__in=done)
-    for task_pass in passes.select_related("trajectory").order_by("pk"):
+    todo = TaskPass.objects.filter(pk__in=run.pass_ids).exclude(pk__in=done).order_by("pk")
+    for pass_id in todo.values_list("pk", flat=True):
+        # One at a time: a trajectory can be tens of megabytes.
+        task_pass = TaskPass.objects.select_related("trajectory").get(pk=pass_id)
         try:
             data = llm_label(
                 endpoint=endpoint,

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -29,7 +30,7 @@ from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
 from judge.base import JudgeError
-from judge.services import ask_human, ask_human_run_start
+from judge.services import ask_human, ask_human_reject, ask_human_run_start
 from validators.compare import parse_csv_table
 
 from ..models import (
@@ -75,13 +76,26 @@ def endpoint_create(
     require_lead(actor, project)
     if not base_url.startswith(("http://", "https://")):
         raise DomainError(f"The base URL must start with http:// or https://, not {base_url!r}.")
-    if api_key_env and not api_key_env.replace("_", "").isalnum():
+    prefix = settings.MODEL_KEY_ENV_PREFIX
+    if api_key_env and (
+        not api_key_env.startswith(prefix) or not api_key_env.replace("_", "").isalnum()
+    ):
+        # Only variables meant for model endpoints: a lead must not be able to send the
+        # server's own secrets (DJANGO_SECRET_KEY, DATABASE_URL…) to a URL of their choosing.
         raise DomainError(
-            "The API key setting names an environment variable (LETTERS_AND_DIGITS); "
-            "the key itself is never stored."
+            f"The API key is read from an environment variable whose name starts with "
+            f"{prefix} (e.g. {prefix}OPENAI); the key itself is never stored."
+        )
+    host = urlsplit(base_url).hostname or ""
+    allowed = settings.MODEL_ENDPOINT_HOSTS
+    if allowed and host not in allowed:
+        raise DomainError(
+            f"{host} is not an allowed model endpoint host (HILBENCH_MODEL_ENDPOINT_HOSTS)."
         )
     if not 1 <= concurrency <= 32:
         raise DomainError("Concurrency must be between 1 and 32.")
+    if not 0 < timeout_s <= 600 or not 1 <= max_turns <= 100:
+        raise DomainError("The timeout is at most 600 s and a pass has 1 to 100 turns.")
     if ModelEndpoint.objects.filter(project=project, name=name).exists():
         raise DomainError(f"The project already has an endpoint called {name!r}.")
     endpoint = ModelEndpoint.objects.create(
@@ -215,12 +229,13 @@ def evaluation_run_start(
     if not 1 <= passes <= MAX_PASSES:
         raise DomainError(f"Passes per mode must be between 1 and {MAX_PASSES}.")
     tasks = _project_tasks(project, task_ids, domain="sql")
+    modes = [m for m in Mode.values if m in modes]  # known order, each once
     run = EvaluationRun.objects.create(
         project=project,
         source=EvaluationRun.Source.BUILTIN,
         endpoint=endpoint,
         model_name=endpoint.name,
-        modes=[m for m in Mode.values if m in modes],
+        modes=modes,
         passes=passes,
         task_ids=[t.pk for t in tasks],
         total=len(tasks) * len(modes) * passes,
@@ -278,7 +293,7 @@ def _finish(run: EvaluationRun) -> None:
 def _ask_callback(run: EvaluationRun, task: Task, mode: str, index: int):
     """The pass's ask_human tool: the judge's own service, logged under an AskHumanRun."""
     if mode != Mode.ASK_HUMAN:
-        return None, None
+        return None, None, None
     ask_run = ask_human_run_start(
         task=task, actor=run.created_by, label=f"{run.model_name} pass {index} (run {run.pk})"
     )
@@ -286,10 +301,16 @@ def _ask_callback(run: EvaluationRun, task: Task, mode: str, index: int):
     def ask(question: str) -> str:
         try:
             return ask_human(run=ask_run, actor=run.created_by, question=question).response
-        except (JudgeError, DomainError) as error:
+        except JudgeError as error:  # the service logged the failed call
+            return f"error: {error}"
+        except DomainError as error:  # empty, too long…: logged here as a rejected call
+            ask_human_reject(run=ask_run, question=question, reason=str(error))
             return f"error: {error}"
 
-    return ask_run, ask
+    def reject(raw: str, reason: str) -> None:
+        ask_human_reject(run=ask_run, question=raw, reason=reason)
+
+    return ask_run, ask, reject
 
 
 def _run_one_pass(
@@ -305,8 +326,19 @@ def _run_one_pass(
         except DomainError as error:
             _store_pass(run, task, revision, mode, index, resolved=False, error=str(error))
             return
-        ask_run, ask = _ask_callback(run, task, mode, index)
-        outcome = run_sql_pass(endpoint=endpoint, context=context, mode=mode, ask=ask)
+        ask_run, ask, reject = _ask_callback(run, task, mode, index)
+
+        def heartbeat() -> None:
+            EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+
+        outcome = run_sql_pass(
+            endpoint=endpoint,
+            context=context,
+            mode=mode,
+            ask=ask,
+            reject=reject,
+            heartbeat=heartbeat,
+        )
         _store_pass(
             run,
             task,
@@ -495,61 +527,74 @@ def results_upload_start(*, project: Project, actor, upload, model_name: str = "
 
 
 def _import_pending(run: EvaluationRun) -> None:
-    """Store an imported run's passes and judge its questions, all or nothing."""
+    """Store an imported run's passes, judging their questions, one pass per transaction.
+
+    The file was validated whole before the run was queued. Passes are read one at a time
+    (trajectories can be large) and each is committed with a heartbeat, so a long import is
+    not mistaken for a dead one; a re-sent job skips what is stored. A run that fails is
+    never counted: the leaderboard and the selection gate read succeeded runs only.
+    """
     pending = settings.UPLOAD_STORE / run.pending.get("file", "")
     if not run.pending.get("file") or not pending.is_file():
         evaluation_run_fail(run_id=run.pk, error="The imported results' file is missing.")
         return
-    with pending.open(encoding="utf-8") as handle:
-        records = [PassRecord(**json.loads(line)) for line in handle if line.strip()]
     tasks = {t.pk: t for t in Task.objects.filter(pk__in=run.task_ids).select_related("project")}
+    stored = set(TaskPass.objects.filter(run=run).values_list("task_id", "mode", "index"))
     try:
-        with transaction.atomic():
-            for record in records:
+        with pending.open(encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                record = PassRecord(**json.loads(line))
+                if (record.task_id, record.mode, record.index) in stored:
+                    continue
                 task = tasks.get(record.task_id)
                 if task is None:
                     raise DomainError(f"task {record.task_id} was deleted before the import ran")
-                revision = _current_revision(task)
-                ask_run = None
-                if record.mode == Mode.ASK_HUMAN:
-                    ask_run = ask_human_run_start(
-                        task=task,
-                        actor=run.created_by,
-                        label=f"{run.model_name} pass {record.index} (import {run.pk})",
-                    )
-                    for question in record.questions:
-                        ask_human(
-                            run=ask_run,
-                            actor=run.created_by,
-                            question=question["text"],
-                            client_time=question.get("time", ""),
-                        )
-                task_pass = TaskPass.objects.create(
-                    run=run,
-                    task=task,
-                    revision=revision,
-                    mode=record.mode,
-                    index=record.index,
-                    resolved=record.resolved,
-                    blocker_count=len(revision.snapshot.get("blockers", [])),
-                    ask_human_run=ask_run,
-                    tokens=record.tokens,
-                    cost=record.cost,
-                )
-                if record.trajectory is not None:
-                    Trajectory.objects.create(
-                        task_pass=task_pass,
-                        steps=record.trajectory,
-                        source=record.trajectory_file[:300],
-                    )
-            EvaluationRun.objects.filter(pk=run.pk).update(done=len(records))
+                _import_pass(run, task, record)
     except (DomainError, JudgeError) as error:
-        evaluation_run_fail(
-            run_id=run.pk, error=f"Nothing was imported: {error}".replace("\n", " ")
-        )
+        evaluation_run_fail(run_id=run.pk, error=f"The import stopped: {error}".replace("\n", " "))
         return
     _finish(run)
     pending.unlink(missing_ok=True)
+
+
+def _import_pass(run: EvaluationRun, task: Task, record: PassRecord) -> None:
+    revision = _current_revision(task)
+    with transaction.atomic():
+        ask_run = None
+        if record.mode == Mode.ASK_HUMAN:
+            ask_run = ask_human_run_start(
+                task=task,
+                actor=run.created_by,
+                label=f"{run.model_name} pass {record.index} (import {run.pk})",
+            )
+            for question in record.questions:
+                ask_human(
+                    run=ask_run,
+                    actor=run.created_by,
+                    question=question["text"],
+                    client_time=question.get("time", ""),
+                )
+        task_pass = TaskPass.objects.create(
+            run=run,
+            task=task,
+            revision=revision,
+            mode=record.mode,
+            index=record.index,
+            resolved=record.resolved,
+            blocker_count=len(revision.snapshot.get("blockers", [])),
+            ask_human_run=ask_run,
+            tokens=record.tokens,
+            cost=record.cost,
+        )
+        if record.trajectory is not None:
+            Trajectory.objects.create(
+                task_pass=task_pass, steps=record.trajectory, source=record.trajectory_file[:300]
+            )
+        EvaluationRun.objects.filter(pk=run.pk).update(
+            done=F("done") + 1, heartbeat_at=timezone.now()
+        )
 
 
 # --- the support-seeking study (second paper) ---------------------------------------------
@@ -595,10 +640,7 @@ def support_study_fail(*, study_id: int, error: str) -> None:
 
 
 def support_study_execute(*, study_id: int) -> None:
-    claimed = SupportStudy.objects.filter(pk=study_id, status=EvaluationRun.Status.QUEUED).update(
-        status=EvaluationRun.Status.RUNNING
-    )
-    if not claimed:
+    if not claim_job(SupportStudy, study_id):
         return
     study = SupportStudy.objects.select_related("endpoint").get(pk=study_id)
     if study.endpoint is None:

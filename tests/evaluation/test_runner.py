@@ -164,3 +164,60 @@ def test_only_a_lead_starts_runs_and_only_on_sql_tasks(sql_task, author, lead, e
             task_ids=[sql_task.pk],
             modes=["oracle"],
         )
+
+
+def test_endpoint_keys_come_only_from_model_key_variables(project, lead, settings):
+    # A lead must not be able to have the workers send the server's secrets elsewhere.
+    for name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "JUDGE_LLM_API_KEY", "HILBENCH_MODEL_KEY_$X"):
+        with pytest.raises(DomainError, match="starts with HILBENCH_MODEL_KEY_"):
+            endpoint_create(
+                project=project,
+                actor=lead,
+                name=name,
+                base_url="http://h/v1",
+                model="m",
+                api_key_env=name,
+            )
+    settings.MODEL_ENDPOINT_HOSTS = ["gpu-1.internal"]
+    with pytest.raises(DomainError, match="not an allowed model endpoint host"):
+        endpoint_create(
+            project=project, actor=lead, name="x", base_url="http://169.254.169.254/v1", model="m"
+        )
+    endpoint = endpoint_create(
+        project=project,
+        actor=lead,
+        name="ok",
+        base_url="https://gpu-1.internal/v1",
+        model="m",
+        api_key_env="HILBENCH_MODEL_KEY_GPU1",
+    )
+    assert endpoint.client().api_key_env == "HILBENCH_MODEL_KEY_GPU1"
+
+
+def test_unreadable_ask_human_calls_are_logged_and_count(sql_task, lead, endpoint, chat_server):
+    gold = sql_task.sql_environment.gold_sql
+    chat_server.script = [
+        tool_call("ask_human", "{broken"),  # not JSON
+        tool_call("ask_human", {"q": TROUBLED}),  # wrong argument name
+        tool_call("ask_human", {"question": "   "}),  # empty
+        tool_call("ask_human", {"question": TROUBLED}),
+        tool_call("submit_sql", {"query": gold}),
+    ]
+    run = evaluation_run_start(
+        project=sql_task.project,
+        actor=lead,
+        endpoint=endpoint,
+        task_ids=[sql_task.pk],
+        modes=["ask_human"],
+        passes=1,
+    )
+    evaluation_run_execute(run_id=run.pk)
+    task_pass = TaskPass.objects.get(run=run)
+    calls = list(task_pass.ask_human_run.calls.order_by("id").values_list("blocker_key", "error"))
+    assert [key for key, _ in calls] == [None, None, None, "troubled_loan_definition"]
+    assert all(error.startswith("rejected:") for _, error in calls[:3])
+    # Release Ask-F1: 1 distinct blocker over 4 calls; the viewer pairs the 4th step with it.
+    (row,) = [r for r in leaderboard(sql_task.project) if r["mode"] == "ask_human"]
+    assert row["ask_precision"] == pytest.approx(1 / 4)
+    steps = [s for s in task_pass.trajectory.steps if s.get("tool") == "ask_human"]
+    assert len(steps) == 4

@@ -64,7 +64,7 @@ def test_a_lead_registers_an_endpoint_and_an_author_cannot(client, project, lead
         "name": "vllm",
         "base_url": "http://127.0.0.1:9/v1",
         "model": "llama",
-        "api_key_env": "VLLM_KEY",
+        "api_key_env": "HILBENCH_MODEL_KEY_VLLM",
         "concurrency": 2,
         "timeout_s": 30,
         "max_turns": 12,
@@ -76,7 +76,7 @@ def test_a_lead_registers_an_endpoint_and_an_author_cannot(client, project, lead
     response = client.post(reverse("evaluation-endpoint-add", args=[project.pk]), data)
     assert response.status_code == 302
     endpoint = ModelEndpoint.objects.get()
-    assert endpoint.api_key_env == "VLLM_KEY" and endpoint.concurrency == 2
+    assert endpoint.api_key_env == "HILBENCH_MODEL_KEY_VLLM" and endpoint.concurrency == 2
 
 
 def test_uploading_a_bad_results_file_shows_the_line(client, sql_task, lead):

@@ -300,3 +300,11 @@ def test_mcp_endpoint_serves_ask_human(harness_api, task, endpoint, outsider, ap
     assert api.post(
         "/api/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, format="json"
     ).status_code in (401, 403)
+
+
+def test_mcp_refuses_params_that_are_not_an_object_and_huge_batches(harness_api):
+    bad = mcp(harness_api, "tools/call", [1])
+    assert bad["error"]["code"] == -32602
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(21)]
+    answer = harness_api.post("/api/mcp", batch, format="json").json()
+    assert answer["error"]["code"] == -32600 and "at most 20" in answer["error"]["message"]
