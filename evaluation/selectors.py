@@ -186,9 +186,11 @@ def latest_studies(project) -> dict[tuple[str, str], SupportStudy]:
     return latest
 
 
-def leaderboard(project, *, domain: str | None = None) -> list[dict]:
+def leaderboard(
+    project, *, domain: str | None = None, rows: list[PassRow] | None = None
+) -> list[dict]:
     """One row per model and mode, with the model's AUDBC per support-seeking method."""
-    rows = project_passes(project, domain=domain)
+    rows = project_passes(project, domain=domain) if rows is None else rows
     audbc: dict[str, dict[str, float | None]] = defaultdict(dict)
     for (model, method), study in latest_studies(project).items():
         audbc[model][method] = metrics.audbc(support_records(study))
@@ -206,9 +208,11 @@ def leaderboard(project, *, domain: str | None = None) -> list[dict]:
     return board
 
 
-def per_task_rows(project, *, domain: str | None = None) -> list[dict]:
+def per_task_rows(
+    project, *, domain: str | None = None, rows: list[PassRow] | None = None
+) -> list[dict]:
     """Per task and model: pass@3 (or fewer passes) per mode and the task's Ask-F1."""
-    rows = project_passes(project, domain=domain)
+    rows = project_passes(project, domain=domain) if rows is None else rows
     out = []
     for (task_id, model), passes in sorted(_group(rows, "task_id", "model").items()):
         by_mode = _group(passes, "mode")
@@ -227,10 +231,13 @@ def per_task_rows(project, *, domain: str | None = None) -> list[dict]:
     return out
 
 
-def per_task_recall(project, *, model: str | None = None) -> list[float]:
+def per_task_recall(
+    project, *, model: str | None = None, rows: list[PassRow] | None = None
+) -> list[float]:
     """Ask recall of each (model, task) over its ask_human passes, for the histogram."""
     # A task without blockers has no recall to measure.
-    rows = [r for r in project_passes(project) if r.mode == Mode.ASK_HUMAN and r.blocker_count]
+    rows = project_passes(project) if rows is None else rows
+    rows = [r for r in rows if r.mode == Mode.ASK_HUMAN and r.blocker_count]
     if model:
         rows = [r for r in rows if r.model == model]
     return [

@@ -26,6 +26,7 @@ from .selectors import (
     leaderboard,
     per_task_recall,
     per_task_rows,
+    project_passes,
     selection_policy,
     support_records,
     task_selection,
@@ -99,7 +100,7 @@ def evaluation_home(request):
     return render(request, "evaluation/home.html", {"projects": projects})
 
 
-def _curves(project) -> dict:
+def _curves(project, rows) -> dict:
     dbc, pr, flips, summaries = [], [], [], []
     for (model, method), study in sorted(latest_studies(project).items()):
         records = support_records(study)
@@ -119,7 +120,7 @@ def _curves(project) -> dict:
                 **metrics.support_summary(records),
             }
         )
-    recalls = per_task_recall(project)
+    recalls = per_task_recall(project, rows=rows)
     bins = [0] * 5
     for value in recalls:
         bins[min(4, int(value * 5))] += 1
@@ -159,14 +160,15 @@ def project_evaluation(request, project_id: int):
     endpoints = list(ModelEndpoint.objects.filter(project=project))
     lead = _is_lead(request.user, project)
     policy = selection_policy(project)
+    rows = project_passes(project, domain=domain)  # read once for the table, tasks and curves
     context = {
         "project": project,
         "domain": domain,
-        "board": leaderboard(project, domain=domain),
-        "per_task": _with_tasks(per_task_rows(project, domain=domain)[:PER_TASK_ROWS]),
+        "board": leaderboard(project, domain=domain, rows=rows),
+        "per_task": _with_tasks(per_task_rows(project, rows=rows)[:PER_TASK_ROWS]),
         "columns": COLUMNS[4:],
         "methods": [m for m in SupportStudy.Method.choices],
-        "curves": _curves(project),
+        "curves": _curves(project, rows),
         "runs": EvaluationRun.objects.filter(project=project).select_related("created_by")[:20],
         "studies": SupportStudy.objects.filter(project=project)[:20],
         "endpoints": endpoints,

@@ -117,3 +117,30 @@ def test_policy_form_and_selection_page(client, results, lead):
     page = client.get(reverse("evaluation-task-selection", args=[results.pk])).content.decode()
     # baseline solved at pass 3: pass@3 1.0 > 0.2 -> drop.
     assert "drop" in page and "baseline pass@3 1.00 &gt; 0.20" in page
+
+
+def test_evaluation_page_query_count_does_not_grow(client, results, author, lead):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(author)
+    url = reverse("evaluation-project", args=[results.project_id])
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        return len(queries)
+
+    def add_model(model: str) -> None:
+        records = [
+            {"task": results.pk, "mode": mode, "pass": i, "resolved": i == 2}
+            for mode in ("baseline", "ask_human")
+            for i in (1, 2, 3)
+        ]
+        import_results(project=results.project, actor=lead, records=records, model=model)
+
+    add_model("model-b")  # ask_human passes too, so every kind of read is in the count
+    before = count()
+    add_model("model-c")
+    add_model("model-d")
+    assert count() == before
