@@ -83,7 +83,7 @@ def _trajectory(task, record: dict, rng: random.Random) -> list[dict]:
 
     def add(**step):
         nonlocal t
-        t += round(rng.uniform(2, 20), 1)
+        t = round(t + rng.uniform(2, 20), 1)
         steps.append({**step, "time": t})
 
     add(

@@ -89,6 +89,13 @@ def render_output(output: object, *, tool: str | None) -> dict:
     return {"kind": "text", "text": text[:MAX_TEXT], "clipped": clipped}
 
 
+def _time(value: object) -> object:
+    """Seconds as a harness wrote them, without float noise (28.799999999999997 → 28.8)."""
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return value
+
+
 def _question(step: dict) -> str:
     asked = step.get("tool_input")
     if isinstance(asked, dict):
@@ -105,7 +112,7 @@ def view_steps(steps: list[dict], verdicts: list[dict]) -> list[dict]:
         item = {
             "n": n,
             "role": step.get("role") or "",
-            "time": step.get("time"),
+            "time": _time(step.get("time")),
             "tool": tool,
             "content": render_output(step.get("content"), tool=None)
             if step.get("content")
