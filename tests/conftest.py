@@ -119,6 +119,38 @@ def worker_env(broker: str) -> dict[str, str]:
     return env
 
 
+def slow_swe_task(demo_data, *, username: str, sleep_s: int):
+    """The demo SWE task, with blockers, whose tests sleep first: a validation run of it
+    stays busy in the worker long enough to be interrupted."""
+    from hilbench_annotate import services as core
+    from hilbench_annotate.demo.blocked_task import DEMO_BLOCKERS
+    from hilbench_annotate.importers import import_swebench
+    from hilbench_annotate.models import SweEnvironment, Task
+
+    project = ProjectFactory()
+    author = UserFactory(username=username)
+    MembershipFactory(project=project, user=author, role="author")
+    import_swebench(
+        project=project,
+        instances=demo_data["swe"]["instances"],
+        repo=str(demo_data["swe"]["repo"]),
+        actor=author,
+    )
+    task = Task.objects.get(project=project)
+    SweEnvironment.objects.filter(task=task).update(
+        test_command=f"sleep {sleep_s}; python -m pytest -rA tests"
+    )
+    for blocker in DEMO_BLOCKERS:
+        core.blocker_create(
+            task=task,
+            actor=author,
+            expected_version=task.version,
+            **{**blocker, "type": "missing parameters", "subtype": ""},
+        )
+    task.refresh_from_db()
+    return task
+
+
 def start_worker(
     broker: str, log_path, *, env: dict[str, str] | None = None, beat_schedule=None
 ) -> subprocess.Popen:

@@ -24,14 +24,12 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 
-from hilbench_annotate import services as core
-from hilbench_annotate.importers import import_bird, import_swebench
-from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
-from hilbench_annotate.models import Revision, SweEnvironment, Task, TaskEvent
+from hilbench_annotate.importers import import_bird
+from hilbench_annotate.models import Revision, Task, TaskEvent
 from validators.models import ValidationRun
 from validators.services import validation_run_start
 
-from .conftest import ROOT, _use_broker, start_worker, worker_env
+from .conftest import ROOT, _use_broker, slow_swe_task, start_worker, worker_env
 from .factories import MembershipFactory, ProjectFactory, UserFactory
 
 
@@ -140,27 +138,8 @@ def test_redis_restart_loses_no_job_and_runs_none_twice(private_redis, demo_data
     old); the claim is a conditional update and results are unique per (run, check), so a
     job sent twice runs once. A run started while Redis is down is stored all the same
     (the send after commit is robust) and reaches the worker the same way."""
-    project = ProjectFactory()
-    author = UserFactory(username="redis-author")
-    MembershipFactory(project=project, user=author, role="author")
-    import_swebench(
-        project=project,
-        instances=demo_data["swe"]["instances"],
-        repo=str(demo_data["swe"]["repo"]),
-        actor=author,
-    )
-    task = Task.objects.get(project=project)
-    # Slow tests, so one run is busy in the worker while the others wait in Redis.
-    SweEnvironment.objects.filter(task=task).update(
-        test_command="sleep 1; python -m pytest -rA tests"
-    )
-    for blocker in DEMO_BLOCKERS:
-        core.blocker_create(
-            task=task,
-            actor=author,
-            expected_version=task.version,
-            **{**blocker, "type": "missing parameters", "subtype": ""},
-        )
+    task = slow_swe_task(demo_data, username="redis-author", sleep_s=1)
+    author = task.author
 
     log = tmp_path / "worker.log"
     worker = _start_worker(private_redis.url, tmp_path, log)

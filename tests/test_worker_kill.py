@@ -8,14 +8,10 @@ import time
 import pytest
 from django.conf import settings
 
-from hilbench_annotate import services as core
-from hilbench_annotate.importers import import_swebench
-from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
-from hilbench_annotate.models import SweEnvironment, Task
 from validators.models import ValidationRun
 from validators.services import validation_run_start, validation_runs_reap
 
-from .conftest import start_worker
+from .conftest import slow_swe_task, start_worker
 
 STALE_S = 4
 
@@ -36,30 +32,10 @@ def _wait(predicate, timeout, what):
 
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_mid_run_leaves_one_result_per_check(worker_broker, demo_data, tmp_path):
-    from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
     settings.VALIDATION_STALE_S = STALE_S
-    project = ProjectFactory()
-    author = UserFactory(username="kill-author")
-    MembershipFactory(project=project, user=author, role="author")
-    import_swebench(
-        project=project,
-        instances=demo_data["swe"]["instances"],
-        repo=str(demo_data["swe"]["repo"]),
-        actor=author,
-    )
-    task = Task.objects.get(project=project)
-    # Slow tests, so the kill lands while the run is busy.
-    SweEnvironment.objects.filter(task=task).update(
-        test_command="sleep 3; python -m pytest -rA tests"
-    )
-    for blocker in DEMO_BLOCKERS:
-        core.blocker_create(
-            task=task,
-            actor=author,
-            expected_version=task.version,
-            **{**blocker, "type": "missing parameters", "subtype": ""},
-        )
+    task = slow_swe_task(demo_data, username="kill-author", sleep_s=3)
+    author = task.author
 
     log = tmp_path / "workers.log"
     first = _start_worker(worker_broker, log)
