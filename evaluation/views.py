@@ -90,11 +90,12 @@ def _sql_task_ids(project, ids: list[int]) -> list[int]:
 @login_required
 @require_GET
 def evaluation_home(request):
-    projects = [
-        p
-        for p in Project.objects.visible_to(request.user).order_by("name")
-        if request.user.is_superuser or roles_in(request.user, p.pk) & set(READERS)
-    ]
+    projects = Project.objects.visible_to(request.user).order_by("name")
+    if not request.user.is_superuser:  # one query: projects where the user has a reading role
+        projects = projects.filter(
+            memberships__user=request.user, memberships__role__in=READERS
+        ).distinct()
+    projects = list(projects)
     if len(projects) == 1:
         return redirect("evaluation-project", project_id=projects[0].pk)
     return render(request, "evaluation/home.html", {"projects": projects})

@@ -144,3 +144,13 @@ def test_evaluation_page_query_count_does_not_grow(client, results, author, lead
     add_model("model-c")
     add_model("model-d")
     assert count() == before
+
+
+def test_evaluation_home_lists_only_projects_the_user_reads(client, project, author, harness):
+    client.force_login(author)
+    response = client.get(reverse("evaluation-home"))
+    assert response.status_code == 302
+    assert response.url == reverse("evaluation-project", args=[project.pk])
+    client.force_login(harness)  # a machine user reads no evaluation page
+    response = client.get(reverse("evaluation-home"))
+    assert response.status_code == 200 and project.name not in response.content.decode()
