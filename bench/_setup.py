@@ -4,6 +4,7 @@ Import it before anything Django; call ``fresh_database()`` once arguments are p
 """
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,3 +37,29 @@ def fresh_database(*, drop_broker: bool = False) -> None:
             Path(settings.VAR_DIR / "celery-broker.sqlite").unlink(missing_ok=True)
     call_command("migrate", verbosity=0)
     print(settings.RUNTIME_MODE)
+
+
+def start_worker(name: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A real Celery worker process (solo pool, quiet) named ``name``; the caller stops it."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "hilbench_annotate",
+            "worker",
+            "--pool=solo",
+            "--loglevel=warning",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"{name}@%h",
+        ],  # fmt: skip
+        cwd=ROOT,
+        env=env if env is not None else os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )

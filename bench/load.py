@@ -42,7 +42,7 @@ from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
 
-from _setup import ROOT, configure, fresh_database  # noqa: E402 - sibling module
+from _setup import ROOT, configure, fresh_database, start_worker  # noqa: E402 - sibling module
 
 configure("load.sqlite3")
 
@@ -249,27 +249,7 @@ def _start_server(env, port: int, workers: int, threads: int) -> subprocess.Pope
 
 
 def _start_worker(env, index: int) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "hilbench_annotate",
-            "worker",
-            "--pool=solo",
-            "--loglevel=warning",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-n",
-            f"load{index}@%h",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    return start_worker(f"load{index}", env)
 
 
 def _wait_for(url: str, timeout: float) -> None:

@@ -12,13 +12,11 @@ PostgreSQL + Redis when DATABASE_URL / CELERY_BROKER_URL are set (tables are emp
 import argparse
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _setup import ROOT, configure, fresh_database  # noqa: E402 - sibling module
+from _setup import configure, fresh_database, start_worker  # noqa: E402 - sibling module
 
 configure("validation.sqlite3")
 
@@ -71,31 +69,7 @@ def measure(tasks, workers: int) -> float:
     from validators.models import ValidationRun
     from validators.services import validation_run_start
 
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "hilbench_annotate",
-                "worker",
-                "--pool=solo",
-                "--loglevel=warning",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"bench{i}@%h",
-            ],
-            cwd=ROOT,
-            env=os.environ.copy(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for i in range(workers)
-    ]
+    procs = [start_worker(f"bench{i}") for i in range(workers)]
     try:
         time.sleep(4)  # let the workers connect
         started = time.perf_counter()

@@ -13,10 +13,9 @@ from hilbench_annotate.access import access_project, access_task
 from hilbench_annotate.errors import AccessDenied
 from judge.access import access_ask_human_run
 
+from .access import READERS
 from .selectors import ask_human_run_reward, leaderboard, task_selection
 from .services import results_upload_start
-
-READERS = ("author", "reviewer", "auditor", "lead")
 
 
 class RewardIn(serializers.Serializer):

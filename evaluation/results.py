@@ -155,9 +155,12 @@ def _refuse_problems(records: list[tuple[object, PassRecord]], problems: list) -
         seen.setdefault(key, where)
 
 
-def parse_jsonl(lines: Iterable[str], resolve: TaskResolver, *, name: str) -> list[PassRecord]:
-    records: list[tuple[object, PassRecord]] = []
-    problems: list[tuple[object, str]] = []
+def _json_lines(
+    lines: Iterable[str], parse: Callable[[dict, str], object], *, name: str, what: str
+) -> list:
+    """``parse(object, where)`` for each non-empty line, which must be a JSON object; every
+    problem is collected with its line, and any problem refuses the whole file."""
+    records, problems = [], []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -171,15 +174,28 @@ def parse_jsonl(lines: Iterable[str], resolve: TaskResolver, *, name: str) -> li
             problems.append((where, "not a JSON object"))
             continue
         try:
-            records.append((where, _record(data, resolve)))
+            records.append(parse(data, where))
         except ValueError as error:
             problems.append((where, str(error)))
-    _refuse_problems(records, problems)
     if problems:
         raise ImportRefused(f"{name}: {len(problems)} bad line(s); nothing was imported", problems)
     if not records:
-        raise ImportRefused(f"{name}: no results in the file; nothing was imported", [])
-    return [record for _, record in records]
+        raise ImportRefused(f"{name}: no {what} in the file; nothing was imported", [])
+    return records
+
+
+def parse_jsonl(lines: Iterable[str], resolve: TaskResolver, *, name: str) -> list[PassRecord]:
+    seen: dict[tuple, str] = {}
+
+    def parse(data: dict, where: str) -> PassRecord:
+        record = _record(data, resolve)
+        key = (record.task_id, record.mode, record.index)
+        if key in seen:
+            raise ValueError(f"the same task, mode and pass as {seen[key]}")
+        seen[key] = where
+        return record
+
+    return _json_lines(lines, parse, name=name, what="results")
 
 
 def _column(row: dict, *names: str) -> object:
@@ -251,50 +267,34 @@ def parse_results_folder(root: Path, resolve: TaskResolver) -> dict[str, list[Pa
     return {model: [r for _, r in records] for model, records in by_model.items()}
 
 
+SUPPORT_FIELDS = ("task", "score", "correct", "correct_with_support")
+
+
 def parse_support_jsonl(lines: Iterable[str], resolve: TaskResolver, *, name: str) -> list[dict]:
     """``{task, score, correct, correct_with_support}`` per line; one record per task."""
-    records: list[dict] = []
-    problems: list[tuple[object, str]] = []
     seen: dict[int, str] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            unknown = sorted(set(data) - {"task", "score", "correct", "correct_with_support"})
-            if unknown:
-                raise ValueError(f"unknown field(s) {', '.join(unknown)}")
-            missing = [
-                k for k in ("task", "score", "correct", "correct_with_support") if k not in data
-            ]
-            if missing:
-                raise ValueError(f"missing {', '.join(missing)}")
-            task_id = resolve(str(data["task"]))
-            if task_id is None:
-                raise ValueError(f"the project has no task {data['task']!r}")
-            score = data["score"]
-            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-                raise ValueError(f"score must be a number from 0 to 1, not {score!r}")
-            if task_id in seen:
-                raise ValueError(f"task {data['task']!r} again (first on {seen[task_id]})")
-            seen[task_id] = where
-            records.append(
-                {
-                    "task_id": task_id,
-                    "score": float(score),
-                    "correct": _bool(data["correct"], "correct"),
-                    "correct_with_support": _bool(
-                        data["correct_with_support"], "correct_with_support"
-                    ),
-                }
-            )
-        except ValueError as error:
-            problems.append((where, str(error) if str(error) else "not JSON"))
-    if problems:
-        raise ImportRefused(f"{name}: {len(problems)} bad line(s); nothing was imported", problems)
-    if not records:
-        raise ImportRefused(f"{name}: no records in the file; nothing was imported", [])
-    return records
+
+    def parse(data: dict, where: str) -> dict:
+        unknown = sorted(set(data) - set(SUPPORT_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+        missing = [k for k in SUPPORT_FIELDS if k not in data]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        task_id = resolve(str(data["task"]))
+        if task_id is None:
+            raise ValueError(f"the project has no task {data['task']!r}")
+        score = data["score"]
+        if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+            raise ValueError(f"score must be a number from 0 to 1, not {score!r}")
+        if task_id in seen:
+            raise ValueError(f"task {data['task']!r} again (first on {seen[task_id]})")
+        seen[task_id] = where
+        return {
+            "task_id": task_id,
+            "score": float(score),
+            "correct": _bool(data["correct"], "correct"),
+            "correct_with_support": _bool(data["correct_with_support"], "correct_with_support"),
+        }
+
+    return _json_lines(lines, parse, name=name, what="records")

@@ -5,7 +5,6 @@ import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.http import HttpResponse
@@ -13,12 +12,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from hilbench_annotate.access import access_project, roles_in
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.access import roles_in
+from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
 from review.charts import column_chart, line_chart
 
 from . import metrics
+from .access import READERS, project_for_page
 from .forms import EndpointForm, PolicyForm, ResultsForm, RunForm, StudyForm, SupportScoresForm
 from .models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
 from .selectors import (
@@ -41,7 +41,6 @@ from .services import (
 )
 from .viewer import csv_safe
 
-READERS = ("author", "reviewer", "auditor", "lead")
 COLUMNS = [
     ("model", "Model"),
     ("mode", "Mode"),
@@ -57,13 +56,6 @@ COLUMNS = [
     ("duplicate_rate", "Duplicate rate"),
     ("reward_mean", "Mean reward"),
 ]
-
-
-def _project(request, project_id: int, roles: tuple[str, ...]) -> Project:
-    try:
-        return access_project(request.user, project_id, roles=roles)
-    except AccessDenied as error:
-        raise PermissionDenied(str(error)) from error
 
 
 PER_TASK_ROWS = 300
@@ -156,7 +148,7 @@ def _curves(project, rows) -> dict:
 @login_required
 @require_GET
 def project_evaluation(request, project_id: int):
-    project = _project(request, project_id, READERS)
+    project = project_for_page(request, project_id)
     domain = request.GET.get("domain") or None
     endpoints = list(ModelEndpoint.objects.filter(project=project))
     lead = _is_lead(request.user, project)
@@ -204,7 +196,7 @@ def _form_errors(form) -> str:
 
 def _lead_post(request, project_id: int, form_class, action, **form_kwargs):
     """Validate a lead's form and run ``action(project, data)``; errors become messages."""
-    project = _project(request, project_id, ("lead",))
+    project = project_for_page(request, project_id, ("lead",))
     form = form_class(request.POST, request.FILES, **form_kwargs(project) if form_kwargs else {})
     if not form.is_valid():
         messages.error(request, _form_errors(form))
@@ -309,7 +301,7 @@ def policy_update(request, project_id: int):
 @login_required
 @require_GET
 def leaderboard_csv(request, project_id: int):
-    project = _project(request, project_id, READERS)
+    project = project_for_page(request, project_id)
     domain = request.GET.get("domain") or None
     methods = [m for m, _ in SupportStudy.Method.choices]
     response = HttpResponse(content_type="text/csv; charset=utf-8")
@@ -333,7 +325,7 @@ def run_detail(request, run_id: int):
         pk=run_id,
         project__in=Project.objects.visible_to(request.user),
     )
-    _project(request, run.project_id, READERS)
+    project_for_page(request, run.project_id)
     if request.htmx:
         response = render(request, "evaluation/run.html#status", {"run": run})
         return HttpResponseStopPolling(response.content) if run.is_finished else response

@@ -12,10 +12,11 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from hilbench_annotate.access import access_project, roles_in
+from hilbench_annotate.access import roles_in
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
 
+from .access import READERS, project_for_page
 from .models import EvaluationRun, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
 from .selectors import (
     ask_human_verdicts,
@@ -33,15 +34,7 @@ from .services import (
 )
 from .viewer import csv_safe, view_steps
 
-READERS = ("author", "reviewer", "auditor", "lead")
 QUEUE_ROWS = 100
-
-
-def _project(request, project_id: int, roles: tuple[str, ...] = READERS) -> Project:
-    try:
-        return access_project(request.user, project_id, roles=roles)
-    except AccessDenied as error:
-        raise PermissionDenied(str(error)) from error
 
 
 def _task_pass(request, pass_id: int) -> TaskPass:
@@ -52,7 +45,7 @@ def _task_pass(request, pass_id: int) -> TaskPass:
     )
     if task_pass is None:
         raise Http404("No such pass.")
-    _project(request, task_pass.run.project_id)
+    project_for_page(request, task_pass.run.project_id)
     return task_pass
 
 
@@ -76,9 +69,7 @@ def pass_detail(request, pass_id: int):
     project = task_pass.run.project
     entries = taxonomy(project)
     labels = list(task_pass.failure_labels.select_related("labeller", "llm_run").order_by("id"))
-    may_label = request.user.is_superuser or bool(
-        roles_in(request.user, project.pk) & {"author", "reviewer", "auditor", "lead"}
-    )
+    may_label = request.user.is_superuser or bool(roles_in(request.user, project.pk) & set(READERS))
     siblings = (
         TaskPass.objects.filter(task=task_pass.task, run__project=project)
         .exclude(pk=task_pass.pk)
@@ -172,7 +163,7 @@ def _queue(project, request) -> tuple[list[dict], dict]:
 @login_required
 @require_GET
 def failures(request, project_id: int):
-    project = _project(request, project_id)
+    project = project_for_page(request, project_id)
     domain = request.GET.get("domain") or None
     rows, filters = _queue(project, request)
     is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
@@ -200,7 +191,7 @@ def failures(request, project_id: int):
 @login_required
 @require_GET
 def failures_csv(request, project_id: int):
-    project = _project(request, project_id)
+    project = project_for_page(request, project_id)
     heatmap = failure_heatmap(project, domain=request.GET.get("domain") or None)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="failures-{project.slug}.csv"'
@@ -228,7 +219,7 @@ def failures_csv(request, project_id: int):
 @login_required
 @require_POST
 def llm_labelling_start(request, project_id: int):
-    project = _project(request, project_id, ("lead",))
+    project = project_for_page(request, project_id, ("lead",))
     endpoint = get_object_or_404(
         ModelEndpoint, pk=request.POST.get("endpoint") or 0, project=project
     )
@@ -245,7 +236,7 @@ def llm_labelling_start(request, project_id: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def taxonomy_edit(request, project_id: int):
-    project = _project(request, project_id)
+    project = project_for_page(request, project_id)
     entries = taxonomy(project)
     is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
     if request.method == "POST":

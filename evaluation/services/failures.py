@@ -22,6 +22,7 @@ from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
 from hilbench_annotate.services.tasks import event_record
 
+from ..access import READERS
 from ..models import (
     EvaluationRun,
     FailureLabel,
@@ -31,9 +32,8 @@ from ..models import (
     TaxonomyEntry,
 )
 from ..runner import Endpoint, complete
-from .runs import claim_job, require_lead
+from .runs import claim_job, job_fail, require_lead
 
-LABELLER_ROLES = {"author", "reviewer", "auditor", "lead"}
 PROMPT_VERSION = "failure-rubric-1"
 MAX_TRAJECTORY_CHARS = 24_000
 
@@ -162,7 +162,7 @@ def failure_label_set(
 ) -> FailureLabel:
     """A person's label of a failed pass; labelling again replaces their own label."""
     project = task_pass.run.project
-    if not actor.is_superuser and not roles_in(actor, project.pk) & LABELLER_ROLES:
+    if not actor.is_superuser and not roles_in(actor, project.pk) & set(READERS):
         raise AccessDenied("Your role in this project does not label failures.")
     _failed_pass(task_pass)
     dims, modes = _keys(project)
@@ -301,9 +301,7 @@ def labelling_run_start(
 
 
 def labelling_run_fail(*, run_id: int, error: str) -> None:
-    LabellingRun.objects.filter(pk=run_id).exclude(status__in=EvaluationRun.FINISHED).update(
-        status=EvaluationRun.Status.FAILED, error=error[:4000], finished_at=timezone.now()
-    )
+    job_fail(LabellingRun, run_id, error)
 
 
 def labelling_run_execute(*, run_id: int) -> None:

@@ -271,10 +271,15 @@ def _claim(run_id: int) -> EvaluationRun | None:
     return EvaluationRun.objects.select_related("endpoint", "project", "created_by").get(pk=run_id)
 
 
-def evaluation_run_fail(*, run_id: int, error: str) -> None:
-    EvaluationRun.objects.filter(pk=run_id).exclude(status__in=EvaluationRun.FINISHED).update(
-        status=EvaluationRun.Status.FAILED, error=error[:4000], finished_at=timezone.now()
+def job_fail(model, pk: int, error: str) -> None:
+    """Mark a job failed with its reason, unless it already finished."""
+    model.objects.filter(pk=pk).exclude(status__in=model.FINISHED).update(
+        status=model.Status.FAILED, error=error[:4000], finished_at=timezone.now()
     )
+
+
+def evaluation_run_fail(*, run_id: int, error: str) -> None:
+    job_fail(EvaluationRun, run_id, error)
 
 
 def _finish(run: EvaluationRun) -> None:
@@ -634,9 +639,7 @@ def support_study_start(
 
 
 def support_study_fail(*, study_id: int, error: str) -> None:
-    SupportStudy.objects.filter(pk=study_id).exclude(status__in=EvaluationRun.FINISHED).update(
-        status=EvaluationRun.Status.FAILED, error=error[:4000], finished_at=timezone.now()
-    )
+    job_fail(SupportStudy, study_id, error)
 
 
 def support_study_execute(*, study_id: int) -> None:
