@@ -10,9 +10,10 @@ from typing import Any
 
 from django.conf import settings
 
-from authoring import gitrepo, lint, patches, sqlconsole
+from authoring import lint
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
+from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
 from hilbench_annotate.vocabulary import Domain
 
 

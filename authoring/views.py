@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from authoring import checks, drafts, gitrepo, lint, patches, sqlconsole
+from authoring import checks, drafts, lint
 from authoring.services import (
     lint_waive,
     lint_waiver_withdraw,
@@ -22,13 +22,14 @@ from authoring.services import (
     task_submit,
     workspace_save,
 )
-from authoring.textdiff import snapshot_changes, word_diff_html
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.spec import sections_for
+from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
+from hilbench_annotate.toolkit.textdiff import snapshot_changes, word_diff_html
 from hilbench_annotate.vocabulary import (
     QUALITY_CRITERIA,
     SQL_SUBTYPES,
@@ -402,7 +403,7 @@ def sql_format(request, task_id: int):
 @require_POST
 def sql_golden(request, task_id: int):
     """Fill golden_output.csv from the gold SQL's result (saved with the next save)."""
-    from validators.compare import golden_output_csv
+    from hilbench_annotate.toolkit.compare import golden_output_csv
 
     task = _editor_task(request, task_id)
     gold_sql = request.POST.get("env.gold_sql", "")

@@ -67,14 +67,14 @@ def main() -> None:
 def seed(count: int):
     from django.contrib.auth import get_user_model
 
-    from authoring.sqlconsole import run_select
     from hilbench_annotate.demo import sql_demo
     from hilbench_annotate.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
     from hilbench_annotate.importers import import_bird
     from hilbench_annotate.models import Membership, Project, Task
     from hilbench_annotate.services import task_create
+    from hilbench_annotate.toolkit.compare import golden_output_csv
+    from hilbench_annotate.toolkit.sqlconsole import run_select
     from hilbench_annotate.vocabulary import Role
-    from validators.compare import golden_output_csv
 
     lead, _ = get_user_model().objects.get_or_create(username="bench-lead")
     project = Project.objects.create(name="Bench export", slug="bench-export")

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from authoring.gitrepo import git_env, run_git  # noqa: E402
+from hilbench_annotate.toolkit.gitrepo import git_env, run_git  # noqa: E402
 from validators.leakage import check_leakage  # noqa: E402
 
 REPO = ROOT / "var" / "bench" / "leakage-repo"

@@ -48,9 +48,9 @@ def seed(copies: int):
     Task.objects.all().delete()
     Project.objects.filter(slug__startswith="bench-validation").delete()
     paths = sql_demo.build(Path(tempfile.mkdtemp()) / "sql")
-    from authoring.sqlconsole import run_select
     from hilbench_annotate.models import SqlEnvironment
-    from validators.compare import golden_output_csv
+    from hilbench_annotate.toolkit.compare import golden_output_csv
+    from hilbench_annotate.toolkit.sqlconsole import run_select
 
     for i in range(copies):
         project = Project.objects.create(name=f"Bench validation {i}", slug=f"bench-validation-{i}")

@@ -6,7 +6,7 @@ release's commands as OpenAI function tools: ``get_database_info``, ``get_table_
 console's time limit and a row cap), ``submit_sql`` and, in ``ask_human`` mode, ``ask_human``
 (answered by our judge through the caller's ``ask`` callback). The pass ends at
 ``submit_sql``; its query runs read-only on the task's database and is scored against the
-gold result by the release's rules (``validators.compare.score``: resolved when either the
+gold result by the release's rules (``toolkit.compare.score``: resolved when either the
 multiset or the de-duplicated comparison matches).
 
 A reply the runner cannot use — no tool call and no text, arguments that are not JSON, an
@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authoring.sqlconsole import QueryRefused, QueryTimeout, read_schema, run_select
 from hilbench_annotate.chat import ChatError, ChatRetryable, chat_completion
-from validators.compare import score
+from hilbench_annotate.toolkit.compare import score
+from hilbench_annotate.toolkit.sqlconsole import QueryRefused, QueryTimeout, read_schema, run_select
 
 RESULT_ROWS = 50  # rows of an execute_sql result the model sees
 SCORE_ROW_CAP = 10_000  # rows of a submitted query scored against the gold result

@@ -19,8 +19,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from authoring.sqlconsole import QueryRefused, QueryTimeout, read_schema, run_select
 from hilbench_annotate.chat import ChatError
+from hilbench_annotate.toolkit.sqlconsole import QueryRefused, QueryTimeout, read_schema, run_select
 
 from .runner import (
     RESULT_ROWS,

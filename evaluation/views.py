@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseStopPolling
 from hilbench_annotate.access import roles_in
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
-from review.charts import column_chart, line_chart
+from hilbench_annotate.toolkit.charts import column_chart, line_chart
 
 from . import metrics
 from .access import READERS, project_for_page

@@ -25,9 +25,9 @@ from django.views.decorators.http import require_GET
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied
 from hilbench_annotate.models import Membership, Project, Task, TaskEvent
+from hilbench_annotate.toolkit.charts import bar_chart, column_chart
 from hilbench_annotate.vocabulary import Role, TaskStatus
 from review import workflow
-from review.charts import bar_chart, column_chart
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
 
 WEEKS = 12

@@ -10,11 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from authoring.textdiff import snapshot_changes
 from hilbench_annotate.access import access_project, access_task, roles_in
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Membership, Project, Task
 from hilbench_annotate.services import task_snapshot
+from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from review import services, workflow
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
 from review.pipeline import gate_results

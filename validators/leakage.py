@@ -21,7 +21,7 @@ thousands of commits.
 
 :func:`forbidden_texts` lists the texts that must not be recoverable.
 
-Every git call follows :mod:`authoring.gitrepo`'s conventions (explicit ``--git-dir``, no user
+Every git call follows :mod:`toolkit.gitrepo`'s conventions (explicit ``--git-dir``, no user
 or system configuration, no replace objects, timeouts). Nothing here writes to the mirror.
 """
 
@@ -35,7 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from authoring.gitrepo import (
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.gitrepo import (
     git_dir,
     git_env,
     resolve_commit,
@@ -43,8 +44,7 @@ from authoring.gitrepo import (
     stderr_text,
     symlink_paths,
 )
-from authoring.patches import _alternate, path_problems
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.patches import _alternate, path_problems
 from validators.results import FAILED, PASSED, SKIPPED, CheckResult
 
 BRANCH = "main"

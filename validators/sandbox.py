@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from authoring.gitrepo import clean_path, resolve_commit, run_git, stderr_text
-from authoring.patches import PatchRefused
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.gitrepo import clean_path, resolve_commit, run_git, stderr_text
+from hilbench_annotate.toolkit.patches import PatchRefused
 
 DEFAULT_DOCKER_IMAGE = "python:3.11-slim"
 FSIZE_LIMIT_BYTES = 1 << 30  # no single file the task writes (nor its output) exceeds 1 GB
@@ -480,7 +480,7 @@ def apply_patches(dest: Path, patches: list[tuple[str, str]]) -> None:
     repository above ``dest`` (which would make it apply relative to that repository).
     Whitespace is not judged here: that is the patch check's job, and upstream patches may
     legitimately contain trailing spaces. Empty patches are skipped. A refusal raises
-    :class:`~authoring.patches.PatchRefused` naming the patch (``label``) with git's message.
+    :class:`~toolkit.patches.PatchRefused` naming the patch (``label``) with git's message.
     """
     dest = Path(dest).resolve()
     for label, text in patches:

@@ -9,9 +9,9 @@
 * ``gold_sql_runs`` — runs under the time limit, returns at least one row, and a second run
   returns the same rows (as a multiset);
 * ``golden_output_matches`` — the result matches ``golden_output.csv`` by the release's rules
-  (``validators.compare.results_match``).
+  (``hilbench_annotate.toolkit.compare.results_match``).
 
-Everything that touches SQLite goes through ``authoring.sqlconsole`` (read-only connections, the
+Everything that touches SQLite goes through ``toolkit.sqlconsole`` (read-only connections, the
 SELECT-only console, edit scripts on a cached copy) and the name check is the lint's ``gold_sql``
 rule, so the validator and the authoring screen can never disagree.
 """
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from authoring import lint
-from authoring.sqlconsole import (
+from hilbench_annotate.toolkit.compare import golden_output_csv, parse_csv_table, results_match
+from hilbench_annotate.toolkit.sqlconsole import (
     EditScriptError,
     QueryRefused,
     QueryTimeout,
@@ -38,7 +39,6 @@ from authoring.sqlconsole import (
     script_statements,
 )
 
-from .compare import golden_output_csv, parse_csv_table, results_match
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
 
 __all__ = ["CHECK_NAMES", "check_sql_task", "golden_output_csv"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from authoring.patches import check_applies
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.patches import check_applies
 
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
 from .sandbox import (

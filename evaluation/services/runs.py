@@ -21,7 +21,6 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from authoring.sqlconsole import edited_database, run_select
 from hilbench_annotate.access import roles_in
 from hilbench_annotate.archives import extract_archive
 from hilbench_annotate.chat import ChatError
@@ -29,9 +28,10 @@ from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
+from hilbench_annotate.toolkit.compare import parse_csv_table
+from hilbench_annotate.toolkit.sqlconsole import edited_database, run_select
 from judge.base import JudgeError
 from judge.services import ask_human, ask_human_reject, ask_human_run_start
-from validators.compare import parse_csv_table
 
 from ..models import (
     EvaluationRun,

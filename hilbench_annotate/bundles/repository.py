@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from authoring.gitrepo import git_dir, git_env, resolve_commit, run_git, stderr_text
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.gitrepo import git_dir, git_env, resolve_commit, run_git, stderr_text
 from validators.leakage import (
     BRANCH,
     COMMIT_MESSAGE,

@@ -125,7 +125,7 @@ def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: st
 
 
 def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
-    from authoring.sqlconsole import edited_database
+    from hilbench_annotate.toolkit.sqlconsole import edited_database
 
     env = task.sql_environment
     annotate = layout.dumps(_annotate(task, snapshot))

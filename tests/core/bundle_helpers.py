@@ -70,11 +70,11 @@ def seed_demo(settings, tmp_path) -> Project:
     SQL questions and the SWE instance, the blocked SQL task with its three blockers and an
     edited description, golden outputs. (Not the command itself: other apps add their own
     demo rows to it, which this module's tests need not know about.)"""
-    from authoring.sqlconsole import run_select
     from hilbench_annotate.demo import build_all
     from hilbench_annotate.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
     from hilbench_annotate.importers import import_bird, import_swebench
-    from validators.compare import golden_output_csv
+    from hilbench_annotate.toolkit.compare import golden_output_csv
+    from hilbench_annotate.toolkit.sqlconsole import run_select
 
     paths = build_all(tmp_path / "demo-data")
     project = Project.objects.create(name="Demo benchmark", slug="demo")

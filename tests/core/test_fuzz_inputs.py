@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from authoring.patches import parse_patch, path_problems, split_patch
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.importers import import_bird, import_hilbench, import_swebench
 from hilbench_annotate.models import Blocker, SqlDatabase, Task
+from hilbench_annotate.toolkit.patches import parse_patch, path_problems, split_patch
 
 pytestmark = pytest.mark.django_db
 

@@ -58,8 +58,8 @@ def task_at_layer_2(project, staff, demo_data):
     descriptions["transaction_log"] = descriptions["transaction_log"].replace(
         "LN: loan payment; ", ""
     )
-    from authoring.sqlconsole import run_select
-    from validators.compare import golden_output_csv
+    from hilbench_annotate.toolkit.compare import golden_output_csv
+    from hilbench_annotate.toolkit.sqlconsole import run_select
 
     gold = run_select(task.sql_environment.database.path, task.sql_environment.gold_sql)
     core.task_touch_environment(

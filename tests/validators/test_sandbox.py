@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from authoring.patches import PatchRefused
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.patches import PatchRefused
 from validators.sandbox import (
     DockerSandbox,
     LocalSandbox,

@@ -7,8 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from authoring.sqlconsole import run_select
-from validators.compare import golden_output_csv, parse_csv_table, results_match, score
+from hilbench_annotate.toolkit.compare import (
+    golden_output_csv,
+    parse_csv_table,
+    results_match,
+    score,
+)
+from hilbench_annotate.toolkit.sqlconsole import run_select
 from validators.results import FAILED, PASSED, SKIPPED
 from validators.sql import CHECK_NAMES, check_sql_task
 

@@ -118,8 +118,8 @@ class Command(BaseCommand):
 
     def _fill_golden_outputs(self, project) -> None:
         """The demo's SQL tasks carry golden_output.csv, computed from their gold SQL."""
-        from authoring import sqlconsole
-        from validators.compare import golden_output_csv
+        from hilbench_annotate.toolkit import sqlconsole
+        from hilbench_annotate.toolkit.compare import golden_output_csv
 
         for env in SqlEnvironment.objects.filter(
             task__project=project, golden_output="", database__isnull=False

@@ -1,8 +1,8 @@
-"""review.charts.line_chart: one polyline per series, escaped labels, the shared empty chart."""
+"""toolkit.charts.line_chart: one polyline per series, escaped labels, the shared empty chart."""
 
 import re
 
-from review.charts import LINE_COLOURS, line_chart
+from hilbench_annotate.toolkit.charts import LINE_COLOURS, line_chart
 
 
 def polylines(svg):

@@ -17,7 +17,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authoring.gitrepo import (
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.gitrepo import (
     GITLINK_MODE,
     SYMLINK_MODE,
     clean_path,
@@ -30,7 +31,6 @@ from authoring.gitrepo import (
     stderr_text,
     symlink_paths,
 )
-from hilbench_annotate.errors import DomainError
 
 DEV_NULL = "/dev/null"
 
@@ -417,7 +417,7 @@ def path_problems(text: str, *, symlinks: Collection[str]) -> list[str]:
 
     Refused: absolute paths, ``..`` components, paths in ``.git``, creating symbolic links or
     submodules, and patching a symbolic link of the tree or any path through one (``symlinks``
-    are the tree's symbolic links, see :func:`authoring.gitrepo.symlink_paths`). Deleting a
+    are the tree's symbolic links, see :func:`.gitrepo.symlink_paths`). Deleting a
     symbolic link is allowed.
     """
     problems: list[str] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from authoring.sqlconsole import (
+from hilbench_annotate.toolkit.sqlconsole import (
     ColumnInfo,
     EditScriptError,
     ForeignKey,

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from authoring import gitrepo
-from authoring import patches as patches_module
-from authoring.gitrepo import file_exists, list_tree, read_file, symlink_paths
-from authoring.patches import (
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit import gitrepo
+from hilbench_annotate.toolkit import patches as patches_module
+from hilbench_annotate.toolkit.gitrepo import file_exists, list_tree, read_file, symlink_paths
+from hilbench_annotate.toolkit.patches import (
     PatchFile,
     PatchRefused,
     check_applies,
@@ -28,7 +29,6 @@ from authoring.patches import (
     replace_file_diff,
     split_patch,
 )
-from hilbench_annotate.errors import DomainError
 
 APP_PY = "".join(f"line {n}\n" for n in range(1, 21))
 APP_PY_TIP = APP_PY.replace("line 20\n", "line 20 changed after the base commit\n")
