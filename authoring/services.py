@@ -18,7 +18,6 @@ from hilbench_annotate.services.tasks import (
     task_require_editable,
 )
 from hilbench_annotate.vocabulary import Domain
-from review.services import task_enter_review
 
 
 @dataclass
@@ -120,25 +119,3 @@ def lint_waiver_withdraw(*, task: Task, actor, fingerprint: str) -> None:
         kind="lint_waiver_withdrawn",
         fingerprint=fingerprint,
     )
-
-
-@transaction.atomic
-def task_submit(*, task: Task, actor, expected_version: int) -> Task:
-    """Lint and quick structural checks on the saved task, then hand it to review.
-
-    Refused, naming every open finding, while any error is neither fixed nor waived.
-    Caller holds the task row lock.
-    """
-    if task.version != expected_version:
-        raise StaleVersion(expected=expected_version, current=task.version)
-    snapshot = task_snapshot(task)
-    findings = checks.as_dicts(checks.draft_findings(task, snapshot))
-    blocking = open_findings(task, findings)
-    if blocking:
-        listing = "; ".join(f["message"].rstrip(".") for f in blocking[:10])
-        more = f" (and {len(blocking) - 10} more)" if len(blocking) > 10 else ""
-        raise DomainError(
-            f"Submission is blocked by {len(blocking)} lint finding(s): {listing}{more}. "
-            "Fix them or waive them with a reason."
-        )
-    return task_enter_review(task=task, actor=actor, findings=len(findings))

@@ -9,7 +9,6 @@ urlpatterns = [
     path("diff/<slug:section>/", views.spec_diff, name="workspace-spec-diff"),
     path("blocker-form/", views.blocker_form, name="workspace-blocker-form"),
     path("waive/", views.waive, name="workspace-waive"),
-    path("submit/", views.submit, name="workspace-submit"),
     path("preview/", views.preview, name="workspace-preview"),
     path("revisions/", views.revisions, name="workspace-revisions"),
     path("sql/query/", views.sql_query, name="workspace-sql-query"),

@@ -10,18 +10,18 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import checks, drafts, lint
+from authoring.selectors import changes_requested_context
 from authoring.services import (
     lint_waive,
     lint_waiver_withdraw,
     open_findings,
-    task_submit,
     workspace_save,
 )
+from hilbench_annotate import workflow
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
@@ -37,8 +37,6 @@ from hilbench_annotate.vocabulary import (
     Surface,
     blocker_types_for,
 )
-from review import workflow
-from review.services import changes_requested_context
 
 TEMPLATE = "authoring/workspace.html"
 SAVE_LOST = (
@@ -286,27 +284,6 @@ def waive(request, task_id: int):
             request, f"{TEMPLATE}#lint-panel", {"task": task, **_lint_context(task, findings)}
         )
     return redirect("workspace", task_id=task_id)
-
-
-@login_required
-@require_POST
-def submit(request, task_id: int):
-    try:
-        with transaction.atomic():
-            task = _editor_task(request, task_id, for_update=True)
-            task_submit(task=task, actor=request.user, expected_version=_expected_version(request))
-    except DomainError as exc:
-        if request.htmx:
-            return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)
-        messages.error(request, str(exc))
-        return redirect("workspace", task_id=task_id)
-    messages.success(request, "Submitted for review.")
-    url = reverse("task-detail", args=[task_id])
-    if request.htmx:
-        response = render(request, f"{TEMPLATE}#save-status", {"submitted": True})
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
 
 
 @login_required

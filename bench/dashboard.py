@@ -42,7 +42,7 @@ def main() -> None:
 
 def _walk(rng, layer_count: int) -> list[tuple[str, str, str, int | None, int | None]]:
     """A task's history as (action, source, target, source_layer, target_layer) steps."""
-    from review import workflow
+    from hilbench_annotate import workflow
 
     steps, state, layer = [], workflow.DRAFT, None
     if rng.random() < 0.08:
@@ -77,8 +77,8 @@ def seed(n_tasks: int):
     from django.db import transaction
     from django.utils import timezone
 
+    from hilbench_annotate import workflow
     from hilbench_annotate.models import Membership, Project, Revision, Task, TaskEvent
-    from review import workflow
     from review.models import ReviewAssignment, ReviewDecision
     from review.services import pipeline_ensure
 

@@ -1,20 +1,23 @@
-"""Who reads the evaluation pages: every human role of the project (not the harness, a
-machine user that reads no task), and the page-side form of ``access_project``."""
+"""``access_*`` for evaluation objects, on the core permission family: a run or pass of a
+project the user does not read is absent (404), exactly like a missing one."""
 
-from django.core.exceptions import PermissionDenied
-
-from hilbench_annotate.access import access_project
-from hilbench_annotate.errors import AccessDenied
+from hilbench_annotate.access import BAD_ID, not_found
 from hilbench_annotate.models import Project
-from hilbench_annotate.vocabulary import Role
 
-READERS = (Role.AUTHOR, Role.REVIEWER, Role.AUDITOR, Role.LEAD)
+from .models import EvaluationRun, TaskPass
 
 
-def project_for_page(request, project_id: int, roles: tuple[str, ...] = READERS) -> Project:
-    """The project if the user has one of ``roles`` in it; 404 if it is not theirs to see,
-    403 (an HTML page) if they see it without such a role."""
+def access_evaluation_run(user, run_id: int) -> EvaluationRun:
+    runs = EvaluationRun.objects.select_related("project", "endpoint", "created_by")
     try:
-        return access_project(request.user, project_id, roles=roles)
-    except AccessDenied as error:
-        raise PermissionDenied(str(error)) from error
+        return runs.get(pk=run_id, project__in=Project.objects.visible_to(user))
+    except (EvaluationRun.DoesNotExist, *BAD_ID):
+        raise not_found("run") from None
+
+
+def access_task_pass(user, pass_id: int) -> TaskPass:
+    passes = TaskPass.objects.select_related("run", "task", "ask_human_run", "trajectory")
+    try:
+        return passes.get(pk=pass_id, run__project__in=Project.objects.visible_to(user))
+    except (TaskPass.DoesNotExist, *BAD_ID):
+        raise not_found("pass") from None

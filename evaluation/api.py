@@ -9,11 +9,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hilbench_annotate.access import access_project, access_task
+from hilbench_annotate.access import READER_ROLES, access_project, access_task
 from hilbench_annotate.errors import AccessDenied
 from judge.access import access_ask_human_run
 
-from .access import READERS
 from .selectors import ask_human_run_reward, leaderboard, task_selection
 from .services import results_upload_start
 
@@ -67,7 +66,7 @@ class LeaderboardRow(serializers.Serializer):
 class LeaderboardApi(APIView):
     @extend_schema(responses=LeaderboardRow(many=True))
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, roles=READERS)
+        project = access_project(request.user, project_id, roles=READER_ROLES)
         domain = request.query_params.get("domain") or None
         return Response(LeaderboardRow(leaderboard(project, domain=domain), many=True).data)
 

@@ -6,6 +6,9 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Model runs and help-seeking metrics"
 
     def ready(self) -> None:
+        from . import gates  # noqa: PLC0415 - models are loaded only now
+
+        gates.register()
         from datetime import timedelta
 
         from django.conf import settings

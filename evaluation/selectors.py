@@ -328,11 +328,6 @@ def task_selection(task) -> dict:
     }
 
 
-def pass_rate_gate(task) -> tuple[bool, str]:
-    selection = task_selection(task)
-    return selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}"
-
-
 # --- failure labels ----------------------------------------------------------------------
 
 

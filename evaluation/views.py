@@ -12,13 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from hilbench_annotate.access import roles_in
+from hilbench_annotate.access import READER_ROLES, access_project, has_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.toolkit.charts import column_chart, line_chart
+from hilbench_annotate.vocabulary import Role
 
 from . import metrics
-from .access import READERS, project_for_page
+from .access import access_evaluation_run
 from .forms import EndpointForm, PolicyForm, ResultsForm, RunForm, StudyForm, SupportScoresForm
 from .models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
 from .selectors import (
@@ -69,10 +70,6 @@ def _with_tasks(rows: list[dict]) -> list[dict]:
     return [{**row, "title": titles.get(row["task_id"], "")} for row in rows]
 
 
-def _is_lead(user, project) -> bool:
-    return user.is_superuser or "lead" in roles_in(user, project.pk)
-
-
 def _sql_task_ids(project, ids: list[int]) -> list[int]:
     if ids:
         return ids
@@ -82,12 +79,8 @@ def _sql_task_ids(project, ids: list[int]) -> list[int]:
 @login_required
 @require_GET
 def evaluation_home(request):
-    projects = Project.objects.visible_to(request.user).order_by("name")
-    if not request.user.is_superuser:  # one query: projects where the user has a reading role
-        projects = projects.filter(
-            memberships__user=request.user, memberships__role__in=READERS
-        ).distinct()
-    projects = list(projects)
+    # visible_to: the projects where the user has a reading role, in one query.
+    projects = list(Project.objects.visible_to(request.user).order_by("name"))
     if len(projects) == 1:
         return redirect("evaluation-project", project_id=projects[0].pk)
     return render(request, "evaluation/home.html", {"projects": projects})
@@ -148,10 +141,10 @@ def _curves(project, rows) -> dict:
 @login_required
 @require_GET
 def project_evaluation(request, project_id: int):
-    project = project_for_page(request, project_id)
+    project = access_project(request.user, project_id, roles=READER_ROLES)
     domain = request.GET.get("domain") or None
     endpoints = list(ModelEndpoint.objects.filter(project=project))
-    lead = _is_lead(request.user, project)
+    lead = has_role(request.user, project.pk, Role.LEAD)
     policy = selection_policy(project)
     rows = project_passes(project, domain=domain)  # read once for the table, tasks and curves
     context = {
@@ -196,7 +189,7 @@ def _form_errors(form) -> str:
 
 def _lead_post(request, project_id: int, form_class, action, **form_kwargs):
     """Validate a lead's form and run ``action(project, data)``; errors become messages."""
-    project = project_for_page(request, project_id, ("lead",))
+    project = access_project(request.user, project_id, roles=(Role.LEAD,))
     form = form_class(request.POST, request.FILES, **form_kwargs(project) if form_kwargs else {})
     if not form.is_valid():
         messages.error(request, _form_errors(form))
@@ -301,7 +294,7 @@ def policy_update(request, project_id: int):
 @login_required
 @require_GET
 def leaderboard_csv(request, project_id: int):
-    project = project_for_page(request, project_id)
+    project = access_project(request.user, project_id, roles=READER_ROLES)
     domain = request.GET.get("domain") or None
     methods = [m for m, _ in SupportStudy.Method.choices]
     response = HttpResponse(content_type="text/csv; charset=utf-8")
@@ -320,12 +313,7 @@ def leaderboard_csv(request, project_id: int):
 @login_required
 @require_GET
 def run_detail(request, run_id: int):
-    run = get_object_or_404(
-        EvaluationRun.objects.select_related("project", "endpoint", "created_by"),
-        pk=run_id,
-        project__in=Project.objects.visible_to(request.user),
-    )
-    project_for_page(request, run.project_id)
+    run = access_evaluation_run(request.user, run_id)
     if request.htmx:
         response = render(request, "evaluation/run.html#status", {"run": run})
         return HttpResponseStopPolling(response.content) if run.is_finished else response

@@ -6,17 +6,16 @@ import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from hilbench_annotate.access import roles_in
+from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
 from hilbench_annotate.errors import AccessDenied, DomainError
-from hilbench_annotate.models import Project
+from hilbench_annotate.vocabulary import Role
 
-from .access import READERS, project_for_page
+from .access import access_task_pass
 from .models import EvaluationRun, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
 from .selectors import (
     ask_human_verdicts,
@@ -37,18 +36,6 @@ from .viewer import csv_safe, view_steps
 QUEUE_ROWS = 100
 
 
-def _task_pass(request, pass_id: int) -> TaskPass:
-    task_pass = (
-        TaskPass.objects.select_related("run", "task", "ask_human_run", "trajectory")
-        .filter(pk=pass_id, run__project__in=Project.objects.visible_to(request.user))
-        .first()
-    )
-    if task_pass is None:
-        raise Http404("No such pass.")
-    project_for_page(request, task_pass.run.project_id)
-    return task_pass
-
-
 def _pass_view(task_pass: TaskPass) -> dict:
     trajectory = getattr(task_pass, "trajectory", None)
     verdicts = ask_human_verdicts(task_pass)
@@ -65,11 +52,11 @@ def _pass_view(task_pass: TaskPass) -> dict:
 @login_required
 @require_GET
 def pass_detail(request, pass_id: int):
-    task_pass = _task_pass(request, pass_id)
+    task_pass = access_task_pass(request.user, pass_id)
     project = task_pass.run.project
     entries = taxonomy(project)
     labels = list(task_pass.failure_labels.select_related("labeller", "llm_run").order_by("id"))
-    may_label = request.user.is_superuser or bool(roles_in(request.user, project.pk) & set(READERS))
+    may_label = has_role(request.user, project.pk, *READER_ROLES)
     siblings = (
         TaskPass.objects.filter(task=task_pass.task, run__project=project)
         .exclude(pk=task_pass.pk)
@@ -98,7 +85,7 @@ def pass_compare(request):
         left_id, right_id = int(request.GET["left"]), int(request.GET["right"])
     except (KeyError, ValueError):
         raise Http404("Choose two passes to compare.") from None
-    left, right = _task_pass(request, left_id), _task_pass(request, right_id)
+    left, right = access_task_pass(request.user, left_id), access_task_pass(request.user, right_id)
     return render(
         request, "evaluation/compare.html", {"left": _pass_view(left), "right": _pass_view(right)}
     )
@@ -107,7 +94,7 @@ def pass_compare(request):
 @login_required
 @require_POST
 def pass_label(request, pass_id: int):
-    task_pass = _task_pass(request, pass_id)
+    task_pass = access_task_pass(request.user, pass_id)
     try:
         with transaction.atomic():
             failure_label_set(
@@ -117,8 +104,8 @@ def pass_label(request, pass_id: int):
                 mode=request.POST.get("mode", ""),
                 note=request.POST.get("note", ""),
             )
-    except AccessDenied as error:
-        raise PermissionDenied(str(error)) from error
+    except AccessDenied:
+        raise  # a 403 page (AccessDeniedMiddleware), not a form message
     except DomainError as error:
         messages.error(request, str(error))
     else:
@@ -163,10 +150,10 @@ def _queue(project, request) -> tuple[list[dict], dict]:
 @login_required
 @require_GET
 def failures(request, project_id: int):
-    project = project_for_page(request, project_id)
+    project = access_project(request.user, project_id, roles=READER_ROLES)
     domain = request.GET.get("domain") or None
     rows, filters = _queue(project, request)
-    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
+    is_lead = has_role(request.user, project.pk, Role.LEAD)
     context = {
         "project": project,
         "heatmap": failure_heatmap(project, domain=domain),
@@ -191,7 +178,7 @@ def failures(request, project_id: int):
 @login_required
 @require_GET
 def failures_csv(request, project_id: int):
-    project = project_for_page(request, project_id)
+    project = access_project(request.user, project_id, roles=READER_ROLES)
     heatmap = failure_heatmap(project, domain=request.GET.get("domain") or None)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="failures-{project.slug}.csv"'
@@ -219,7 +206,7 @@ def failures_csv(request, project_id: int):
 @login_required
 @require_POST
 def llm_labelling_start(request, project_id: int):
-    project = project_for_page(request, project_id, ("lead",))
+    project = access_project(request.user, project_id, roles=(Role.LEAD,))
     endpoint = get_object_or_404(
         ModelEndpoint, pk=request.POST.get("endpoint") or 0, project=project
     )
@@ -236,12 +223,11 @@ def llm_labelling_start(request, project_id: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def taxonomy_edit(request, project_id: int):
-    project = project_for_page(request, project_id)
+    project = access_project(request.user, project_id, roles=READER_ROLES)
     entries = taxonomy(project)
-    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
+    is_lead = has_role(request.user, project.pk, Role.LEAD)
     if request.method == "POST":
-        if not is_lead:
-            raise PermissionDenied("Only leads edit the taxonomy.")
+        require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
         changes = {
             e.pk: {
                 "name": request.POST.get(f"name-{e.pk}", e.name),

@@ -1,14 +1,48 @@
-"""``access_*`` helpers: an object is returned only if the user may see it.
+"""Who may see and do what: the one permission family every view, API endpoint and service uses.
 
-Objects the user may not see are reported as absent (404), so ids do not leak which
-tasks exist in other projects; objects the user may see but not change raise AccessDenied.
+- ``access_*`` return an object only if the user may see it. Objects the user may not see are
+  reported as absent (404), so ids do not leak which tasks exist in other projects.
+- ``has_role`` / ``require_role`` answer "may this user act here"; a user who sees the object
+  but may not change it gets ``AccessDenied`` (403), with a message naming the missing role.
+- ``AccessDeniedMiddleware`` turns ``AccessDenied`` into a 403 page for HTML views, as the API's
+  exception handler does for the API: views and services raise, nothing else maps.
+
+Feature apps build their own ``access_<entity>`` on these (``judge/access.py``,
+``evaluation/access.py``); none re-implements a role check.
 """
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.views.defaults import permission_denied
 
 from hilbench_annotate.errors import AccessDenied
 from hilbench_annotate.models import Blocker, Membership, Project, Task, TriggerQuestion
-from hilbench_annotate.vocabulary import Role
+from hilbench_annotate.vocabulary import READER_ROLES, Role
+
+__all__ = [
+    "READER_ROLES",
+    "AccessDeniedMiddleware",
+    "ProjectRoles",
+    "access_blocker",
+    "access_project",
+    "access_task",
+    "access_trigger_question",
+    "can_edit_task",
+    "has_role",
+    "member_project_ids",
+    "not_found",
+    "require_role",
+    "require_task_editor",
+    "roles_in",
+]
+
+# Lookups that fail on a malformed id: an id that is not a number is just "no such object".
+BAD_ID = (ValueError, TypeError, OverflowError)
+
+
+def not_found(what: str) -> Http404:
+    """The one message shape for an object the user may not see or that does not exist."""
+    return Http404(f"No such {what}.")
 
 
 def roles_in(user, project_id: int) -> set[str]:
@@ -19,20 +53,68 @@ def roles_in(user, project_id: int) -> set[str]:
     )
 
 
+class ProjectRoles:
+    """A user's roles in every project, read in one query, for pages that list many projects;
+    ``has`` answers as ``has_role`` does."""
+
+    def __init__(self, user):
+        self.user = user
+        self.by_project: dict[int, set[str]] = {}
+        if user.is_authenticated:
+            rows = Membership.objects.filter(user=user).values_list("project_id", "role")
+            for project_id, role in rows:
+                self.by_project.setdefault(project_id, set()).add(role)
+
+    def has(self, project_id: int, *roles: str) -> bool:
+        if not self.user.is_authenticated:
+            return False
+        return self.user.is_superuser or bool(self.by_project.get(project_id, set()) & set(roles))
+
+
+def has_role(user, project_id: int, *roles: str) -> bool:
+    """True for a site admin, or a member with one of ``roles`` in the project."""
+    if not user.is_authenticated:
+        return False
+    return user.is_superuser or bool(roles_in(user, project_id) & set(roles))
+
+
+def require_role(user, project: Project | int, *roles: str, action: str = "") -> None:
+    """AccessDenied naming the roles unless ``has_role``; ``action`` says what was refused."""
+    project_id = project if isinstance(project, int) else project.pk
+    if has_role(user, project_id, *roles):
+        return
+    name = project.name if isinstance(project, Project) else f"project {project_id}"
+    needed = " or ".join(str(r) for r in roles)
+    prefix = f"Only a {needed} of {name} may {action}" if action else ""
+    raise AccessDenied(
+        prefix + "." if prefix else f"You need the {needed} role in {name}.",
+    )
+
+
+def member_project_ids(user, *roles: str):
+    """The ids of projects where ``user`` has one of ``roles`` (any role when none is given),
+    as a subquery."""
+    memberships = Membership.objects.filter(user=user)
+    if roles:
+        memberships = memberships.filter(role__in=roles)
+    return memberships.values("project_id")
+
+
 def access_project(user, project_id: int, *, roles: tuple[str, ...] = ()) -> Project:
+    """The project if ``user`` reads it; AccessDenied unless they also hold one of ``roles``."""
     try:
         project = Project.objects.visible_to(user).get(pk=project_id)
-    except (Project.DoesNotExist, ValueError, TypeError, OverflowError):
-        raise Http404("No such project.") from None
-    if roles and not user.is_superuser and not roles_in(user, project.pk) & set(roles):
+    except (Project.DoesNotExist, *BAD_ID):
+        raise not_found("project") from None
+    if roles and not has_role(user, project.pk, *roles):
         raise AccessDenied(
             f"You need one of the roles {', '.join(roles)} in project {project.name}."
         )
     return project
 
 
-def access_task(user, task_id: int, *, for_update: bool = False) -> Task:
-    """The task if ``user`` may read it.
+def access_task(user, task_id: int, *, for_update: bool = False, edit: bool = False) -> Task:
+    """The task if ``user`` may read it; with ``edit``, AccessDenied unless they may change it.
 
     ``for_update`` also locks the row; the caller is then inside a transaction.
     """
@@ -40,9 +122,12 @@ def access_task(user, task_id: int, *, for_update: bool = False) -> Task:
     if for_update:
         queryset = queryset.select_for_update(of=("self",))
     try:
-        return queryset.get(pk=task_id)
-    except (Task.DoesNotExist, ValueError, TypeError, OverflowError):
-        raise Http404("No such task.") from None
+        task = queryset.get(pk=task_id)
+    except (Task.DoesNotExist, *BAD_ID):
+        raise not_found("task") from None
+    if edit:
+        require_task_editor(user, task)
+    return task
 
 
 def can_edit_task(user, task: Task) -> bool:
@@ -61,9 +146,12 @@ def access_blocker(user, blocker_id: int, *, for_update: bool = False) -> Blocke
     """The blocker if ``user`` may read its task; ``for_update`` locks the task row."""
     try:
         task_id = Blocker.objects.values_list("task_id", flat=True).get(pk=blocker_id)
-    except (Blocker.DoesNotExist, ValueError, TypeError, OverflowError):
-        raise Http404("No such blocker.") from None
-    task = access_task(user, task_id, for_update=for_update)
+    except (Blocker.DoesNotExist, *BAD_ID):
+        raise not_found("blocker") from None
+    try:
+        task = access_task(user, task_id, for_update=for_update)
+    except Http404:
+        raise not_found("blocker") from None
     blocker = Blocker.objects.get(pk=blocker_id)
     blocker.task = task
     return blocker
@@ -74,9 +162,31 @@ def access_trigger_question(user, question_id: int, *, for_update: bool = False)
         blocker_id = TriggerQuestion.objects.values_list("blocker_id", flat=True).get(
             pk=question_id
         )
-    except (TriggerQuestion.DoesNotExist, ValueError, TypeError, OverflowError):
-        raise Http404("No such trigger question.") from None
-    blocker = access_blocker(user, blocker_id, for_update=for_update)
+    except (TriggerQuestion.DoesNotExist, *BAD_ID):
+        raise not_found("trigger question") from None
+    try:
+        blocker = access_blocker(user, blocker_id, for_update=for_update)
+    except Http404:
+        raise not_found("trigger question") from None
     question = TriggerQuestion.objects.get(pk=question_id)
     question.blocker = blocker
     return question
+
+
+class AccessDeniedMiddleware:
+    """HTML views: ``AccessDenied`` from a view or a service is a 403 page naming the reason.
+
+    The API maps it in its exception handler (``api_errors``), which DRF calls before any
+    middleware sees the exception.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, AccessDenied):
+            return permission_denied(request, PermissionDenied(str(exception)))
+        return None

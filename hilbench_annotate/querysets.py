@@ -1,10 +1,8 @@
+from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
-from hilbench_annotate.vocabulary import Role
-
-# Roles that may read a project's tasks. The harness role calls ask_human only.
-READER_ROLES = (Role.AUTHOR, Role.REVIEWER, Role.AUDITOR, Role.LEAD)
+from hilbench_annotate.vocabulary import READER_ROLES
 
 
 class ProjectQuerySet(models.QuerySet):
@@ -27,9 +25,9 @@ class TaskQuerySet(models.QuerySet):
             return self.none()
         if user.is_superuser:
             return self
-        from hilbench_annotate.models import Membership
-
-        readable = Membership.objects.filter(user=user, role__in=READER_ROLES).values("project_id")
+        # The membership model by name: models.py imports this module.
+        membership = apps.get_model("hilbench_annotate", "Membership")
+        readable = membership.objects.filter(user=user, role__in=READER_ROLES).values("project_id")
         return self.filter(project_id__in=readable)
 
     def for_list(self):

@@ -75,6 +75,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # AccessDenied from a view or service: a 403 page naming the reason (the API maps it itself).
+    "hilbench_annotate.access.AccessDeniedMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]

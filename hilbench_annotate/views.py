@@ -2,7 +2,6 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
@@ -19,7 +18,7 @@ from hilbench_annotate.services.imports import import_job_start
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, Role, TaskStatus
-from review.workflow import EDITABLE
+from hilbench_annotate.workflow import EDITABLE
 
 PAGE_SIZE = 25
 
@@ -48,9 +47,7 @@ def task_list(request):
 @require_http_methods(["POST"])
 def task_tags(request, task_id: int):
     """Replace a task's tags (its author or a lead)."""
-    task = access_task(request.user, task_id)
-    if not can_edit_task(request.user, task):
-        raise PermissionDenied("Only the task's author or a project lead may tag this task.")
+    task = access_task(request.user, task_id, edit=True)
     try:
         with transaction.atomic():
             names = services.task_tags_set(

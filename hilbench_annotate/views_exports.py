@@ -1,7 +1,6 @@
 """Export pages (leads): choose tasks, follow the job, download the bundle while it is kept."""
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -36,7 +35,7 @@ def export_list(request):
     form = ExportForm(request.POST or None, projects=projects)
     if request.method == "POST":
         if not projects:
-            raise PermissionDenied("Only project leads export bundles.")
+            raise AccessDenied("Only project leads export bundles.")
         if form.is_valid():
             data = form.cleaned_data
             try:
@@ -54,8 +53,8 @@ def export_list(request):
                         draft=data["draft"],
                         reveal_reviewers=data["reveal_reviewers"],
                     )
-            except AccessDenied as exc:
-                raise PermissionDenied(str(exc)) from exc
+            except AccessDenied:
+                raise  # a 403 page, not a form error
             except DomainError as exc:
                 form.add_error(None, str(exc))
             else:

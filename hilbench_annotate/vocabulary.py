@@ -20,6 +20,10 @@ class Role(TextChoices):
     HARNESS = "harness", "Evaluation harness"
 
 
+# Roles that may read a project's tasks. The harness calls ask_human only and reads no task.
+READER_ROLES = (Role.AUTHOR, Role.REVIEWER, Role.AUDITOR, Role.LEAD)
+
+
 class TaskStatus(TextChoices):
     DRAFT = "draft", "Draft"
     IN_REVIEW = "in_review", "In review"

@@ -7,9 +7,10 @@ import re
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from hilbench_annotate.access import roles_in
+from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.vocabulary import Role
 
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
 from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry
@@ -101,16 +102,9 @@ def judge_cached(*, judge, registry: list[RegistryBlocker], question: str) -> Ve
     return verdict
 
 
-def _require_harness(user, task: Task) -> None:
-    if user.is_superuser:
-        return
-    if not roles_in(user, task.project_id) & {"harness", "lead"}:
-        raise AccessDenied("ask_human runs need the harness (or lead) role in the task's project.")
-
-
 @transaction.atomic
 def ask_human_run_start(*, task: Task, actor, label: str = "") -> AskHumanRun:
-    _require_harness(actor, task)
+    require_role(actor, task.project, Role.HARNESS, Role.LEAD, action="start ask_human runs")
     revision = task.revisions.order_by("-number").first()
     if revision is None:
         raise DomainError("The task has no revision to evaluate.")

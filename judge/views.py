@@ -3,16 +3,16 @@ measuring the judge with the recall floor loop, and the project's judge report."
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from hilbench_annotate.access import access_project, access_task, can_edit_task, roles_in
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.access import access_project, access_task, can_edit_task, require_role
+from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
 
+from .access import may_label
 from .base import JudgeError
 from .models import ValidationQuestion
 from .report import project_judge_report
@@ -28,21 +28,13 @@ from .validation import (
 )
 
 NONE_VALUE = "__none__"
-LABELLING_ROLES = {Role.AUTHOR, Role.REVIEWER, Role.AUDITOR, Role.LEAD}
-
-
-def _may_label(user, task: Task) -> bool:
-    """Any human project member except the task's author."""
-    if task.author_id == user.pk:
-        return False
-    return user.is_superuser or bool(roles_in(user, task.project_id) & LABELLING_ROLES)
 
 
 def _question_rows(user, task: Task) -> tuple[list[dict], list[dict]]:
     """(held-out rows, retired rows). Others' labels are shown only once the user labelled
     the question, when it is settled, when it awaits adjudication, or to the task's author
     (who never labels)."""
-    may_label = _may_label(user, task)
+    labeller = may_label(user, task)
     held_out, retired = [], []
     questions = task.validation_questions.prefetch_related("labels__labeller")
     for question in questions:
@@ -52,7 +44,7 @@ def _question_rows(user, task: Task) -> tuple[list[dict], list[dict]]:
         settled = state in ("agreed", "adjudicated")
         reveal = mine is not None or settled or state == "disputed" or task.author_id == user.pk
         action = None
-        if question.split == ValidationQuestion.Split.HELD_OUT and may_label and mine is None:
+        if question.split == ValidationQuestion.Split.HELD_OUT and labeller and mine is None:
             if state in ("unlabelled", "single"):
                 action = "label"
             elif state == "disputed":
@@ -83,17 +75,12 @@ def _page(request, task: Task, *, measured=None, suggestions=None, status=200):
             "blocker_keys": list(task.blockers.values_list("key", flat=True)),
             "none_value": NONE_VALUE,
             "may_edit": can_edit_task(request.user, task),
-            "may_label": _may_label(request.user, task),
+            "may_label": may_label(request.user, task),
             "measured": measured,
             "suggestions": suggestions or [],
         },
         status=status,
     )
-
-
-def _require_editor(user, task: Task) -> None:
-    if not can_edit_task(user, task):
-        raise PermissionDenied("Only the task's author or a project lead may change this task.")
 
 
 @login_required
@@ -107,8 +94,7 @@ def questions(request, task_id: int):
 @require_POST
 def question_create(request, task_id: int):
     with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True)
-        _require_editor(request.user, task)
+        task = access_task(request.user, task_id, for_update=True, edit=True)
         try:
             question_add(task=task, actor=request.user, text=request.POST.get("text", ""))
         except DomainError as exc:
@@ -121,8 +107,7 @@ def question_create(request, task_id: int):
 @login_required
 @require_POST
 def generate(request, task_id: int):
-    task = access_task(request.user, task_id)
-    _require_editor(request.user, task)
+    task = access_task(request.user, task_id, edit=True)
     added, llm_error = candidates_generate(task=task, actor=request.user)
     if llm_error:
         messages.error(request, f"The LLM endpoint wrote no candidates: {llm_error}")
@@ -151,8 +136,8 @@ def label(request, task_id: int, question_id: int):
         if question.split != ValidationQuestion.Split.HELD_OUT:
             messages.error(request, "This question is retired; it is no longer labelled.")
             return redirect("judge-questions", task_id=task_id)
-        if task.author_id != request.user.pk and not _may_label(request.user, task):
-            raise PermissionDenied("Your role in this project does not label questions.")
+        if task.author_id != request.user.pk and not may_label(request.user, task):
+            raise AccessDenied("Your role in this project does not label questions.")
         try:
             created = label_add(
                 question=question,
@@ -188,8 +173,7 @@ def measure(request, task_id: int):
 def accept(request, task_id: int):
     chosen = request.POST.getlist("accept")
     with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True)
-        _require_editor(request.user, task)
+        task = access_task(request.user, task_id, for_update=True, edit=True)
         accepted = []
         for raw in chosen:
             question = task.validation_questions.filter(pk=raw).first() if raw.isdigit() else None
@@ -239,8 +223,7 @@ def calibrate(request, project_id: int):
     from .validation import judge_calibrate
 
     project = access_project(request.user, project_id)
-    if not request.user.is_superuser and "lead" not in roles_in(request.user, project.pk):
-        raise PermissionDenied("Only leads calibrate the judge.")
+    require_role(request.user, project, Role.LEAD, action="calibrate the judge")
     try:
         calibration = judge_calibrate(project=project, actor=request.user)
     except (DomainError, JudgeError) as exc:

@@ -14,12 +14,12 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from authoring.services import task_submit
-from hilbench_annotate.access import access_project, access_task, require_task_editor, roles_in
+from hilbench_annotate import workflow
+from hilbench_annotate.access import ProjectRoles, access_project, access_task, require_task_editor
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
-from review import workflow
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.selectors import eligible_tasks
 from review.serializers import (
     AssignIn,
     AssignmentOut,
@@ -41,7 +41,6 @@ from review.serializers import (
 from review.services import (
     comment_add,
     comment_set_resolved,
-    eligible_tasks,
     notifications_mark_read,
     pipeline_ensure,
     pipeline_update,
@@ -50,6 +49,7 @@ from review.services import (
     review_decide,
     review_release,
     review_take_next,
+    task_submit,
 )
 
 TAGS = ["review"]
@@ -159,12 +159,12 @@ class ReviewQueueApi(APIView):
                     assignment
                 )
         rows = []
+        roles = ProjectRoles(user)
         for project in projects:
-            roles = roles_in(user, project.pk)
             for layer in pipeline_ensure(project):
                 if filters.get("layer", layer.position) != layer.position:
                     continue
-                if not (user.is_superuser or layer.role in roles):
+                if not roles.has(project.pk, layer.role):
                     continue
                 rows.append(
                     {

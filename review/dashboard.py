@@ -13,7 +13,6 @@ from datetime import date, datetime, timedelta
 from functools import cached_property
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Exists, F, FloatField, Func, OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncWeek
@@ -22,12 +21,11 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from hilbench_annotate import workflow
 from hilbench_annotate.access import access_project
-from hilbench_annotate.errors import AccessDenied
 from hilbench_annotate.models import Membership, Project, Task, TaskEvent
 from hilbench_annotate.toolkit.charts import bar_chart, column_chart
 from hilbench_annotate.vocabulary import Role, TaskStatus
-from review import workflow
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
 
 WEEKS = 12
@@ -406,10 +404,7 @@ def _csv_response(project: Project, table: Table) -> HttpResponse:
 @require_GET
 def dashboard(request, project_id: int):
     """The lead dashboard; ``?format=csv&table=<name>`` downloads one of its tables."""
-    try:
-        project = access_project(request.user, project_id, roles=(Role.LEAD,))
-    except AccessDenied as exc:
-        raise PermissionDenied(str(exc)) from exc
+    project = access_project(request.user, project_id, roles=(Role.LEAD,))
     board = Dashboard(project)
     if request.GET.get("format") == "csv":
         name = request.GET.get("table", "")

@@ -6,6 +6,7 @@ urlpatterns = [
     path("review/", views.queue, name="review-queue"),
     path("review/layers/<int:layer_id>/take-next/", views.take_next, name="review-take-next"),
     path("review/assignments/<int:assignment_id>/release/", views.release, name="review-release"),
+    path("tasks/<int:task_id>/edit/submit/", views.workspace_submit, name="workspace-submit"),
     path("tasks/<int:task_id>/review/", views.review_task, name="review-task"),
     path("tasks/<int:task_id>/assign/", views.assign, name="review-assign"),
     path("tasks/<int:task_id>/timeline/", views.timeline, name="task-timeline"),

@@ -3,37 +3,37 @@
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from hilbench_annotate.access import access_project, access_task, roles_in
-from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Membership, Project, Task
+from hilbench_annotate import workflow
+from hilbench_annotate.access import (
+    ProjectRoles,
+    access_project,
+    access_task,
+    has_role,
+    require_role,
+)
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.gates import gate_results
+from hilbench_annotate.models import Project, Task
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
-from review import services, workflow
+from hilbench_annotate.vocabulary import Role
+from review import selectors, services
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
-from review.pipeline import gate_results
 
 
-def _roles_by_project(user) -> dict[int, set[str]]:
-    """All of the user's roles, per project, in one query."""
-    roles: dict[int, set[str]] = {}
-    for project_id, role in Membership.objects.filter(user=user).values_list("project_id", "role"):
-        roles.setdefault(project_id, set()).add(role)
-    return roles
-
-
-def _layers_for(user, projects, roles: dict[int, set[str]]):
+def _layers_for(projects, roles: ProjectRoles):
     """(project, layer) pairs whose role the user has — the queues they may work."""
     pairs = []
     for project in projects:
         for layer in services.pipeline_ensure(project):
-            if user.is_superuser or layer.role in roles.get(project.pk, set()):
+            if roles.has(project.pk, layer.role):
                 pairs.append((project, layer))
     return pairs
 
@@ -42,14 +42,14 @@ def _layers_for(user, projects, roles: dict[int, set[str]]):
 @require_GET
 def queue(request):
     projects = list(Project.objects.visible_to(request.user))
-    roles = _roles_by_project(request.user)
+    roles = ProjectRoles(request.user)
     rows = []
-    for project, layer in _layers_for(request.user, projects, roles):
+    for project, layer in _layers_for(projects, roles):
         rows.append(
             {
                 "project": project,
                 "layer": layer,
-                "waiting": services.eligible_tasks(request.user, layer).count(),
+                "waiting": selectors.eligible_tasks(request.user, layer).count(),
                 "total": Task.objects.filter(
                     project=project, status=workflow.IN_REVIEW, review_layer=layer.position
                 ).count(),
@@ -71,9 +71,7 @@ def queue(request):
     returned = Task.objects.filter(
         author=request.user, status=workflow.CHANGES_REQUESTED
     ).select_related("project")
-    lead_projects = [
-        p for p in projects if request.user.is_superuser or "lead" in roles.get(p.pk, set())
-    ]
+    lead_projects = [p for p in projects if roles.has(p.pk, Role.LEAD)]
     return render(
         request,
         "review/queue.html",
@@ -119,17 +117,19 @@ def _review_context(request, task: Task) -> dict:
             .first()
         )
     current = task.revisions.order_by("-number").first()
-    judged = services.revision_judged_last(task, layer.position) if layer else None
+    judged = selectors.revision_judged_last(task, layer.position) if layer else None
     changes = None
     if judged and current and judged.number != current.number:
         changes = snapshot_changes(judged.snapshot, current.snapshot)
-    problem = services.independence_problem(task, request.user, layer) if layer else "not in review"
+    problem = (
+        selectors.independence_problem(task, request.user, layer) if layer else "not in review"
+    )
     may_decide = (
         task.status == workflow.IN_REVIEW
         and problem is None
         and (layer.self_check or (assignment and assignment.reviewer_id == request.user.pk))
     )
-    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, task.project_id)
+    is_lead = has_role(request.user, task.project_id, Role.LEAD)
     return {
         "task": task,
         "layer": layer,
@@ -159,7 +159,7 @@ def _candidates(task: Task, layer: ReviewLayer):
         .distinct()
         .order_by("username")
     )
-    return [u for u in users if services.independence_problem(task, u, layer) is None]
+    return [u for u in users if selectors.independence_problem(task, u, layer) is None]
 
 
 @login_required
@@ -322,10 +322,9 @@ def notifications(request):
 @require_http_methods(["GET", "POST"])
 def pipeline(request, project_id: int):
     project = access_project(request.user, project_id)
-    is_lead = request.user.is_superuser or "lead" in roles_in(request.user, project.pk)
+    is_lead = has_role(request.user, project.pk, Role.LEAD)
     if request.method == "POST":
-        if not is_lead:
-            raise PermissionDenied("Only leads edit the pipeline.")
+        require_role(request.user, project, Role.LEAD, action="edit the pipeline")
         layers = []
         for i in request.POST.getlist("layer"):
             if request.POST.get(f"layer-{i}-delete"):
@@ -378,3 +377,37 @@ def pipeline(request, project_id: int):
             "spare": len(layers),
         },
     )
+
+
+# Submit for review is pressed in the authoring workspace; its status line answers there.
+WORKSPACE = "authoring/workspace.html"
+
+
+@login_required
+@require_POST
+def workspace_submit(request, task_id: int):
+    """The workspace's Submit for review: the same service as ``POST /api/tasks/{id}/submit``."""
+    try:
+        expected_version = int(request.POST.get("expected_version", ""))
+    except ValueError:
+        expected_version = None
+    try:
+        if expected_version is None:
+            raise DomainError("The form did not say which version it edits; reload the page.")
+        with transaction.atomic():
+            task = access_task(request.user, task_id, for_update=True, edit=True)
+            services.task_submit(task=task, actor=request.user, expected_version=expected_version)
+    except AccessDenied:
+        raise  # a 403 page, not a message
+    except DomainError as exc:
+        if request.htmx:
+            return render(request, f"{WORKSPACE}#save-status", {"error": str(exc)}, status=400)
+        messages.error(request, str(exc))
+        return redirect("workspace", task_id=task_id)
+    messages.success(request, "Submitted for review.")
+    url = reverse("task-detail", args=[task_id])
+    if request.htmx:
+        response = render(request, f"{WORKSPACE}#save-status", {"submitted": True})
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)

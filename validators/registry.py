@@ -1,16 +1,25 @@
 """The check groups a validation run can include, per domain.
 
-Each group is a function ``(task, snapshot, workdir) -> list[CheckResult]``. Heavy imports
-happen inside the functions, so listing the groups costs nothing.
+Each group is a function ``(task, snapshot, workdir) -> list[CheckResult]``. The structural
+groups are registered here; other apps add theirs with ``register_group`` in their
+``AppConfig.ready`` (the judge's recall: ``judge/gates.py``).
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 
+from authoring.checks import patch_chain_check
+from hilbench_annotate.errors import DomainError
+
+from .leakage import check_leakage, forbidden_texts, sanitize
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
+from .sandbox import SandboxLimits
 from .spec import check_spec
+from .sql import check_sql_task
+from .swe import check_swe_tests
 
 
 def _spec(task, snapshot, workdir: Path):
@@ -18,9 +27,6 @@ def _spec(task, snapshot, workdir: Path):
 
 
 def _swe_patches(task, snapshot, workdir: Path):
-    from authoring.checks import patch_chain_check
-    from hilbench_annotate.errors import DomainError
-
     env = task.swe_environment
     if env.repository is None:
         return [
@@ -42,9 +48,6 @@ def _swe_patches(task, snapshot, workdir: Path):
 
 
 def _swe_tests(task, snapshot, workdir: Path):
-    from validators.sandbox import SandboxLimits
-    from validators.swe import check_swe_tests
-
     limits = SandboxLimits(
         wall_s=settings.SANDBOX_WALL_S,
         cpu_s=settings.SANDBOX_CPU_S,
@@ -54,8 +57,6 @@ def _swe_tests(task, snapshot, workdir: Path):
 
 
 def _history_leakage(task, snapshot, workdir: Path):
-    from validators.leakage import check_leakage, forbidden_texts, sanitize
-
     env = task.swe_environment
     if env.repository is None:
         return [CheckResult("history_leakage", SKIPPED, "The task has no repository.")]
@@ -74,8 +75,6 @@ def _history_leakage(task, snapshot, workdir: Path):
 
 
 def _sql_ground_truth(task, snapshot, workdir: Path):
-    from validators.sql import check_sql_task
-
     return check_sql_task(
         task.sql_environment,
         timeout_s=settings.SQL_CHECK_TIMEOUT_S,
@@ -83,79 +82,48 @@ def _sql_ground_truth(task, snapshot, workdir: Path):
     )
 
 
-def _judge_recall(task, snapshot, workdir: Path):
-    from judge.services import get_judge
-    from judge.validation import judge_recall
-
-    report = judge_recall(task=task, judge=get_judge(project=task.project))
-    details = {
-        "precision": report.precision,
-        "recall": report.recall,
-        "positives": report.positives,
-        "misses": report.misses,
-        "false_matches": report.false_matches,
-        "unsettled": report.unsettled,
-        "needs_expansion": report.needs_expansion,
-    }
-    if report.recall is None:
-        return [
-            CheckResult(
-                "judge_recall",
-                FAILED,
-                "No settled held-out question targets a blocker: label some first.",
-                details,
-            )
-        ]
-    summary = (
-        f"Judge recall {report.recall:.0%} on {report.positives} held-out questions "
-        f"(precision {report.precision:.0%})"
-        if report.precision is not None
-        else f"Judge recall {report.recall:.0%} on {report.positives} held-out questions"
-    )
-    if report.passes:
-        return [CheckResult("judge_recall", PASSED, summary + ".", details)]
-    advice = (
-        " Below 80%: accept trigger-phrase suggestions from the misses and re-validate."
-        if report.needs_expansion
-        else ""
-    )
-    return [
-        CheckResult(
-            "judge_recall",
-            FAILED,
-            f"{summary}; the floor is {settings.JUDGE_RECALL_FLOOR:.0%}.{advice}",
-            details,
-        )
-    ]
+CheckGroup = Callable[..., list[CheckResult]]
 
 
-GROUPS: dict[str, tuple[str | None, Callable]] = {
-    "spec": (None, _spec),
-    "sql_ground_truth": ("sql", _sql_ground_truth),
-    "swe_patches": ("swe", _swe_patches),
-    "swe_tests": ("swe", _swe_tests),
-    "history_leakage": ("swe", _history_leakage),
-    "judge_recall": (None, _judge_recall),
-}
-# Structural checks: what "run structural checks" runs and the "structural" gate requires.
-# The judge's recall needs labelled questions first, so it has a gate of its own.
-NOT_STRUCTURAL = {"judge_recall"}
+@dataclass(frozen=True)
+class Group:
+    run: CheckGroup
+    domain: str | None  # None: both domains
+    # Structural groups are what "run structural checks" runs and the "structural" gate
+    # requires; others (the judge's recall needs labelled questions first) run when asked.
+    structural: bool
 
 
-def groups_for(domain: str, *, include_judge: bool = False) -> list[str]:
+GROUPS: dict[str, Group] = {}
+
+
+def register_group(
+    name: str, run: CheckGroup, *, domain: str | None = None, structural: bool = True
+) -> None:
+    GROUPS[name] = Group(run=run, domain=domain, structural=structural)
+
+
+register_group("spec", _spec)
+register_group("sql_ground_truth", _sql_ground_truth, domain="sql")
+register_group("swe_patches", _swe_patches, domain="swe")
+register_group("swe_tests", _swe_tests, domain="swe")
+register_group("history_leakage", _history_leakage, domain="swe")
+
+
+def groups_for(domain: str, *, structural_only: bool = True) -> list[str]:
     return [
         name
-        for name, (only, _) in GROUPS.items()
-        if only in (None, domain) and (include_judge or name not in NOT_STRUCTURAL)
+        for name, group in GROUPS.items()
+        if group.domain in (None, domain) and (group.structural or not structural_only)
     ]
 
 
 def run_group(name: str, task, snapshot, workdir: Path) -> list[CheckResult]:
     """Run one group; an unexpected exception is an ERROR result, never a crashed run."""
     try:
-        return GROUPS[name][1](task, snapshot, workdir)
+        return GROUPS[name].run(task, snapshot, workdir)
     except Exception as exc:  # noqa: BLE001 - reported on the run, with its type
         return [CheckResult(name, ERROR, f"The check crashed: {type(exc).__name__}: {exc}")]
 
 
-__all__ = ["GROUPS", "PASSED", "groups_for", "run_group"]
+__all__ = ["FAILED", "GROUPS", "PASSED", "CheckResult", "groups_for", "register_group", "run_group"]

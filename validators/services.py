@@ -23,7 +23,7 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
     """Queue a run on the task's current revision; the job is sent once the transaction commits."""
     from .tasks import validation_run_execute
 
-    allowed = groups_for(task.domain, include_judge=True)
+    allowed = groups_for(task.domain, structural_only=False)
     checks = list(checks or groups_for(task.domain))
     unknown = [c for c in checks if c not in allowed]
     if unknown:

@@ -16,13 +16,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from hilbench_annotate.access import roles_in
+from hilbench_annotate.access import READER_ROLES, require_role
 from hilbench_annotate.chat import ChatError, extract_json, snippet
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project
 from hilbench_annotate.services.tasks import event_record
+from hilbench_annotate.vocabulary import Role
 
-from ..access import READERS
 from ..models import (
     EvaluationRun,
     FailureLabel,
@@ -32,7 +32,7 @@ from ..models import (
     TaxonomyEntry,
 )
 from ..runner import Endpoint, complete
-from .runs import claim_job, job_fail, require_lead
+from .runs import claim_job, job_fail
 
 PROMPT_VERSION = "failure-rubric-1"
 MAX_TRAJECTORY_CHARS = 24_000
@@ -136,7 +136,7 @@ def _keys(project: Project) -> tuple[list[str], list[str]]:
 def taxonomy_update(*, project: Project, actor, entries: dict[int, dict]) -> None:
     """``entries``: entry id -> {name, definition, examples}. Keys stay, so labels keep
     their meaning; a new wording gives the LLM rubric a new version."""
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     known = {e.pk: e for e in taxonomy(project)}
     for pk, fields in entries.items():
         entry = known.get(pk)
@@ -162,8 +162,7 @@ def failure_label_set(
 ) -> FailureLabel:
     """A person's label of a failed pass; labelling again replaces their own label."""
     project = task_pass.run.project
-    if not actor.is_superuser and not roles_in(actor, project.pk) & set(READERS):
-        raise AccessDenied("Your role in this project does not label failures.")
+    require_role(actor, project, *READER_ROLES, action="label failures")
     _failed_pass(task_pass)
     dims, modes = _keys(project)
     if dimension not in dims or mode not in modes:
@@ -274,7 +273,7 @@ def labelling_run_start(
 ) -> LabellingRun:
     from ..tasks import labelling_run_job
 
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     if endpoint.project_id != project.pk:
         raise DomainError("The endpoint belongs to another project.")
     failed = TaskPass.objects.filter(run__project=project, resolved=False)

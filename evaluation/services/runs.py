@@ -21,15 +21,16 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from hilbench_annotate.access import roles_in
+from hilbench_annotate.access import require_role
 from hilbench_annotate.archives import extract_archive
 from hilbench_annotate.chat import ChatError
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.compare import parse_csv_table
 from hilbench_annotate.toolkit.sqlconsole import edited_database, run_select
+from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
 from judge.services import ask_human, ask_human_reject, ask_human_run_start
 
@@ -51,13 +52,6 @@ from ..support import run_support
 MAX_PASSES = 10
 
 
-def require_lead(user, project: Project) -> None:
-    if user.is_superuser:
-        return
-    if "lead" not in roles_in(user, project.pk):
-        raise AccessDenied(f"Only a lead of {project.name} may do this.")
-
-
 # --- endpoints and thresholds ------------------------------------------------------------
 
 
@@ -73,7 +67,7 @@ def endpoint_create(
     timeout_s: float = 60.0,
     max_turns: int = 12,
 ) -> ModelEndpoint:
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     if not base_url.startswith(("http://", "https://")):
         raise DomainError(f"The base URL must start with http:// or https://, not {base_url!r}.")
     prefix = settings.MODEL_KEY_ENV_PREFIX
@@ -124,7 +118,7 @@ def selection_policy_update(
     baseline_max: float,
     min_models: int = 1,
 ) -> SelectionPolicy:
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     if not 1 <= k <= MAX_PASSES:
         raise DomainError(f"k must be between 1 and {MAX_PASSES}.")
     if not (0 <= full_info_min <= 1 and 0 <= baseline_max <= 1):
@@ -218,7 +212,7 @@ def evaluation_run_start(
 ) -> EvaluationRun:
     from ..tasks import evaluation_run_job
 
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     if endpoint.project_id != project.pk:
         raise DomainError("The endpoint belongs to another project.")
     if not task_ids:
@@ -473,7 +467,7 @@ def results_import_start(
     Every line is checked first: with any bad line nothing is queued (``ImportRefused``
     names the lines). The worker then judges the ask_human questions and stores the passes.
     """
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     resolve = _resolver(project)
     path = Path(path)
     if path.is_dir():
@@ -526,7 +520,7 @@ def _stored_upload(upload):
 
 def results_upload_start(*, project: Project, actor, upload, model_name: str = ""):
     """``results_import_start`` on a browser upload."""
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     with _stored_upload(upload) as path:
         return results_import_start(project=project, actor=actor, path=path, model_name=model_name)
 
@@ -610,7 +604,7 @@ def support_study_start(
 ) -> SupportStudy:
     from ..tasks import support_study_job
 
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     if method not in SUPPORT_METHODS:
         raise DomainError(f"The method must be one of {', '.join(SUPPORT_METHODS)}.")
     if endpoint.project_id != project.pk:
@@ -691,7 +685,7 @@ def support_import(
     *, project: Project, actor, path: Path, model_name: str, method: str = "imported"
 ) -> SupportStudy:
     """Records ``{task, score, correct, correct_with_support}`` per JSONL line, all or none."""
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     if not model_name.strip():
         raise DomainError("Name the model whose scores these are.")
     if method not in SupportStudy.Method.values:
@@ -726,6 +720,6 @@ def support_import(
 
 def support_upload(*, project: Project, actor, upload, model_name: str) -> SupportStudy:
     """``support_import`` on a browser upload."""
-    require_lead(actor, project)
+    require_role(actor, project, Role.LEAD, action="do this")
     with _stored_upload(upload) as path:
         return support_import(project=project, actor=actor, path=path, model_name=model_name)

@@ -29,7 +29,7 @@ def validated_gate_names(task: Task) -> list[str]:
 
 
 def gate_report(task: Task) -> list[dict[str, Any]]:
-    from review.pipeline import gate_results
+    from hilbench_annotate.gates import gate_results
 
     return [
         {"gate": name, "green": green, "message": message}
@@ -68,7 +68,7 @@ def validation_document(
     )
     checks: list[dict[str, Any]] = []
     recall_details = None
-    wanted = groups_for(task.domain, include_judge=True)
+    wanted = groups_for(task.domain, structural_only=False)
     covered: set[str] = set()
     for run in runs:
         fresh = [g for g in wanted if g in run.checks and g not in covered]

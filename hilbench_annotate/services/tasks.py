@@ -206,7 +206,7 @@ def task_create(
 
 def task_require_editable(task: Task) -> None:
     """Authors edit drafts and tasks sent back for changes; review judges a frozen task."""
-    from review.workflow import EDITABLE
+    from hilbench_annotate.workflow import EDITABLE
 
     if task.status not in EDITABLE:
         raise DomainError(

@@ -849,7 +849,7 @@ def test_a_task_under_review_or_approved_cannot_be_edited_through_the_api(
 ):
     """BUG (hilbench_annotate/services/tasks.py, task_update; likewise blocker_* and
     trigger_question_* in services/blockers.py): unlike ``authoring.services.workspace_save``
-    they never check ``review.workflow.EDITABLE``, so ``PATCH /api/tasks/{id}/`` changes a task
+    they never check ``workflow.EDITABLE``, so ``PATCH /api/tasks/{id}/`` changes a task
     that reviewers are judging, or one that was already approved, without any review."""
     Task.objects.filter(pk=task.pk).update(status=status, review_layer=None)
     revisions = task.revisions.count()

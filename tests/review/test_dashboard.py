@@ -12,10 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import path, reverse
 from django.utils import timezone
 
+from hilbench_annotate import workflow
 from hilbench_annotate.models import Revision, Task, TaskEvent
 from hilbench_annotate.toolkit.charts import bar_chart, column_chart
 from hilbench_annotate.urls import urlpatterns as site_urlpatterns
-from review import workflow
 from review.dashboard import dashboard, iso_week, percentile
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
 

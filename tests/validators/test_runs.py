@@ -9,10 +9,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from hilbench_annotate import services as core
+from hilbench_annotate.gates import gate_results
 from hilbench_annotate.importers import import_swebench
 from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate.models import Task
-from review.pipeline import GATES
 from validators.models import ValidationResult, ValidationRun
 from validators.services import validation_run_execute_service, validation_runs_reap
 from validators.tasks import validation_run_execute
@@ -145,7 +145,10 @@ def test_failing_check_fails_the_run_and_names_why(swe_task):
 
 
 def test_gate_reads_the_current_revision_only(swe_task):
-    gate = GATES["spec"]
+    def gate(task):
+        [(_name, green, message)] = gate_results(task, ["spec"])
+        return green, message
+
     assert gate(swe_task)[0] is False  # never validated
     run = ValidationRun.objects.create(
         task=swe_task, revision=swe_task.revisions.order_by("-number").first(), checks=["spec"]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from review import workflow
-from review.workflow import TransitionRefused
+from hilbench_annotate import workflow
+from hilbench_annotate.workflow import TransitionRefused
 
 ALLOWED = [
     (action, source, target)

@@ -1,0 +1,71 @@
+"""Reads of the review workflow: who may act on a task at a layer, the tasks a queue offers,
+and the decisions an author or a returning reviewer sees."""
+
+from django.utils import timezone
+
+from hilbench_annotate import workflow
+from hilbench_annotate.access import has_role
+from hilbench_annotate.models import Revision, Task
+from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
+
+
+def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:
+    """Why ``user`` may not act on ``task`` at ``layer`` (None when they may)."""
+    if layer.self_check:
+        if task.author_id != user.pk:
+            return f"{layer.name} is done by the task's own author."
+    else:
+        if task.author_id == user.pk:
+            return "Nobody reviews a task they authored."
+        other = (
+            ReviewDecision.objects.filter(task=task, reviewer=user)
+            .exclude(layer=layer.position)
+            .values_list("layer", flat=True)
+            .first()
+        )
+        if other is None:
+            other = (
+                ReviewAssignment.objects.filter(task=task, reviewer=user)
+                .exclude(layer=layer.position)
+                .exclude(status=ReviewAssignment.Status.EXPIRED)
+                .exclude(status=ReviewAssignment.Status.RELEASED)
+                .values_list("layer", flat=True)
+                .first()
+            )
+        if other is not None:
+            return (
+                f"You already acted on this task at layer {other}; each layer needs another person."
+            )
+    if not has_role(user, task.project_id, layer.role):
+        return f"{layer.name} needs the {layer.role} role in {task.project.name}."
+    return None
+
+
+def eligible_tasks(user, layer: ReviewLayer):
+    """Tasks waiting at ``layer`` that ``user`` may take, oldest first (not yet locked out)."""
+    now = timezone.now()
+    # One subquery, so "active" and "not expired" are tested on the same assignment row.
+    locked = ReviewAssignment.objects.filter(
+        status=ReviewAssignment.Status.ACTIVE, expires_at__gt=now
+    ).values("task_id")
+    tasks = Task.objects.filter(
+        project_id=layer.project_id, status=workflow.IN_REVIEW, review_layer=layer.position
+    ).exclude(pk__in=locked)
+    if layer.self_check:
+        tasks = tasks.filter(author=user)
+    else:
+        acted = ReviewDecision.objects.filter(reviewer=user).exclude(layer=layer.position)
+        held = ReviewAssignment.objects.filter(
+            reviewer=user, status__in=[ReviewAssignment.Status.ACTIVE, ReviewAssignment.Status.DONE]
+        ).exclude(layer=layer.position)
+        tasks = (
+            tasks.exclude(author=user)
+            .exclude(pk__in=acted.values("task_id"))
+            .exclude(pk__in=held.values("task_id"))
+        )
+    return tasks.order_by("layer_entered_at", "pk")
+
+
+def revision_judged_last(task: Task, layer: int) -> Revision | None:
+    decision = task.decisions.filter(layer=layer).select_related("revision").first()
+    return decision.revision if decision else None

@@ -1,0 +1,30 @@
+"""Every state change of the review workflow goes through a function here.
+
+``pipeline``: a project's layers and policy; ``transitions``: the one function that moves a
+task, and submission; ``assignments``: taking, assigning and releasing; ``decisions``: what a
+reviewer decides; ``threads``: comments and notifications. Reads are in ``review.selectors``.
+"""
+
+from .assignments import review_assign, review_release, review_take_next
+from .decisions import review_decide
+from .pipeline import pipeline_ensure, pipeline_layer, pipeline_update, policy_for
+from .threads import comment_add, comment_set_resolved, notifications_mark_read, notify
+from .transitions import task_enter_review, task_submit, task_transition
+
+__all__ = [
+    "comment_add",
+    "comment_set_resolved",
+    "notifications_mark_read",
+    "notify",
+    "pipeline_ensure",
+    "pipeline_layer",
+    "pipeline_update",
+    "policy_for",
+    "review_assign",
+    "review_decide",
+    "review_release",
+    "review_take_next",
+    "task_enter_review",
+    "task_submit",
+    "task_transition",
+]

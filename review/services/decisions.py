@@ -1,0 +1,161 @@
+"""A reviewer's decision at a layer: approve, request changes or reject."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from hilbench_annotate import workflow
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.gates import gate_results
+from hilbench_annotate.models import Task
+from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
+from review.selectors import independence_problem
+
+from .pipeline import pipeline_ensure, pipeline_layer, policy_for
+from .threads import notify
+from .transitions import task_transition
+
+
+@transaction.atomic
+def review_decide(
+    *,
+    task: Task,
+    reviewer,
+    outcome: str,
+    revision_number: int,
+    summary: str = "",
+    checklist: list[dict] | None = None,
+    blocker_comments: dict[str, str] | None = None,
+    reject_reason: str = "",
+) -> ReviewDecision:
+    """Approve, request changes or reject at the task's current layer.
+
+    Caller holds the task row lock. Refused unless the reviewer holds the task's active
+    assignment (or, at the self-check, is its author), may act at this layer under the
+    independence rules, judged the current revision, and — to approve — the layer's gates
+    are green and every checklist item is answered.
+    """
+    if task.status != workflow.IN_REVIEW:
+        raise DomainError(f"The task is {task.get_status_display().lower()}, not in review.")
+    if outcome not in workflow.DECISIONS:
+        raise DomainError(f"Unknown decision {outcome!r}.")
+    layer = pipeline_layer(task, task.review_layer)
+    problem = independence_problem(task, reviewer, layer)
+    if problem:
+        raise AccessDenied(problem)
+    assignment = ReviewAssignment.objects.filter(
+        task=task,
+        layer=layer.position,
+        reviewer=reviewer,
+        status=ReviewAssignment.Status.ACTIVE,
+        expires_at__gt=timezone.now(),
+    ).first()
+    if assignment is None and not layer.self_check:
+        raise DomainError(
+            "Take the task first (or ask a lead to assign it to you); your lock may have expired."
+        )
+    revision = task.revisions.order_by("-number").first()
+    if revision is None or revision.number != revision_number:
+        raise DomainError(
+            f"You judged revision {revision_number}, but the task is at revision "
+            f"{revision.number if revision else 0}; reload and judge the current one."
+        )
+    answers = _checklist_answers(layer, checklist or [], strict=outcome == "approve")
+    comments = {k: v.strip() for k, v in (blocker_comments or {}).items() if v and v.strip()}
+    unknown = set(comments) - set(task.blockers.values_list("key", flat=True))
+    if unknown:
+        raise DomainError(f"Comments name blockers the task does not have: {sorted(unknown)}")
+    if outcome == "approve":
+        red = [(n, m) for n, green, m in gate_results(task, layer.gates) if not green]
+        if red:
+            raise DomainError("Gates are not green: " + "; ".join(f"{n}: {m}" for n, m in red))
+    if outcome == "request_changes" and not (
+        summary.strip() or comments or any(not a["passed"] for a in answers)
+    ):
+        raise DomainError("Say what to change: a summary, a blocker comment or a failed item.")
+    if outcome == "reject":
+        reasons = policy_for(task.project).reject_reasons
+        if reject_reason not in reasons:
+            raise DomainError(f"Rejecting needs a reason from the list: {reasons}")
+    decision = ReviewDecision.objects.create(
+        task=task,
+        layer=layer.position,
+        layer_name=layer.name,
+        reviewer=reviewer,
+        revision=revision,
+        outcome=outcome,
+        summary=summary.strip(),
+        reject_reason=reject_reason,
+        checklist=answers,
+        blocker_comments=comments,
+    )
+    if assignment:
+        ReviewAssignment.objects.filter(pk=assignment.pk).update(
+            status=ReviewAssignment.Status.DONE
+        )
+    if outcome == "approve":
+        state, next_layer = workflow.approve_target(
+            layer.position, len(pipeline_ensure(task.project))
+        )
+        task_transition(
+            task=task,
+            action="approve",
+            actor=reviewer,
+            target=state,
+            layer=next_layer,
+            decision=decision.pk,
+            layer_name=layer.name,
+        )
+    elif outcome == "request_changes":
+        task_transition(
+            task=task,
+            action="request_changes",
+            actor=reviewer,
+            decision=decision.pk,
+            layer_name=layer.name,
+        )
+        if task.author_id:
+            notify(
+                user=task.author,
+                task=task,
+                kind="changes_requested",
+                text=f"{layer.name} asked for changes on “{task.title[:80]}”",
+            )
+    else:
+        task_transition(
+            task=task,
+            action="reject",
+            actor=reviewer,
+            decision=decision.pk,
+            reason=reject_reason,
+            layer_name=layer.name,
+        )
+        if task.author_id:
+            notify(
+                user=task.author,
+                task=task,
+                kind="rejected",
+                text=f"“{task.title[:80]}” was rejected at {layer.name}: {reject_reason}",
+            )
+    return decision
+
+
+def _checklist_answers(layer: ReviewLayer, answers: list[dict], *, strict: bool) -> list[dict]:
+    by_item = {a.get("item"): a for a in answers if isinstance(a, dict)}
+    result, missing = [], []
+    for item in layer.checklist:
+        answer = by_item.get(item)
+        if answer is None or answer.get("passed") is None:
+            missing.append(item)
+            continue
+        result.append(
+            {
+                "item": item,
+                "passed": bool(answer["passed"]),
+                "note": str(answer.get("note", "")).strip(),
+            }
+        )
+    if strict and missing:
+        raise DomainError(f"Answer every checklist item before approving; missing: {missing}")
+    if strict and any(not a["passed"] for a in result):
+        raise DomainError("A failed checklist item cannot be approved; request changes instead.")
+    return result
