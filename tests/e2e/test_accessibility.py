@@ -60,7 +60,7 @@ def workspace_tabs(page, audit: Audit, domain: str) -> None:
 
 
 def test_main_screens_have_no_serious_axe_violations(browser, live_server, demo):
-    from authoring.services import task_submit
+    from review.services import task_submit
     from evaluation.models import TaskPass
 
     audit = Audit()

@@ -43,7 +43,7 @@ def decide(task: Task, username: str, outcome: str = "approve") -> None:
 
 
 def test_lead_edits_pipeline_assigns_and_sees_why_sign_off_waits(browser, live_server, demo):
-    from authoring.services import task_submit
+    from review.services import task_submit
 
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
     task_submit(task=task, actor=task.author, expected_version=task.version)
