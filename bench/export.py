@@ -67,9 +67,9 @@ def main() -> None:
 def seed(count: int):
     from django.contrib.auth import get_user_model
 
-    from hilbench_annotate.demo import sql_demo
-    from hilbench_annotate.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
-    from hilbench_annotate.importers import import_bird
+    from exchange.demo import sql_demo
+    from exchange.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
+    from exchange.importers import import_bird
     from hilbench_annotate.models import Membership, Project, Task
     from hilbench_annotate.services import task_create
     from hilbench_annotate.toolkit.compare import golden_output_csv
@@ -129,7 +129,7 @@ def approve(task_ids) -> None:
 
 
 def export(project, lead, task_ids, out_dir: Path, *, draft: bool):
-    from hilbench_annotate.services.exports import bundle_export_create, bundle_export_run_service
+    from exchange.services.exports import bundle_export_create, bundle_export_run_service
 
     job = bundle_export_create(
         project=project, actor=lead, selection={"tasks": task_ids}, draft=draft

@@ -171,7 +171,7 @@ def evaluate(judge: EmbeddedJudge, items: list[Item]) -> dict:
 
 def demo_set() -> list[Item]:
     """The labelled questions that ship with the demo data (``seed_demo``)."""
-    from hilbench_annotate.demo.blocked_task import (
+    from exchange.demo.blocked_task import (
         DEMO_BLOCKERS,
         DEMO_VALIDATION_QUESTIONS,
     )

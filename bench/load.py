@@ -117,10 +117,10 @@ def seed(args) -> dict:
     from django.db import transaction
     from django.utils import timezone
 
+    from exchange.demo import sql_demo
+    from exchange.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
+    from exchange.importers import import_bird
     from hilbench_annotate import services
-    from hilbench_annotate.demo import sql_demo
-    from hilbench_annotate.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
-    from hilbench_annotate.importers import import_bird
     from hilbench_annotate.models import Membership, Project, Task
     from hilbench_annotate.services.tokens import api_token_create
     from review.services import pipeline_ensure

@@ -39,8 +39,8 @@ def main() -> None:
 
 
 def seed(copies: int):
-    from hilbench_annotate.demo import sql_demo
-    from hilbench_annotate.importers import import_bird
+    from exchange.demo import sql_demo
+    from exchange.importers import import_bird
     from hilbench_annotate.models import Project, Task
     from validators.models import ValidationRun
 

@@ -107,9 +107,3 @@ class RevisionAdmin(ReadOnlyAdmin):
 class TaskEventAdmin(ReadOnlyAdmin):
     list_display = ["kind", "project", "task", "actor", "created_at"]
     list_filter = ["kind"]
-
-
-@admin.register(models.ImportJob)
-class ImportJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "project", "status", "created_by", "created_at"]
-    list_filter = ["kind", "status"]

@@ -8,8 +8,7 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation import api as evaluation_api
-from hilbench_annotate import api_exports, selectors, services
+from hilbench_annotate import selectors, services
 from hilbench_annotate.access import (
     access_blocker,
     access_task,
@@ -28,8 +27,6 @@ from hilbench_annotate.serializers import (
     TriggerQuestionIn,
     TriggerQuestionOut,
 )
-from judge import api as judge_api
-from review import api as review_api
 
 
 class ProjectListApi(generics.ListAPIView):
@@ -189,8 +186,4 @@ urlpatterns = [
         TriggerQuestionDetailApi.as_view(),
         name="api-trigger-question-detail",
     ),
-    *api_exports.urlpatterns,
-    *review_api.urlpatterns,
-    *judge_api.urlpatterns,
-    *evaluation_api.urlpatterns,
 ]

@@ -4,7 +4,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.errors import DomainError, StaleVersion, Unavailable
 
 MAX_INT64 = 2**63 - 1
 
@@ -16,12 +16,10 @@ def exception_handler(exc, context):
             {"detail": str(exc), "current_version": exc.current},
             status=status.HTTP_409_CONFLICT,
         )
-    from judge.base import JudgeError
-
-    if isinstance(exc, JudgeError):
-        # The judge could not decide: say so, never a silent "irrelevant question".
+    if isinstance(exc, Unavailable):
+        # E.g. the judge could not decide: say so, never a silent "irrelevant question".
         return Response(
-            {"detail": f"Judge error: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE
+            {"detail": f"{exc.what} error: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE
         )
     if isinstance(exc, DomainError):
         return Response({"detail": str(exc)}, status=exc.status_code)

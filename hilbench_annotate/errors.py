@@ -7,6 +7,13 @@ class DomainError(Exception):
     status_code = 400
 
 
+class Unavailable(Exception):
+    """Something the request depends on could not answer (the judge's endpoint, a model):
+    the API says 503 naming it, never a silent default answer."""
+
+    what = "A service"
+
+
 class AccessDenied(DomainError):
     status_code = 403
 

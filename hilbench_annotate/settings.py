@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "validators",
     "judge",
     "evaluation",
+    "exchange",
 ]
 
 MIDDLEWARE = [
@@ -94,7 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "hilbench_annotate.context_processors.nav",
+                "review.context_processors.nav",
             ],
         },
     }

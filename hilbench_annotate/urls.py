@@ -3,18 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from hilbench_annotate import api, views, views_exports
+from hilbench_annotate import views
 
 urlpatterns = [
     path("", views.task_list, name="task-list"),
     path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
     path("tasks/<int:task_id>/tags/", views.task_tags, name="task-tags"),
     path("tasks/<int:task_id>/edit/", include("authoring.urls")),
-    path("imports/", views.import_list, name="import-list"),
-    path("imports/<int:job_id>/", views.import_detail, name="import-detail"),
-    path("exports/", views_exports.export_list, name="export-list"),
-    path("exports/<int:job_id>/", views_exports.export_detail, name="export-detail"),
-    path("exports/<int:job_id>/download/", views_exports.export_download, name="export-download"),
     path("tokens/", views.token_list, name="token-list"),
     path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -22,8 +17,13 @@ urlpatterns = [
     path("", include("validators.urls")),
     path("", include("judge.urls")),
     path("", include("evaluation.urls")),
+    path("", include("exchange.urls")),
     path("admin/", admin.site.urls),
-    path("api/", include(api.urlpatterns)),
+    path("api/", include("hilbench_annotate.api")),
+    path("api/", include("exchange.api")),
+    path("api/", include("review.api")),
+    path("api/", include("judge.api")),
+    path("api/", include("evaluation.api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file: no inline <script> (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

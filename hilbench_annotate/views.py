@@ -5,19 +5,17 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseStopPolling
 
 from hilbench_annotate import selectors, services
 from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.forms import ImportForm, TokenForm
-from hilbench_annotate.models import ApiToken, ImportJob, Project
-from hilbench_annotate.services.imports import import_job_start
+from hilbench_annotate.forms import TokenForm
+from hilbench_annotate.models import ApiToken
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 from hilbench_annotate.spec import sections_for
-from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, Role, TaskStatus
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, TaskStatus
 from hilbench_annotate.workflow import EDITABLE
 
 PAGE_SIZE = 25
@@ -88,66 +86,6 @@ def task_detail(request, task_id: int):
         .prefetch_related("replies__author"),
     }
     return render(request, "tasks/detail.html", context)
-
-
-def _import_projects(user):
-    return Project.objects.with_role(user, Role.AUTHOR, Role.LEAD)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def import_list(request):
-    projects = list(_import_projects(request.user))
-    form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        project = next(p for p in projects if p.pk == data["project"])
-        files = {
-            name: data.get(name)
-            for name in ("questions", "databases", "instances", "repository", "archive")
-        }
-        options = {
-            "skip_missing_databases": data["skip_missing_databases"],
-            "repo_url": data["repo_url"],
-        }
-        try:
-            with transaction.atomic():
-                job = import_job_start(
-                    project=project,
-                    actor=request.user,
-                    kind=data["kind"],
-                    files=files,
-                    options=options,
-                )
-        except DomainError as exc:
-            form.add_error(None, str(exc))
-        else:
-            return redirect("import-detail", job_id=job.pk)
-    jobs = (
-        ImportJob.objects.filter(project__in=Project.objects.visible_to(request.user))
-        .select_related("project", "created_by")
-        .defer("report")[:20]
-    )
-    return render(
-        request, "imports/list.html", {"form": form, "jobs": jobs, "can_import": bool(projects)}
-    )
-
-
-@login_required
-def import_detail(request, job_id: int):
-    job = get_object_or_404(
-        ImportJob.objects.select_related("project", "created_by"),
-        pk=job_id,
-        project__in=Project.objects.visible_to(request.user),
-    )
-    if request.htmx:
-        response = render(request, "imports/detail.html#status", {"job": job})
-        if job.is_finished:
-            # 286 tells htmx to stop polling; the fragment still replaces the old one.
-            stop = HttpResponseStopPolling(response.content)
-            return stop
-        return response
-    return render(request, "imports/detail.html", {"job": job})
 
 
 @login_required

@@ -7,11 +7,15 @@ resolution verbatim, or exactly ``irrelevant question``.
 
 from dataclasses import dataclass, field
 
+from hilbench_annotate.errors import Unavailable
+
 IRRELEVANT = "irrelevant question"
 
 
-class JudgeError(Exception):
+class JudgeError(Unavailable):
     """The judge could not decide (endpoint down, malformed output…). Never an "irrelevant"."""
+
+    what = "Judge"
 
 
 @dataclass(frozen=True)

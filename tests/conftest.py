@@ -92,7 +92,7 @@ def api():
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory):
     """The demo inputs ``make run`` imports, built once per test session."""
-    from hilbench_annotate.demo import build_all
+    from exchange.demo import build_all
 
     return build_all(tmp_path_factory.mktemp("demo"))
 
@@ -122,9 +122,9 @@ def worker_env(broker: str) -> dict[str, str]:
 def slow_swe_task(demo_data, *, username: str, sleep_s: int):
     """The demo SWE task, with blockers, whose tests sleep first: a validation run of it
     stays busy in the worker long enough to be interrupted."""
+    from exchange.demo.blocked_task import DEMO_BLOCKERS
+    from exchange.importers import import_swebench
     from hilbench_annotate import services as core
-    from hilbench_annotate.demo.blocked_task import DEMO_BLOCKERS
-    from hilbench_annotate.importers import import_swebench
     from hilbench_annotate.models import SweEnvironment, Task
 
     project = ProjectFactory()

@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from hilbench_annotate.models import ExportJob
+from exchange.models import ExportJob
 from hilbench_annotate.services.tokens import api_token_create
 from hilbench_annotate.vocabulary import Role
 from judge.services import ask_human_run_start

@@ -24,7 +24,7 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 
-from hilbench_annotate.importers import import_bird
+from exchange.importers import import_bird
 from hilbench_annotate.models import Revision, Task, TaskEvent
 from validators.models import ValidationRun
 from validators.services import validation_run_start

@@ -22,8 +22,8 @@ def eager():
 
 @pytest.fixture
 def lost_run(project, lead, author, tmp_path):
+    from exchange.demo.blocked_task import DEMO_BLOCKERS
     from hilbench_annotate import services as core
-    from hilbench_annotate.demo.blocked_task import DEMO_BLOCKERS
     from tests.factories import TaskFactory
 
     task = TaskFactory(project=project, author=author)
@@ -72,8 +72,8 @@ def test_every_long_job_kind_is_registered():
     from hilbench_annotate.jobs import REAPABLE
 
     assert {k.model for k in REAPABLE} >= {
-        "hilbench_annotate.ImportJob",
-        "hilbench_annotate.ExportJob",
+        "exchange.ImportJob",
+        "exchange.ExportJob",
         "evaluation.EvaluationRun",
         "evaluation.SupportStudy",
         "evaluation.LabellingRun",

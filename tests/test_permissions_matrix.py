@@ -22,7 +22,8 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
-from hilbench_annotate.models import ExportJob, Task
+from exchange.models import ExportJob
+from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
 from judge.services import ask_human_run_start
 from review.models import Comment, ReviewAssignment

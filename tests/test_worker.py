@@ -9,7 +9,8 @@ import time
 import pytest
 from django.urls import reverse
 
-from hilbench_annotate.models import ImportJob, Task
+from exchange.models import ImportJob
+from hilbench_annotate.models import Task
 
 from .conftest import start_worker
 from .core.test_views import _bird_upload_files, _upload
@@ -58,7 +59,7 @@ def test_real_worker_runs_a_model_run_with_concurrent_passes(worker_broker, demo
     worker, each with its own database connection, and every pass is stored once."""
     from evaluation.models import EvaluationRun, TaskPass
     from evaluation.services import endpoint_create, evaluation_run_start
-    from hilbench_annotate.importers import import_bird
+    from exchange.importers import import_bird
 
     from .evaluation.conftest import ScriptedServer, tool_call
     from .factories import MembershipFactory, ProjectFactory, UserFactory

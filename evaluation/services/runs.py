@@ -22,12 +22,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from hilbench_annotate.access import require_role
-from hilbench_annotate.archives import extract_archive
 from hilbench_annotate.chat import ChatError
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
+from hilbench_annotate.toolkit.archives import extract_archive
 from hilbench_annotate.toolkit.compare import parse_csv_table
 from hilbench_annotate.toolkit.sqlconsole import edited_database, run_select
 from hilbench_annotate.vocabulary import Role

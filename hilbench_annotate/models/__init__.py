@@ -1,15 +1,11 @@
 from .blockers import Blocker, TriggerQuestion
 from .environments import Repository, SqlDatabase, SqlEnvironment, SweEnvironment
-from .exports import ExportJob
-from .imports import ImportJob
 from .projects import ApiToken, Membership, Project
 from .tasks import Revision, Tag, Task, TaskEvent
 
 __all__ = [
     "ApiToken",
     "Blocker",
-    "ExportJob",
-    "ImportJob",
     "Membership",
     "Project",
     "Repository",

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from authoring.models import LintWaiver
-from hilbench_annotate.importers import import_bird, import_swebench
+from exchange.importers import import_bird, import_swebench
 from hilbench_annotate.models import Revision, Task
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from exchange.importers import import_bird, import_hilbench, import_swebench
 from hilbench_annotate.errors import DomainError, ImportRefused
-from hilbench_annotate.importers import import_bird, import_hilbench, import_swebench
 from hilbench_annotate.models import Blocker, SqlDatabase, Task
 from hilbench_annotate.toolkit.patches import parse_patch, path_problems, split_patch
 

@@ -8,8 +8,7 @@ from django.urls import reverse
 from hilbench_annotate import services
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Task, TaskEvent
-
-from .bundle_helpers import export, members, seed_demo
+from tests.exchange.bundle_helpers import export, members, seed_demo
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from hilbench_annotate.models import ImportJob, Task
-from hilbench_annotate.tasks import import_job_run
+from exchange.models import ImportJob
+from exchange.tasks import import_job_run
+from hilbench_annotate.models import Task
 
 from ..factories import BlockerFactory, TaskFactory, TriggerQuestionFactory
 

@@ -60,8 +60,8 @@ def workspace_tabs(page, audit: Audit, domain: str) -> None:
 
 
 def test_main_screens_have_no_serious_axe_violations(browser, live_server, demo):
-    from review.services import task_submit
     from evaluation.models import TaskPass
+    from review.services import task_submit
 
     audit = Audit()
     blocked = Task.objects.get(project__slug="demo", source_id="retail_bank/4")

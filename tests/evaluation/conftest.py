@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from exchange.demo.blocked_task import DEMO_BLOCKERS
+from exchange.importers import import_bird
 from hilbench_annotate import services as core
-from hilbench_annotate.demo.blocked_task import DEMO_BLOCKERS
-from hilbench_annotate.importers import import_bird
 from hilbench_annotate.models import Task
 
 

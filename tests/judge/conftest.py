@@ -2,8 +2,8 @@
 
 import pytest
 
+from exchange.demo.blocked_task import DEMO_BLOCKERS
 from hilbench_annotate import services as core
-from hilbench_annotate.demo.blocked_task import DEMO_BLOCKERS
 from judge.validation import label_add, question_add
 
 from ..factories import TaskFactory

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import include, path, reverse
 
-from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
+from exchange.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate.models import Task
 from judge import views
 from judge.embedded import EmbeddedJudge

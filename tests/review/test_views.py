@@ -37,9 +37,9 @@ def staff(project):
 
 @pytest.fixture
 def task_at_layer_2(project, staff, demo_data):
+    from exchange.importers import import_bird
+    from exchange.management.commands.seed_demo import DEMO_BLOCKERS
     from hilbench_annotate import services as core
-    from hilbench_annotate.importers import import_bird
-    from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
 
     import_bird(
         project=project,

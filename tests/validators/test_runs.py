@@ -8,10 +8,10 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from django.utils import timezone
 
+from exchange.importers import import_swebench
+from exchange.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate import services as core
 from hilbench_annotate.gates import gate_results
-from hilbench_annotate.importers import import_swebench
-from hilbench_annotate.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate.models import Task
 from validators.models import ValidationResult, ValidationRun
 from validators.services import validation_run_execute_service, validation_runs_reap

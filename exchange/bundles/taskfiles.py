@@ -1,0 +1,276 @@
+"""One task's files in the bundle layout (``layout``), before they are written.
+
+``sql_files`` / ``swe_files`` fill a :class:`TaskFiles` with every file of the task folder but
+the provenance; the writer adds those and streams everything in path order.
+"""
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+from exchange.importers.common import safe_name
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.instructions import MODES, task_instructions
+from hilbench_annotate.models import Task
+from hilbench_annotate.spec import render_swe_statement
+from hilbench_annotate.vocabulary import Domain
+
+from . import layout
+from .tarstream import file_sha256
+
+# source_metadata key under which an imported SQL task keeps the database-edit script its
+# shipped database already carries (see reader.read_annotate).
+APPLIED_EDIT_SCRIPT = "bundle_applied_edit_script"
+
+
+@dataclass
+class TaskFiles:
+    """A task's files before they are written: bytes, or a path streamed from disk."""
+
+    folder: str
+    entries: dict[str, bytes | Path] = field(default_factory=dict)
+
+    def add(self, relative: str, content: bytes | str | Path) -> None:
+        if isinstance(content, str):
+            content = content.encode("utf-8", "surrogateescape")
+        self.entries[f"{self.folder}/{relative}"] = content
+
+
+def _registry(snapshot: dict, domain: str) -> dict:
+    blockers = []
+    for b in snapshot["blockers"]:
+        entry = {
+            "id": b["id"],
+            "type": b["type"],
+            "description": b["description"],
+            "resolution": b["resolution"],
+            "example_questions": list(b["trigger_questions"]),
+        }
+        if domain == Domain.SQL:
+            entry["subtype"] = b["subtype"] or None
+        blockers.append(entry)
+    return {"blockers": blockers}
+
+
+def _annotate(task: Task, snapshot: dict) -> dict:
+    env = snapshot.get("environment", {})
+    source_metadata = {k: v for k, v in task.source_metadata.items() if k != APPLIED_EDIT_SCRIPT}
+    document = {
+        "format_version": layout.FORMAT_VERSION,
+        "source": task.source,
+        "source_id": task.source_id,
+        "title": task.title,
+        "original_spec": snapshot["original_spec"],
+        "blocked_spec": snapshot["blocked_spec"],
+        "source_metadata": source_metadata,
+        "blockers": [
+            {"id": b["id"], "surfaces_in": b["surfaces_in"], "criteria": b["criteria"]}
+            for b in snapshot["blockers"]
+        ],
+    }
+    if task.domain == Domain.SQL:
+        document["environment"] = {
+            "original_sql": env.get("original_sql", ""),
+            "difficulty": env.get("difficulty", ""),
+            # The shipped database already carries these edits.
+            "applied_edit_script": env.get("edit_script")
+            or task.source_metadata.get(APPLIED_EDIT_SCRIPT, ""),
+        }
+    else:
+        document["environment"] = {"setup_patch": env.get("setup_patch", "")}
+    return document
+
+
+def _modes(
+    files: TaskFiles,
+    *,
+    task: Task,
+    snapshot: dict,
+    resource: str,
+    attempt: str,
+    image: str,
+    solution: tuple[str, str],
+) -> None:
+    texts = task_instructions(snapshot)
+    for mode in MODES:
+        files.add(f"{mode}/instruction.md", texts[mode])
+        files.add(
+            f"{mode}/task.toml",
+            layout.task_toml(
+                domain=task.domain,
+                folder=files.folder,
+                mode=mode,
+                resource=resource,
+                task_attempt_id=attempt,
+                image=image,
+            ),
+        )
+        files.add(
+            f"{mode}/environment/Dockerfile", layout.dockerfile(domain=task.domain, mode=mode)
+        )
+        files.add(
+            f"{mode}/environment/docker-compose.yaml",
+            layout.compose_file(domain=task.domain, folder=files.folder, mode=mode, image=image),
+        )
+        files.add(f"{mode}/solution/{solution[0]}", solution[1])
+
+
+def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: str):
+    """Release-style ids: task_id from the source record, attempt_id from the content."""
+    task_id = layout.stable_id(task.source, task.source_id)
+    attempt = hashlib.sha256(annotate + registry + data_sha.encode()).hexdigest()[:24]
+    return task_id, attempt, f"{task_id}_{attempt}"
+
+
+def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
+    from hilbench_annotate.toolkit.sqlconsole import edited_database
+
+    env = task.sql_environment
+    annotate = layout.dumps(_annotate(task, snapshot))
+    registry = layout.dumps(_registry(snapshot, task.domain))
+    database = None
+    if env.database is not None:
+        database = edited_database(
+            source=env.database.path,
+            edit_script=env.edit_script,
+            cache_dir=settings.DATABASE_STORE / "edited",
+        )
+        files.add(layout.SQL_DATABASE, Path(database))
+    data_sha = (
+        ""
+        if database is None
+        else env.database.sha256
+        if Path(database) == env.database.path
+        else file_sha256(database)
+    )
+    task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, data_sha)
+    for table, text in sorted(env.descriptions.items()):
+        if not safe_name(table):
+            raise DomainError(f"Task {task.pk}: description name {table!r} is not a file name.")
+        files.add(f"{layout.SQL_DESCRIPTIONS}/{table}.csv", text)
+    files.add(
+        layout.SQL_BUSINESS_INFO,
+        layout.dumps({"database_name": env.db_id, "business_info": env.business_info}),
+    )
+    files.add(layout.SQL_GROUND_TRUTH, env.gold_sql)
+    files.add(layout.SQL_GOLDEN_OUTPUT, env.golden_output)
+    files.add(
+        layout.METADATA,
+        layout.dumps(
+            {
+                "csv_index": index,
+                "dataset_name": files.folder,
+                "hf_task_id": None,
+                "task_id": task_id,
+                "attempt_id": attempt_id,
+                "task_attempt_id": attempt,
+                "database_name": env.db_id,
+                "num_blockers": len(snapshot["blockers"]),
+                "database_sha256": data_sha or None,
+            }
+        ),
+    )
+    files.add(layout.REGISTRY, registry)
+    files.add(layout.ANNOTATE, annotate)
+    _modes(
+        files,
+        task=task,
+        snapshot=snapshot,
+        resource=env.db_id,
+        attempt=attempt,
+        image="",
+        solution=("ground_truth.sql", env.gold_sql),
+    )
+
+
+_SWE_STATS = {
+    "missing parameters": "missing_parameter",
+    "ambiguous requirements": "ambiguous_requirement",
+    "contradictory requirements": "contradictory_requirement",
+}
+
+
+def _patched_files(patch: str) -> list[str]:
+    """Paths a unified diff touches, in order (``diff --git a/X b/X`` headers)."""
+    paths: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith("diff --git ") and " b/" in line:
+            path = line.rsplit(" b/", 1)[1]
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir: Path) -> None:
+    from .repository import repository_export, sanitized_base
+
+    env = task.swe_environment
+    annotate = layout.dumps(_annotate(task, snapshot))
+    registry = layout.dumps(_registry(snapshot, task.domain))
+    head, base = None, env.base_commit
+    if env.repository is not None:
+        stream = workdir / "repository.fast-export"
+        head = repository_export(
+            mirror=env.repository.path,
+            base_commit=env.base_commit,
+            setup_patch=env.setup_patch,
+            out=stream,
+            workdir=workdir,
+        )
+        base = sanitized_base(mirror=env.repository.path, base_commit=env.base_commit)
+        files.add(layout.SWE_REPOSITORY, stream)
+    task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, head or "")
+    image = f"hilbench-annotate/{files.folder}:{attempt_id}"
+    stats = {"total": len(snapshot["blockers"]), **{v: 0 for v in _SWE_STATS.values()}}
+    for b in snapshot["blockers"]:
+        if b["type"] in _SWE_STATS:
+            stats[_SWE_STATS[b["type"]]] += 1
+    files.add(layout.SWE_STATEMENT, render_swe_statement(snapshot["blocked_spec"]))
+    files.add(
+        layout.METADATA,
+        layout.dumps(
+            {
+                "instance_id": task.source_metadata.get("instance_id") or task.source_id,
+                "dataset_name": files.folder,
+                "test_files": _patched_files(env.test_patch),
+                # The release runs prebuilt images with scripts baked in; ours builds from
+                # environment/ and runs test_cmd itself.
+                "image_archive": None,
+                "run_script_path": None,
+                "parser_script_path": None,
+                "repo_name": "app",
+                "repo_name_source": env.repo_name,
+                "base_commit": base,
+                "image_name": image,
+                "log_parser": "pytest",
+                "language": task.source_metadata.get("repo_language") or "unknown",
+                "blocker_stats": stats,
+                "swe_bench_metadata": {
+                    "FAIL_TO_PASS": env.fail_to_pass,
+                    "PASS_TO_PASS": env.pass_to_pass,
+                },
+                "test_cmd": env.test_command,
+                "test_patch": env.test_patch,
+                "task_id": task_id,
+                "attempt_id": attempt_id,
+                "task_attempt_id": attempt,
+                "repository_archive": layout.SWE_REPOSITORY.removeprefix("shared/")
+                if head
+                else None,
+                "repository_head": head,
+            }
+        ),
+    )
+    files.add(layout.REGISTRY, registry)
+    files.add(layout.ANNOTATE, annotate)
+    _modes(
+        files,
+        task=task,
+        snapshot=snapshot,
+        resource=env.repo_name,
+        attempt=attempt,
+        image=image,
+        solution=("ground_truth.patch", env.gold_patch),
+    )

@@ -1,0 +1,111 @@
+from django import forms
+
+from exchange.models import ImportJob
+from hilbench_annotate.vocabulary import Domain, TaskStatus
+
+
+class ImportForm(forms.Form):
+    """One form for the three importers; ``clean`` checks the files the chosen kind needs."""
+
+    kind = forms.ChoiceField(choices=ImportJob.Kind.choices, label="What to import")
+    project = forms.TypedChoiceField(coerce=int, label="Project")
+    questions = forms.FileField(
+        required=False,
+        label="BIRD questions (.json / .jsonl)",
+        help_text="Records {question_id, db_id, question, evidence, SQL, difficulty}",
+    )
+    databases = forms.FileField(
+        required=False,
+        label="BIRD databases (.zip / .tar.gz)",
+        help_text="<db_id>/<db_id>.sqlite and <db_id>/database_description/*.csv",
+    )
+    skip_missing_databases = forms.BooleanField(
+        required=False, label="Import questions whose database is absent (noted on the task)"
+    )
+    instances = forms.FileField(required=False, label="SWE-bench instances (.json / .jsonl)")
+    repository = forms.FileField(
+        required=False, label="Repository archive (.zip / .tar.gz with its .git)"
+    )
+    repo_url = forms.CharField(
+        required=False, label="…or repository URL (https / ssh)", max_length=500
+    )
+    archive = forms.FileField(
+        required=False,
+        label="HiL-Bench task folders or export bundle (.zip / .tar.gz)",
+        help_text="Folders like sql_0/ with baseline/, ask_human/, full_info/, shared/; "
+        "a bundle's manifest checksums are verified",
+    )
+
+    NEEDS = {
+        ImportJob.Kind.BIRD: ("questions",),
+        ImportJob.Kind.SWEBENCH: ("instances",),
+        ImportJob.Kind.HILBENCH: ("archive",),
+        ImportJob.Kind.BUNDLE: ("archive",),
+    }
+
+    def __init__(self, *args, projects=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [(p.pk, p.name) for p in projects]
+
+    def clean(self):
+        data = super().clean()
+        kind = data.get("kind")
+        for name in self.NEEDS.get(kind, ()):
+            if not data.get(name):
+                self.add_error(name, "Needed for this kind of import.")
+        if (
+            kind == ImportJob.Kind.BIRD
+            and not data.get("databases")
+            and not data.get("skip_missing_databases")
+        ):
+            self.add_error("databases", "Upload the databases, or tick the box to import without.")
+        if kind == ImportJob.Kind.SWEBENCH and not (data.get("repository") or data.get("repo_url")):
+            self.add_error("repository", "Upload the repository or give its URL.")
+        return data
+
+
+class ExportForm(forms.Form):
+    """What a lead exports: a selection of one project's tasks, and two opt-ins."""
+
+    project = forms.TypedChoiceField(coerce=int, label="Project")
+    domain = forms.ChoiceField(
+        required=False, choices=[("", "Both domains"), *Domain.choices], label="Domain"
+    )
+    states = forms.MultipleChoiceField(
+        required=False,
+        choices=TaskStatus.choices,
+        widget=forms.CheckboxSelectMultiple,
+        label="States (none ticked: any)",
+        help_text="Without a draft bundle only approved tasks whose gates are green are written.",
+    )
+    tasks = forms.CharField(
+        required=False,
+        label="Task ids (optional)",
+        help_text="Comma- or space-separated; empty: every task the other filters match",
+    )
+    tags = forms.CharField(
+        required=False,
+        label="Tags (optional)",
+        help_text="Tasks carrying any of these tags; comma- or space-separated",
+    )
+    draft = forms.BooleanField(
+        required=False,
+        label="Draft bundle: include tasks that did not pass every gate (the manifest says so)",
+    )
+    reveal_reviewers = forms.BooleanField(
+        required=False, label="Name reviewers in review.json (default: pseudonyms)"
+    )
+
+    def __init__(self, *args, projects=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [(p.pk, p.name) for p in projects]
+
+    def clean_tags(self):
+        return self.cleaned_data.get("tags", "").replace(",", " ").split()
+
+    def clean_tasks(self):
+        text = self.cleaned_data.get("tasks", "").replace(",", " ").split()
+        try:
+            return [int(t) for t in text]
+        except ValueError:
+            raise forms.ValidationError("Task ids are numbers.") from None

@@ -1,0 +1,165 @@
+"""Demo data and demo users for ``make run``: made by the project itself, idempotent."""
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from exchange.demo import build_all
+from exchange.demo.blocked_task import (  # noqa: F401 - re-exported for tests
+    BLOCKED_QUESTION,
+    DEMO_BLOCKERS,
+    DEMO_VALIDATION_QUESTIONS,
+)
+from exchange.importers import import_bird, import_swebench
+from hilbench_annotate import services
+from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
+from hilbench_annotate.vocabulary import Role, TaskSource
+
+# username → (roles in the demo project, password). Demo only: refused with DEBUG off.
+DEMO_USERS = {
+    "author": ((Role.AUTHOR,), "author-demo"),
+    "author2": ((Role.AUTHOR,), "author2-demo"),
+    "reviewer": ((Role.REVIEWER,), "reviewer-demo"),
+    "auditor": ((Role.AUDITOR,), "auditor-demo"),
+    "auditor2": ((Role.AUDITOR,), "auditor2-demo"),
+    "lead": ((Role.LEAD,), "lead-demo"),
+    "harness": ((Role.HARNESS,), "harness-demo"),
+}
+
+
+class Command(BaseCommand):
+    help = "Make the demo project, demo users (one per role) and demo SQL and SWE tasks."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--force", action="store_true", help="Allow with DEBUG off")
+
+    def handle(self, *args, force=False, **options):
+        if not settings.DEBUG and not force:
+            raise CommandError("Demo users have known passwords; refusing with DEBUG off.")
+        paths = build_all(settings.VAR_DIR / "demo")
+        User = get_user_model()
+        with transaction.atomic():
+            project, _ = Project.objects.get_or_create(
+                slug="demo",
+                defaults={
+                    "name": "Demo benchmark",
+                    "description": "A retail-bank SQL database and a small invoicing library.",
+                },
+            )
+            other, _ = Project.objects.get_or_create(
+                slug="other-team", defaults={"name": "Other team's benchmark"}
+            )
+            admin, created = User.objects.get_or_create(
+                username="admin", defaults={"is_staff": True, "is_superuser": True}
+            )
+            if created:
+                admin.set_password("admin-demo")
+                admin.save()
+            users = {}
+            for username, (roles, password) in DEMO_USERS.items():
+                user, created = User.objects.get_or_create(username=username)
+                if created:
+                    user.set_password(password)
+                    user.save()
+                for role in roles:
+                    Membership.objects.get_or_create(project=project, user=user, role=role)
+                users[username] = user
+            outsider, created = User.objects.get_or_create(username="outsider")
+            if created:
+                outsider.set_password("outsider-demo")
+                outsider.save()
+            Membership.objects.get_or_create(project=other, user=outsider, role=Role.AUTHOR)
+
+        sql = import_bird(
+            project=project,
+            questions=paths["sql"]["questions"],
+            databases=paths["sql"]["databases"],
+            actor=users["author"],
+        )
+        swe = import_swebench(
+            project=project,
+            instances=paths["swe"]["instances"],
+            repo=str(paths["swe"]["repo"]),
+            actor=users["author2"],
+        )
+        import_bird(
+            project=other,
+            questions=paths["sql"]["questions"],
+            databases=paths["sql"]["databases"],
+            limit=1,
+            actor=outsider,
+        )
+        self._plant_demo_blockers(project, users["author"])
+        self._fill_golden_outputs(project)
+        self._label_demo_questions(project, users)
+        from exchange.demo.evaluation import demo_results
+
+        demo_results(project, users["lead"])
+        self.stdout.write(f"Demo SQL: {sql.summary()}\nDemo SWE: {swe.summary()}")
+        self.stdout.write("\nDemo users (username / password):")
+        self.stdout.write("  admin / admin-demo  (site admin)")
+        for username, (roles, password) in DEMO_USERS.items():
+            self.stdout.write(f"  {username} / {password}  ({', '.join(roles)} in Demo benchmark)")
+        self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
+
+    def _label_demo_questions(self, project, users) -> None:
+        """Held-out judge-validation questions for the blocked task, labelled by two people."""
+        from judge.models import ValidationQuestion
+        from judge.validation import label_add, question_add
+
+        task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
+        if ValidationQuestion.objects.filter(task=task).exists():
+            return
+        for gold, text in DEMO_VALIDATION_QUESTIONS:
+            question = question_add(task=task, actor=users["author"], text=text)
+            label_add(question=question, labeller=users["reviewer"], blocker_key=gold)
+            label_add(question=question, labeller=users["auditor"], blocker_key=gold)
+
+    def _fill_golden_outputs(self, project) -> None:
+        """The demo's SQL tasks carry golden_output.csv, computed from their gold SQL."""
+        from hilbench_annotate.toolkit import sqlconsole
+        from hilbench_annotate.toolkit.compare import golden_output_csv
+
+        for env in SqlEnvironment.objects.filter(
+            task__project=project, golden_output="", database__isnull=False
+        ).select_related("database", "task"):
+            result = sqlconsole.run_select(env.database.path, env.gold_sql, row_cap=100_000)
+            with transaction.atomic():
+                task = Task.objects.select_for_update().get(pk=env.task_id)
+                services.task_touch_environment(
+                    task=task,
+                    actor=task.author,
+                    expected_version=task.version,
+                    changes={"golden_output": golden_output_csv(result.columns, result.rows)},
+                )
+
+    def _plant_demo_blockers(self, project, author) -> None:
+        task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
+        if task.blockers.exists():
+            return
+        with transaction.atomic():
+            task = Task.objects.select_for_update().get(pk=task.pk)
+            services.task_update(
+                task=task,
+                actor=author,
+                expected_version=task.version,
+                blocked_spec={"question": BLOCKED_QUESTION, "evidence": ""},
+            )
+            for blocker in DEMO_BLOCKERS:
+                services.blocker_create(
+                    task=task, actor=author, expected_version=task.version, **blocker
+                )
+            # Planting loan_servicing_payment_code: the agent must not read the code's
+            # meaning in the column description.
+            env = task.sql_environment
+            descriptions = dict(env.descriptions)
+            descriptions["transaction_log"] = descriptions["transaction_log"].replace(
+                "LN: loan payment; ", ""
+            )
+            services.task_touch_environment(
+                task=task,
+                actor=author,
+                expected_version=task.version,
+                changes={"descriptions": descriptions},
+            )

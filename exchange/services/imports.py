@@ -1,0 +1,179 @@
+"""Imports started from the browser: the upload is stored, a worker runs the importer."""
+
+import shutil
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from exchange.bundles.reader import import_bundle
+from exchange.importers import import_bird, import_hilbench, import_swebench
+from exchange.importers.hilbench import find_task_folders
+from exchange.models import ImportJob
+from hilbench_annotate.errors import DomainError, ImportRefused
+from hilbench_annotate.models import Project
+from hilbench_annotate.services import event_record
+from hilbench_annotate.toolkit.archives import extract_archive
+
+
+def _save_upload(upload, directory: Path, name: str) -> Path:
+    if upload.size > settings.MAX_UPLOAD_BYTES:
+        raise DomainError(
+            f"{upload.name} is {upload.size} bytes; uploads are limited to "
+            f"{settings.MAX_UPLOAD_BYTES} bytes."
+        )
+    path = directory / name
+    with open(path, "wb") as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+    return path
+
+
+def import_job_start(
+    *, project: Project, actor, kind: str, files: dict, options: dict
+) -> ImportJob:
+    """Store the uploaded files and schedule the import once this transaction commits."""
+    from exchange.tasks import import_job_run
+
+    if kind not in ImportJob.Kind.values:
+        raise DomainError(f"Unknown import kind {kind!r}.")
+    relative = f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}"
+    directory = settings.UPLOAD_STORE / relative
+    directory.mkdir(parents=True)
+    try:
+        saved = {}
+        for role, upload in files.items():
+            if upload is None:
+                continue
+            suffix = "".join(Path(upload.name).suffixes[-2:]) or ".bin"
+            saved[role] = _save_upload(upload, directory, f"{role}{suffix}").name
+    except Exception:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    job = ImportJob.objects.create(
+        project=project,
+        kind=kind,
+        created_by=actor,
+        upload_dir=relative,
+        options={**options, "files": saved},
+    )
+    event_record(project_id=project.pk, task_id=None, actor=actor, kind="import_queued", job=job.pk)
+    transaction.on_commit(lambda: import_job_run.delay(job_id=job.pk))
+    return job
+
+
+def _databases_root(extracted: Path) -> Path:
+    """The shallowest folder holding ``<db_id>/<db_id>.sqlite`` entries."""
+    candidates = sorted(
+        (p.parent.parent for p in extracted.rglob("*.sqlite") if p.stem == p.parent.name),
+        key=lambda p: len(p.parts),
+    )
+    if not candidates:
+        raise DomainError("The databases archive holds no <db_id>/<db_id>.sqlite file.")
+    return candidates[0]
+
+
+def _repository_root(extracted: Path) -> Path:
+    for candidate in sorted(extracted.rglob(".git"), key=lambda p: len(p.parts)):
+        return candidate.parent
+    for candidate in sorted(extracted.rglob("HEAD"), key=lambda p: len(p.parts)):
+        if (candidate.parent / "objects").is_dir():
+            return candidate.parent
+    raise DomainError("The repository archive holds no git repository.")
+
+
+def import_job_execute(*, job: ImportJob) -> dict:
+    """Run the job's importer on its stored files; returns the report. Raises on refusal."""
+    directory = settings.UPLOAD_STORE / job.upload_dir
+    files = {role: directory / name for role, name in job.options.get("files", {}).items()}
+    options = job.options
+    if job.kind == ImportJob.Kind.BIRD:
+        databases = directory / "databases"
+        if "databases" in files and not databases.exists():
+            extract_archive(files["databases"], databases)
+        report = import_bird(
+            project=job.project,
+            questions=files["questions"],
+            databases=_databases_root(databases) if databases.exists() else directory,
+            db_id=options.get("db_id") or None,
+            limit=options.get("limit") or None,
+            skip_missing_databases=bool(options.get("skip_missing_databases")),
+            actor=job.created_by,
+        )
+    elif job.kind == ImportJob.Kind.SWEBENCH:
+        repo = options.get("repo_url", "")
+        if "repository" in files:
+            extracted = directory / "repository"
+            if not extracted.exists():
+                extract_archive(files["repository"], extracted)
+            repo = str(_repository_root(extracted))
+        report = import_swebench(
+            project=job.project, instances=files["instances"], repo=repo, actor=job.created_by
+        )
+    elif job.kind == ImportJob.Kind.BUNDLE:
+        # The bundle reader checks the archive (limits, paths, links) and the manifest.
+        report = import_bundle(project=job.project, path=files["archive"], actor=job.created_by)
+    else:
+        extracted = directory / "folders"
+        if not extracted.exists():
+            extract_archive(files["archive"], extracted)
+        folders = find_task_folders(extracted)
+        root = extracted
+        if not folders:
+            # One wrapping folder (e.g. "sql/") inside the archive: look one level deeper.
+            children = [p for p in extracted.iterdir() if p.is_dir()]
+            root = children[0] if len(children) == 1 else extracted
+        report = import_hilbench(project=job.project, root=root, actor=job.created_by)
+    return report.as_dict()
+
+
+def import_job_fail(*, job_id: int, error: str) -> None:
+    ImportJob.objects.filter(pk=job_id).exclude(
+        status__in=[ImportJob.Status.SUCCEEDED, ImportJob.Status.FAILED]
+    ).update(status=ImportJob.Status.FAILED, error=error, finished_at=timezone.now())
+
+
+# A job "running" longer than this lost its worker: a redelivered message may take it over.
+# Safe because the importer writes in one transaction and skips records already present.
+STALE_RUNNING = timedelta(minutes=15)
+
+
+def import_job_run_service(*, job_id: int) -> None:
+    """Claim the job (queued, or running with a dead worker → running) and run it.
+
+    A redelivered message for a job that is running normally or finished does nothing.
+    """
+    now = timezone.now()
+    claimable = Q(status=ImportJob.Status.QUEUED) | Q(
+        status=ImportJob.Status.RUNNING, started_at__lt=now - STALE_RUNNING
+    )
+    claimed = ImportJob.objects.filter(claimable, pk=job_id).update(
+        status=ImportJob.Status.RUNNING, started_at=now
+    )
+    if not claimed:
+        return
+    job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
+    try:
+        report = import_job_execute(job=job)
+    except ImportRefused as exc:
+        import_job_fail(job_id=job_id, error=exc.render(limit=200))
+        return
+    except DomainError as exc:
+        import_job_fail(job_id=job_id, error=str(exc))
+        return
+    ImportJob.objects.filter(pk=job_id).update(
+        status=ImportJob.Status.SUCCEEDED, report=report, finished_at=timezone.now()
+    )
+    event_record(
+        project_id=job.project_id,
+        task_id=None,
+        actor=job.created_by,
+        kind="import_finished",
+        job=job_id,
+        created=len(report["created"]),
+        unchanged=len(report["unchanged"]),
+    )

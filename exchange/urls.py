@@ -1,0 +1,11 @@
+from django.urls import path
+
+from exchange import views
+
+urlpatterns = [
+    path("imports/", views.import_list, name="import-list"),
+    path("imports/<int:job_id>/", views.import_detail, name="import-detail"),
+    path("exports/", views.export_list, name="export-list"),
+    path("exports/<int:job_id>/", views.export_detail, name="export-detail"),
+    path("exports/<int:job_id>/download/", views.export_download, name="export-download"),
+]

@@ -1,0 +1,159 @@
+"""Import pages (authors, leads): upload, follow the job, read its report. Export pages
+(leads): choose tasks, follow the job, download the bundle while it is kept."""
+
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import FileResponse, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseStopPolling
+
+from exchange.forms import ExportForm, ImportForm
+from exchange.models import ExportJob, ImportJob
+from exchange.services.exports import bundle_export_start
+from exchange.services.imports import import_job_start
+from hilbench_annotate.access import access_project
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.models import Project
+from hilbench_annotate.vocabulary import Role
+
+
+def _import_projects(user):
+    return Project.objects.with_role(user, Role.AUTHOR, Role.LEAD)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_list(request):
+    projects = list(_import_projects(request.user))
+    form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        project = next(p for p in projects if p.pk == data["project"])
+        files = {
+            name: data.get(name)
+            for name in ("questions", "databases", "instances", "repository", "archive")
+        }
+        options = {
+            "skip_missing_databases": data["skip_missing_databases"],
+            "repo_url": data["repo_url"],
+        }
+        try:
+            with transaction.atomic():
+                job = import_job_start(
+                    project=project,
+                    actor=request.user,
+                    kind=data["kind"],
+                    files=files,
+                    options=options,
+                )
+        except DomainError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("import-detail", job_id=job.pk)
+    jobs = (
+        ImportJob.objects.filter(project__in=Project.objects.visible_to(request.user))
+        .select_related("project", "created_by")
+        .defer("report")[:20]
+    )
+    return render(
+        request, "imports/list.html", {"form": form, "jobs": jobs, "can_import": bool(projects)}
+    )
+
+
+@login_required
+def import_detail(request, job_id: int):
+    job = get_object_or_404(
+        ImportJob.objects.select_related("project", "created_by"),
+        pk=job_id,
+        project__in=Project.objects.visible_to(request.user),
+    )
+    if request.htmx:
+        response = render(request, "imports/detail.html#status", {"job": job})
+        if job.is_finished:
+            # 286 tells htmx to stop polling; the fragment still replaces the old one.
+            stop = HttpResponseStopPolling(response.content)
+            return stop
+        return response
+    return render(request, "imports/detail.html", {"job": job})
+
+
+def _lead_projects(user):
+    return Project.objects.with_role(user, Role.LEAD)
+
+
+def access_export_job(user, job_id: int) -> ExportJob:
+    """The job if ``user`` leads its project (exports are for leads only)."""
+    return get_object_or_404(
+        ExportJob.objects.select_related("project", "created_by"),
+        pk=job_id,
+        project__in=_lead_projects(user),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def export_list(request):
+    projects = list(_lead_projects(request.user))
+    form = ExportForm(request.POST or None, projects=projects)
+    if request.method == "POST":
+        if not projects:
+            raise AccessDenied("Only project leads export bundles.")
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                project = access_project(request.user, data["project"], roles=(Role.LEAD,))
+                with transaction.atomic():
+                    job = bundle_export_start(
+                        project=project,
+                        actor=request.user,
+                        selection={
+                            "tasks": data["tasks"],
+                            "states": data["states"],
+                            "domain": data["domain"],
+                            "tags": data["tags"],
+                        },
+                        draft=data["draft"],
+                        reveal_reviewers=data["reveal_reviewers"],
+                    )
+            except AccessDenied:
+                raise  # a 403 page, not a form error
+            except DomainError as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("export-detail", job_id=job.pk)
+    jobs = (
+        ExportJob.objects.filter(project__in=projects)
+        .select_related("project", "created_by")
+        .defer("report")[:20]
+    )
+    return render(
+        request, "bundles/export.html", {"form": form, "jobs": jobs, "can_export": bool(projects)}
+    )
+
+
+@login_required
+def export_detail(request, job_id: int):
+    job = access_export_job(request.user, job_id)
+    if request.htmx:
+        response = render(request, "bundles/detail.html#status", {"job": job})
+        if job.is_finished:
+            # 286 tells htmx to stop polling; the fragment still replaces the old one.
+            return HttpResponseStopPolling(response.content)
+        return response
+    return render(request, "bundles/detail.html", {"job": job})
+
+
+@login_required
+def export_download(request, job_id: int):
+    job = access_export_job(request.user, job_id)
+    if job.status == ExportJob.Status.EXPIRED or (job.path and not job.path.is_file()):
+        return HttpResponse("This bundle has expired; export it again.", status=410)
+    if job.status != ExportJob.Status.SUCCEEDED or job.path is None:
+        return HttpResponse("This export has not produced a bundle.", status=404)
+    return FileResponse(
+        open(job.path, "rb"),  # noqa: SIM115 - FileResponse closes it
+        as_attachment=True,
+        filename=job.path.name,
+        content_type="application/gzip",
+    )

@@ -1,0 +1,216 @@
+"""What the bundle tests share: the demo project with a blocked SQL and a blocked SWE task,
+an export through the command's code path, and reading a bundle back."""
+
+import io
+import tarfile
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import transaction
+
+from hilbench_annotate import services
+from hilbench_annotate.models import Membership, Project, Task
+from hilbench_annotate.vocabulary import Role, TaskSource
+from tests.validators.gitutil import git
+
+SWE_BLOCKERS = [
+    {
+        "key": "tie_rounding_rule",
+        "type": "missing parameters",
+        "description": "The requirements say amounts are rounded but not which rule breaks a "
+        "tie of exactly half a minor unit.",
+        "resolution": "Ties round half-up, away from zero, with decimal.ROUND_HALF_UP, "
+        "whatever the active decimal context says.",
+        "trigger_questions": [
+            "Which rounding rule applies when an amount is exactly half a cent?",
+            "Should ties round half-up or half-to-even?",
+            "How are half-cent amounts meant to be rounded?",
+        ],
+    },
+    {
+        "key": "zero_decimal_currencies",
+        "type": "ambiguous requirements",
+        "description": "It is unclear whether currencies without minor units round to whole "
+        "units with the same tie rule.",
+        "resolution": "JPY rounds to whole yen with the same half-up rule: 2.5 becomes 3.",
+        "trigger_questions": [
+            "Do yen amounts follow the same tie rule as dollars?",
+            "How should 2.5 JPY be rounded?",
+            "Which rounding applies to currencies that have no minor unit?",
+        ],
+    },
+    {
+        "key": "invoice_rounding_scope",
+        "type": "contradictory requirements",
+        "description": "The statement and the README disagree on whether invoice subtotals "
+        "are rounded before tax.",
+        "resolution": "Subtotal, discount, tax and total are each rounded half-up to the "
+        "currency's minor unit, the subtotal before tax is computed.",
+        "trigger_questions": [
+            "Is the subtotal rounded before tax is computed?",
+            "Which invoice amounts must be rounded, and in what order?",
+            "Are discount and tax rounded separately from the total?",
+        ],
+    },
+]
+
+
+DEMO_USERS = {
+    "author": Role.AUTHOR,
+    "author2": Role.AUTHOR,
+    "reviewer": Role.REVIEWER,
+    "auditor": Role.AUDITOR,
+    "lead": Role.LEAD,
+}
+
+
+def seed_demo(settings, tmp_path) -> Project:
+    """The demo project as ``seed_demo`` makes it, limited to what a bundle reads: the six
+    SQL questions and the SWE instance, the blocked SQL task with its three blockers and an
+    edited description, golden outputs. (Not the command itself: other apps add their own
+    demo rows to it, which this module's tests need not know about.)"""
+    from exchange.demo import build_all
+    from exchange.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
+    from exchange.importers import import_bird, import_swebench
+    from hilbench_annotate.toolkit.compare import golden_output_csv
+    from hilbench_annotate.toolkit.sqlconsole import run_select
+
+    paths = build_all(tmp_path / "demo-data")
+    project = Project.objects.create(name="Demo benchmark", slug="demo")
+    users = {}
+    for name, role in DEMO_USERS.items():
+        users[name] = get_user_model().objects.create_user(username=name, password="pw")
+        Membership.objects.create(project=project, user=users[name], role=role)
+    sql = paths["sql"]
+    import_bird(
+        project=project,
+        questions=sql["questions"],
+        databases=sql["databases"],
+        actor=users["author"],
+    )
+    import_swebench(
+        project=project,
+        instances=paths["swe"]["instances"],
+        repo=str(paths["swe"]["repo"]),
+        actor=users["author2"],
+    )
+    for task in Task.objects.filter(project=project, domain="sql").select_related(
+        "sql_environment__database"
+    ):
+        env = task.sql_environment
+        result = run_select(env.database.path, env.gold_sql, row_cap=100_000)
+        with transaction.atomic():
+            services.task_touch_environment(
+                task=task,
+                actor=users["author"],
+                expected_version=task.version,
+                changes={"golden_output": golden_output_csv(result.columns, result.rows)},
+            )
+    task = sql_task(project)
+    with transaction.atomic():
+        services.task_update(
+            task=task,
+            actor=users["author"],
+            expected_version=task.version,
+            blocked_spec={"question": BLOCKED_QUESTION, "evidence": ""},
+        )
+        for blocker in DEMO_BLOCKERS:
+            services.blocker_create(
+                task=task, actor=users["author"], expected_version=task.version, **blocker
+            )
+        descriptions = dict(task.sql_environment.descriptions)
+        descriptions["transaction_log"] = descriptions["transaction_log"].replace(
+            "LN: loan payment; ", ""
+        )
+        services.task_touch_environment(
+            task=task,
+            actor=users["author"],
+            expected_version=task.version,
+            changes={"descriptions": descriptions},
+        )
+    return project
+
+
+def user(name: str):
+    return get_user_model().objects.get(username=name)
+
+
+def sql_task(project) -> Task:
+    """The demo's blocked SQL task (three blockers, an edited description)."""
+    return Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
+
+
+def setup_patch_for(repo: Path, base_commit: str, tmp_path: Path) -> str:
+    """A real setup patch on the demo repository: the README stops naming the tie rule."""
+    scratch = tmp_path / "setup-clone"
+    git(tmp_path, "clone", "-q", str(repo), str(scratch))
+    git(scratch, "checkout", "-q", base_commit)
+    readme = scratch / "README.md"
+    text = readme.read_text()
+    hidden = "Amounts are rounded half-up to the\ncurrency's smallest unit.\n"
+    assert hidden in text
+    readme.write_text(text.replace(" " + hidden, "\n"))
+    return git(scratch, "diff", "--no-color", "--no-ext-diff")
+
+
+def plant_swe(project, tmp_path: Path) -> Task:
+    """The demo's SWE task with three blockers and a setup patch, as an author would leave it."""
+    task = Task.objects.get(project=project, domain="swe")
+    author = user("author2")
+    env = task.swe_environment
+    patch = setup_patch_for(env.repository.path, env.base_commit, tmp_path)
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        for blocker in SWE_BLOCKERS:
+            services.blocker_create(
+                task=task, actor=author, expected_version=task.version, **blocker
+            )
+        services.task_touch_environment(
+            task=task, actor=author, expected_version=task.version, changes={"setup_patch": patch}
+        )
+        services.task_update(
+            task=task,
+            actor=author,
+            expected_version=task.version,
+            blocked_spec={
+                **task.blocked_spec,
+                "problem_statement": task.blocked_spec["problem_statement"].replace(
+                    "round-half-to-even", "a different rule"
+                ),
+            },
+        )
+    return Task.objects.get(pk=task.pk)
+
+
+def export(project, out: Path, *, tasks=(), draft=True, **options) -> Path:
+    call_command(
+        "export_bundle",
+        project=project.slug,
+        out=str(out),
+        tasks=[t.pk for t in tasks],
+        draft=draft,
+        **options,
+    )
+    return out
+
+
+def members(bundle: Path) -> dict[str, bytes]:
+    with tarfile.open(bundle) as tf:
+        return {m.name: tf.extractfile(m).read() for m in tf if m.isfile()}
+
+
+def extract(bundle: Path, dest: Path) -> Path:
+    with tarfile.open(bundle) as tf:
+        tf.extractall(dest, filter="data")
+    return dest
+
+
+def tar_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -1,0 +1,216 @@
+"""What an export writes: the release's layout and field names, only validated tasks unless
+it is a draft, provenance with pseudonymised reviewers, a SWE repository that leaks nothing."""
+
+import json
+import tomllib
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import transaction
+
+from exchange.bundles import layout
+from exchange.bundles.repository import repository_unpack
+from exchange.models import ExportJob
+from hilbench_annotate.models import Task
+from review.models import ReviewDecision
+from validators.leakage import check_leakage, forbidden_texts
+from validators.services import validation_run_execute_service, validation_run_start
+
+from ..conftest import shared_path
+from .bundle_helpers import export, extract, members, plant_swe, seed_demo, sql_task, user
+
+pytestmark = pytest.mark.django_db
+
+# Release files that describe where the release keeps its data and images (Hugging Face
+# buckets, prebuilt Docker images); our bundle carries the data itself instead.
+RELEASE_ONLY = {
+    "shared/data_archive.json",
+    "shared/artifacts_manifest.json",
+    "shared/image_ref.txt",
+    "shared/image_refs.json",
+    "shared/image_archive.json",
+}
+
+
+def _release_files(folder) -> set[str]:
+    return {
+        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+    } - RELEASE_ONLY
+
+
+def _keys(value, prefix=""):
+    """Every key path of a TOML/JSON document (lists of tables by their position)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{prefix}{key}"
+            yield from _keys(item, f"{prefix}{key}.")
+    elif isinstance(value, list) and value and isinstance(value[0], dict):
+        for item in value:
+            yield from _keys(item, f"{prefix}[].")
+
+
+@pytest.fixture
+def bundle(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    tasks = [sql_task(project), plant_swe(project, tmp_path)]
+    out = export(project, tmp_path / "demo.tar.gz", tasks=tasks)
+    return extract(out, tmp_path / "bundle"), tasks
+
+
+@pytest.mark.parametrize("domain,release_task", [("sql", "sql_0"), ("swe", "swe_0")])
+def test_exported_folders_have_the_release_layout_and_field_names(bundle, domain, release_task):
+    root, _tasks = bundle
+    release = shared_path("examples", "hilbench", domain, release_task)
+    ours = root / f"{domain}_0"
+    our_files = {p.relative_to(ours).as_posix() for p in ours.rglob("*") if p.is_file()}
+    assert _release_files(release) <= our_files
+    for mode in ("baseline", "ask_human", "full_info"):
+        assert {f"{mode}/environment/Dockerfile", f"{mode}/environment/docker-compose.yaml"} <= (
+            our_files
+        )
+    if domain == "sql":
+        assert {
+            "shared/data/database.sqlite",
+            "shared/data/database_description/loan.csv",
+        } <= our_files
+    else:
+        assert "shared/repository.fast-export" in our_files
+
+    def load(folder, name):
+        return json.loads((folder / name).read_text())
+
+    assert set(load(release, "shared/metadata.json")) <= set(load(ours, "shared/metadata.json"))
+    release_blockers = load(release, layout.REGISTRY)["blockers"]
+    our_blockers = load(ours, layout.REGISTRY)["blockers"]
+    assert {frozenset(b) for b in our_blockers} == {frozenset(release_blockers[0])}
+    if domain == "sql":
+        assert set(load(release, "shared/data/business_info.json")) == set(
+            load(ours, "shared/data/business_info.json")
+        )
+    for mode in ("baseline", "ask_human", "full_info"):
+        theirs = tomllib.loads((release / mode / "task.toml").read_text())
+        mine = tomllib.loads((ours / mode / "task.toml").read_text())
+        # We build the environment from environment/ rather than pull a prebuilt image.
+        assert set(_keys(theirs)) - {"environment.docker_image"} == set(_keys(mine))
+        assert mine["metadata"]["mode"] == mode and mine["metadata"]["task_type"] == domain
+        servers = [s["name"] for s in mine["environment"].get("mcp_servers", [])]
+        assert servers == [s["name"] for s in theirs["environment"].get("mcp_servers", [])]
+        headings = [
+            line
+            for line in (ours / mode / "instruction.md").read_text().splitlines()
+            if line.startswith(("# ", "## "))
+        ]
+        release_headings = [
+            line
+            for line in (release / mode / "instruction.md").read_text().splitlines()
+            if line.startswith(("# ", "## "))
+        ]
+        if domain == "sql":
+            assert headings == release_headings
+        else:
+            assert headings[0] == release_headings[0] == "# PROBLEM STATEMENT"
+            assert ("## BLOCKER DETAILS" in headings) == (mode == "full_info")
+
+
+def test_swe_repository_in_the_bundle_passes_the_leakage_check(bundle, tmp_path):
+    root, (_sql, swe) = bundle
+    env = swe.swe_environment
+    head = repository_unpack(
+        stream=root / "swe_0" / layout.SWE_REPOSITORY, dest=tmp_path / "shipped"
+    )
+    metadata = json.loads((root / "swe_0" / layout.METADATA).read_text())
+    assert head == metadata["repository_head"]
+    texts = forbidden_texts(
+        gold_patch=env.gold_patch,
+        setup_patch=env.setup_patch,
+        resolutions=[(b.key, b.resolution) for b in swe.blockers.all()],
+    )
+    assert any(label == "text the setup patch removed" for label, _ in texts)
+    results = check_leakage(repo=tmp_path / "shipped", forbidden=texts)
+    assert [(r.name, r.outcome) for r in results if r.outcome != "passed"] == []
+    # The work tree is the base tree with the setup patch applied.
+    assert "Amounts are rounded half-up" not in (tmp_path / "shipped" / "README.md").read_text()
+
+
+def _validate(task):
+    with transaction.atomic():
+        run = validation_run_start(task=task, actor=None)
+    validation_run_execute_service(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "passed", [(r.check_name, r.message) for r in run.results.all()]
+
+
+def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    sql = sql_task(project)
+    swe = Task.objects.get(project=project, domain="swe")
+    _validate(sql)
+    Task.objects.filter(pk=sql.pk).update(status="approved")
+    ReviewDecision.objects.create(
+        task=sql,
+        layer=6,
+        layer_name="Final sign-off",
+        reviewer=user("lead"),
+        revision=sql.revisions.order_by("-number").first(),
+        outcome="approve",
+    )
+
+    from tests.evaluation.util import keep_by_pass_rate
+
+    keep_by_pass_rate(sql, model="model-a")
+    out = export(project, tmp_path / "validated.tar.gz", tasks=[sql, swe], draft=False)
+    files = members(out)
+    manifest = json.loads(files[layout.MANIFEST])
+    assert manifest["draft"] is False
+    assert [t["folder"] for t in manifest["tasks"]] == ["sql_0"]
+    assert not any(name.startswith("swe_") for name in files)
+    job = ExportJob.objects.get()
+    assert [s["task"] for s in job.report["skipped"]] == [swe.pk]
+    assert "status is draft" in job.report["skipped"][0]["reason"]
+    assert Task.objects.get(pk=sql.pk).status == "exported"
+
+    validation = json.loads(files["sql_0/" + layout.VALIDATION])
+    assert {c["group"] for c in validation["checks"]} == {"spec", "sql_ground_truth"}
+    assert all(c["revision"] == validation["revision"] for c in validation["checks"])
+    assert validation["judge"]["version"]
+    # The pass-rate evidence the final gate reads: model-a solved it 3/3 with full
+    # information and 0/3 without.
+    assert validation["pass_rate"]["decision"] == "keep"
+    (model,) = validation["pass_rate"]["models"]
+    assert (model["model"], model["full_info"], model["baseline"]) == ("model-a", True, False)
+    assert all(g["green"] for g in validation["gates"])
+    review = json.loads(files["sql_0/" + layout.REVIEW])
+    assert [d["reviewer"] for d in review["decisions"]] == ["reviewer-1"]
+    assert b'"lead"' not in files["sql_0/" + layout.REVIEW]
+
+    # Exported tasks stay exportable; the lead may opt in to names.
+    named = export(
+        project, tmp_path / "named.tar.gz", tasks=[sql], draft=False, reveal_reviewers=True
+    )
+    review = json.loads(members(named)["sql_0/" + layout.REVIEW])
+    assert [d["reviewer"] for d in review["decisions"]] == ["lead"]
+
+
+def test_an_export_with_no_validated_task_fails_and_writes_nothing(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    with pytest.raises(CommandError, match="No selected task is validated"):
+        export(project, tmp_path / "none.tar.gz", tasks=[sql_task(project)], draft=False)
+    assert not (tmp_path / "none.tar.gz").exists()
+    assert not list(tmp_path.glob("none.tar.gz*"))
+
+
+def test_the_same_tasks_export_to_the_same_bytes_but_for_the_manifest(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    first = members(export(project, tmp_path / "a.tar.gz", tasks=[sql_task(project)]))
+    second = members(export(project, tmp_path / "b.tar.gz", tasks=[sql_task(project)]))
+    first.pop(layout.MANIFEST), second.pop(layout.MANIFEST)
+    assert first == second
+
+
+def test_export_command_refuses_a_non_lead(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    with pytest.raises(CommandError, match="not a lead"):
+        call_command(
+            "export_bundle", project=project.slug, out=str(tmp_path / "x.tar.gz"), as_user="author"
+        )

@@ -1,0 +1,212 @@
+"""Importing bundles: ours and the release's; malicious archives are refused whole, with a
+clear reason, and leave the database as it was."""
+
+import io
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+
+from exchange.bundles import layout
+from exchange.bundles.reader import import_bundle
+from exchange.models import ImportJob
+from exchange.services.imports import import_job_run_service
+from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.models import Task
+from hilbench_annotate.vocabulary import TaskSource
+
+from ..conftest import shared_path
+from .bundle_helpers import export, members, seed_demo, sql_task, tar_of
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo_bundle(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    return export(project, tmp_path / "demo.tar.gz", tasks=[sql_task(project)])
+
+
+def _refused(project, path, match: str):
+    before = Task.objects.count()
+    with pytest.raises(ImportRefused) as caught:
+        import_bundle(project=project, path=path)
+    assert match in caught.value.render(limit=500), caught.value.render(limit=500)
+    assert Task.objects.count() == before
+    return caught.value
+
+
+def _with_extra(bundle, tmp_path, name: str, info_changes=None, data=b"x") -> Path:
+    """The good bundle plus one more member, written as an attacker would."""
+    out = tmp_path / f"evil-{abs(hash(name))}.tar.gz"
+    with tarfile.open(bundle) as good, tarfile.open(out, "w:gz") as evil:
+        for member in good:
+            evil.addfile(member, good.extractfile(member))
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        for key, value in (info_changes or {}).items():
+            setattr(info, key, value)
+        evil.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return out
+
+
+def test_our_bundle_imports_and_a_second_import_changes_nothing(demo_bundle, project):
+    report = import_bundle(project=project, path=demo_bundle)
+    assert report.created == ["sql_0"]
+    task = Task.objects.get(project=project)
+    assert task.source == TaskSource.BIRD and task.blocker_count == 3
+    assert task.sql_environment.database is not None
+    again = import_bundle(project=project, path=demo_bundle)
+    assert again.created == [] and again.unchanged == ["sql_0"]
+
+
+@pytest.mark.parametrize("domain", ["sql", "swe"])
+def test_release_folders_import_as_a_folder_and_as_an_archive(project, domain, tmp_path):
+    root = shared_path("examples", "hilbench", domain)
+    report = import_bundle(project=project, path=root)
+    assert len(report.created) == len([p for p in root.iterdir() if p.is_dir()])
+    assert set(Task.objects.values_list("source", flat=True)) == {TaskSource.HILBENCH}
+    archive = tmp_path / "release.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(root, arcname=domain)
+    again = import_bundle(project=project, path=archive)
+    assert again.created == [] and len(again.unchanged) == len(report.created)
+
+
+def test_a_dotdot_path_is_refused(demo_bundle, project, tmp_path):
+    evil = _with_extra(demo_bundle, tmp_path, "../outside.txt")
+    _refused(project, evil, "'../outside.txt' leaves the archive's folder")
+    assert not (tmp_path / "store" / "outside.txt").exists()
+
+
+def test_an_absolute_path_is_refused(demo_bundle, project, tmp_path):
+    evil = _with_extra(demo_bundle, tmp_path, "/tmp/hilbench-evil.txt")
+    _refused(project, evil, "'/tmp/hilbench-evil.txt' is an absolute path")
+
+
+def test_a_symlink_to_etc_is_refused(demo_bundle, project, tmp_path):
+    evil = _with_extra(
+        demo_bundle,
+        tmp_path,
+        "sql_0/shared/etc",
+        {"type": tarfile.SYMTYPE, "linkname": "/etc", "size": 0},
+    )
+    _refused(project, evil, "'sql_0/shared/etc' is a link or special file")
+
+
+def test_a_device_file_is_refused(demo_bundle, project, tmp_path):
+    evil = _with_extra(demo_bundle, tmp_path, "sql_0/null", {"type": tarfile.CHRTYPE, "size": 0})
+    _refused(project, evil, "'sql_0/null' is a link or special file")
+
+
+def test_a_10_gb_sparse_member_is_refused_from_its_header(project, tmp_path, settings):
+    """GNU tar stores a sparse 10 GB file in a few KB; its header still says 10 GB."""
+    settings.BUNDLE_MAX_BYTES = 1024**3
+    sparse = tmp_path / "src" / "huge.bin"
+    sparse.parent.mkdir()
+    with open(sparse, "wb") as handle:
+        handle.truncate(10 * 1024**3)  # a hole: nothing is written to disk
+    archive = tmp_path / "sparse.tar.gz"
+    subprocess.run(
+        ["tar", "--sparse", "-czf", str(archive), "-C", str(tmp_path / "src"), "huge.bin"],
+        check=True,
+    )
+    assert archive.stat().st_size < 1024**2
+    _refused(project, archive, f"more than {settings.BUNDLE_MAX_BYTES}")
+
+    # The same claim in a plain header, with no data behind it.
+    crafted = tmp_path / "crafted.tar"
+    info = tarfile.TarInfo("sql_0/shared/data/database.sqlite")
+    info.size = 10 * 1024**3
+    crafted.write_bytes(info.tobuf(format=tarfile.PAX_FORMAT) + b"\0" * 1024)
+    _refused(project, crafted, "unpacks to 10737418240 bytes or more")
+
+
+def test_100000_tiny_files_are_refused(project, tmp_path, settings):
+    """The real 100,000 members, against the default limit (50,000): refused in seconds."""
+    assert settings.BUNDLE_MAX_FILES < 100_000
+    archive = tmp_path / "many.tar.gz"
+    started = time.monotonic()
+    with tarfile.open(archive, "w:gz", compresslevel=1) as tf:
+        info = tarfile.TarInfo()
+        for n in range(100_000):
+            info.name = f"many/f{n}"
+            tf.addfile(info, io.BytesIO(b""))
+    _refused(project, archive, f"more than {settings.BUNDLE_MAX_FILES} members")
+    assert time.monotonic() - started < 60
+
+
+def test_a_wrong_checksum_is_refused(demo_bundle, project, tmp_path):
+    files = members(demo_bundle)
+    files["sql_0/shared/ground_truth.sql"] = b"SELECT 'tampered';\n"
+    tampered = tmp_path / "tampered.tar.gz"
+    tampered.write_bytes(tar_of(files))
+    _refused(
+        project,
+        tampered,
+        "sql_0/shared/ground_truth.sql: sha256 does not match the manifest",
+    )
+
+
+def test_a_file_missing_from_the_manifest_is_refused(demo_bundle, project, tmp_path):
+    files = members(demo_bundle)
+    files["sql_0/shared/extra.txt"] = b"smuggled\n"
+    del files["sql_0/shared/golden_output.csv"]
+    tampered = tmp_path / "extra.tar.gz"
+    tampered.write_bytes(tar_of(files))
+    error = _refused(project, tampered, "sql_0/shared/extra.txt: present but not listed")
+    assert "sql_0/shared/golden_output.csv: listed in the manifest but absent" in error.render()
+
+
+def test_one_bad_task_folder_imports_nothing(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    bundle = export(
+        project,
+        tmp_path / "two.tar.gz",
+        tasks=list(
+            Task.objects.filter(
+                project=project, domain="sql", source_id__in=["retail_bank/4", "retail_bank/1"]
+            )
+        ),
+    )
+    files = members(bundle)
+    # A consistent manifest, but sql_1's instruction no longer matches its registry.
+    import hashlib
+    import json
+
+    name = "sql_1/baseline/instruction.md"
+    files[name] = files[name].replace(b"Answer the following question:", b"Answer this:")
+    manifest = json.loads(files[layout.MANIFEST])
+    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    files[layout.MANIFEST] = layout.dumps(manifest)
+    broken = tmp_path / "broken.tar.gz"
+    broken.write_bytes(tar_of(files))
+    target = type(project).objects.create(name="Target", slug="target")
+    _refused(target, broken, "record sql_1")
+    assert not Task.objects.filter(project=target).exists()
+
+
+def test_import_command_reports_a_refusal(demo_bundle, tmp_path, db):
+    evil = _with_extra(demo_bundle, tmp_path, "../x")
+    with pytest.raises(CommandError, match="leaves the archive's folder"):
+        call_command("import_bundle", str(evil), project="somewhere")
+
+
+def test_bundle_upload_on_the_import_page(client, demo_bundle, project, author):
+    client.force_login(author)
+    with open(demo_bundle, "rb") as handle:
+        response = client.post(
+            reverse("import-list"),
+            {"kind": "bundle", "project": project.pk, "archive": handle},
+        )
+    job = ImportJob.objects.get()
+    assert response.status_code == 302 and job.kind == "bundle"
+    import_job_run_service(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error
+    assert job.report["created"] == ["sql_0"]

@@ -1,0 +1,68 @@
+"""Every JSON file a bundle holds validates against its schema in docs/bundle/; the release's
+registries and business info do too (the same format)."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from exchange.bundles import layout
+
+from ..conftest import ROOT, shared_path
+from .bundle_helpers import export, members, plant_swe, seed_demo, sql_task
+
+SCHEMAS = ROOT / "docs" / "bundle"
+
+
+def schema_for(path: str) -> str:
+    if path == layout.MANIFEST:
+        return "manifest"
+    relative = path.split("/", 1)[1]
+    domain = path.split("_", 1)[0]
+    return {
+        layout.METADATA: f"metadata.{domain}",
+        layout.REGISTRY: "blocker_registry",
+        layout.SQL_BUSINESS_INFO: "business_info",
+        layout.ANNOTATE: "annotate_task",
+        layout.VALIDATION: "validation",
+        layout.REVIEW: "review",
+    }[relative]
+
+
+def _validator(name: str):
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.django_db
+def test_every_json_file_of_a_bundle_matches_its_schema(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    bundle = export(
+        project, tmp_path / "b.tar.gz", tasks=[sql_task(project), plant_swe(project, tmp_path)]
+    )
+    checked = set()
+    for name, data in members(bundle).items():
+        if not name.endswith(".json"):
+            continue
+        schema = schema_for(name)
+        errors = list(_validator(schema).iter_errors(json.loads(data)))
+        assert errors == [], (name, [e.message for e in errors[:3]])
+        checked.add(schema)
+    assert checked == {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.json")}
+
+
+@pytest.mark.parametrize("domain", ["sql", "swe"])
+def test_release_files_match_the_same_schemas(domain):
+    root = shared_path("examples", "hilbench", domain)
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for relative, schema in (
+            (layout.REGISTRY, "blocker_registry"),
+            (layout.SQL_BUSINESS_INFO, "business_info"),
+            (layout.METADATA, f"metadata.{domain}"),
+        ):
+            path = Path(folder / relative)
+            if path.is_file():
+                errors = list(_validator(schema).iter_errors(json.loads(path.read_text())))
+                assert errors == [], (path, [e.message for e in errors[:3]])

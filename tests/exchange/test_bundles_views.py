@@ -1,0 +1,82 @@
+"""The export page and API: leads only, progress polled with htmx until 286, a download link
+that expires."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from exchange.models import ExportJob
+from exchange.services.exports import bundle_export_run_service, export_jobs_expire
+
+from .bundle_helpers import seed_demo, sql_task, user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(settings, tmp_path):
+    return seed_demo(settings, tmp_path)
+
+
+def test_a_lead_exports_from_the_page_follows_progress_and_downloads(client, demo):
+    client.force_login(user("lead"))
+    page = client.get(reverse("export-list"))
+    assert page.status_code == 200 and b"Start export" in page.content
+    task = sql_task(demo)
+    response = client.post(
+        reverse("export-list"),
+        {"project": demo.pk, "tasks": str(task.pk), "draft": "on", "domain": "sql"},
+    )
+    job = ExportJob.objects.get()
+    assert response.status_code == 302 and response.url == reverse("export-detail", args=[job.pk])
+    assert job.selection == {"tasks": [task.pk], "states": [], "domain": "sql", "tags": []}
+    assert job.draft
+
+    polling = client.get(reverse("export-detail", args=[job.pk]), HTTP_HX_REQUEST="true")
+    assert polling.status_code == 200 and b"hx-trigger" in polling.content
+    assert b"<html" not in polling.content
+
+    bundle_export_run_service(job_id=job.pk)
+    done = client.get(reverse("export-detail", args=[job.pk]), HTTP_HX_REQUEST="true")
+    assert done.status_code == 286 and b"Download the bundle" in done.content
+    download = client.get(reverse("export-download", args=[job.pk]))
+    assert download.status_code == 200
+    body = b"".join(download.streaming_content)
+    job.refresh_from_db()
+    assert len(body) == job.size_bytes and body[:2] == b"\x1f\x8b"
+
+    # Past its keeping time the file is deleted and the link says so.
+    ExportJob.objects.filter(pk=job.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert export_jobs_expire() == 1
+    assert not job.path.exists()
+    assert client.get(reverse("export-download", args=[job.pk])).status_code == 410
+
+
+def test_only_leads_may_export_or_see_exports(client, demo):
+    client.force_login(user("author"))
+    assert b"Only project leads export" in client.get(reverse("export-list")).content
+    assert client.post(reverse("export-list"), {"project": demo.pk}).status_code == 403
+    job = ExportJob.objects.create(project=demo, created_by=user("lead"), total=1)
+    assert client.get(reverse("export-detail", args=[job.pk])).status_code == 404
+    assert client.get(reverse("export-download", args=[job.pk])).status_code == 404
+
+
+def test_export_api_starts_a_job_for_leads_only(api, demo):
+    api.force_authenticate(user("author"))
+    assert api.post("/api/exports/", {"project": demo.pk}, format="json").status_code == 403
+    api.force_authenticate(user("lead"))
+    response = api.post(
+        "/api/exports/", {"project": demo.pk, "domain": "sql", "draft": True}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    job_id = response.json()["id"]
+    assert response.json()["total"] == 6
+    bundle_export_run_service(job_id=job_id)
+    detail = api.get(f"/api/exports/{job_id}/").json()
+    assert detail["status"] == "succeeded"
+    assert detail["download"] == reverse("export-download", args=[job_id])
+    assert len(detail["report"]["exported"]) == 6
+    bad = api.post("/api/exports/", {"project": demo.pk, "tasks": [999999]}, format="json")
+    assert bad.status_code == 400 and "no task" in bad.content.decode()

@@ -1,0 +1,132 @@
+import json
+import shutil
+
+import pytest
+from django.core.management import call_command
+
+from exchange.importers import import_hilbench
+from exchange.importers.hilbench import QUESTION_ALIASES
+from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.models import Task
+from hilbench_annotate.vocabulary import TaskSource
+
+from ..conftest import shared_path
+
+pytestmark = pytest.mark.django_db
+
+
+def _registry_as_stored(task: Task) -> list[dict]:
+    return [
+        {
+            "id": b.key,
+            "type": b.type,
+            "subtype": b.subtype or None,
+            "description": b.description,
+            "resolution": b.resolution,
+            "example_questions": [q.text for q in b.trigger_questions.order_by("position")],
+        }
+        for b in task.blockers.order_by("position")
+    ]
+
+
+def _registry_on_disk(folder) -> list[dict]:
+    raw = json.loads((folder / "shared/ask-human-data/blocker_registry.json").read_text())
+    return [
+        {
+            "id": b["id"],
+            "type": b["type"],
+            "subtype": b.get("subtype") or None,
+            "description": b["description"],
+            "resolution": b["resolution"],
+            "example_questions": next(b[a] for a in QUESTION_ALIASES if a in b),
+        }
+        for b in raw["blockers"]
+    ]
+
+
+@pytest.mark.parametrize("domain", ["sql", "swe"])
+def test_release_folders_import_with_registries_equal_field_by_field(project, domain):
+    root = shared_path("examples", "hilbench", domain)
+    call_command("import_hilbench", str(root), project=project.slug)
+
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    assert Task.objects.filter(project=project, domain=domain).count() == len(folders)
+    for folder in folders:
+        task = Task.objects.get(project=project, source_metadata__folder=folder.name)
+        assert _registry_as_stored(task) == _registry_on_disk(folder)
+        assert task.blocker_count == len(_registry_on_disk(folder))
+
+
+def test_sql_folder_keeps_question_business_info_and_ground_truth(project):
+    folder = shared_path("examples", "hilbench", "sql", "sql_0")
+    import_hilbench(project=project, root=folder)
+
+    task = Task.objects.get(project=project, source=TaskSource.HILBENCH)
+    env = task.sql_environment
+    assert task.blocked_spec["question"].startswith("What are the names of the districts")
+    assert env.db_id == "financial"
+    assert env.gold_sql == (folder / "shared/ground_truth.sql").read_text()
+    assert env.golden_output == (folder / "shared/golden_output.csv").read_text()
+    business = json.loads((folder / "shared/data/business_info.json").read_text())
+    assert env.business_info == business["business_info"]
+    # The release does not ship the database: imported, with that noted on the task.
+    assert env.database is None
+    assert "Database financial was absent" in task.import_notes
+
+
+def test_swe_folder_keeps_statement_tests_and_patches(project):
+    folder = shared_path("examples", "hilbench", "swe", "swe_0")
+    import_hilbench(project=project, root=folder)
+
+    task = Task.objects.get(project=project)
+    env = task.swe_environment
+    metadata = json.loads((folder / "shared/metadata.json").read_text())
+    assert env.fail_to_pass == metadata["swe_bench_metadata"]["FAIL_TO_PASS"]
+    assert env.test_patch == metadata["test_patch"]
+    assert env.gold_patch == (folder / "baseline/solution/ground_truth.patch").read_text()
+    assert env.repo_name == "ansible/ansible"
+    from hilbench_annotate.spec import render_swe_statement
+
+    assert (
+        render_swe_statement(task.blocked_spec)
+        == (folder / "shared/problem_statement.txt").read_text()
+    )
+    assert "Repository ansible/ansible was absent" in task.import_notes
+
+
+def test_reimport_of_release_changes_nothing(project):
+    root = shared_path("examples", "hilbench")
+    first = import_hilbench(project=project, root=root)
+    second = import_hilbench(project=project, root=root)
+    assert len(first.created) == 5
+    assert second.created == [] and len(second.unchanged) == 5
+    assert Task.objects.count() == 5
+
+
+def test_bad_blocker_type_refuses_the_whole_import(project, tmp_path):
+    root = tmp_path / "sql"
+    shutil.copytree(shared_path("examples", "hilbench", "sql"), root)
+    registry_path = root / "sql_3/shared/ask-human-data/blocker_registry.json"
+    registry = json.loads(registry_path.read_text())
+    registry["blockers"][1]["type"] = "vibes"
+    registry_path.write_text(json.dumps(registry))
+
+    with pytest.raises(ImportRefused) as err:
+        import_hilbench(project=project, root=root)
+
+    assert err.value.problems[0][0] == "sql_3"
+    assert "type 'vibes' is not a sql blocker type" in err.value.problems[0][1]
+    assert Task.objects.count() == 0
+
+
+def test_trigger_question_aliases_are_read(project, tmp_path):
+    folder = tmp_path / "sql_0"
+    shutil.copytree(shared_path("examples", "hilbench", "sql", "sql_0"), folder)
+    registry_path = folder / "shared/ask-human-data/blocker_registry.json"
+    registry = json.loads(registry_path.read_text())
+    for blocker in registry["blockers"]:
+        blocker["acceptable_questions"] = blocker.pop("example_questions")
+    registry_path.write_text(json.dumps(registry))
+
+    import_hilbench(project=project, root=folder)
+    assert _registry_as_stored(Task.objects.get()) == _registry_on_disk(folder)
