@@ -6,6 +6,6 @@ class AuthoringConfig(AppConfig):
     verbose_name = "Authoring workspace"
 
     def ready(self) -> None:
-        from . import gates  # noqa: PLC0415 - models are loaded only now
+        from . import gates  # models are loaded only now
 
         gates.register()

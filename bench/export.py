@@ -5,7 +5,7 @@
 Seeds the largest count of SQL tasks on the demo's retail-bank database (each with three
 blockers of three trigger questions, description CSVs, business info and a golden output),
 then exports the first N for each N through the same path as ``manage.py export_bundle``
-(``bundle_export_create`` + ``bundle_export_run_service``). It prints the wall time, the
+(``bundle_export_create`` + ``bundle_export_execute``). It prints the wall time, the
 bundle's size and files, and the peak of Python allocations (tracemalloc, a second run) and
 the process's peak RSS: streamed writing keeps memory flat as N grows, the bundle grows.
 
@@ -119,24 +119,24 @@ def approve(task_ids) -> None:
     from django.db import transaction
 
     from hilbench_annotate.models import Task
-    from validators.services import validation_run_execute_service, validation_run_start
+    from validators.services import validation_run_execute, validation_run_start
 
     for task in Task.objects.filter(pk__in=task_ids):
         with transaction.atomic():
             run = validation_run_start(task=task, actor=None)
-        validation_run_execute_service(run_id=run.pk)
+        validation_run_execute(run_id=run.pk)
     Task.objects.filter(pk__in=task_ids).update(status="approved")
 
 
 def export(project, lead, task_ids, out_dir: Path, *, draft: bool):
-    from exchange.services.exports import bundle_export_create, bundle_export_run_service
+    from exchange.services.exports import bundle_export_create, bundle_export_execute
 
     job = bundle_export_create(
         project=project, actor=lead, selection={"tasks": task_ids}, draft=draft
     )
     out = out_dir / f"export-{job.pk}.tar.gz"
     started = time.perf_counter()
-    job = bundle_export_run_service(job_id=job.pk, out=out)
+    job = bundle_export_execute(job_id=job.pk, out=out)
     seconds = time.perf_counter() - started
     if job.status != "succeeded":
         sys.exit(f"export failed: {job.error}")

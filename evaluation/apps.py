@@ -6,20 +6,16 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Model runs and help-seeking metrics"
 
     def ready(self) -> None:
-        from . import gates  # noqa: PLC0415 - models are loaded only now
-
-        gates.register()
-        from datetime import timedelta
-
-        from django.conf import settings
-        from django.db.models import Q
-
         from hilbench_annotate.jobs import JobKind, register
 
-        def silent(now):
-            stale = now - timedelta(seconds=settings.EVALUATION_STALE_S)
-            return Q(status="running", heartbeat_at__lt=stale)
+        from . import gates  # models are loaded only now
 
-        register(JobKind("evaluation.EvaluationRun", "evaluation.run", "run_id", silent))
-        register(JobKind("evaluation.SupportStudy", "evaluation.support", "study_id", silent))
-        register(JobKind("evaluation.LabellingRun", "evaluation.label", "run_id", silent))
+        gates.register()
+        stale = "EVALUATION_STALE_S"
+        register(JobKind("evaluation.EvaluationRun", "evaluation.run", "run_id", stale, "run"))
+        register(
+            JobKind("evaluation.SupportStudy", "evaluation.support", "study_id", stale, "study")
+        )
+        register(
+            JobKind("evaluation.LabellingRun", "evaluation.label", "run_id", stale, "labelling run")
+        )

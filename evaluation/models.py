@@ -8,6 +8,7 @@ what an agent asked and what the judge matched, however the run reached us.
 from django.conf import settings
 from django.db import models
 
+from hilbench_annotate.jobs import Job
 from hilbench_annotate.models import Project, Revision, Task
 
 
@@ -61,38 +62,6 @@ class ModelEndpoint(models.Model):
             timeout_s=self.timeout_s,
             max_turns=max_turns or self.max_turns,
         )
-
-
-class Job(models.Model):
-    """What every long job here has: a status the worker claims, progress, its error, and a
-    heartbeat the reaper reads (``hilbench_annotate/jobs.py``)."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-
-    FINISHED = (Status.SUCCEEDED, Status.FAILED)
-
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of the worker running it"
-    )
-
-    class Meta:
-        abstract = True
-        ordering = ["-created_at", "-id"]
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in self.FINISHED
 
 
 class EvaluationRun(Job):

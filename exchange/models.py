@@ -3,10 +3,11 @@
 from django.conf import settings
 from django.db import models
 
+from hilbench_annotate.jobs import Job
 from hilbench_annotate.models import Project
 
 
-class ImportJob(models.Model):
+class ImportJob(Job):
     """An import started from the browser; the worker runs it and writes the report here."""
 
     class Kind(models.TextChoices):
@@ -15,37 +16,20 @@ class ImportJob(models.Model):
         HILBENCH = "hilbench", "HiL-Bench task folders"
         BUNDLE = "bundle", "Export bundle (ours or the release's)"
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
     upload_dir = models.CharField(max_length=300, help_text="Relative to UPLOAD_STORE")
     options = models.JSONField(default=dict, blank=True)
     report = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Job.Meta):
         db_table = "hilbench_annotate_importjob"  # made before the exchange app existed
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} import #{self.pk}"
 
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
 
-
-class ExportJob(models.Model):
+class ExportJob(Job):
     """A bundle export started by a lead (browser, API or command); the worker writes it.
 
     ``selection`` is what the lead asked for (task ids, states, domain); ``report`` lists the
@@ -64,7 +48,6 @@ class ExportJob(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="export_jobs")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
     selection = models.JSONField(default=dict, blank=True)
     draft = models.BooleanField(
         default=False, help_text="Include tasks that did not pass every gate; the manifest says so"
@@ -72,33 +55,18 @@ class ExportJob(models.Model):
     reveal_reviewers = models.BooleanField(
         default=False, help_text="Name reviewers in review.json instead of pseudonyms"
     )
-    total = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
     file_path = models.CharField(max_length=300, blank=True, help_text="Relative to BUNDLE_STORE")
     size_bytes = models.BigIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
     report = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Job.Meta):
         db_table = "hilbench_annotate_exportjob"  # made before the exchange app existed
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"export #{self.pk} of {self.project_id}"
 
     @property
-    def is_finished(self) -> bool:
-        return self.status in self.FINISHED
-
-    @property
     def path(self):
         return settings.BUNDLE_STORE / self.file_path if self.file_path else None
-
-    @property
-    def percent(self) -> int:
-        return int(100 * self.done / self.total) if self.total else 0

@@ -11,7 +11,7 @@ from django_htmx.http import HttpResponseStopPolling
 from exchange.forms import ExportForm, ImportForm
 from exchange.models import ExportJob, ImportJob
 from exchange.services.exports import bundle_export_start
-from exchange.services.imports import import_job_start
+from exchange.services.imports import import_start
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
@@ -40,7 +40,7 @@ def import_list(request):
         }
         try:
             with transaction.atomic():
-                job = import_job_start(
+                job = import_start(
                     project=project,
                     actor=request.user,
                     kind=data["kind"],

@@ -1,26 +1,79 @@
-"""Re-sending jobs the broker lost.
+"""One kit for every long job: imports, exports, validation runs, model runs, studies…
 
-Every long job is a row in our database (an import, an export, a model run…) whose status says
-whether it is queued, running or finished; the broker only carries a message saying "run row
-N". A message can be lost — Redis restarted without persistence, a send failed while it was
-down — and a worker can die mid-job. The database, not the broker, is the truth: the beat's
-reaper re-sends every job that is still queued after ``JOB_REDISPATCH_S``, and every running
-job whose worker stopped reporting. Each job claims its row with a conditional update, so a
-job sent twice runs once.
+A job is a row in our database (a subclass of the abstract ``Job``) whose status says whether
+it is queued, running or finished; the broker only carries a message saying "run row N". A
+message can be lost — Redis restarted without persistence, a send failed while it was down —
+and a worker can die mid-job. The database, not the broker, is the truth:
+
+- ``job_send`` schedules the job's Celery task once the caller's transaction commits;
+- the task (base ``JobTask``, named ``<entity>_job``) calls the service (``<entity>_execute``),
+  which first ``job_claim``s the row with one conditional update, so a job sent twice runs
+  once; it reports progress with ``job_heartbeat`` and ends with ``job_finish``;
+- a crash marks the row failed (``JobTask.on_failure`` → ``job_fail``), never left "running";
+- the beat's ``jobs_reap`` re-sends every job still queued after ``JOB_REDISPATCH_S`` and every
+  running job whose worker stopped reporting, and gives up after ``JOB_MAX_ATTEMPTS``.
 
 Apps register their kinds of job in ``AppConfig.ready`` (``register``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import Task as CeleryTask
 from django.apps import apps
 from django.conf import settings
-from django.db.models import Q
+from django.db import models, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
+
+from hilbench_annotate.celery import app as celery_app
+
+ERROR_LIMIT = 4000
+
+
+class Job(models.Model):
+    """What every long job has: a status the worker claims, progress, its error, a heartbeat
+    the reaper reads, which worker holds it and how many times it was taken."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    FINISHED: tuple[str, ...] = (Status.SUCCEEDED, Status.FAILED)
+    # The status a crash, or the reaper giving up, leaves.
+    CRASHED: str = Status.FAILED
+
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running it"
+    )
+    worker = models.CharField(max_length=200, blank=True, help_text="Host of the last claim")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker claimed it")
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 0
 
 
 @dataclass(frozen=True)
@@ -28,33 +81,119 @@ class JobKind:
     model: str  # "app_label.ModelName"
     task: str  # the Celery task's name
     id_kwarg: str  # its keyword argument carrying the row id
-    stale_running: Callable[[object], Q]  # now -> rows running with a dead worker
+    stale_setting: str  # seconds without a heartbeat after which the worker counts as dead
+    noun: str  # what the job is called in messages ("import", "validation run")
+
+    @property
+    def model_class(self) -> type[Job]:
+        return apps.get_model(self.model)
+
+    @property
+    def stale_after(self) -> timedelta:
+        return timedelta(seconds=getattr(settings, self.stale_setting))
 
 
-REAPABLE: list[JobKind] = []
+KINDS: dict[str, JobKind] = {}
 
 
 def register(kind: JobKind) -> None:
-    if all(k.model != kind.model for k in REAPABLE):
-        REAPABLE.append(kind)
+    KINDS[kind.model] = kind
+
+
+def kind_of(model: type[Job]) -> JobKind:
+    return KINDS[model._meta.label]
+
+
+def _kind_of_task(name: str) -> JobKind:
+    return next(kind for kind in KINDS.values() if kind.task == name)
+
+
+def _task(kind: JobKind):
+    celery_app.loader.import_default_modules()  # the apps' tasks modules, in a web process too
+    return celery_app.tasks[kind.task]
+
+
+def job_send(job: Job) -> None:
+    """Send the job's task once the caller's transaction commits.
+
+    ``robust``: with the broker down the job is still stored (queued) and the request still
+    succeeds; the reaper sends it once the broker is back.
+    """
+    kind = kind_of(type(job))
+    pk = job.pk
+    transaction.on_commit(lambda: _task(kind).delay(**{kind.id_kwarg: pk}), robust=True)
+
+
+def job_claim(model: type[Job], pk: int) -> bool:
+    """queued → running, or take over a running job whose worker went silent: one conditional
+    update, so a job delivered twice runs once. False: finished, or another worker holds it."""
+    now = timezone.now()
+    silent = now - kind_of(model).stale_after
+    claimable = Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING, heartbeat_at__lt=silent)
+    return bool(
+        model.objects.filter(claimable, pk=pk).update(
+            status=Job.Status.RUNNING,
+            started_at=Coalesce(F("started_at"), Value(now)),
+            heartbeat_at=now,
+            worker=socket.gethostname()[:200],
+            attempts=F("attempts") + 1,
+        )
+    )
+
+
+def job_heartbeat(model: type[Job], pk: int, **fields) -> None:
+    """A sign of life, with any progress fields (``done=…``) to store with it."""
+    model.objects.filter(pk=pk).update(heartbeat_at=timezone.now(), **fields)
+
+
+def job_finish(model: type[Job], pk: int, *, status: str | None = None, **fields) -> bool:
+    """Finish the job (succeeded unless ``status`` says otherwise), unless it already finished."""
+    now = timezone.now()
+    return bool(
+        model.objects.filter(pk=pk)
+        .exclude(status__in=model.FINISHED)
+        .update(status=status or Job.Status.SUCCEEDED, finished_at=now, heartbeat_at=now, **fields)
+    )
+
+
+def job_fail(model: type[Job], pk: int, error: str) -> None:
+    """Mark the job crashed with its reason, unless it already finished."""
+    model.objects.filter(pk=pk).exclude(status__in=model.FINISHED).update(
+        status=model.CRASHED, error=error[:ERROR_LIMIT], finished_at=timezone.now()
+    )
+
+
+class JobTask(CeleryTask):
+    """The base of every job's Celery task: a crash marks the job's row failed, so nothing
+    stays "running". Tasks using it are ``acks_late`` because their service is idempotent."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        kind = _kind_of_task(self.name)
+        job_fail(kind.model_class, kwargs[kind.id_kwarg], f"The {kind.noun} crashed: {exc!r}")
 
 
 def jobs_reap() -> dict[str, int]:
-    """Re-send lost jobs of every registered kind; returns how many, per kind."""
-    from hilbench_annotate.celery import app
+    """Re-send lost jobs of every registered kind; returns how many were re-sent, per kind.
 
-    app.loader.import_default_modules()  # the apps' tasks modules, in a web process too
+    A job whose worker died ``JOB_MAX_ATTEMPTS`` times is failed instead of sent again.
+    """
     now = timezone.now()
     queued_before = now - timedelta(seconds=settings.JOB_REDISPATCH_S)
     sent = {}
-    for kind in REAPABLE:
-        model = apps.get_model(kind.model)
+    for kind in KINDS.values():
+        model = kind.model_class
+        silent = now - kind.stale_after
         lost = model.objects.filter(
-            Q(status="queued", created_at__lt=queued_before) | kind.stale_running(now)
-        ).values_list("pk", flat=True)
-        ids = list(lost[:500])
-        task = app.tasks[kind.task]
-        for pk in ids:
-            task.delay(**{kind.id_kwarg: pk})
-        sent[kind.model] = len(ids)
+            Q(status=Job.Status.QUEUED, created_at__lt=queued_before)
+            | Q(status=Job.Status.RUNNING, heartbeat_at__lt=silent)
+            | Q(status=Job.Status.RUNNING, heartbeat_at__isnull=True, started_at__lt=silent)
+        ).values_list("pk", "attempts")
+        resent = 0
+        for pk, attempts in list(lost[:500]):
+            if attempts >= settings.JOB_MAX_ATTEMPTS:
+                job_fail(model, pk, f"Gave up after {attempts} attempts: the worker kept dying.")
+            else:
+                _task(kind).delay(**{kind.id_kwarg: pk})
+                resent += 1
+        sent[kind.model] = resent
     return sent

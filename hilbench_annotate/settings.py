@@ -310,12 +310,15 @@ SANDBOX_WALL_S = float(os.environ.get("HILBENCH_SANDBOX_WALL_S", "600"))
 SANDBOX_CPU_S = int(os.environ.get("HILBENCH_SANDBOX_CPU_S", "600"))
 SANDBOX_MEMORY_MB = int(os.environ.get("HILBENCH_SANDBOX_MEMORY_MB", "4096"))
 SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
-# A run whose worker has not reported for this long lost its worker: it may be taken over.
-VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
-# Jobs still queued after this long are sent again (the broker may have lost them); a model
-# run, study or labelling run whose worker said nothing for EVALUATION_STALE_S is taken over.
+# Jobs (hilbench_annotate/jobs.py): one still queued after JOB_REDISPATCH_S is sent again (the
+# broker may have lost it); a running one whose worker said nothing for its kind's *_STALE_S
+# lost its worker and is taken over; after JOB_MAX_ATTEMPTS claims it is failed instead.
 JOB_REDISPATCH_S = int(os.environ.get("HILBENCH_JOB_REDISPATCH_S", "300"))
+JOB_MAX_ATTEMPTS = int(os.environ.get("HILBENCH_JOB_MAX_ATTEMPTS", "3"))
+VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
 EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
+IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
+EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
 # Redis: an unacknowledged job (its worker died) is delivered again after this many seconds.
 # (The SQLAlchemy transport takes no such option.)
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
@@ -323,13 +326,8 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "visibility_timeout": int(os.environ.get("HILBENCH_VISIBILITY_TIMEOUT_S", "900"))
     }
 CELERY_BEAT_SCHEDULE = {
-    # Also what re-sends runs a broker lost (a Redis restart without persistence).
-    "reap-stale-validation-runs": {
-        "task": "validators.reap",
-        "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "60")),
-    },
     "delete-expired-bundles": {"task": "bundles.expire", "schedule": 3600.0},
-    # Imports, exports, model runs, studies and labelling runs a broker lost (see jobs.py).
+    # Every kind of job a broker lost or whose worker died (hilbench_annotate/jobs.py).
     "reap-lost-jobs": {
         "task": "jobs.reap",
         "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "60")),

@@ -68,13 +68,21 @@ def test_a_running_job_with_a_silent_worker_is_taken_over(lost_run, eager, setti
     assert TaskPass.objects.filter(run=lost_run).count() == 1
 
 
-def test_every_long_job_kind_is_registered():
-    from hilbench_annotate.jobs import REAPABLE
+def test_every_long_job_kind_is_registered_with_a_job_task():
+    from celery import Task as CeleryTask
 
-    assert {k.model for k in REAPABLE} >= {
+    from hilbench_annotate.jobs import KINDS, JobTask
+
+    assert set(KINDS) >= {
         "exchange.ImportJob",
         "exchange.ExportJob",
+        "validators.ValidationRun",
         "evaluation.EvaluationRun",
         "evaluation.SupportStudy",
         "evaluation.LabellingRun",
     }
+    app.loader.import_default_modules()
+    for kind in KINDS.values():
+        task = app.tasks[kind.task]
+        assert isinstance(task, CeleryTask) and isinstance(task, JobTask), kind.task
+        assert task.acks_late, kind.task

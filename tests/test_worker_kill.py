@@ -8,8 +8,9 @@ import time
 import pytest
 from django.conf import settings
 
+from hilbench_annotate.jobs import jobs_reap
 from validators.models import ValidationRun
-from validators.services import validation_run_start, validation_runs_reap
+from validators.services import validation_run_start
 
 from .conftest import slow_swe_task, start_worker
 
@@ -52,7 +53,7 @@ def test_killed_worker_mid_run_leaves_one_result_per_check(worker_broker, demo_d
         second = _start_worker(worker_broker, log)
         try:
             time.sleep(STALE_S + 1)
-            validation_runs_reap()  # what beat does every minute
+            jobs_reap()  # what beat does every minute
             _wait(
                 lambda: ValidationRun.objects.get(pk=run.pk).is_finished, 120, "the run to finish"
             )

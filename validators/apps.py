@@ -6,6 +6,17 @@ class ValidatorsConfig(AppConfig):
     verbose_name = "Validators"
 
     def ready(self) -> None:
-        from . import gates  # noqa: PLC0415 - models are loaded only now
+        from hilbench_annotate.jobs import JobKind, register
+
+        from . import gates  # models are loaded only now
 
         gates.register()
+        register(
+            JobKind(
+                "validators.ValidationRun",
+                "validators.run",
+                "run_id",
+                "VALIDATION_STALE_S",
+                "validation run",
+            )
+        )

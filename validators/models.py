@@ -1,11 +1,16 @@
 from django.conf import settings
 from django.db import models
 
+from hilbench_annotate.jobs import Job
 from hilbench_annotate.models import Revision, Task
 
 
-class ValidationRun(models.Model):
-    """One run of structural checks on one revision of a task; the worker fills it in."""
+class ValidationRun(Job):
+    """One run of structural checks on one revision of a task; the worker fills it in.
+
+    Its outcome is its status (passed, failed: a check failed; error: a check or the run
+    crashed), so it has statuses of its own.
+    """
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -15,6 +20,7 @@ class ValidationRun(models.Model):
         ERROR = "error", "Error"
 
     FINISHED = (Status.PASSED, Status.FAILED, Status.ERROR)
+    CRASHED = Status.ERROR
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validation_runs")
     revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="validation_runs")
@@ -23,24 +29,13 @@ class ValidationRun(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    worker = models.CharField(max_length=200, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     log = models.TextField(blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Job.Meta):
         indexes = [models.Index(fields=["task", "-created_at"]), models.Index(fields=["status"])]
 
     def __str__(self) -> str:
         return f"run {self.pk} of task {self.task_id} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in self.FINISHED
 
 
 class ValidationResult(models.Model):

@@ -1,16 +1,13 @@
-"""Validation runs: start one (scheduled on commit), execute it idempotently, reap stale ones."""
+"""Validation runs: start one (scheduled on commit), execute it idempotently (``jobs.py``)."""
 
-import socket
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.jobs import job_claim, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event
 
@@ -21,8 +18,6 @@ from .results import ERROR, FAILED
 
 def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) -> ValidationRun:
     """Queue a run on the task's current revision; the job is sent once the transaction commits."""
-    from .tasks import validation_run_execute
-
     allowed = groups_for(task.domain, structural_only=False)
     checks = list(checks or groups_for(task.domain))
     unknown = [c for c in checks if c not in allowed]
@@ -45,37 +40,17 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
         revision=revision.number,
         checks=checks,
     )
-    # robust: with the broker down the run is still stored (queued) and the request still
-    # succeeds; the reaper sends it once the broker is back.
-    transaction.on_commit(lambda: validation_run_execute.delay(run_id=run.pk), robust=True)
+    job_send(run)
     return run
 
 
-def _claim(run_id: int) -> bool:
-    """queued → running; or take over a run whose worker stopped reporting (it died)."""
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.VALIDATION_STALE_S)
-    claimable = Q(status=ValidationRun.Status.QUEUED) | Q(
-        status=ValidationRun.Status.RUNNING, heartbeat_at__lt=stale
-    )
-    return bool(
-        ValidationRun.objects.filter(claimable, pk=run_id).update(
-            status=ValidationRun.Status.RUNNING,
-            started_at=now,
-            heartbeat_at=now,
-            worker=f"{socket.gethostname()}",
-            attempts=F("attempts") + 1,
-        )
-    )
-
-
-def validation_run_execute_service(*, run_id: int) -> None:
+def validation_run_execute(*, run_id: int) -> None:
     """Run every group of the run that has no results yet, then finish the run.
 
     Idempotent: results are unique per (run, check), groups already done are skipped, and a
     redelivered job for a run that is running normally or finished does nothing.
     """
-    if not _claim(run_id):
+    if not job_claim(ValidationRun, run_id):
         return
     run = ValidationRun.objects.select_related("task__project", "revision").get(pk=run_id)
     task = Task.objects.select_related(
@@ -102,8 +77,9 @@ def validation_run_execute_service(*, run_id: int) -> None:
                         )
                 except IntegrityError:
                     pass  # another delivery stored it first
-            ValidationRun.objects.filter(pk=run.pk).update(
-                heartbeat_at=timezone.now(),
+            job_heartbeat(
+                ValidationRun,
+                run.pk,
                 log=_append(
                     run.pk, f"{group}: " + ", ".join(f"{r.name}={r.outcome}" for r in results)
                 ),
@@ -131,9 +107,7 @@ def validation_run_finish(*, run_id: int) -> ValidationRun:
         if FAILED in outcomes
         else ValidationRun.Status.PASSED
     )
-    ValidationRun.objects.filter(pk=run_id).exclude(status__in=ValidationRun.FINISHED).update(
-        status=status, finished_at=timezone.now()
-    )
+    job_finish(ValidationRun, run_id, status=status)
     run = ValidationRun.objects.get(pk=run_id)
     event_record(
         project_id=run.task.project_id,
@@ -144,38 +118,6 @@ def validation_run_finish(*, run_id: int) -> ValidationRun:
         status=run.status,
     )
     return run
-
-
-def validation_run_fail(*, run_id: int, error: str) -> None:
-    ValidationRun.objects.filter(pk=run_id).exclude(status__in=ValidationRun.FINISHED).update(
-        status=ValidationRun.Status.ERROR, finished_at=timezone.now(), log=_append(run_id, error)
-    )
-
-
-def validation_runs_reap() -> int:
-    """Re-send runs whose worker stopped reporting, and queued runs whose job never came.
-
-    The database, not the broker, says what is queued: a job lost by the broker (a Redis
-    restart without persistence, a send that failed while it was down) is sent again here,
-    and the idempotent claim makes a job sent twice run once.
-    """
-    from .tasks import validation_run_execute
-
-    stale = timezone.now() - timedelta(seconds=settings.VALIDATION_STALE_S)
-    stuck = list(
-        ValidationRun.objects.filter(
-            Q(status=ValidationRun.Status.RUNNING, heartbeat_at__lt=stale)
-            | Q(status=ValidationRun.Status.QUEUED, created_at__lt=stale)
-        ).values_list("pk", "attempts")
-    )
-    for run_id, attempts in stuck:
-        if attempts >= 3:
-            validation_run_fail(
-                run_id=run_id, error="Gave up after 3 attempts: the worker kept dying."
-            )
-        else:
-            validation_run_execute.delay(run_id=run_id)
-    return len(stuck)
 
 
 def latest_run(task: Task) -> ValidationRun | None:

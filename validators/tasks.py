@@ -1,26 +1,13 @@
-"""Celery tasks: fetch by id, call a service. Results live in our models."""
+"""Celery tasks: fetch by id, call a service. Results live in our models (``jobs.py``)."""
 
-from celery import Task, shared_task
+from celery import shared_task
 
-
-class _MarkError(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        from validators.services import validation_run_fail
-
-        validation_run_fail(run_id=kwargs["run_id"], error=f"The run crashed: {exc!r}")
+from hilbench_annotate.jobs import JobTask
+from validators.services import validation_run_execute
 
 
 # acks_late because the service is idempotent: a job whose worker died is delivered again
 # and finishes the run without duplicating results.
-@shared_task(name="validators.run", base=_MarkError, acks_late=True)
-def validation_run_execute(*, run_id: int) -> None:
-    from validators.services import validation_run_execute_service
-
-    validation_run_execute_service(run_id=run_id)
-
-
-@shared_task(name="validators.reap")
-def validation_runs_reap_task() -> None:
-    from validators.services import validation_runs_reap
-
-    validation_runs_reap()
+@shared_task(name="validators.run", base=JobTask, acks_late=True)
+def validation_run_job(*, run_id: int) -> None:
+    validation_run_execute(run_id=run_id)

@@ -4,7 +4,6 @@ taxonomy and its labels (``failures``)."""
 from .failures import (
     failure_label_set,
     labelling_run_execute,
-    labelling_run_fail,
     labelling_run_start,
     rubric,
     taxonomy,
@@ -13,7 +12,6 @@ from .failures import (
 from .runs import (
     endpoint_create,
     evaluation_run_execute,
-    evaluation_run_fail,
     evaluation_run_start,
     results_import_start,
     results_upload_start,
@@ -21,7 +19,6 @@ from .runs import (
     sql_task_context,
     support_import,
     support_study_execute,
-    support_study_fail,
     support_study_start,
     support_upload,
 )
@@ -29,11 +26,9 @@ from .runs import (
 __all__ = [
     "endpoint_create",
     "evaluation_run_execute",
-    "evaluation_run_fail",
     "evaluation_run_start",
     "failure_label_set",
     "labelling_run_execute",
-    "labelling_run_fail",
     "labelling_run_start",
     "results_import_start",
     "results_upload_start",
@@ -42,7 +37,6 @@ __all__ = [
     "sql_task_context",
     "support_import",
     "support_study_execute",
-    "support_study_fail",
     "support_study_start",
     "support_upload",
     "taxonomy",

@@ -14,17 +14,16 @@ import json
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.utils import timezone
 
 from hilbench_annotate.access import READER_ROLES, require_role
 from hilbench_annotate.chat import ChatError, extract_json, snippet
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Project
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.vocabulary import Role
 
 from ..models import (
-    EvaluationRun,
     FailureLabel,
     LabellingRun,
     ModelEndpoint,
@@ -32,7 +31,6 @@ from ..models import (
     TaxonomyEntry,
 )
 from ..runner import Endpoint, complete
-from .runs import claim_job, job_fail
 
 PROMPT_VERSION = "failure-rubric-1"
 MAX_TRAJECTORY_CHARS = 24_000
@@ -271,8 +269,6 @@ def llm_label(*, endpoint: Endpoint, rubric_text: str, task_pass: TaskPass, dims
 def labelling_run_start(
     *, project: Project, actor, endpoint: ModelEndpoint, pass_ids: list[int] | None = None
 ) -> LabellingRun:
-    from ..tasks import labelling_run_job
-
     require_role(actor, project, Role.LEAD, action="do this")
     if endpoint.project_id != project.pk:
         raise DomainError("The endpoint belongs to another project.")
@@ -295,25 +291,21 @@ def labelling_run_start(
     event_record(
         project_id=project.pk, task_id=None, actor=actor, kind="labelling_run_queued", run=run.pk
     )
-    transaction.on_commit(lambda: labelling_run_job.delay(run_id=run.pk))
+    job_send(run)
     return run
 
 
-def labelling_run_fail(*, run_id: int, error: str) -> None:
-    job_fail(LabellingRun, run_id, error)
-
-
 def labelling_run_execute(*, run_id: int) -> None:
-    if not claim_job(LabellingRun, run_id):
+    if not job_claim(LabellingRun, run_id):
         return
     run = LabellingRun.objects.select_related("endpoint", "project").get(pk=run_id)
     if run.endpoint is None:
-        labelling_run_fail(run_id=run.pk, error="The run's endpoint was deleted.")
+        job_fail(LabellingRun, run.pk, "The run's endpoint was deleted.")
         return
     rubric_text, version = rubric(run.project)
     if version != run.rubric_version:
-        labelling_run_fail(
-            run_id=run.pk, error="The taxonomy changed after the run was started; start another."
+        job_fail(
+            LabellingRun, run.pk, "The taxonomy changed after the run was started; start another."
         )
         return
     dims, modes = _keys(run.project)
@@ -344,13 +336,11 @@ def labelling_run_execute(*, run_id: int) -> None:
                     mode=data["mode"],
                     note=str(data.get("reasoning", ""))[:4000],
                 )
-                LabellingRun.objects.filter(pk=run.pk).update(
-                    done=F("done") + 1, heartbeat_at=timezone.now()
-                )
+                job_heartbeat(LabellingRun, run.pk, done=F("done") + 1)
         except IntegrityError:
             continue  # stored by an earlier delivery of this job
-    LabellingRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).update(
-        status=EvaluationRun.Status.SUCCEEDED,
-        finished_at=timezone.now(),
+    job_finish(
+        LabellingRun,
+        run.pk,
         error="\n".join(problems)[:4000],
     )

@@ -12,19 +12,19 @@ import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from hilbench_annotate.access import require_role
 from hilbench_annotate.chat import ChatError
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import task_instructions
+from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
@@ -210,8 +210,6 @@ def evaluation_run_start(
     modes: list[str],
     passes: int = 3,
 ) -> EvaluationRun:
-    from ..tasks import evaluation_run_job
-
     require_role(actor, project, Role.LEAD, action="do this")
     if endpoint.project_id != project.pk:
         raise DomainError("The endpoint belongs to another project.")
@@ -238,48 +236,18 @@ def evaluation_run_start(
     event_record(
         project_id=project.pk, task_id=None, actor=actor, kind="evaluation_run_queued", run=run.pk
     )
-    transaction.on_commit(lambda: evaluation_run_job.delay(run_id=run.pk))
+    job_send(run)
     return run
 
 
-def claim_job(model, pk: int) -> bool:
-    """Claim a queued job, or a running one whose worker went silent (the reaper re-sent
-    it): one conditional update, so a job delivered twice runs once."""
-    now = timezone.now()
-    silent = now - timedelta(seconds=settings.EVALUATION_STALE_S)
-    return bool(
-        model.objects.filter(
-            Q(status=EvaluationRun.Status.QUEUED)
-            | Q(status=EvaluationRun.Status.RUNNING, heartbeat_at__lt=silent),
-            pk=pk,
-        ).update(status=EvaluationRun.Status.RUNNING, heartbeat_at=now)
-    )
-
-
 def _claim(run_id: int) -> EvaluationRun | None:
-    if not claim_job(EvaluationRun, run_id):
+    if not job_claim(EvaluationRun, run_id):
         return None  # finished, or another worker holds it
-    EvaluationRun.objects.filter(pk=run_id, started_at__isnull=True).update(
-        started_at=timezone.now()
-    )
     return EvaluationRun.objects.select_related("endpoint", "project", "created_by").get(pk=run_id)
 
 
-def job_fail(model, pk: int, error: str) -> None:
-    """Mark a job failed with its reason, unless it already finished."""
-    model.objects.filter(pk=pk).exclude(status__in=model.FINISHED).update(
-        status=model.Status.FAILED, error=error[:4000], finished_at=timezone.now()
-    )
-
-
-def evaluation_run_fail(*, run_id: int, error: str) -> None:
-    job_fail(EvaluationRun, run_id, error)
-
-
 def _finish(run: EvaluationRun) -> None:
-    EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).update(
-        status=EvaluationRun.Status.SUCCEEDED, finished_at=timezone.now(), pending={}
-    )
+    job_finish(EvaluationRun, run.pk, pending={})
     event_record(
         project_id=run.project_id,
         task_id=None,
@@ -328,7 +296,7 @@ def _run_one_pass(
         ask_run, ask, reject = _ask_callback(run, task, mode, index)
 
         def heartbeat() -> None:
-            EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+            job_heartbeat(EvaluationRun, run.pk)
 
         outcome = run_sql_pass(
             endpoint=endpoint,
@@ -374,9 +342,7 @@ def _store_pass(run, task, revision, mode, index, *, ask_run=None, steps=None, *
         )
         if steps:
             Trajectory.objects.create(task_pass=task_pass, steps=steps, source="built-in runner")
-        EvaluationRun.objects.filter(pk=run.pk).update(
-            done=F("done") + 1, heartbeat_at=timezone.now()
-        )
+        job_heartbeat(EvaluationRun, run.pk, done=F("done") + 1)
 
 
 def evaluation_run_execute(*, run_id: int) -> None:
@@ -387,7 +353,7 @@ def evaluation_run_execute(*, run_id: int) -> None:
         _import_pending(run)
         return
     if run.endpoint is None:
-        evaluation_run_fail(run_id=run.pk, error="The run's endpoint was deleted.")
+        job_fail(EvaluationRun, run.pk, "The run's endpoint was deleted.")
         return
     endpoint = run.endpoint.client()
     tasks = list(Task.objects.filter(pk__in=run.task_ids).select_related("project"))
@@ -426,8 +392,6 @@ def _resolver(project: Project):
 def _queue_import(
     *, project: Project, actor, model_name: str, records: list[PassRecord]
 ) -> EvaluationRun:
-    from ..tasks import evaluation_run_job
-
     # The validated passes wait for the worker in a file (trajectories can be large), not in
     # the run's row.
     relative = f"pending-results/{uuid.uuid4().hex}.jsonl"
@@ -455,7 +419,7 @@ def _queue_import(
         run=run.pk,
         passes=len(records),
     )
-    transaction.on_commit(lambda: evaluation_run_job.delay(run_id=run.pk))
+    job_send(run)
     return run
 
 
@@ -535,7 +499,7 @@ def _import_pending(run: EvaluationRun) -> None:
     """
     pending = settings.UPLOAD_STORE / run.pending.get("file", "")
     if not run.pending.get("file") or not pending.is_file():
-        evaluation_run_fail(run_id=run.pk, error="The imported results' file is missing.")
+        job_fail(EvaluationRun, run.pk, "The imported results' file is missing.")
         return
     tasks = {t.pk: t for t in Task.objects.filter(pk__in=run.task_ids).select_related("project")}
     stored = set(TaskPass.objects.filter(run=run).values_list("task_id", "mode", "index"))
@@ -552,7 +516,7 @@ def _import_pending(run: EvaluationRun) -> None:
                     raise DomainError(f"task {record.task_id} was deleted before the import ran")
                 _import_pass(run, task, record)
     except (DomainError, JudgeError) as error:
-        evaluation_run_fail(run_id=run.pk, error=f"The import stopped: {error}".replace("\n", " "))
+        job_fail(EvaluationRun, run.pk, f"The import stopped: {error}".replace("\n", " "))
         return
     _finish(run)
     pending.unlink(missing_ok=True)
@@ -591,9 +555,7 @@ def _import_pass(run: EvaluationRun, task: Task, record: PassRecord) -> None:
             Trajectory.objects.create(
                 task_pass=task_pass, steps=record.trajectory, source=record.trajectory_file[:300]
             )
-        EvaluationRun.objects.filter(pk=run.pk).update(
-            done=F("done") + 1, heartbeat_at=timezone.now()
-        )
+        job_heartbeat(EvaluationRun, run.pk, done=F("done") + 1)
 
 
 # --- the support-seeking study (second paper) ---------------------------------------------
@@ -602,8 +564,6 @@ def _import_pass(run: EvaluationRun, task: Task, record: PassRecord) -> None:
 def support_study_start(
     *, project: Project, actor, endpoint: ModelEndpoint, method: str, task_ids: list[int]
 ) -> SupportStudy:
-    from ..tasks import support_study_job
-
     require_role(actor, project, Role.LEAD, action="do this")
     if method not in SUPPORT_METHODS:
         raise DomainError(f"The method must be one of {', '.join(SUPPORT_METHODS)}.")
@@ -628,20 +588,16 @@ def support_study_start(
         kind="support_study_queued",
         study=study.pk,
     )
-    transaction.on_commit(lambda: support_study_job.delay(study_id=study.pk))
+    job_send(study)
     return study
 
 
-def support_study_fail(*, study_id: int, error: str) -> None:
-    job_fail(SupportStudy, study_id, error)
-
-
 def support_study_execute(*, study_id: int) -> None:
-    if not claim_job(SupportStudy, study_id):
+    if not job_claim(SupportStudy, study_id):
         return
     study = SupportStudy.objects.select_related("endpoint").get(pk=study_id)
     if study.endpoint is None:
-        support_study_fail(study_id=study.pk, error="The study's endpoint was deleted.")
+        job_fail(SupportStudy, study.pk, "The study's endpoint was deleted.")
         return
     endpoint = study.endpoint.client()
     failures = []
@@ -671,12 +627,10 @@ def support_study_execute(*, study_id: int) -> None:
                 correct_with_support=outcome.correct_with_support,
                 detail={**outcome.detail, "revision": revision.number},
             )
-            SupportStudy.objects.filter(pk=study.pk).update(
-                done=F("done") + 1, heartbeat_at=timezone.now()
-            )
-    SupportStudy.objects.filter(pk=study.pk, status=EvaluationRun.Status.RUNNING).update(
-        status=EvaluationRun.Status.SUCCEEDED,
-        finished_at=timezone.now(),
+            job_heartbeat(SupportStudy, study.pk, done=F("done") + 1)
+    job_finish(
+        SupportStudy,
+        study.pk,
         error="\n".join(failures)[:4000],
     )
 

@@ -1,7 +1,7 @@
 """Bundle exports: a lead selects tasks, a worker writes the bundle, the file expires.
 
 The browser, the API and ``manage.py export_bundle`` all go through ``bundle_export_start``
-(or, for the command, ``bundle_export_run_service`` right away): one code path.
+(or, for the command, ``bundle_export_execute`` right away): one code path.
 """
 
 import contextlib
@@ -12,18 +12,19 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
+from exchange.bundles.tarstream import file_sha256
+from exchange.bundles.writer import write_bundle
 from exchange.models import ExportJob
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.services.tasks import event_record, tag_names_clean
 from hilbench_annotate.vocabulary import Domain, TaskStatus
+from review.services import task_transition
 
 SELECTION_KEYS = ("tasks", "states", "domain", "tags")
-# A job "running" longer than this lost its worker; a redelivered message takes it over.
-STALE_RUNNING = timedelta(minutes=30)
 
 
 def export_selection_clean(selection: dict[str, Any]) -> dict[str, Any]:
@@ -89,8 +90,6 @@ def bundle_export_start(
     *, project: Project, actor, selection: dict, draft: bool = False, reveal_reviewers: bool = False
 ) -> ExportJob:
     """Record the job and schedule the worker once this transaction commits."""
-    from exchange.tasks import export_job_run
-
     job = bundle_export_create(
         project=project,
         actor=actor,
@@ -98,31 +97,17 @@ def bundle_export_start(
         draft=draft,
         reveal_reviewers=reveal_reviewers,
     )
-    transaction.on_commit(lambda: export_job_run.delay(job_id=job.pk))
+    job_send(job)
     return job
 
 
-def bundle_export_fail(*, job_id: int, error: str) -> None:
-    ExportJob.objects.filter(pk=job_id).exclude(status__in=ExportJob.FINISHED).update(
-        status=ExportJob.Status.FAILED, error=error, finished_at=timezone.now()
-    )
-
-
-def bundle_export_run_service(*, job_id: int, out: Path | None = None) -> ExportJob | None:
+def bundle_export_execute(*, job_id: int, out: Path | None = None) -> ExportJob | None:
     """Claim the job (queued, or running with a dead worker) and write its bundle.
 
     ``out`` is where the command wants the file; the browser's jobs write under
     BUNDLE_STORE. A redelivered message for a running or finished job does nothing.
     """
-    from exchange.bundles.writer import write_bundle
-
-    now = timezone.now()
-    claimable = Q(status=ExportJob.Status.QUEUED) | Q(
-        status=ExportJob.Status.RUNNING, started_at__lt=now - STALE_RUNNING
-    )
-    if not ExportJob.objects.filter(claimable, pk=job_id).update(
-        status=ExportJob.Status.RUNNING, started_at=now, done=0
-    ):
+    if not job_claim(ExportJob, job_id):
         return None
     job = ExportJob.objects.select_related("project", "created_by").get(pk=job_id)
     relative = (
@@ -136,7 +121,7 @@ def bundle_export_run_service(*, job_id: int, out: Path | None = None) -> Export
     )
 
     def progress(done: int, total: int) -> None:
-        ExportJob.objects.filter(pk=job_id).update(done=done, total=total)
+        job_heartbeat(ExportJob, job_id, done=done, total=total)
 
     try:
         report = write_bundle(
@@ -149,28 +134,27 @@ def bundle_export_run_service(*, job_id: int, out: Path | None = None) -> Export
             progress=progress,
         )
     except DomainError as exc:
-        bundle_export_fail(job_id=job_id, error=str(exc))
+        job_fail(ExportJob, job_id, str(exc))
         return ExportJob.objects.get(pk=job_id)
     if not report["exported"]:
         target.unlink(missing_ok=True)
-        bundle_export_fail(
-            job_id=job_id,
-            error="No selected task is validated (approved with every gate green); "
+        job_fail(
+            ExportJob,
+            job_id,
+            "No selected task is validated (approved with every gate green); "
             "export a draft bundle to include them anyway.\n"
             + "\n".join(f"task {s['task']}: {s['reason']}" for s in report["skipped"][:50]),
         )
         return ExportJob.objects.get(pk=job_id)
-    from exchange.bundles.tarstream import file_sha256
-
     finished = timezone.now()
     with transaction.atomic():
-        ExportJob.objects.filter(pk=job_id).update(
-            status=ExportJob.Status.SUCCEEDED,
+        job_finish(
+            ExportJob,
+            job_id,
             file_path="" if out else relative,
             size_bytes=target.stat().st_size,
             sha256=file_sha256(target),
             report=report,
-            finished_at=finished,
             expires_at=None if out else finished + timedelta(hours=settings.BUNDLE_KEEP_HOURS),
         )
         _mark_exported(job, report)
@@ -191,8 +175,6 @@ def _mark_exported(job: ExportJob, report: dict) -> None:
     """Approved tasks in a (non-draft) bundle move to *exported*, as the workflow says."""
     if job.draft:
         return
-    from review.services import task_transition
-
     ids = [e["task"] for e in report["exported"] if e["status"] == TaskStatus.APPROVED]
     for task in Task.objects.filter(pk__in=ids, status=TaskStatus.APPROVED):
         task_transition(task=task, action="export", actor=job.created_by, export=job.pk)

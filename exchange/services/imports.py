@@ -2,12 +2,9 @@
 
 import shutil
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from exchange.bundles.reader import import_bundle
@@ -15,6 +12,7 @@ from exchange.importers import import_bird, import_hilbench, import_swebench
 from exchange.importers.hilbench import find_task_folders
 from exchange.models import ImportJob
 from hilbench_annotate.errors import DomainError, ImportRefused
+from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_send
 from hilbench_annotate.models import Project
 from hilbench_annotate.services import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
@@ -33,12 +31,8 @@ def _save_upload(upload, directory: Path, name: str) -> Path:
     return path
 
 
-def import_job_start(
-    *, project: Project, actor, kind: str, files: dict, options: dict
-) -> ImportJob:
+def import_start(*, project: Project, actor, kind: str, files: dict, options: dict) -> ImportJob:
     """Store the uploaded files and schedule the import once this transaction commits."""
-    from exchange.tasks import import_job_run
-
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind {kind!r}.")
     relative = f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}"
@@ -62,7 +56,7 @@ def import_job_start(
         options={**options, "files": saved},
     )
     event_record(project_id=project.pk, task_id=None, actor=actor, kind="import_queued", job=job.pk)
-    transaction.on_commit(lambda: import_job_run.delay(job_id=job.pk))
+    job_send(job)
     return job
 
 
@@ -86,7 +80,7 @@ def _repository_root(extracted: Path) -> Path:
     raise DomainError("The repository archive holds no git repository.")
 
 
-def import_job_execute(*, job: ImportJob) -> dict:
+def _run_importer(job: ImportJob) -> dict:
     """Run the job's importer on its stored files; returns the report. Raises on refusal."""
     directory = settings.UPLOAD_STORE / job.upload_dir
     files = {role: directory / name for role, name in job.options.get("files", {}).items()}
@@ -131,43 +125,25 @@ def import_job_execute(*, job: ImportJob) -> dict:
     return report.as_dict()
 
 
-def import_job_fail(*, job_id: int, error: str) -> None:
-    ImportJob.objects.filter(pk=job_id).exclude(
-        status__in=[ImportJob.Status.SUCCEEDED, ImportJob.Status.FAILED]
-    ).update(status=ImportJob.Status.FAILED, error=error, finished_at=timezone.now())
-
-
-# A job "running" longer than this lost its worker: a redelivered message may take it over.
-# Safe because the importer writes in one transaction and skips records already present.
-STALE_RUNNING = timedelta(minutes=15)
-
-
-def import_job_run_service(*, job_id: int) -> None:
+def import_execute(*, job_id: int) -> None:
     """Claim the job (queued, or running with a dead worker → running) and run it.
 
-    A redelivered message for a job that is running normally or finished does nothing.
+    A redelivered message for a job that is running normally or finished does nothing. A
+    job taken over from a dead worker runs again safely: the importer writes in one
+    transaction and skips records already present.
     """
-    now = timezone.now()
-    claimable = Q(status=ImportJob.Status.QUEUED) | Q(
-        status=ImportJob.Status.RUNNING, started_at__lt=now - STALE_RUNNING
-    )
-    claimed = ImportJob.objects.filter(claimable, pk=job_id).update(
-        status=ImportJob.Status.RUNNING, started_at=now
-    )
-    if not claimed:
+    if not job_claim(ImportJob, job_id):
         return
     job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
     try:
-        report = import_job_execute(job=job)
+        report = _run_importer(job)
     except ImportRefused as exc:
-        import_job_fail(job_id=job_id, error=exc.render(limit=200))
+        job_fail(ImportJob, job_id, exc.render(limit=200))
         return
     except DomainError as exc:
-        import_job_fail(job_id=job_id, error=str(exc))
+        job_fail(ImportJob, job_id, str(exc))
         return
-    ImportJob.objects.filter(pk=job_id).update(
-        status=ImportJob.Status.SUCCEEDED, report=report, finished_at=timezone.now()
-    )
+    job_finish(ImportJob, job_id, report=report)
     event_record(
         project_id=job.project_id,
         task_id=None,

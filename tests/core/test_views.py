@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from exchange.models import ImportJob
-from exchange.tasks import import_job_run
+from exchange.tasks import import_job
 from hilbench_annotate.models import Task
 
 from ..factories import BlockerFactory, TaskFactory, TriggerQuestionFactory
@@ -127,7 +127,7 @@ def test_browser_bird_upload_runs_as_a_job_and_reports(
     assert job.status == "queued" and len(callbacks) == 1
 
     # What the worker runs (the Celery task body, here in-process).
-    import_job_run.apply(kwargs={"job_id": job.pk})
+    import_job.apply(kwargs={"job_id": job.pk})
 
     job.refresh_from_db()
     assert job.status == "succeeded", job.error
@@ -138,7 +138,7 @@ def test_browser_bird_upload_runs_as_a_job_and_reports(
     assert "imported" in page.content.decode()
 
     # A redelivered message does not run the job twice.
-    import_job_run.apply(kwargs={"job_id": job.pk})
+    import_job.apply(kwargs={"job_id": job.pk})
     assert Task.objects.filter(project=project).count() == len(json.loads(questions))
 
 
@@ -159,7 +159,7 @@ def test_browser_upload_with_bad_record_fails_naming_it_and_imports_nothing(
         },
     )
     job = ImportJob.objects.get()
-    import_job_run.apply(kwargs={"job_id": job.pk})
+    import_job.apply(kwargs={"job_id": job.pk})
     job.refresh_from_db()
     assert job.status == "failed"
     assert "record 3: SQL must be non-empty text" in job.error
@@ -184,7 +184,7 @@ def test_archive_with_path_escape_is_refused(client, project, author, demo_data)
         },
     )
     job = ImportJob.objects.get()
-    import_job_run.apply(kwargs={"job_id": job.pk})
+    import_job.apply(kwargs={"job_id": job.pk})
     job.refresh_from_db()
     assert job.status == "failed"
     assert "leaves the archive's folder" in job.error
@@ -201,7 +201,7 @@ def test_hilbench_archive_upload_imports_release_tasks(client, project, author):
         {"kind": "hilbench", "project": project.pk, "archive": _upload("r.zip", _zip(files))},
     )
     job = ImportJob.objects.get()
-    import_job_run.apply(kwargs={"job_id": job.pk})
+    import_job.apply(kwargs={"job_id": job.pk})
     job.refresh_from_db()
     assert job.status == "succeeded", job.error
     assert Task.objects.filter(project=project).count() == 5

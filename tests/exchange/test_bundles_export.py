@@ -15,7 +15,7 @@ from exchange.models import ExportJob
 from hilbench_annotate.models import Task
 from review.models import ReviewDecision
 from validators.leakage import check_leakage, forbidden_texts
-from validators.services import validation_run_execute_service, validation_run_start
+from validators.services import validation_run_execute, validation_run_start
 
 from ..conftest import shared_path
 from .bundle_helpers import export, extract, members, plant_swe, seed_demo, sql_task, user
@@ -136,7 +136,7 @@ def test_swe_repository_in_the_bundle_passes_the_leakage_check(bundle, tmp_path)
 def _validate(task):
     with transaction.atomic():
         run = validation_run_start(task=task, actor=None)
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", [(r.check_name, r.message) for r in run.results.all()]
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 from exchange.bundles import layout
 from exchange.bundles.reader import import_bundle
 from exchange.models import ImportJob
-from exchange.services.imports import import_job_run_service
+from exchange.services.imports import import_execute
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import TaskSource
@@ -206,7 +206,7 @@ def test_bundle_upload_on_the_import_page(client, demo_bundle, project, author):
         )
     job = ImportJob.objects.get()
     assert response.status_code == 302 and job.kind == "bundle"
-    import_job_run_service(job_id=job.pk)
+    import_execute(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == "succeeded", job.error
     assert job.report["created"] == ["sql_0"]

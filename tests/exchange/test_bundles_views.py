@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from exchange.models import ExportJob
-from exchange.services.exports import bundle_export_run_service, export_jobs_expire
+from exchange.services.exports import bundle_export_execute, export_jobs_expire
 
 from .bundle_helpers import seed_demo, sql_task, user
 
@@ -38,7 +38,7 @@ def test_a_lead_exports_from_the_page_follows_progress_and_downloads(client, dem
     assert polling.status_code == 200 and b"hx-trigger" in polling.content
     assert b"<html" not in polling.content
 
-    bundle_export_run_service(job_id=job.pk)
+    bundle_export_execute(job_id=job.pk)
     done = client.get(reverse("export-detail", args=[job.pk]), HTTP_HX_REQUEST="true")
     assert done.status_code == 286 and b"Download the bundle" in done.content
     download = client.get(reverse("export-download", args=[job.pk]))
@@ -73,7 +73,7 @@ def test_export_api_starts_a_job_for_leads_only(api, demo):
     assert response.status_code == 202, response.content
     job_id = response.json()["id"]
     assert response.json()["total"] == 6
-    bundle_export_run_service(job_id=job_id)
+    bundle_export_execute(job_id=job_id)
     detail = api.get(f"/api/exports/{job_id}/").json()
     assert detail["status"] == "succeeded"
     assert detail["download"] == reverse("export-download", args=[job_id])

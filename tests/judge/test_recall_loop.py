@@ -15,7 +15,7 @@ from judge.validation import (
     question_add,
     suggestions_accept,
 )
-from validators.services import validation_run_execute_service, validation_run_start
+from validators.services import validation_run_execute, validation_run_start
 
 from .conftest import HELD_OUT, TROUBLED
 
@@ -67,7 +67,7 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
 
     # The check on the run says so too.
     run = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     result = run.results.get()
     assert (
         result.outcome == "failed" and "60%" in result.message and "suggestions" in result.message
@@ -104,7 +104,7 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     assert not triggers & measured
 
     rerun = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
-    validation_run_execute_service(run_id=rerun.pk)
+    validation_run_execute(run_id=rerun.pk)
     assert rerun.results.get().outcome == "passed"
 
 

@@ -165,10 +165,10 @@ def answers(layer: ReviewLayer | dict, passed: bool = True) -> list[dict]:
 
 
 def run_structural_checks(task):
-    from validators.services import validation_run_execute_service, validation_run_start
+    from validators.services import validation_run_execute, validation_run_start
 
     run = validation_run_start(task=task, actor=None)
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", list(run.results.values_list("check_name", "message"))
     # …and on the pass-rate selection of model runs.

@@ -12,10 +12,11 @@ from exchange.importers import import_swebench
 from exchange.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate import services as core
 from hilbench_annotate.gates import gate_results
+from hilbench_annotate.jobs import jobs_reap
 from hilbench_annotate.models import Task
 from validators.models import ValidationResult, ValidationRun
-from validators.services import validation_run_execute_service, validation_runs_reap
-from validators.tasks import validation_run_execute
+from validators.services import validation_run_execute
+from validators.tasks import validation_run_job
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +58,7 @@ def test_run_is_queued_on_commit_and_the_job_fills_it_in(
     )
     assert polling.status_code == 200 and 'hx-trigger="every 1s"' in polling.content.decode()
 
-    validation_run_execute.apply(kwargs={"run_id": run.pk})  # the worker's job, in process
+    validation_run_job.apply(kwargs={"run_id": run.pk})  # the worker's job, in process
 
     run.refresh_from_db()
     assert run.status == "passed", list(run.results.values_list("check_name", "message"))
@@ -77,9 +78,9 @@ def test_redelivered_job_adds_no_results_and_stale_run_is_taken_over(swe_task, a
     run = ValidationRun.objects.create(
         task=swe_task, revision=swe_task.revisions.first(), checks=["spec"]
     )
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     count = ValidationResult.objects.filter(run=run).count()
-    validation_run_execute_service(run_id=run.pk)  # a second delivery of the same job
+    validation_run_execute(run_id=run.pk)  # a second delivery of the same job
     assert ValidationResult.objects.filter(run=run).count() == count == 3
 
     # A run left "running" by a worker that died: the next delivery takes it over and
@@ -95,7 +96,7 @@ def test_redelivered_job_adds_no_results_and_stale_run_is_taken_over(swe_task, a
     ValidationResult.objects.create(
         run=stale, group="spec", check_name="blocker_count", outcome="passed", message="3 blockers"
     )
-    validation_run_execute_service(run_id=stale.pk)
+    validation_run_execute(run_id=stale.pk)
     stale.refresh_from_db()
     assert stale.status == "passed" and stale.attempts == 2
     names = list(stale.results.values_list("check_name", flat=True))
@@ -112,7 +113,7 @@ def test_a_running_run_with_a_live_worker_is_left_alone(swe_task):
         status="running",
         heartbeat_at=timezone.now(),
     )
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "running" and not run.results.exists()
 
@@ -127,9 +128,9 @@ def test_reaper_gives_up_after_three_attempts(swe_task, settings):
         heartbeat_at=timezone.now() - timedelta(minutes=5),
         attempts=3,
     )
-    assert validation_runs_reap() == 1
+    assert jobs_reap()["validators.ValidationRun"] == 0  # not sent a fourth time
     run.refresh_from_db()
-    assert run.status == "error" and "Gave up" in run.log
+    assert run.status == "error" and "Gave up after 3 attempts" in run.error
 
 
 def test_failing_check_fails_the_run_and_names_why(swe_task):
@@ -138,7 +139,7 @@ def test_failing_check_fails_the_run_and_names_why(swe_task):
     run = ValidationRun.objects.create(
         task=swe_task, revision=swe_task.revisions.order_by("-number").first(), checks=["spec"]
     )
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "failed"
     assert run.results.get(check_name="blocker_count").message == "2 blockers; a task needs 3–5"
@@ -153,7 +154,7 @@ def test_gate_reads_the_current_revision_only(swe_task):
     run = ValidationRun.objects.create(
         task=swe_task, revision=swe_task.revisions.order_by("-number").first(), checks=["spec"]
     )
-    validation_run_execute_service(run_id=run.pk)
+    validation_run_execute(run_id=run.pk)
     assert gate(swe_task) == (True, f"passed in run {run.pk}")
     core.revision_create(task=swe_task, actor=None, reason="a later edit")
     green, message = gate(swe_task)

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from exchange.models import ExportJob
-from exchange.services.exports import bundle_export_create, bundle_export_run_service
+from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Membership, Project
 from hilbench_annotate.vocabulary import Role
@@ -52,7 +52,7 @@ class Command(BaseCommand):
                 draft=options["draft"],
                 reveal_reviewers=options["reveal_reviewers"],
             )
-            job = bundle_export_run_service(job_id=job.pk, out=Path(options["out"]).resolve())
+            job = bundle_export_execute(job_id=job.pk, out=Path(options["out"]).resolve())
         except DomainError as exc:
             raise CommandError(str(exc)) from None
         if job.status != ExportJob.Status.SUCCEEDED:

@@ -7,7 +7,7 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
 from validators.models import ValidationRun
 from validators.registry import GROUPS
-from validators.services import validation_run_execute_service, validation_run_start
+from validators.services import validation_run_execute, validation_run_start
 
 
 class Command(BaseCommand):
@@ -37,7 +37,7 @@ class Command(BaseCommand):
             f"Run {run.pk} on revision {run.revision.number}: {', '.join(run.checks)}"
         )
         if here:
-            validation_run_execute_service(run_id=run.pk)
+            validation_run_execute(run_id=run.pk)
         elif not wait:
             self.stdout.write("Queued; a worker runs it (use --wait to wait, --here to run here).")
             return

@@ -1,0 +1,127 @@
+"""The job kit (hilbench_annotate/jobs.py): one claim, heartbeat, finish and fail path, one task
+base that marks a crashed job, and one reaper with an attempts cap, for every kind of job."""
+
+from datetime import timedelta
+
+import pytest
+from celery import shared_task
+from django.db import transaction
+from django.utils import timezone
+
+from exchange.models import ImportJob
+from hilbench_annotate.celery import app
+from hilbench_annotate.jobs import (
+    KINDS,
+    JobKind,
+    JobTask,
+    job_claim,
+    job_fail,
+    job_finish,
+    job_heartbeat,
+    job_send,
+    jobs_reap,
+)
+from validators.models import ValidationRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def job(project, author):
+    return ImportJob.objects.create(project=project, kind="bird", created_by=author, upload_dir="x")
+
+
+def test_a_claim_takes_a_queued_job_once(job):
+    assert job_claim(ImportJob, job.pk)
+    job.refresh_from_db()
+    assert job.status == "running" and job.attempts == 1 and job.worker
+    assert job.started_at is not None and job.heartbeat_at is not None
+    assert not job_claim(ImportJob, job.pk)  # a second delivery: its worker is alive
+
+
+def test_a_running_job_whose_worker_went_silent_is_taken_over(job, settings):
+    settings.IMPORT_STALE_S = 60
+    assert job_claim(ImportJob, job.pk)
+    first_start = ImportJob.objects.get(pk=job.pk).started_at
+    ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=2))
+    assert job_claim(ImportJob, job.pk)
+    job.refresh_from_db()
+    assert job.attempts == 2 and job.started_at == first_start  # the first start is kept
+
+
+def test_heartbeat_stores_progress_and_finish_and_fail_leave_finished_jobs_alone(job):
+    job_claim(ImportJob, job.pk)
+    job_heartbeat(ImportJob, job.pk, done=3, total=10)
+    job.refresh_from_db()
+    assert (job.done, job.total, job.percent) == (3, 10, 30)
+    assert job_finish(ImportJob, job.pk, report={"created": []})
+    job_fail(ImportJob, job.pk, "too late")
+    assert not job_finish(ImportJob, job.pk)
+    job.refresh_from_db()
+    assert job.status == "succeeded" and job.error == "" and job.finished_at is not None
+
+
+def test_a_crashed_validation_run_is_an_error_not_a_failed_check(project, author):
+    from tests.factories import TaskFactory
+
+    task = TaskFactory(project=project, author=author)
+    from hilbench_annotate import services as core
+
+    revision = core.revision_create(task=task, actor=author, reason="first")
+    run = ValidationRun.objects.create(task=task, revision=revision, checks=["spec"])
+    job_fail(ValidationRun, run.pk, "The validation run crashed: boom")
+    run.refresh_from_db()
+    assert run.status == "error" and "boom" in run.error
+
+
+@shared_task(name="tests.jobs.crash", base=JobTask, acks_late=True)
+def _crashing_job(*, job_id: int) -> None:
+    raise RuntimeError("the importer fell over")
+
+
+@pytest.fixture
+def crashing_kind():
+    kind = JobKind("exchange.ImportJob", "tests.jobs.crash", "job_id", "IMPORT_STALE_S", "import")
+    saved = KINDS["exchange.ImportJob"]
+    KINDS["exchange.ImportJob"] = kind
+    app.conf.task_always_eager = True
+    yield kind
+    app.conf.task_always_eager = False
+    KINDS["exchange.ImportJob"] = saved
+
+
+def test_the_task_base_marks_a_crashed_job_failed_with_its_reason(job, crashing_kind):
+    result = _crashing_job.apply(kwargs={"job_id": job.pk})
+    assert result.failed()
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert job.error == "The import crashed: RuntimeError('the importer fell over')"
+
+
+def test_job_send_waits_for_the_commit(job, crashing_kind, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
+        job_send(job)
+    assert ImportJob.objects.get(pk=job.pk).status == "queued"  # nothing ran before the commit
+    callbacks[0]()
+    assert ImportJob.objects.get(pk=job.pk).status == "failed"  # the (crashing) task ran
+
+
+def test_the_reaper_gives_up_on_a_job_whose_worker_keeps_dying(job, settings, crashing_kind):
+    settings.IMPORT_STALE_S = 60
+    settings.JOB_MAX_ATTEMPTS = 3
+    ImportJob.objects.filter(pk=job.pk).update(
+        status="running", attempts=3, heartbeat_at=timezone.now() - timedelta(minutes=5)
+    )
+    assert jobs_reap()["exchange.ImportJob"] == 0
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error.startswith("Gave up after 3 attempts")
+
+
+def test_the_reaper_resends_a_silent_job_below_the_cap(job, settings, crashing_kind):
+    settings.IMPORT_STALE_S = 60
+    ImportJob.objects.filter(pk=job.pk).update(
+        status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(minutes=5)
+    )
+    assert jobs_reap()["exchange.ImportJob"] == 1
+    job.refresh_from_db()
+    assert job.status == "failed" and "the importer fell over" in job.error  # it ran again
