@@ -29,6 +29,7 @@ from hilbench_annotate.models import Revision
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
+from hilbench_annotate.toolkit.compare import golden_output_csv
 from hilbench_annotate.toolkit.textdiff import snapshot_changes, word_diff_html
 from hilbench_annotate.vocabulary import (
     QUALITY_CRITERIA,
@@ -380,7 +381,6 @@ def sql_format(request, task_id: int):
 @require_POST
 def sql_golden(request, task_id: int):
     """Fill golden_output.csv from the gold SQL's result (saved with the next save)."""
-    from hilbench_annotate.toolkit.compare import golden_output_csv
 
     task = _editor_task(request, task_id)
     gold_sql = request.POST.get("env.gold_sql", "")

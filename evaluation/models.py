@@ -11,6 +11,8 @@ from django.db import models
 from hilbench_annotate.jobs import Job
 from hilbench_annotate.models import Project, Revision, Task
 
+from .runner import Endpoint
+
 
 class Mode(models.TextChoices):
     BASELINE = "baseline", "baseline (blocked task)"
@@ -53,7 +55,6 @@ class ModelEndpoint(models.Model):
 
     def client(self, *, max_turns: int | None = None):
         """What the runner calls: this endpoint's address, model, key variable and limits."""
-        from .runner import Endpoint
 
         return Endpoint(
             base_url=self.base_url,

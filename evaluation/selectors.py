@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from hilbench_annotate.models import Revision
 from judge.models import AskHumanCall
+from judge.validation import cohen_kappa
 
 from . import metrics
 from .models import (
@@ -23,6 +24,7 @@ from .models import (
     SupportStudy,
     TaskPass,
 )
+from .services.failures import taxonomy
 
 KS = (1, 2, 3)
 
@@ -375,7 +377,6 @@ def effective_labels(rows: list[dict]) -> dict[int, tuple[str, str, str]]:
 
 def failure_heatmap(project, *, domain: str | None = None) -> dict:
     """Per model: failed passes by dimension × mode (effective labels), with the axes."""
-    from .services.failures import taxonomy
 
     entries = taxonomy(project)
     dims = [e for e in entries if e.axis == "dimension"]
@@ -434,7 +435,6 @@ def failure_heatmap(project, *, domain: str | None = None) -> dict:
 def failure_agreement(project) -> list[dict]:
     """Cohen's kappa between labellers: person–person, LLM run–person and LLM run–LLM run,
     on the combined label (dimension × mode) and per axis, over the passes both labelled."""
-    from judge.validation import cohen_kappa
 
     by_rater: dict[tuple[str, object], dict[int, tuple[str, str]]] = defaultdict(dict)
     names: dict[tuple[str, object], str] = {}

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from hilbench_annotate.access import READER_ROLES, access_project, has_role
+from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.toolkit.charts import column_chart, line_chart
@@ -330,8 +330,6 @@ def run_detail(request, run_id: int):
 @login_required
 @require_GET
 def task_selection_view(request, task_id: int):
-    from hilbench_annotate.access import access_task
-
     task = access_task(request.user, task_id)
     return render(
         request, "evaluation/selection.html", {"task": task, "selection": task_selection(task)}

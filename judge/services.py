@@ -13,7 +13,9 @@ from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.vocabulary import Role
 
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
-from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry
+from .embedded import EmbeddedJudge
+from .llm import PROMPT_VERSION, LLMJudge
+from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry, JudgeCalibration
 
 _SPACE = re.compile(r"\s+")
 
@@ -49,9 +51,6 @@ def get_judge(name: str | None = None, *, project=None):
     """
     name = name or settings.JUDGE_BACKEND
     if name == "embedded":
-        from .embedded import EmbeddedJudge
-        from .models import JudgeCalibration
-
         calibration = (
             JudgeCalibration.objects.filter(project=project).first()
             if project is not None
@@ -65,8 +64,6 @@ def get_judge(name: str | None = None, *, project=None):
             margin=calibration.margin,
         )
     if name == "llm":
-        from .llm import PROMPT_VERSION, LLMJudge
-
         if not settings.JUDGE_LLM_BASE_URL:
             raise JudgeError("JUDGE_LLM_BASE_URL is not set, so the LLM judge has no endpoint.")
         return LLMJudge(

@@ -18,8 +18,10 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task
 
 from .base import JudgeError
-from .models import QuestionLabel, ValidationQuestion
+from .embedded import EmbeddedJudge
+from .models import JudgeCalibration, QuestionLabel, ValidationQuestion
 from .services import get_judge, judge_cached, normalise, registry_from_snapshot
+from .templates_help import candidates
 
 # --- labelling ------------------------------------------------------------------------------
 
@@ -199,8 +201,6 @@ def suggestions_accept(*, task: Task, actor, accepted: list[dict]) -> Task:
 def judge_calibrate(*, project, actor, min_precision: float = 0.97):
     """Calibrate the embedded judge's threshold and margin on the project's settled held-out
     questions and store them as a new judge version for the project."""
-    from .embedded import EmbeddedJudge
-    from .models import JudgeCalibration
 
     labelled = []
     for task in Task.objects.filter(project=project).prefetch_related(
@@ -239,7 +239,6 @@ def candidates_generate(*, task: Task, actor) -> tuple[int, str]:
     The endpoint is called before any row is written, so no transaction waits on it.
     Returns (questions added, the endpoint's error or "").
     """
-    from .templates_help import candidates
 
     snapshot = task.revisions.order_by("-number").first().snapshot
     proposed = [

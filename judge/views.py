@@ -21,6 +21,7 @@ from .validation import (
     candidates_generate,
     expansion_suggestions,
     gold_label,
+    judge_calibrate,
     judge_recall,
     label_add,
     question_add,
@@ -220,7 +221,6 @@ def report(request, project_id: int):
 @require_POST
 def calibrate(request, project_id: int):
     """Leads calibrate the embedded judge on the project's labelled questions."""
-    from .validation import judge_calibrate
 
     project = access_project(request.user, project_id)
     require_role(request.user, project, Role.LEAD, action="calibrate the judge")

@@ -190,3 +190,8 @@ def compose_file(*, domain: str, folder: str, mode: str, image: str) -> str:
             "      HILBENCH_API_TOKEN: ${HILBENCH_API_TOKEN}",
         ]
     return "\n".join(lines) + "\n"
+
+
+# The key under which a task's source metadata keeps an edit script already applied to the
+# shipped database (kept for the record, never run again).
+APPLIED_EDIT_SCRIPT = "bundle_applied_edit_script"

@@ -9,13 +9,17 @@ opts in to names. No timestamps: only the manifest carries those.
 
 from typing import Any
 
+from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Task
+from judge.services import get_judge
+from review.models import ReviewDecision, ReviewLayer
+from validators.models import ValidationRun
+from validators.registry import groups_for
 
 
 def validated_gate_names(task: Task) -> list[str]:
     """The gates a task must pass to be exported: every gate of its project's pipeline
     (the default pipeline's last layer asks ``lint_clean`` and ``structural``)."""
-    from review.models import ReviewLayer
 
     names: list[str] = []
     for gates in ReviewLayer.objects.filter(project_id=task.project_id).values_list(
@@ -29,8 +33,6 @@ def validated_gate_names(task: Task) -> list[str]:
 
 
 def gate_report(task: Task) -> list[dict[str, Any]]:
-    from hilbench_annotate.gates import gate_results
-
     return [
         {"gate": name, "green": green, "message": message}
         for name, green, message in gate_results(task, validated_gate_names(task))
@@ -40,8 +42,6 @@ def gate_report(task: Task) -> list[dict[str, Any]]:
 def _judge(task: Task, recall_details: dict | None) -> dict[str, Any]:
     version = None
     try:
-        from judge.services import get_judge
-
         version = get_judge(project=task.project).version
     except Exception:  # noqa: BLE001 - an unconfigured judge is reported as null, not a crash
         version = None
@@ -57,9 +57,6 @@ def _judge(task: Task, recall_details: dict | None) -> dict[str, Any]:
 def validation_document(
     task: Task, *, revision_number: int, gates: list[dict], pass_rate: dict | None
 ) -> dict[str, Any]:
-    from validators.models import ValidationRun
-    from validators.registry import groups_for
-
     runs = (
         ValidationRun.objects.filter(task=task, status__in=ValidationRun.FINISHED)
         .select_related("revision")
@@ -107,8 +104,6 @@ def validation_document(
 
 
 def review_document(task: Task, *, revision_number: int, reveal_reviewers: bool) -> dict:
-    from review.models import ReviewDecision, ReviewLayer
-
     layers = [
         {"position": layer.position, "name": layer.name, "role": layer.role, "gates": layer.gates}
         for layer in ReviewLayer.objects.filter(project_id=task.project_id).order_by("position")

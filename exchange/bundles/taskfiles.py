@@ -10,19 +10,21 @@ from pathlib import Path
 
 from django.conf import settings
 
-from exchange.importers.common import safe_name
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
 from hilbench_annotate.spec import render_swe_statement
+from hilbench_annotate.toolkit.archives import safe_name
+from hilbench_annotate.toolkit.sqlconsole import edited_database
 from hilbench_annotate.vocabulary import Domain
 
 from . import layout
+from .layout import APPLIED_EDIT_SCRIPT
+from .repository import repository_export, sanitized_base
 from .tarstream import file_sha256
 
 # source_metadata key under which an imported SQL task keeps the database-edit script its
 # shipped database already carries (see reader.read_annotate).
-APPLIED_EDIT_SCRIPT = "bundle_applied_edit_script"
 
 
 @dataclass
@@ -125,8 +127,6 @@ def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: st
 
 
 def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
-    from hilbench_annotate.toolkit.sqlconsole import edited_database
-
     env = task.sql_environment
     annotate = layout.dumps(_annotate(task, snapshot))
     registry = layout.dumps(_registry(snapshot, task.domain))
@@ -204,8 +204,6 @@ def _patched_files(patch: str) -> list[str]:
 
 
 def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir: Path) -> None:
-    from .repository import repository_export, sanitized_base
-
     env = task.swe_environment
     annotate = layout.dumps(_annotate(task, snapshot))
     registry = layout.dumps(_registry(snapshot, task.domain))

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from evaluation.selectors import task_selection
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.vocabulary import Domain, TaskStatus
@@ -37,7 +38,6 @@ def _pass_rate_evidence(task: Task) -> dict:
     """Pass-rate evidence for validation.json: the project's thresholds, each model's
     pass@k in baseline and full_info on the current revision, and the keep / drop decision
     (``evaluation.selectors.task_selection``, what the ``pass_rate`` gate reads)."""
-    from evaluation.selectors import task_selection
 
     selection = task_selection(task)
     selection.pop("revision_id", None)  # the revision is named by validation.json itself

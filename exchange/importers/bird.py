@@ -7,6 +7,7 @@ from django.db import transaction
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project, SqlDatabase, Task
 from hilbench_annotate.services import task_create
+from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
 from .common import (
@@ -15,7 +16,6 @@ from .common import (
     database_store,
     iter_records,
     read_descriptions,
-    safe_name,
     sqlite_problem,
 )
 

@@ -161,15 +161,3 @@ def database_store(*, db_id: str, source: Path, descriptions: dict[str, str]) ->
         },
     )
     return database
-
-
-def safe_name(value: Any) -> bool:
-    """A db_id or folder name that cannot escape a directory."""
-    return (
-        isinstance(value, str)
-        and bool(value)
-        and value not in {".", ".."}
-        and "/" not in value
-        and "\\" not in value
-        and "\x00" not in value
-    )

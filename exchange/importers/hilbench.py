@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from exchange.bundles.annotate import read_annotate
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.repositories import repository_add_commit
@@ -159,8 +160,6 @@ def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, li
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         problems.append(f"unreadable file: {exc}")
     if not problems and (folder / ANNOTATE).is_file():
-        from exchange.bundles.reader import read_annotate
-
         problems.extend(read_annotate(folder, item, workdir))
     return (None if problems else item), problems
 

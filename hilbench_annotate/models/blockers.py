@@ -14,6 +14,18 @@ def _subtype_matches_type() -> Q:
     return condition
 
 
+class BlockerQuerySet(models.QuerySet):
+    def insert(self, *, task, position: int, trigger_questions=(), **fields) -> "Blocker":
+        """A blocker row and its trigger questions; the caller validated them and holds the
+        task's row lock (services.blockers and services.tasks.task_create)."""
+        blocker = self.create(task=task, position=position, **fields)
+        TriggerQuestion.objects.bulk_create(
+            TriggerQuestion(blocker=blocker, position=i, text=text)
+            for i, text in enumerate(trigger_questions)
+        )
+        return blocker
+
+
 class Blocker(models.Model):
     """One information gap planted in a task, registered with its exact resolution.
 
@@ -33,6 +45,8 @@ class Blocker(models.Model):
     criteria = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = BlockerQuerySet.as_manager()
 
     class Meta:
         ordering = ["task", "position", "id"]

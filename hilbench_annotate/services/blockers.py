@@ -79,18 +79,6 @@ def blocker_check(
     return problems
 
 
-def _blocker_insert(
-    *, task: Task, position: int, trigger_questions: list[str] = (), **fields
-) -> Blocker:
-    """Insert a blocker row and its trigger questions; caller validated and holds the task."""
-    blocker = Blocker.objects.create(task=task, position=position, **fields)
-    TriggerQuestion.objects.bulk_create(
-        TriggerQuestion(blocker=blocker, position=i, text=text)
-        for i, text in enumerate(trigger_questions)
-    )
-    return blocker
-
-
 def _next_position(rows) -> int:
     highest = rows.aggregate(m=Max("position"))["m"]
     return 0 if highest is None else highest + 1
@@ -153,7 +141,7 @@ def blocker_create(
     position = _next_position(Blocker.objects.filter(task=task))
     try:
         with transaction.atomic():
-            blocker = _blocker_insert(
+            blocker = Blocker.objects.insert(
                 task=task, position=position, trigger_questions=list(trigger_questions), **fields
             )
     except IntegrityError as exc:

@@ -5,17 +5,21 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from hilbench_annotate.access import require_task_editor
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import (
+    Blocker,
     Project,
     Revision,
     SqlEnvironment,
     SweEnvironment,
+    Tag,
     Task,
     TaskEvent,
 )
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import Domain
+from hilbench_annotate.workflow import EDITABLE
 
 SQL_ENV_FIELDS = (
     "db_id",
@@ -167,8 +171,6 @@ def task_create(
     reason: str = "created",
 ) -> Task:
     """Make a task with its environment and (optionally) its blockers, and revision 1."""
-    from .blockers import _blocker_insert
-
     if domain not in Domain.values:
         raise DomainError(f"Unknown domain {domain!r}; expected one of {Domain.values}.")
     original = _check_spec(domain, original_spec, "original_spec")
@@ -191,7 +193,7 @@ def task_create(
     env_model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
     env_model.objects.create(task=task, **environment)
     for position, blocker in enumerate(blockers):
-        _blocker_insert(task=task, position=position, **blocker)
+        Blocker.objects.insert(task=task, position=position, **blocker)
     revision_create(task=task, actor=author, reason=reason)
     event_record(
         project_id=project.pk,
@@ -206,7 +208,6 @@ def task_create(
 
 def task_require_editable(task: Task) -> None:
     """Authors edit drafts and tasks sent back for changes; review judges a frozen task."""
-    from hilbench_annotate.workflow import EDITABLE
 
     if task.status not in EDITABLE:
         raise DomainError(
@@ -306,8 +307,6 @@ def tag_names_clean(names) -> list[str]:
 
 def task_tags_set(*, task: Task, actor, names) -> list[str]:
     """Replace the task's tags (created in its project as needed); an event records it."""
-    from hilbench_annotate.access import require_task_editor
-    from hilbench_annotate.models import Tag
 
     require_task_editor(actor, task)
     clean = tag_names_clean(names)

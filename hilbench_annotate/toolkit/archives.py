@@ -131,3 +131,15 @@ def extract_archive(
         shutil.rmtree(target, ignore_errors=True)
         raise DomainError(f"{Path(archive).name} refused: {exc}") from exc
     return target
+
+
+def safe_name(value: object) -> bool:
+    """A db_id or folder name that cannot escape a directory."""
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and value not in {".", ".."}
+        and "/" not in value
+        and "\\" not in value
+        and "\x00" not in value
+    )

@@ -11,10 +11,15 @@ from exchange.demo.blocked_task import (  # noqa: F401 - re-exported for tests
     DEMO_BLOCKERS,
     DEMO_VALIDATION_QUESTIONS,
 )
+from exchange.demo.evaluation import demo_results
 from exchange.importers import import_bird, import_swebench
 from hilbench_annotate import services
 from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
+from hilbench_annotate.toolkit import sqlconsole
+from hilbench_annotate.toolkit.compare import golden_output_csv
 from hilbench_annotate.vocabulary import Role, TaskSource
+from judge.models import ValidationQuestion
+from judge.validation import label_add, question_add
 
 # username → (roles in the demo project, password). Demo only: refused with DEBUG off.
 DEMO_USERS = {
@@ -93,7 +98,6 @@ class Command(BaseCommand):
         self._plant_demo_blockers(project, users["author"])
         self._fill_golden_outputs(project)
         self._label_demo_questions(project, users)
-        from exchange.demo.evaluation import demo_results
 
         demo_results(project, users["lead"])
         self.stdout.write(f"Demo SQL: {sql.summary()}\nDemo SWE: {swe.summary()}")
@@ -105,8 +109,6 @@ class Command(BaseCommand):
 
     def _label_demo_questions(self, project, users) -> None:
         """Held-out judge-validation questions for the blocked task, labelled by two people."""
-        from judge.models import ValidationQuestion
-        from judge.validation import label_add, question_add
 
         task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
         if ValidationQuestion.objects.filter(task=task).exists():
@@ -118,8 +120,6 @@ class Command(BaseCommand):
 
     def _fill_golden_outputs(self, project) -> None:
         """The demo's SQL tasks carry golden_output.csv, computed from their gold SQL."""
-        from hilbench_annotate.toolkit import sqlconsole
-        from hilbench_annotate.toolkit.compare import golden_output_csv
 
         for env in SqlEnvironment.objects.filter(
             task__project=project, golden_output="", database__isnull=False

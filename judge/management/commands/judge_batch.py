@@ -18,6 +18,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from judge.base import RegistryBlocker, respond
+from judge.embedded import EmbeddedJudge, load_registry
 
 JUDGES = ("embedded",)
 
@@ -32,8 +33,6 @@ class Command(BaseCommand):
         parser.add_argument("--judge", default="embedded", choices=JUDGES)
 
     def handle(self, *args, **options):
-        from judge.embedded import EmbeddedJudge, load_registry
-
         registries_dir = Path(options["registries"])
         if not registries_dir.is_dir():
             raise CommandError(f"--registries {registries_dir} is not a directory")
