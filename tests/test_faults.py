@@ -125,7 +125,11 @@ STALE_S = 4
 
 def _start_worker(broker: str, tmp_path, log_path) -> subprocess.Popen:
     """One worker with beat inside it, reaping every second (a run is stale after 4 s)."""
-    env = {"HILBENCH_VALIDATION_STALE_S": str(STALE_S), "HILBENCH_REAP_INTERVAL_S": "1"}
+    env = {
+        "HILBENCH_VALIDATION_STALE_S": str(STALE_S),
+        "HILBENCH_JOB_REDISPATCH_S": str(STALE_S),
+        "HILBENCH_REAP_INTERVAL_S": "1",
+    }
     return start_worker(broker, log_path, env=env, beat_schedule=tmp_path / "beat-schedule")
 
 
@@ -134,8 +138,8 @@ def test_redis_restart_loses_no_job_and_runs_none_twice(private_redis, demo_data
     """What "queued" means: a run is queued when its row is committed with status queued;
     the Redis message only wakes a worker. Redis without persistence forgets the waiting
     and the unacknowledged messages when it restarts, so the beat reaper sends again every
-    run queued longer than VALIDATION_STALE_S (and every running run whose heartbeat is that
-    old); the claim is a conditional update and results are unique per (run, check), so a
+    run queued longer than JOB_REDISPATCH_S (and every running run whose heartbeat is older
+    than VALIDATION_STALE_S); the claim is a conditional update and results are unique per (run, check), so a
     job sent twice runs once. A run started while Redis is down is stored all the same
     (the send after commit is robust) and reaches the worker the same way."""
     task = slow_swe_task(demo_data, username="redis-author", sleep_s=1)
@@ -192,7 +196,7 @@ def test_redis_restart_loses_no_job_and_runs_none_twice(private_redis, demo_data
     assert waiting + 1 <= len(ids)
     assert send_s < 30, f"starting a run with Redis down took {send_s:.1f} s"
     # The reaper did the recovering (beat ran inside the worker).
-    assert "validators.reap" in output
+    assert "jobs.reap" in output
 
 
 # --- database connection dropped during a save ----------------------------------------------
