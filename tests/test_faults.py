@@ -139,9 +139,9 @@ def test_redis_restart_loses_no_job_and_runs_none_twice(private_redis, demo_data
     the Redis message only wakes a worker. Redis without persistence forgets the waiting
     and the unacknowledged messages when it restarts, so the beat reaper sends again every
     run queued longer than JOB_REDISPATCH_S (and every running run whose heartbeat is older
-    than VALIDATION_STALE_S); the claim is a conditional update and results are unique per (run, check), so a
-    job sent twice runs once. A run started while Redis is down is stored all the same
-    (the send after commit is robust) and reaches the worker the same way."""
+    than VALIDATION_STALE_S); the claim is a conditional update and results are unique per
+    (run, check), so a job sent twice runs once. A run started while Redis is down is stored
+    all the same (the send after commit is robust) and reaches the worker the same way."""
     task = slow_swe_task(demo_data, username="redis-author", sleep_s=1)
     author = task.author
 
