@@ -236,6 +236,112 @@ def complete(endpoint: Endpoint, messages: list[dict], **options):
     raise ChatError(f"the model endpoint failed {1 + CHAT_RETRIES} times: {last}")
 
 
+class _SqlPass:
+    """One pass in progress: the conversation, its trajectory and its counters."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: Endpoint,
+        context: SqlTaskContext,
+        mode: str,
+        ask: Callable[[str], str] | None,
+        reject: Callable[[str, str], None] | None,
+    ):
+        self.endpoint = endpoint
+        self.context = context
+        self.mode = mode
+        self.reject = reject
+        self.tools = _Tools(context, ask if mode == "ask_human" else None)
+        self.offered = [
+            spec for name, spec in TOOLS.items() if name != "ask_human" or mode == "ask_human"
+        ]
+        self.names = {spec["function"]["name"] for spec in self.offered}
+        self.messages: list[dict] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": context.instructions[mode]},
+        ]
+        self.started = time.monotonic()
+        # The trajectory, in the documented step format (evaluation/trajectories.py).
+        self.steps: list[dict] = [
+            {"role": "user", "content": context.instructions[mode], "time": 0.0}
+        ]
+        self.detail: dict = {"turns": 0, "malformed": 0, "tool_calls": 0}
+        self.tokens: int | None = None
+
+    def step(self, **fields) -> None:
+        self.steps.append({**fields, "time": round(time.monotonic() - self.started, 3)})
+
+    def outcome(self, **fields) -> PassOutcome:
+        return PassOutcome(tokens=self.tokens, detail=self.detail, steps=self.steps, **fields)
+
+    def take_reply(self, reply) -> list[dict]:
+        """Count the reply's tokens, keep its message; its tool calls, if any."""
+        if reply.usage and isinstance(reply.usage.get("total_tokens"), int):
+            self.tokens = (self.tokens or 0) + reply.usage["total_tokens"]
+        message = reply.message
+        calls = message.get("tool_calls") or []
+        self.messages.append(
+            {"role": "assistant", "content": message.get("content") or "", "tool_calls": calls}
+            if calls
+            else {"role": "assistant", "content": message.get("content") or ""}
+        )
+        if message.get("content"):
+            self.step(role="assistant", content=str(message["content"]))
+        return calls
+
+    def nudge(self) -> None:
+        """A reply without a tool call: malformed, and the model is told to use the tools."""
+        self.detail["malformed"] += 1
+        nudge = "Use one of the tools; finish with submit_sql."
+        self.messages.append({"role": "user", "content": nudge})
+        self.step(role="user", content=nudge)
+
+    def answer_call(self, call: dict) -> PassOutcome | None:
+        """Answer one tool call; the pass's outcome when the call is ``submit_sql``."""
+        self.detail["tool_calls"] += 1
+        name = call.get("function", {}).get("name", "")
+        call_id = call.get("id") or f"call_{self.detail['tool_calls']}"
+        try:
+            arguments = _arguments(call)
+        except ValueError as error:
+            self.detail["malformed"] += 1
+            arguments = call.get("function", {}).get("arguments")
+            output = f"error: the arguments of {name} are not valid JSON ({error})"
+            if name == "ask_human" and self.reject is not None and self.mode == "ask_human":
+                self.reject(str(arguments), "the arguments are not valid JSON")
+        else:
+            if name not in self.names:
+                self.detail["malformed"] += 1
+                output = f"error: there is no tool {name!r}; use one of {sorted(self.names)}"
+            elif name == "submit_sql":
+                return self.submit(str(arguments.get("query", "")), arguments)
+            else:
+                output = self.call_tool(name, arguments)
+        self.step(role="assistant", tool=name, tool_input=arguments, tool_output=output)
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        return None
+
+    def call_tool(self, name: str, arguments: dict) -> str:
+        """Run an offered tool other than ``submit_sql``; its output for the model."""
+        try:
+            return getattr(self.tools, name)(**{k: str(v) for k, v in arguments.items()})
+        except TypeError:
+            self.detail["malformed"] += 1
+            if name == "ask_human" and self.reject is not None:
+                self.reject(json.dumps(arguments), f"wrong arguments {sorted(arguments)}")
+            return f"error: wrong arguments for {name}: {sorted(arguments)}"
+
+    def submit(self, query: str, arguments: dict) -> PassOutcome:
+        """Score the submitted query: the pass ends here."""
+        scored = score_submission(self.context, query)
+        self.detail["score"] = scored
+        resolved = bool(scored.get("match") or scored.get("match_distinct"))
+        verdict = "correct" if resolved else f"wrong: {scored.get('reason', '')}"
+        self.step(role="assistant", tool="submit_sql", tool_input=arguments, tool_output=verdict)
+        return self.outcome(resolved=resolved, final_sql=query)
+
+
 def run_sql_pass(
     *,
     endpoint: Endpoint,
@@ -248,84 +354,27 @@ def run_sql_pass(
     """One pass. ``ask`` answers an ask_human question; ``reject(raw, reason)`` logs an
     ask_human call the runner could not read (it still counts as a call); ``heartbeat`` is
     called every turn, so a long pass is not taken for a dead worker."""
-    tools = _Tools(context, ask if mode == "ask_human" else None)
-    offered = [spec for name, spec in TOOLS.items() if name != "ask_human" or mode == "ask_human"]
-    names = {spec["function"]["name"] for spec in offered}
-    messages: list[dict] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": context.instructions[mode]},
-    ]
-    started = time.monotonic()
-    # The trajectory, in the documented step format (evaluation/trajectories.py).
-    steps: list[dict] = [{"role": "user", "content": context.instructions[mode], "time": 0.0}]
-
-    def step(**fields) -> None:
-        steps.append({**fields, "time": round(time.monotonic() - started, 3)})
-
-    def outcome(**fields) -> PassOutcome:
-        return PassOutcome(tokens=tokens, detail=detail, steps=steps, **fields)
-
-    detail: dict = {"turns": 0, "malformed": 0, "tool_calls": 0}
-    tokens: int | None = None
+    sql_pass = _SqlPass(endpoint=endpoint, context=context, mode=mode, ask=ask, reject=reject)
     for _turn in range(endpoint.max_turns):
-        detail["turns"] += 1
+        sql_pass.detail["turns"] += 1
         if heartbeat is not None:
             heartbeat()
         try:
-            reply = complete(endpoint, messages, tools=offered, tool_choice="auto")
+            reply = complete(
+                endpoint, sql_pass.messages, tools=sql_pass.offered, tool_choice="auto"
+            )
         except ChatError as error:
-            step(role="system", content=f"The pass stopped: {error}")
-            return outcome(resolved=False, error=str(error))
-        if reply.usage and isinstance(reply.usage.get("total_tokens"), int):
-            tokens = (tokens or 0) + reply.usage["total_tokens"]
-        message = reply.message
-        calls = message.get("tool_calls") or []
-        messages.append(
-            {"role": "assistant", "content": message.get("content") or "", "tool_calls": calls}
-            if calls
-            else {"role": "assistant", "content": message.get("content") or ""}
-        )
-        if message.get("content"):
-            step(role="assistant", content=str(message["content"]))
+            sql_pass.step(role="system", content=f"The pass stopped: {error}")
+            return sql_pass.outcome(resolved=False, error=str(error))
+        calls = sql_pass.take_reply(reply)
         if not calls:
-            detail["malformed"] += 1
-            nudge = "Use one of the tools; finish with submit_sql."
-            messages.append({"role": "user", "content": nudge})
-            step(role="user", content=nudge)
+            sql_pass.nudge()
             continue
         for call in calls:
-            detail["tool_calls"] += 1
-            name = call.get("function", {}).get("name", "")
-            call_id = call.get("id") or f"call_{detail['tool_calls']}"
-            try:
-                arguments = _arguments(call)
-            except ValueError as error:
-                detail["malformed"] += 1
-                arguments = call.get("function", {}).get("arguments")
-                output = f"error: the arguments of {name} are not valid JSON ({error})"
-                if name == "ask_human" and reject is not None and mode == "ask_human":
-                    reject(str(arguments), "the arguments are not valid JSON")
-            else:
-                if name not in names:
-                    detail["malformed"] += 1
-                    output = f"error: there is no tool {name!r}; use one of {sorted(names)}"
-                elif name == "submit_sql":
-                    query = str(arguments.get("query", ""))
-                    scored = score_submission(context, query)
-                    detail["score"] = scored
-                    resolved = bool(scored.get("match") or scored.get("match_distinct"))
-                    verdict = "correct" if resolved else f"wrong: {scored.get('reason', '')}"
-                    step(role="assistant", tool=name, tool_input=arguments, tool_output=verdict)
-                    return outcome(resolved=resolved, final_sql=query)
-                else:
-                    try:
-                        output = getattr(tools, name)(**{k: str(v) for k, v in arguments.items()})
-                    except TypeError:
-                        detail["malformed"] += 1
-                        output = f"error: wrong arguments for {name}: {sorted(arguments)}"
-                        if name == "ask_human" and reject is not None:
-                            reject(json.dumps(arguments), f"wrong arguments {sorted(arguments)}")
-            step(role="assistant", tool=name, tool_input=arguments, tool_output=output)
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
-    step(role="system", content=f"No submit_sql within {endpoint.max_turns} turns.")
-    return outcome(resolved=False, error=f"no submit_sql within {endpoint.max_turns} turns")
+            finished = sql_pass.answer_call(call)
+            if finished is not None:
+                return finished
+    sql_pass.step(role="system", content=f"No submit_sql within {endpoint.max_turns} turns.")
+    return sql_pass.outcome(
+        resolved=False, error=f"no submit_sql within {endpoint.max_turns} turns"
+    )

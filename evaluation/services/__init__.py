@@ -1,6 +1,9 @@
-"""Every write of the evaluation app: model runs and imports (``runs``), the failure
-taxonomy and its labels (``failures``)."""
+"""Every write of the evaluation app: model endpoints and selection thresholds
+(``endpoints``), built-in SQL runs (``runs``), imported results (``results_import``), the
+support-seeking study (``support_study``), the failure taxonomy and its labels
+(``failures``)."""
 
+from .endpoints import endpoint_create, selection_policy_update
 from .failures import (
     failure_label_set,
     labelling_run_execute,
@@ -9,14 +12,9 @@ from .failures import (
     taxonomy,
     taxonomy_update,
 )
-from .runs import (
-    endpoint_create,
-    evaluation_run_execute,
-    evaluation_run_start,
-    results_import_start,
-    results_upload_start,
-    selection_policy_update,
-    sql_task_context,
+from .results_import import results_import_start, results_upload_start
+from .runs import evaluation_run_execute, evaluation_run_start, sql_task_context
+from .support_study import (
     support_import,
     support_study_execute,
     support_study_start,

@@ -1,4 +1,5 @@
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,27 +71,20 @@ def _selected(questions: Path, db_id: str | None, limit: int | None):
         yield index, record
 
 
-def import_bird(
-    *,
-    project: Project,
-    questions: Path,
-    databases: Path,
-    db_id: str | None = None,
-    limit: int | None = None,
-    skip_missing_databases: bool = False,
-    actor=None,
-) -> ImportReport:
-    """Import BIRD records with their SQLite databases and description CSVs.
+@dataclass
+class _Databases:
+    """The databases the records name: usable files, description CSVs, absent ones."""
 
-    Pass 1 streams the file and checks every record and every database it names; any
-    problem refuses the whole file. Pass 2 streams it again and writes in one transaction.
-    """
-    questions, databases = Path(questions), Path(databases)
-    if not questions.is_file():
-        raise ImportRefused(f"Questions file {questions} does not exist.", [])
-    if not databases.is_dir():
-        raise ImportRefused(f"Databases directory {databases} does not exist.", [])
+    files: dict[str, Path] = field(default_factory=dict)
+    descriptions: dict[str, dict[str, str]] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)  # db_id -> questions naming it
 
+
+def _validate_records(
+    questions: Path, db_id: str | None, limit: int | None
+) -> tuple[list[str], Counter[str]]:
+    """Pass 1 over the records: refuse the file on any bad record; the exact repeats and
+    how many records name each database."""
     problems: list[tuple[object, str]] = []
     seen: dict[str, tuple[int, dict]] = {}
     repeats: list[str] = []
@@ -120,25 +114,31 @@ def import_bird(
         raise ImportRefused(
             f"{questions.name}: {len(problems)} bad record(s); nothing was imported.", problems
         )
+    return repeats, used_databases
 
-    report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
-    missing: dict[str, int] = {}
-    database_files: dict[str, Path] = {}
-    descriptions: dict[str, dict[str, str]] = {}
+
+def _check_databases(
+    databases: Path, used_databases: Counter[str], *, skip_missing_databases: bool
+) -> _Databases:
+    """Read every named database's descriptions and check its SQLite file; refuse the
+    import on an unusable one, or on a missing one unless ``skip_missing_databases``."""
+    problems: list[tuple[object, str]] = []
+    found = _Databases()
     for name, count in sorted(used_databases.items()):
         desc, desc_problems = read_descriptions(_description_dir(databases, name))
         problems.extend((f"database {name}", p) for p in desc_problems)
-        descriptions[name] = desc
+        found.descriptions[name] = desc
         path = _database_dir(databases, name) / f"{name}.sqlite"
         if not path.is_file():
-            missing[name] = count
+            found.missing[name] = count
             continue
         problem = sqlite_problem(path)
         if problem:
             problems.append((f"database {name}", problem))
-        database_files[name] = path
+        found.files[name] = path
     if problems:
         raise ImportRefused("Some databases are unusable; nothing was imported.", problems)
+    missing = found.missing
     if missing and not skip_missing_databases:
         listing = ", ".join(f"{n} ({c} question(s))" for n, c in sorted(missing.items()))
         raise ImportRefused(
@@ -147,9 +147,65 @@ def import_bird(
             f"--skip-missing-databases to import these questions without their databases.",
             [(f"database {n}", f"{databases / n / (n + '.sqlite')} not found") for n in missing],
         )
-    for name, count in sorted(missing.items()):
-        report.notes.append(f"database {name} absent: {count} question(s) imported without it")
+    return found
 
+
+def _bird_task_create(
+    *,
+    project: Project,
+    record: dict[str, Any],
+    database: SqlDatabase | None,
+    found: _Databases,
+    file_name: str,
+    actor,
+) -> None:
+    name = record["db_id"]
+    evidence = record.get("evidence", "") or ""
+    task_create(
+        project=project,
+        domain=Domain.SQL,
+        source=TaskSource.BIRD,
+        source_id=bird_source_id(record),
+        title=record["question"].strip(),
+        original_spec={"question": record["question"], "evidence": evidence},
+        # BIRD's evidence is withheld from the blocked task by default.
+        blocked_spec={"question": record["question"], "evidence": ""},
+        environment={
+            "db_id": name,
+            "database": database,
+            "descriptions": found.descriptions[name],
+            "original_sql": record["SQL"],
+            "gold_sql": record["SQL"],
+            "difficulty": record.get("difficulty", "") or "",
+        },
+        source_metadata={
+            "question_id": record["question_id"],
+            "db_id": name,
+            "difficulty": record.get("difficulty", ""),
+            "file": file_name,
+        },
+        import_notes=(
+            f"Database {name} was absent at import; attach it before validation."
+            if name in found.missing
+            else ""
+        ),
+        author=actor,
+        reason="imported",
+    )
+
+
+def _create_tasks(
+    *,
+    project: Project,
+    questions: Path,
+    db_id: str | None,
+    limit: int | None,
+    found: _Databases,
+    report: ImportReport,
+    actor,
+) -> None:
+    """Pass 2: stream the records again and create the tasks not there yet, storing each
+    database once, all in one transaction."""
     existing = set(
         Task.objects.filter(project=project, source=TaskSource.BIRD).values_list(
             "source_id", flat=True
@@ -165,41 +221,55 @@ def import_bird(
                 continue
             existing.add(key)
             name = record["db_id"]
-            if name in database_files and name not in stored:
+            if name in found.files and name not in stored:
                 stored[name] = database_store(
-                    db_id=name, source=database_files[name], descriptions=descriptions[name]
+                    db_id=name, source=found.files[name], descriptions=found.descriptions[name]
                 )
-            evidence = record.get("evidence", "") or ""
-            task_create(
+            _bird_task_create(
                 project=project,
-                domain=Domain.SQL,
-                source=TaskSource.BIRD,
-                source_id=key,
-                title=record["question"].strip(),
-                original_spec={"question": record["question"], "evidence": evidence},
-                # BIRD's evidence is withheld from the blocked task by default.
-                blocked_spec={"question": record["question"], "evidence": ""},
-                environment={
-                    "db_id": name,
-                    "database": stored.get(name),
-                    "descriptions": descriptions[name],
-                    "original_sql": record["SQL"],
-                    "gold_sql": record["SQL"],
-                    "difficulty": record.get("difficulty", "") or "",
-                },
-                source_metadata={
-                    "question_id": record["question_id"],
-                    "db_id": name,
-                    "difficulty": record.get("difficulty", ""),
-                    "file": questions.name,
-                },
-                import_notes=(
-                    f"Database {name} was absent at import; attach it before validation."
-                    if name in missing
-                    else ""
-                ),
-                author=actor,
-                reason="imported",
+                record=record,
+                database=stored.get(name),
+                found=found,
+                file_name=questions.name,
+                actor=actor,
             )
             report.created.append(key)
+
+
+def import_bird(
+    *,
+    project: Project,
+    questions: Path,
+    databases: Path,
+    db_id: str | None = None,
+    limit: int | None = None,
+    skip_missing_databases: bool = False,
+    actor=None,
+) -> ImportReport:
+    """Import BIRD records with their SQLite databases and description CSVs.
+
+    Pass 1 streams the file and checks every record and every database it names; any
+    problem refuses the whole file. Pass 2 streams it again and writes in one transaction.
+    """
+    questions, databases = Path(questions), Path(databases)
+    if not questions.is_file():
+        raise ImportRefused(f"Questions file {questions} does not exist.", [])
+    if not databases.is_dir():
+        raise ImportRefused(f"Databases directory {databases} does not exist.", [])
+    repeats, used_databases = _validate_records(questions, db_id, limit)
+    report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
+    found = _check_databases(
+        databases, used_databases, skip_missing_databases=skip_missing_databases
+    )
+    for name, count in sorted(found.missing.items()):
+        report.notes.append(f"database {name} absent: {count} question(s) imported without it")
+    _create_tasks(
+        project=project,
+        questions=questions,
+        db_id=db_id,
+        limit=limit,
+        found=found,
+        report=report,
+        actor=actor,
+    )
     return report

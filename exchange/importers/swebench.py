@@ -78,13 +78,9 @@ def _normalise(record: Any) -> dict[str, Any] | str:
     }
 
 
-def import_swebench(
-    *, project: Project, instances: Path, repo: str, actor=None, limit: int | None = None
-) -> ImportReport:
-    """Import SWE-bench / SWE-Bench Pro records on one repository, mirrored into the store."""
-    instances = Path(instances)
-    if not instances.is_file():
-        raise ImportRefused(f"Instances file {instances} does not exist.", [])
+def _validate_records(instances: Path, limit: int | None) -> set[str]:
+    """Pass 1 over the records: refuse the file on any bad or repeated record, or on
+    records naming more than one repository; the repository names."""
     problems: list[tuple[object, str]] = []
     seen: dict[str, int] = {}
     repo_names: set[str] = set()
@@ -115,14 +111,16 @@ def import_swebench(
         raise ImportRefused(
             f"{instances.name}: {len(problems)} bad record(s); nothing was imported.", problems
         )
-    if not repo_names:
-        return ImportReport(notes=["the file holds no records"])
+    return repo_names
 
-    (repo_name,) = repo_names
+
+def _mirrored_repository(*, instances: Path, limit: int | None, repo_name: str, repo: str):
+    """Mirror the repository into the store; refuse the file if a base commit is not in it."""
     try:
         repository = repository_mirror(repo_name=repo_name, origin=repo)
     except DomainError as exc:
         raise ImportRefused(str(exc), []) from exc
+    problems: list[tuple[object, str]] = []
     for index, record in islice(iter_records(instances), limit):
         base_commit = record["base_commit"].strip()
         if not commit_exists(repository, base_commit):
@@ -133,7 +131,14 @@ def import_swebench(
             "nothing was imported.",
             problems,
         )
+    return repository
 
+
+def _create_tasks(
+    *, project: Project, instances: Path, limit: int | None, repository, repo_name: str, actor
+) -> ImportReport:
+    """Pass 2: stream the records again and create the tasks not there yet, in one
+    transaction."""
     report = ImportReport()
     existing = set(
         Task.objects.filter(project=project, source=TaskSource.SWEBENCH).values_list(
@@ -169,3 +174,27 @@ def import_swebench(
             )
             report.created.append(normal["instance_id"])
     return report
+
+
+def import_swebench(
+    *, project: Project, instances: Path, repo: str, actor=None, limit: int | None = None
+) -> ImportReport:
+    """Import SWE-bench / SWE-Bench Pro records on one repository, mirrored into the store."""
+    instances = Path(instances)
+    if not instances.is_file():
+        raise ImportRefused(f"Instances file {instances} does not exist.", [])
+    repo_names = _validate_records(instances, limit)
+    if not repo_names:
+        return ImportReport(notes=["the file holds no records"])
+    (repo_name,) = repo_names
+    repository = _mirrored_repository(
+        instances=instances, limit=limit, repo_name=repo_name, repo=repo
+    )
+    return _create_tasks(
+        project=project,
+        instances=instances,
+        limit=limit,
+        repository=repository,
+        repo_name=repo_name,
+        actor=actor,
+    )

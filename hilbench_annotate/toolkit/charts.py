@@ -7,6 +7,7 @@ Labels are escaped here: callers pass plain text.
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -200,26 +201,32 @@ def _span(low: float, high: float) -> tuple[float, float]:
     return (low - 0.5, high + 0.5) if low == high else (low, high)
 
 
-def line_chart(
-    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
-    *,
-    title: str,
-    x_label: str,
-    y_label: str,
-    width: int = 480,
-    height: int = 300,
-    y_range: tuple[float, float] | None = None,
-    diagonal: bool = False,
-) -> SafeString:
-    """One polyline per named series over shared axes, with a legend above the plot.
+@dataclass(frozen=True)
+class _Plot:
+    """The plot area in pixels and the data ranges its edges stand for."""
 
-    Points are (x, y) pairs in drawing order; non-finite ones are skipped. ``y_range``
-    fixes the y axis (points outside are drawn at its edge) so curves of several models
-    compare on one scale; by default it spans the data. ``diagonal`` adds a dashed line
-    from the bottom-left to the top-right corner, the random baseline of a
-    Delta-Burden Curve.
-    """
-    lines = [
+    left: float
+    top: float
+    width: float
+    height: float
+    x_min: float
+    x_max: float
+    y_min: float
+    y_max: float
+
+    def px(self, x: float) -> float:
+        return self.left + self.width * (x - self.x_min) / (self.x_max - self.x_min)
+
+    def py(self, y: float) -> float:
+        y = min(max(y, self.y_min), self.y_max)
+        return self.top + self.height * (1 - (y - self.y_min) / (self.y_max - self.y_min))
+
+
+def _finite_series(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Each series' name and its points as floats, non-finite points dropped."""
+    return [
         (
             str(name),
             [
@@ -230,17 +237,14 @@ def line_chart(
         )
         for name, points in series
     ]
-    every_point = [point for _, points in lines for point in points]
-    if not every_point:
-        return _empty(width=width, title=title)
-    x_min, x_max = _span(min(x for x, _ in every_point), max(x for x, _ in every_point))
-    if y_range is not None:
-        y_min, y_max = _span(float(y_range[0]), float(y_range[1]))
-    else:
-        y_min, y_max = _span(min(y for _, y in every_point), max(y for _, y in every_point))
 
-    # Legend entries flow left to right and wrap; ~7 px a character at font-size 12.
-    entries = [(name, LINE_COLOURS[i % len(LINE_COLOURS)], "") for i, (name, _) in enumerate(lines)]
+
+def _line_legend(names: Sequence[str], *, width: int, diagonal: bool) -> tuple[list[str], int]:
+    """The legend entries and how many rows they wrap onto.
+
+    Entries flow left to right and wrap; ~7 px a character at font-size 12.
+    """
+    entries = [(name, LINE_COLOURS[i % len(LINE_COLOURS)], "") for i, name in enumerate(names)]
     if diagonal:
         entries.append(("Random", MUTED, "4 3"))
     legend, cursor_x, row = [], 8.0, 0
@@ -270,40 +274,61 @@ def line_chart(
             )
         )
         cursor_x += entry_width
+    return legend, row + 1
 
-    top = 14 + (row + 1) * 18
+
+def _line_plot(
+    every_point: Sequence[tuple[float, float]],
+    *,
+    width: int,
+    height: int,
+    legend_rows: int,
+    y_range: tuple[float, float] | None,
+) -> _Plot:
+    """The plot area below the legend, scaled to the data (or to ``y_range`` for y)."""
+    x_min, x_max = _span(min(x for x, _ in every_point), max(x for x, _ in every_point))
+    if y_range is not None:
+        y_min, y_max = _span(float(y_range[0]), float(y_range[1]))
+    else:
+        y_min, y_max = _span(min(y for _, y in every_point), max(y for _, y in every_point))
+    top = 14 + legend_rows * 18
     left, right, bottom = 56, 14, 44
-    plot_width = max(1, width - left - right)
-    plot_height = max(1, height - top - bottom)
+    return _Plot(
+        left=left,
+        top=top,
+        width=max(1, width - left - right),
+        height=max(1, height - top - bottom),
+        x_min=x_min,
+        x_max=x_max,
+        y_min=y_min,
+        y_max=y_max,
+    )
 
-    def px(x: float) -> float:
-        return left + plot_width * (x - x_min) / (x_max - x_min)
 
-    def py(y: float) -> float:
-        y = min(max(y, y_min), y_max)
-        return top + plot_height * (1 - (y - y_min) / (y_max - y_min))
-
+def _line_axes(plot: _Plot, *, height: int, x_label: str, y_label: str) -> list[str]:
+    """Grid lines with tick labels, the two axes, and the axis titles."""
+    left, top = plot.left, plot.top
     parts = []
     ticks = 4
     for i in range(ticks + 1):
-        x_value = x_min + (x_max - x_min) * i / ticks
-        y_value = y_min + (y_max - y_min) * i / ticks
+        x_value = plot.x_min + (plot.x_max - plot.x_min) * i / ticks
+        y_value = plot.y_min + (plot.y_max - plot.y_min) * i / ticks
         parts.append(
             format_html(
                 '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}"/>'
                 '<text x="{}" y="{}" text-anchor="end" font-size="11" fill="{}">{}</text>'
                 '<text x="{}" y="{}" text-anchor="middle" font-size="11" fill="{}">{}</text>',
                 left,
-                _n(py(y_value)),
-                left + plot_width,
-                _n(py(y_value)),
+                _n(plot.py(y_value)),
+                left + plot.width,
+                _n(plot.py(y_value)),
                 GRID,
                 left - 6,
-                _n(py(y_value) + 4),
+                _n(plot.py(y_value) + 4),
                 MUTED,
                 _tick(y_value),
-                _n(px(x_value)),
-                top + plot_height + 15,
+                _n(plot.px(x_value)),
+                top + plot.height + 15,
                 MUTED,
                 _tick(x_value),
             )
@@ -316,43 +341,55 @@ def line_chart(
             ' transform="rotate(-90 {} {})">{}</text>',
             left,
             top,
-            top + plot_height,
-            left + plot_width,
+            top + plot.height,
+            left + plot.width,
             MUTED,
-            _n(left + plot_width / 2),
+            _n(left + plot.width / 2),
             height - 8,
             INK,
             x_label,
             14,
-            _n(top + plot_height / 2),
+            _n(top + plot.height / 2),
             INK,
             14,
-            _n(top + plot_height / 2),
+            _n(top + plot.height / 2),
             y_label,
         )
     )
-    if diagonal:
-        parts.append(
-            format_html(
-                '<line class="diagonal" x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}"'
-                ' stroke-width="1.5" stroke-dasharray="4 3"><title>Random</title></line>',
-                _n(px(x_min)),
-                _n(py(y_min)),
-                _n(px(x_max)),
-                _n(py(y_max)),
-                MUTED,
-            )
-        )
+    return parts
+
+
+def _line_diagonal(plot: _Plot) -> str:
+    """The dashed random baseline from the bottom-left to the top-right corner."""
+    return format_html(
+        '<line class="diagonal" x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}"'
+        ' stroke-width="1.5" stroke-dasharray="4 3"><title>Random</title></line>',
+        _n(plot.px(plot.x_min)),
+        _n(plot.py(plot.y_min)),
+        _n(plot.px(plot.x_max)),
+        _n(plot.py(plot.y_max)),
+        MUTED,
+    )
+
+
+def _line_series(
+    lines: Sequence[tuple[str, Sequence[tuple[float, float]]]], plot: _Plot
+) -> list[str]:
+    """One polyline per series that has points, in the series' legend colour."""
+    parts = []
     for i, (name, points) in enumerate(lines):
         if not points:
             continue
         colour = LINE_COLOURS[i % len(LINE_COLOURS)]
-        coordinates = " ".join(f"{_n(px(x))},{_n(py(y))}" for x, y in points)
+        coordinates = " ".join(f"{_n(plot.px(x))},{_n(plot.py(y))}" for x, y in points)
         marker = ""
         if len(points) == 1:  # a one-point polyline draws nothing
             x, y = points[0]
             marker = format_html(
-                '<circle cx="{}" cy="{}" r="3" fill="{}"/>', _n(px(x)), _n(py(y)), colour
+                '<circle cx="{}" cy="{}" r="3" fill="{}"/>',
+                _n(plot.px(x)),
+                _n(plot.py(y)),
+                colour,
             )
         parts.append(
             format_html(
@@ -365,6 +402,40 @@ def line_chart(
                 marker,
             )
         )
+    return parts
+
+
+def line_chart(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    width: int = 480,
+    height: int = 300,
+    y_range: tuple[float, float] | None = None,
+    diagonal: bool = False,
+) -> SafeString:
+    """One polyline per named series over shared axes, with a legend above the plot.
+
+    Points are (x, y) pairs in drawing order; non-finite ones are skipped. ``y_range``
+    fixes the y axis (points outside are drawn at its edge) so curves of several models
+    compare on one scale; by default it spans the data. ``diagonal`` adds a dashed line
+    from the bottom-left to the top-right corner, the random baseline of a
+    Delta-Burden Curve.
+    """
+    lines = _finite_series(series)
+    every_point = [point for _, points in lines for point in points]
+    if not every_point:
+        return _empty(width=width, title=title)
+    legend, legend_rows = _line_legend([name for name, _ in lines], width=width, diagonal=diagonal)
+    plot = _line_plot(
+        every_point, width=width, height=height, legend_rows=legend_rows, y_range=y_range
+    )
+    parts = _line_axes(plot, height=height, x_label=x_label, y_label=y_label)
+    if diagonal:
+        parts.append(_line_diagonal(plot))
+    parts += _line_series(lines, plot)
     return mark_safe(  # noqa: S308 - every part is built with format_html
         _open_svg(width=width, height=height, title=title)
         + "".join(legend)

@@ -349,6 +349,65 @@ def _rows_match(
 # --- the comparison ---------------------------------------------------------------------
 
 
+def _shape_problem(
+    gold_columns: list[str],
+    gold_raw: list[tuple],
+    pred_columns: list[str],
+    pred_raw: list[tuple],
+) -> str:
+    """Why the two tables cannot be compared at all ("" when their shapes are usable)."""
+    for name, columns, rows in (
+        ("gold", gold_columns, gold_raw),
+        ("prediction", pred_columns, pred_raw),
+    ):
+        for row in rows:
+            if len(row) != len(columns):
+                return (
+                    f"a {name} row has {len(row)} cells but the {name} has {len(columns)} columns"
+                )
+    if not gold_columns:
+        return "the gold table has no columns"
+    if len(pred_columns) < len(gold_columns):
+        return f"gold has {len(gold_columns)} columns, prediction {len(pred_columns)}"
+    return ""
+
+
+def _column_candidates(
+    gold_columns: list[str],
+    gold: list[tuple],
+    pred_columns: list[str],
+    pred: list[tuple],
+    tolerance: float,
+    distinct: bool,
+) -> tuple[list[list[int]], str]:
+    """Candidate predicted columns per gold column, by value compatibility, best first.
+
+    Returns ``(candidates, "")``, or ``([], reason)`` when some gold column has none.
+    """
+    pred_cols = [[row[j] for row in pred] for j in range(len(pred_columns))]
+    candidates: list[list[int]] = []
+    for k, name in enumerate(gold_columns):
+        gold_col = [row[k] for row in gold]
+        fits = [
+            j
+            for j, col in enumerate(pred_cols)
+            if _column_compatible(gold_col, col, tolerance, distinct)
+        ]
+        if not fits:
+            return [], f"no predicted column matches gold column {name}" + _closest(
+                k, name, gold_col, pred_columns, pred_cols, tolerance
+            )
+        fits.sort(
+            key=lambda j, k=k, name=name: (
+                pred_columns[j].lower() != name.lower(),
+                j != k,
+                j,
+            )
+        )
+        candidates.append(fits)
+    return candidates, ""
+
+
 def results_match(
     pred_columns: Sequence[str],
     pred_rows: Sequence[Sequence],
@@ -369,19 +428,9 @@ def results_match(
     pred_columns = [str(c) for c in pred_columns]
     gold_raw = [tuple(r) for r in gold_rows]
     pred_raw = [tuple(r) for r in pred_rows]
-    for name, columns, rows in (
-        ("gold", gold_columns, gold_raw),
-        ("prediction", pred_columns, pred_raw),
-    ):
-        for row in rows:
-            if len(row) != len(columns):
-                return False, (
-                    f"a {name} row has {len(row)} cells but the {name} has {len(columns)} columns"
-                )
-    if not gold_columns:
-        return False, "the gold table has no columns"
-    if len(pred_columns) < len(gold_columns):
-        return False, (f"gold has {len(gold_columns)} columns, prediction {len(pred_columns)}")
+    problem = _shape_problem(gold_columns, gold_raw, pred_columns, pred_raw)
+    if problem:
+        return False, problem
 
     gold = [tuple(_cell(v) for v in r) for r in gold_raw]
     pred = [tuple(_cell(v) for v in r) for r in pred_raw]
@@ -390,29 +439,11 @@ def results_match(
     elif len(gold) != len(pred):
         return False, f"gold has {len(gold)} rows, prediction {len(pred)}"
 
-    # Candidate predicted columns per gold column, by value compatibility.
-    pred_cols = [[row[j] for row in pred] for j in range(len(pred_columns))]
-    candidates: list[list[int]] = []
-    for k, name in enumerate(gold_columns):
-        gold_col = [row[k] for row in gold]
-        fits = [
-            j
-            for j, col in enumerate(pred_cols)
-            if _column_compatible(gold_col, col, tolerance, distinct)
-        ]
-        if not fits:
-            return False, f"no predicted column matches gold column {name}" + _closest(
-                k, name, gold_col, pred_columns, pred_cols, tolerance
-            )
-        fits.sort(
-            key=lambda j, k=k, name=name: (
-                pred_columns[j].lower() != name.lower(),
-                j != k,
-                j,
-            )
-        )
-        candidates.append(fits)
-
+    candidates, problem = _column_candidates(
+        gold_columns, gold, pred_columns, pred, tolerance, distinct
+    )
+    if problem:
+        return False, problem
     assignments = _assignments(candidates)
     if not assignments:
         return False, "two gold columns can only be matched by the same predicted column"

@@ -6,7 +6,7 @@ from django.utils import timezone
 from hilbench_annotate import workflow
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.gates import gate_results
-from hilbench_annotate.models import Task
+from hilbench_annotate.models import Revision, Task
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
 from review.selectors import independence_problem
 
@@ -34,6 +34,35 @@ def review_decide(
     independence rules, judged the current revision, and — to approve — the layer's gates
     are green and every checklist item is answered.
     """
+    layer, assignment = _layer_and_assignment(task, reviewer, outcome)
+    revision = _judged_revision(task, revision_number)
+    answers = _checklist_answers(layer, checklist or [], strict=outcome == "approve")
+    comments = _blocker_comments(task, blocker_comments or {})
+    _require_grounds(task, layer, outcome, summary, comments, answers, reject_reason)
+    decision = ReviewDecision.objects.create(
+        task=task,
+        layer=layer.position,
+        layer_name=layer.name,
+        reviewer=reviewer,
+        revision=revision,
+        outcome=outcome,
+        summary=summary.strip(),
+        reject_reason=reject_reason,
+        checklist=answers,
+        blocker_comments=comments,
+    )
+    if assignment:
+        ReviewAssignment.objects.filter(pk=assignment.pk).update(
+            status=ReviewAssignment.Status.DONE
+        )
+    _apply_decision(task, layer, decision)
+    return decision
+
+
+def _layer_and_assignment(
+    task: Task, reviewer, outcome: str
+) -> tuple[ReviewLayer, ReviewAssignment | None]:
+    """The layer the task waits at and the reviewer's live assignment there, or why not."""
     if task.status != workflow.IN_REVIEW:
         raise DomainError(f"The task is {task.get_status_display().lower()}, not in review.")
     if outcome not in workflow.DECISIONS:
@@ -53,17 +82,37 @@ def review_decide(
         raise DomainError(
             "Take the task first (or ask a lead to assign it to you); your lock may have expired."
         )
+    return layer, assignment
+
+
+def _judged_revision(task: Task, revision_number: int) -> Revision:
     revision = task.revisions.order_by("-number").first()
     if revision is None or revision.number != revision_number:
         raise DomainError(
             f"You judged revision {revision_number}, but the task is at revision "
             f"{revision.number if revision else 0}; reload and judge the current one."
         )
-    answers = _checklist_answers(layer, checklist or [], strict=outcome == "approve")
-    comments = {k: v.strip() for k, v in (blocker_comments or {}).items() if v and v.strip()}
+    return revision
+
+
+def _blocker_comments(task: Task, blocker_comments: dict[str, str]) -> dict[str, str]:
+    comments = {k: v.strip() for k, v in blocker_comments.items() if v and v.strip()}
     unknown = set(comments) - set(task.blockers.values_list("key", flat=True))
     if unknown:
         raise DomainError(f"Comments name blockers the task does not have: {sorted(unknown)}")
+    return comments
+
+
+def _require_grounds(
+    task: Task,
+    layer: ReviewLayer,
+    outcome: str,
+    summary: str,
+    comments: dict[str, str],
+    answers: list[dict],
+    reject_reason: str,
+) -> None:
+    """Approve needs green gates; request changes says what to change; reject names a reason."""
     if outcome == "approve":
         red = [(n, m) for n, green, m in gate_results(task, layer.gates) if not green]
         if red:
@@ -76,22 +125,11 @@ def review_decide(
         reasons = policy_for(task.project).reject_reasons
         if reject_reason not in reasons:
             raise DomainError(f"Rejecting needs a reason from the list: {reasons}")
-    decision = ReviewDecision.objects.create(
-        task=task,
-        layer=layer.position,
-        layer_name=layer.name,
-        reviewer=reviewer,
-        revision=revision,
-        outcome=outcome,
-        summary=summary.strip(),
-        reject_reason=reject_reason,
-        checklist=answers,
-        blocker_comments=comments,
-    )
-    if assignment:
-        ReviewAssignment.objects.filter(pk=assignment.pk).update(
-            status=ReviewAssignment.Status.DONE
-        )
+
+
+def _apply_decision(task: Task, layer: ReviewLayer, decision: ReviewDecision) -> None:
+    """Move the task as the decision says and tell its author when it comes back or ends."""
+    reviewer, outcome = decision.reviewer, decision.outcome
     if outcome == "approve":
         state, next_layer = workflow.approve_target(
             layer.position, len(pipeline_ensure(task.project))
@@ -105,38 +143,25 @@ def review_decide(
             decision=decision.pk,
             layer_name=layer.name,
         )
-    elif outcome == "request_changes":
-        task_transition(
-            task=task,
-            action="request_changes",
-            actor=reviewer,
-            decision=decision.pk,
-            layer_name=layer.name,
-        )
-        if task.author_id:
-            notify(
-                user=task.author,
-                task=task,
-                kind="changes_requested",
-                text=f"{layer.name} asked for changes on “{task.title[:80]}”",
-            )
+        return
+    extra = {"reason": decision.reject_reason} if outcome == "reject" else {}
+    task_transition(
+        task=task,
+        action=outcome,
+        actor=reviewer,
+        decision=decision.pk,
+        layer_name=layer.name,
+        **extra,
+    )
+    if not task.author_id:
+        return
+    if outcome == "request_changes":
+        text = f"{layer.name} asked for changes on “{task.title[:80]}”"
+        kind = "changes_requested"
     else:
-        task_transition(
-            task=task,
-            action="reject",
-            actor=reviewer,
-            decision=decision.pk,
-            reason=reject_reason,
-            layer_name=layer.name,
-        )
-        if task.author_id:
-            notify(
-                user=task.author,
-                task=task,
-                kind="rejected",
-                text=f"“{task.title[:80]}” was rejected at {layer.name}: {reject_reason}",
-            )
-    return decision
+        text = f"“{task.title[:80]}” was rejected at {layer.name}: {decision.reject_reason}"
+        kind = "rejected"
+    notify(user=task.author, task=task, kind=kind, text=text)
 
 
 def _checklist_answers(layer: ReviewLayer, answers: list[dict], *, strict: bool) -> list[dict]:

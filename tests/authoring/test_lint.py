@@ -1,4 +1,4 @@
-"""Authoring lint (authoring/lint.py): one failing and one passing example per rule.
+"""Authoring lint (authoring/lint/): one failing and one passing example per rule.
 
 Each test starts from ``make_draft()`` — a valid three-blocker SQL draft with no findings —
 and changes one thing.

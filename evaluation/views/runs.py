@@ -12,17 +12,18 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
-from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Project, Task
-from hilbench_annotate.toolkit.charts import column_chart, line_chart
-from hilbench_annotate.vocabulary import Role
-
-from . import metrics
-from .access import access_evaluation_run
-from .forms import EndpointForm, PolicyForm, ResultsForm, RunForm, StudyForm, SupportScoresForm
-from .models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
-from .selectors import (
+from evaluation import metrics
+from evaluation.access import access_evaluation_run
+from evaluation.forms import (
+    EndpointForm,
+    PolicyForm,
+    ResultsForm,
+    RunForm,
+    StudyForm,
+    SupportScoresForm,
+)
+from evaluation.models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
+from evaluation.selectors import (
     latest_studies,
     leaderboard,
     per_task_recall,
@@ -32,7 +33,7 @@ from .selectors import (
     support_records,
     task_selection,
 )
-from .services import (
+from evaluation.services import (
     endpoint_create,
     evaluation_run_start,
     results_upload_start,
@@ -40,7 +41,12 @@ from .services import (
     support_study_start,
     support_upload,
 )
-from .viewer import csv_safe
+from evaluation.viewer import csv_safe
+from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Project, Task
+from hilbench_annotate.toolkit.charts import column_chart, line_chart
+from hilbench_annotate.vocabulary import Role
 
 COLUMNS = [
     ("model", "Model"),

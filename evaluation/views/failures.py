@@ -11,27 +11,26 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
-from hilbench_annotate.errors import AccessDenied, DomainError
-from hilbench_annotate.vocabulary import Role
-
-from .access import access_task_pass
-from .models import EvaluationRun, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
-from .selectors import (
+from evaluation.access import access_task_pass
+from evaluation.models import EvaluationRun, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
+from evaluation.selectors import (
     ask_human_verdicts,
     effective_labels,
     failure_agreement,
     failure_heatmap,
     label_rows,
 )
-from .services import (
+from evaluation.services import (
     failure_label_set,
     labelling_run_start,
     rubric,
     taxonomy,
     taxonomy_update,
 )
-from .viewer import csv_safe, view_steps
+from evaluation.viewer import csv_safe, view_steps
+from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
+from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.vocabulary import Role
 
 QUEUE_ROWS = 100
 

@@ -1,0 +1,64 @@
+"""The lint's vocabulary: severities, the rule catalogue shown to authors, and ``Finding``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hilbench_annotate.vocabulary import (
+    MAX_BLOCKERS,
+    MAX_TRIGGER_QUESTIONS,
+    MIN_BLOCKERS,
+    MIN_TRIGGER_QUESTIONS,
+)
+
+ERROR, WARNING = "error", "warning"
+
+RULES: dict[str, str] = {
+    "blocker_count": f"A task has {MIN_BLOCKERS}–{MAX_BLOCKERS} blockers.",
+    "trigger_count": (
+        f"Each blocker has {MIN_TRIGGER_QUESTIONS}–{MAX_TRIGGER_QUESTIONS} trigger questions."
+    ),
+    "empty_field": "A blocker's description, resolution and trigger questions are not empty.",
+    "self_referential": (
+        'A trigger question is about the task, not the registry ("this blocker", "the gap").'
+    ),
+    "multi_topic": "A trigger question asks one thing; the judge rejects multi-topic messages.",
+    "not_a_question": (
+        "A trigger question is phrased as a question, not a statement or an "
+        '"I assume X, right?" confirmation.'
+    ),
+    "contains_resolution": "A trigger question does not contain the resolution or its values.",
+    "near_duplicate": "A blocker's trigger questions are varied: no two near-duplicates.",
+    "cross_blocker_duplicate": (
+        "A trigger question is not nearly identical to a trigger question of another blocker."
+    ),
+    "resolution_leak": (
+        "A resolution is not discoverable in the blocked specification, column descriptions "
+        "or business info."
+    ),
+    "overlapping_blockers": (
+        "Blockers are independent: descriptions do not overlap and resolutions differ."
+    ),
+    "gold_sql": (
+        "The gold SQL is a single query that parses (SQLite dialect) and names only existing "
+        "tables and columns."
+    ),
+    "criteria_unattested": (
+        "Each blocker attests all seven quality criteria with a tick and a one-line note."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in a draft, addressed by a stable rule id and a field path."""
+
+    rule: str
+    field: str
+    message: str
+    severity: str
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable across saves (no message text), so a waiver keeps matching the finding."""
+        return f"{self.rule}@{self.field}"

@@ -1,0 +1,70 @@
+"""The entry point, ``lint_task``: reads a draft once and runs every rule over it, returning
+the findings deduplicated and in a stable order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .blockers import (
+    check_blocker_count,
+    check_criteria,
+    check_duplicates,
+    check_empty,
+    check_overlap,
+    check_trigger_count,
+)
+from .draft import draft_blockers, known_identifiers
+from .findings import Finding
+from .leaks import agent_surfaces, check_leak
+from .questions import (
+    check_contains_resolution,
+    check_multi_topic,
+    check_not_a_question,
+    check_self_referential,
+)
+from .sql import check_gold_sql
+from .text import as_mapping, as_text, clean_question, natural_key
+
+
+def lint_task(
+    draft: Mapping,
+    *,
+    schema: Mapping[str, set[str]] | None = None,
+    similarity_threshold: float = 0.85,
+    overlap_threshold: float = 0.6,
+) -> list[Finding]:
+    """Every finding for a draft, sorted by field then rule (stable for the UI and waivers).
+
+    ``schema`` maps lowercased table names to their lowercased column names (SQL only);
+    ``None`` means unknown, so gold SQL is parsed but its names are not checked.
+    """
+    draft = as_mapping(draft)
+    environment = as_mapping(draft.get("environment"))
+    blockers = draft_blockers(draft)
+    identifiers = known_identifiers(environment, schema)
+    surfaces = agent_surfaces(draft)
+
+    findings: list[Finding] = list(check_blocker_count(blockers))
+    cleaned: dict[tuple[int, int], str] = {}
+    for blocker in blockers:
+        findings += check_trigger_count(blocker)
+        findings += check_empty(blocker)
+        findings += check_criteria(blocker)
+        findings += check_leak(blocker, surfaces, identifiers)
+        for j, raw in enumerate(blocker.questions):
+            question = clean_question(raw)
+            if not question:
+                continue
+            cleaned[(blocker.index, j)] = question
+            findings += check_self_referential(blocker, j, question)
+            findings += check_multi_topic(blocker, j, question)
+            findings += check_not_a_question(blocker, j, question)
+            findings += check_contains_resolution(blocker, j, question, identifiers)
+    findings += check_duplicates(blockers, cleaned, similarity_threshold)
+    findings += check_overlap(blockers, overlap_threshold)
+    if as_text(draft.get("domain")).lower() == "sql":
+        findings += check_gold_sql(environment, schema)
+
+    unique = dict.fromkeys(findings)
+    return sorted(unique, key=lambda f: (natural_key(f.field), f.rule, f.message))

@@ -1,0 +1,109 @@
+"""Model endpoints and the pass-rate thresholds that select tasks."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from hilbench_annotate.access import require_role
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Project
+from hilbench_annotate.services.tasks import event_record
+from hilbench_annotate.vocabulary import Role
+
+from ..models import ModelEndpoint, SelectionPolicy
+from .common import MAX_PASSES
+
+
+def endpoint_create(
+    *,
+    project: Project,
+    actor,
+    name: str,
+    base_url: str,
+    model: str,
+    api_key_env: str = "",
+    concurrency: int = 1,
+    timeout_s: float = 60.0,
+    max_turns: int = 12,
+) -> ModelEndpoint:
+    require_role(actor, project, Role.LEAD, action="do this")
+    if not base_url.startswith(("http://", "https://")):
+        raise DomainError(f"The base URL must start with http:// or https://, not {base_url!r}.")
+    prefix = settings.MODEL_KEY_ENV_PREFIX
+    if api_key_env and (
+        not api_key_env.startswith(prefix) or not api_key_env.replace("_", "").isalnum()
+    ):
+        # Only variables meant for model endpoints: a lead must not be able to send the
+        # server's own secrets (DJANGO_SECRET_KEY, DATABASE_URL…) to a URL of their choosing.
+        raise DomainError(
+            f"The API key is read from an environment variable whose name starts with "
+            f"{prefix} (e.g. {prefix}OPENAI); the key itself is never stored."
+        )
+    host = urlsplit(base_url).hostname or ""
+    allowed = settings.MODEL_ENDPOINT_HOSTS
+    if allowed and host not in allowed:
+        raise DomainError(
+            f"{host} is not an allowed model endpoint host (HILBENCH_MODEL_ENDPOINT_HOSTS)."
+        )
+    if not 1 <= concurrency <= 32:
+        raise DomainError("Concurrency must be between 1 and 32.")
+    if not 0 < timeout_s <= 600 or not 1 <= max_turns <= 100:
+        raise DomainError("The timeout is at most 600 s and a pass has 1 to 100 turns.")
+    if ModelEndpoint.objects.filter(project=project, name=name).exists():
+        raise DomainError(f"The project already has an endpoint called {name!r}.")
+    endpoint = ModelEndpoint.objects.create(
+        project=project,
+        name=name,
+        base_url=base_url.rstrip("/"),
+        model=model,
+        api_key_env=api_key_env,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        max_turns=max_turns,
+        created_by=actor,
+    )
+    event_record(
+        project_id=project.pk, task_id=None, actor=actor, kind="endpoint_created", name=name
+    )
+    return endpoint
+
+
+def selection_policy_update(
+    *,
+    project: Project,
+    actor,
+    k: int,
+    full_info_min: float,
+    baseline_max: float,
+    min_models: int = 1,
+) -> SelectionPolicy:
+    require_role(actor, project, Role.LEAD, action="do this")
+    if not 1 <= k <= MAX_PASSES:
+        raise DomainError(f"k must be between 1 and {MAX_PASSES}.")
+    if not (0 <= full_info_min <= 1 and 0 <= baseline_max <= 1):
+        raise DomainError("Thresholds are pass rates between 0 and 1.")
+    if min_models < 1:
+        raise DomainError("At least one model must have run a task to decide it.")
+    policy, _ = SelectionPolicy.objects.update_or_create(
+        project=project,
+        defaults={
+            "k": k,
+            "full_info_min": full_info_min,
+            "baseline_max": baseline_max,
+            "min_models": min_models,
+            "updated_by": actor,
+        },
+    )
+    event_record(
+        project_id=project.pk,
+        task_id=None,
+        actor=actor,
+        kind="selection_policy_updated",
+        k=k,
+        full_info_min=full_info_min,
+        baseline_max=baseline_max,
+        min_models=min_models,
+    )
+    return policy

@@ -1,0 +1,116 @@
+"""The house plan of docs/architecture.md holds: apps depend downward only, no import hides a
+cycle inside a function, modules and functions stay readable, and the cross-cutting pieces
+(permissions, jobs, gates) each have one home."""
+
+import ast
+from pathlib import Path
+
+import pytest
+from importlinter.cli import lint_imports
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("hilbench_annotate", "authoring", "review", "validators", "judge", "evaluation", "exchange")
+# Generated demo inputs (tables of made-up rows and files) are data, not logic.
+DATA_MODULES = {"exchange/demo/sql_demo.py", "exchange/demo/swe_demo.py"}
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def _sources():
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if "migrations" not in path.parts:
+                yield path.relative_to(ROOT).as_posix(), path.read_text(encoding="utf-8")
+
+
+def _functions(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def test_the_layer_contracts_of_pyproject_hold(capsys, monkeypatch):
+    """import-linter's contracts ([tool.importlinter] in pyproject.toml): the layers
+    exchange → review | evaluation → judge → validators → authoring → core, and a leaf toolkit."""
+    monkeypatch.chdir(ROOT)
+    exit_code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    report = capsys.readouterr().out
+    assert exit_code == 0, report
+    assert "2 kept, 0 broken" in report, report
+
+
+def test_no_function_imports_a_project_module_except_app_ready():
+    """Project imports live at module level. ``AppConfig.ready`` is the one exception: models
+    are not loaded yet when an app module is imported (Django's rule)."""
+    found = []
+    for name, source in _sources():
+        tree = ast.parse(source)
+        for function in _functions(tree):
+            if function.name == "ready" and name.endswith("/apps.py"):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom):
+                    project = node.level or (node.module or "").split(".")[0] in APPS
+                elif isinstance(node, ast.Import):
+                    project = any(alias.name.split(".")[0] in APPS for alias in node.names)
+                else:
+                    continue
+                if project:
+                    found.append(f"{name}:{node.lineno} in {function.name}")
+    assert not found, found
+
+
+def test_modules_and_functions_stay_within_the_split_points():
+    too_long = []
+    for name, source in _sources():
+        if name in DATA_MODULES:
+            continue
+        lines = source.count("\n")
+        if lines > MAX_MODULE_LINES:
+            too_long.append(f"{name}: {lines} lines")
+        for function in _functions(ast.parse(source)):
+            length = function.end_lineno - function.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                too_long.append(f"{name}:{function.lineno} {function.name}: {length} lines")
+    assert not too_long, too_long
+
+
+def _definitions(kind, name):
+    """Where ``name`` is defined (a function, or a module-level assignment) in the apps."""
+    places = []
+    for module, source in _sources():
+        for node in ast.parse(source).body if kind == "assign" else ast.walk(ast.parse(source)):
+            if kind == "assign" and isinstance(node, ast.Assign):
+                if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                    places.append(module)
+            elif kind == "def" and isinstance(node, ast.FunctionDef) and node.name == name:
+                places.append(module)
+    return places
+
+
+@pytest.mark.parametrize(
+    "kind,name,home",
+    [
+        ("assign", "READER_ROLES", "hilbench_annotate/vocabulary.py"),
+        ("def", "process_exception", "hilbench_annotate/access.py"),
+        ("def", "on_failure", "hilbench_annotate/jobs.py"),
+        ("def", "job_claim", "hilbench_annotate/jobs.py"),
+        ("def", "job_fail", "hilbench_annotate/jobs.py"),
+        ("def", "jobs_reap", "hilbench_annotate/jobs.py"),
+        ("def", "register_gate", "hilbench_annotate/gates.py"),
+        ("def", "require_role", "hilbench_annotate/access.py"),
+    ],
+)
+def test_each_cross_cutting_piece_has_one_definition(kind, name, home):
+    assert _definitions(kind, name) == [home]
+
+
+def test_no_permission_check_is_written_inline():
+    """Role checks go through ``has_role`` / ``require_role`` / ``ProjectRoles``: no module but
+    access.py asks ``is_superuser or … in roles`` itself."""
+    inline = []
+    for module, source in _sources():
+        if module == "hilbench_annotate/access.py":
+            continue
+        for number, line in enumerate(source.splitlines(), start=1):
+            if "is_superuser or" in line and "roles" in line:
+                inline.append(f"{module}:{number}")
+    assert not inline, inline
