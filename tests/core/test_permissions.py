@@ -470,3 +470,24 @@ def test_token_of_another_user_does_not_grant_their_access(api, objs, author, ou
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
 
     assert read_task(api, objs).status_code == 404
+
+
+def test_an_access_refusal_in_an_html_view_is_a_403_page_naming_the_reason(client, project):
+    """AccessDeniedMiddleware: a service's AccessDenied is a 403 page for every HTML view."""
+    from hilbench_annotate.models import Membership
+    from tests.factories import TaskFactory, UserFactory
+
+    author = UserFactory(username="the-author")
+    reviewer = UserFactory(username="a-reviewer")
+    Membership.objects.create(project=project, user=author, role="author")
+    Membership.objects.create(project=project, user=reviewer, role="reviewer")
+    task = TaskFactory(project=project, author=author)
+    client.force_login(reviewer)
+    response = client.post(
+        reverse("workspace-submit", args=[task.pk]), {"expected_version": task.version}
+    )
+    assert response.status_code == 403
+    assert b"Only the task&#x27;s author or a project lead may change this task." in (
+        response.content
+    )
+    assert b"<h1>Not allowed</h1>" in response.content

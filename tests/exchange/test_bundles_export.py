@@ -58,6 +58,14 @@ def bundle(settings, tmp_path):
     return extract(out, tmp_path / "bundle"), tasks
 
 
+# The release examples now ship environment/mcp.py, setup_tools.py and solution/solve.sh,
+# which the exporter does not write yet: issue 16 (self-contained bundles) makes this pass.
+# Strict, so the day the exporter writes them this marker must go.
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16: the exporter writes no solution/solve.sh, environment/mcp.py, "
+    "setup_tools.py yet",
+)
 @pytest.mark.parametrize("domain,release_task", [("sql", "sql_0"), ("swe", "swe_0")])
 def test_exported_folders_have_the_release_layout_and_field_names(bundle, domain, release_task):
     root, _tasks = bundle
