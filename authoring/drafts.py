@@ -22,6 +22,31 @@ def _text(data, name: str) -> str:
     return str(data.get(name, "")).replace("\r\n", "\n")
 
 
+SPEC_LINES = ("packages", "pre_install", "install")
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.split("\n") if line.strip()]
+
+
+def _spec_from_form(data, saved: Mapping[str, Any]) -> dict[str, Any]:
+    """The environment specification as the form shows it (validated when saved)."""
+    spec = dict(saved)
+    for name in ("language", "python", "log_parser"):
+        if f"env.spec.{name}" in data:
+            spec[name] = _text(data, f"env.spec.{name}").strip()
+    for name in SPEC_LINES:
+        if f"env.spec.{name}" in data:
+            spec[name] = _lines(_text(data, f"env.spec.{name}"))
+    if "env.spec.env" in data:
+        pairs = [line.partition("=") for line in _lines(_text(data, "env.spec.env"))]
+        spec["env"] = {name.strip(): value.strip() for name, _, value in pairs}
+    for name in ("run_script", "parser_script"):
+        if f"env.spec.{name}" in data:
+            spec[name] = _text(data, f"env.spec.{name}")
+    return spec
+
+
 def draft_from_form(*, domain: str, data, environment: Mapping[str, Any]) -> dict[str, Any]:
     """Read the posted workspace form; fields not on the form keep ``environment``'s values."""
     draft: dict[str, Any] = {
@@ -46,8 +71,13 @@ def draft_from_form(*, domain: str, data, environment: Mapping[str, Any]) -> dic
             if f"env.descriptions.{table}" in data:
                 descriptions[table] = _text(data, f"env.descriptions.{table}")
         env["descriptions"] = descriptions
-    elif "env.setup_patch" in data:
-        env["setup_patch"] = _text(data, "env.setup_patch")
+    else:
+        if "env.setup_patch" in data:
+            env["setup_patch"] = _text(data, "env.setup_patch")
+        if "env.test_command" in data:
+            env["test_command"] = _text(data, "env.test_command").strip()
+        if "env.spec.log_parser" in data:
+            env["environment_spec"] = _spec_from_form(data, env.get("environment_spec") or {})
 
     for index in data.getlist("blocker") if hasattr(data, "getlist") else data.get("blocker", []):
         prefix = f"blocker-{index}-"

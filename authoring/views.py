@@ -21,7 +21,7 @@ from authoring.services import (
     open_findings,
     workspace_save,
 )
-from hilbench_annotate import workflow
+from hilbench_annotate import envspec, workflow
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
@@ -117,6 +117,10 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
         context["descriptions"] = sorted(
             (snapshot["environment"].get("descriptions") or {}).items()
         )
+    else:
+        context["spec_languages"] = envspec.LANGUAGES
+        context["log_parsers"] = sorted(envspec.LOG_PARSERS.items())
+        context["log_parser_names"] = list(envspec.LOG_PARSERS)
     return context
 
 

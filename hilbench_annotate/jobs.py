@@ -18,14 +18,16 @@ Apps register their kinds of job in ``AppConfig.ready`` (``register``).
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
 from celery import Task as CeleryTask
 from django.apps import apps
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -144,6 +146,28 @@ def job_claim(model: type[Job], pk: int) -> bool:
 def job_heartbeat(model: type[Job], pk: int, **fields) -> None:
     """A sign of life, with any progress fields (``done=…``) to store with it."""
     model.objects.filter(pk=pk).update(heartbeat_at=timezone.now(), **fields)
+
+
+@contextlib.contextmanager
+def job_heartbeat_while(model: type[Job], pk: int, *, every_s: float = 10.0):
+    """Heartbeats from a thread while the caller blocks on one long step (a package install):
+    the job's stale time can then stay short, so a dead worker's job is taken over soon."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(every_s):
+                job_heartbeat(model, pk)
+        finally:
+            connection.close()  # this thread's own database connection
+
+    thread = threading.Thread(target=beat, daemon=True, name=f"heartbeat-{pk}")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=every_s + 5)
 
 
 def job_finish(model: type[Job], pk: int, *, status: str | None = None, **fields) -> bool:

@@ -30,9 +30,18 @@ def check_origin(origin: str) -> str:
     path = Path(origin).expanduser()
     if path.is_dir() and ((path / ".git").exists() or (path / "HEAD").is_file()):
         return str(path.resolve())
+    if path.is_file() and _is_bundle(path):
+        return str(path.resolve())
     raise DomainError(
-        f"Repository {origin!r} is neither a local git repository nor an https/ssh URL."
+        f"Repository {origin!r} is neither a local git repository, a git bundle nor an "
+        "https/ssh URL."
     )
+
+
+def _is_bundle(path: Path) -> bool:
+    """A git bundle file (SWE-bench data ships repositories so): its first line says so."""
+    with path.open("rb") as handle:
+        return handle.readline().startswith(b"# v2 git bundle") or False
 
 
 def repository_mirror(*, repo_name: str, origin: str) -> Repository:
@@ -77,6 +86,14 @@ def commit_exists(repository: Repository, sha: str) -> bool:
     except git.GitCommandError:
         return False
     return True
+
+
+def repository_has_tags(repository: Repository) -> bool:
+    """Whether the mirror has any tag (tools that ask git for a version need one)."""
+    try:
+        return bool(git.Repo(repository.path).git.for_each_ref("refs/tags", "--count=1"))
+    except git.GitCommandError:
+        return False
 
 
 def repository_add_commit(*, repo_name: str, source: Path, commit: str) -> Repository:

@@ -309,6 +309,25 @@ SANDBOX_BACKEND = os.environ.get("HILBENCH_SANDBOX_BACKEND", "local")
 SANDBOX_WALL_S = float(os.environ.get("HILBENCH_SANDBOX_WALL_S", "600"))
 SANDBOX_CPU_S = int(os.environ.get("HILBENCH_SANDBOX_CPU_S", "600"))
 SANDBOX_MEMORY_MB = int(os.environ.get("HILBENCH_SANDBOX_MEMORY_MB", "4096"))
+SANDBOX_PROCESSES = int(os.environ.get("HILBENCH_SANDBOX_PROCESSES", "256"))
+SANDBOX_DISK_MB = int(os.environ.get("HILBENCH_SANDBOX_DISK_MB", "2048"))
+SANDBOX_TMP_MB = int(os.environ.get("HILBENCH_SANDBOX_TMP_MB", "1024"))
+# What runs see of this machine lives here (the bwrap binary, built environments, interpreter
+# copies, the trees of running jobs): every level must be readable by the sandbox user.
+SANDBOX_ROOT = Path(os.environ.get("HILBENCH_SANDBOX_ROOT", VAR_DIR / "sandbox"))
+# A root worker runs task code as this user (nobody); a non-root worker as itself.
+SANDBOX_RUN_UID = int(os.environ.get("HILBENCH_SANDBOX_UID", "65534"))
+SANDBOX_RUN_GID = int(os.environ.get("HILBENCH_SANDBOX_GID", "65534"))
+SANDBOX_BWRAP = os.environ.get("HILBENCH_SANDBOX_BWRAP", "")
+SANDBOX_DOCKER_IMAGE = os.environ.get("HILBENCH_SANDBOX_DOCKER_IMAGE", "python:3.11-slim")
+# Interpreters for environments, beyond those found on PATH, in /usr and under pyenv:
+# "3.9=/opt/python3.9/bin/python3.9,3.12=/usr/local/bin/python3.12".
+SANDBOX_PYTHONS = dict(
+    item.split("=", 1)
+    for item in os.environ.get("HILBENCH_SANDBOX_PYTHONS", "").split(",")
+    if "=" in item
+)
+ENVIRONMENT_BUILD_WALL_S = float(os.environ.get("HILBENCH_ENVIRONMENT_BUILD_WALL_S", "1800"))
 SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
 # Jobs (hilbench_annotate/jobs.py): one still queued after JOB_REDISPATCH_S is sent again (the
 # broker may have lost it); a running one whose worker said nothing for its kind's *_STALE_S
@@ -319,6 +338,8 @@ VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
 EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
 IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
 EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
+# Builds heartbeat every 10 s, even inside one long install step.
+ENVIRONMENT_STALE_S = int(os.environ.get("HILBENCH_ENVIRONMENT_STALE_S", "120"))
 # Redis: an unacknowledged job (its worker died) is delivered again after this many seconds.
 # (The SQLAlchemy transport takes no such option.)
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):

@@ -39,6 +39,9 @@ def _stores(settings, tmp_path):
     settings.REPOSITORY_STORE = tmp_path / "store" / "repositories"
     settings.UPLOAD_STORE = tmp_path / "store" / "uploads"
     settings.BUNDLE_STORE = tmp_path / "store" / "bundles"
+    # Shared by the whole run (and the next): built environments are cached by key, and the
+    # sandbox user must be able to reach it (pytest's own temporary folders are closed).
+    settings.SANDBOX_ROOT = settings.VAR_DIR / "sandbox-tests"
 
 
 @pytest.fixture
@@ -108,6 +111,7 @@ def worker_env(broker: str) -> dict[str, str]:
         "HILBENCH_UPLOAD_STORE": str(settings.UPLOAD_STORE),
         "HILBENCH_DATABASE_STORE": str(settings.DATABASE_STORE),
         "HILBENCH_REPOSITORY_STORE": str(settings.REPOSITORY_STORE),
+        "HILBENCH_SANDBOX_ROOT": str(settings.SANDBOX_ROOT),
     }
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):

@@ -20,3 +20,12 @@ class ValidatorsConfig(AppConfig):
                 "validation run",
             )
         )
+        register(
+            JobKind(
+                "validators.EnvironmentBuild",
+                "validators.build_environment",
+                "build_id",
+                "ENVIRONMENT_STALE_S",
+                "environment build",
+            )
+        )

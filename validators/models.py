@@ -57,3 +57,41 @@ class ValidationResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.check_name}: {self.outcome}"
+
+
+class EnvironmentBuild(Job):
+    """One build of the environment a specification describes (``envspec.build_key``).
+
+    Builds are cached by key under ``SANDBOX_ROOT/environments/<key>`` and shared by every
+    task whose specification builds the same thing; a row records each attempt, its steps'
+    log, and which step failed.
+    """
+
+    key = models.CharField(max_length=64, db_index=True)
+    backend = models.CharField(max_length=20, default="local")
+    spec = models.JSONField(default=dict)
+    repository = models.ForeignKey(
+        "hilbench_annotate.Repository", on_delete=models.SET_NULL, null=True, blank=True
+    )
+    commit = models.CharField(max_length=64, help_text="The repository is installed at this commit")
+    task = models.ForeignKey(
+        Task,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="environment_builds",
+        help_text="The task it was started from",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    step = models.CharField(max_length=40, blank=True, help_text="The step running, or failed")
+    log = models.TextField(blank=True)
+    interpreter = models.CharField(max_length=200, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+
+    class Meta(Job.Meta):
+        indexes = [models.Index(fields=["key", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"environment {self.key} ({self.status})"

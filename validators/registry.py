@@ -16,7 +16,7 @@ from hilbench_annotate.errors import DomainError
 
 from .leakage import check_leakage, forbidden_texts, sanitize
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
-from .sandbox import SandboxLimits
+from .sandbox import limits_from_settings
 from .spec import check_spec
 from .sql import check_sql_task
 from .swe import check_swe_tests
@@ -48,12 +48,7 @@ def _swe_patches(task, snapshot, workdir: Path):
 
 
 def _swe_tests(task, snapshot, workdir: Path):
-    limits = SandboxLimits(
-        wall_s=settings.SANDBOX_WALL_S,
-        cpu_s=settings.SANDBOX_CPU_S,
-        memory_mb=settings.SANDBOX_MEMORY_MB,
-    )
-    return check_swe_tests(task.swe_environment, limits=limits)
+    return check_swe_tests(task.swe_environment, limits=limits_from_settings())
 
 
 def _history_leakage(task, snapshot, workdir: Path):

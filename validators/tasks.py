@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from hilbench_annotate.jobs import JobTask
+from validators.environments import environment_build_execute
 from validators.services import validation_run_execute
 
 
@@ -11,3 +12,8 @@ from validators.services import validation_run_execute
 @shared_task(name="validators.run", base=JobTask, acks_late=True)
 def validation_run_job(*, run_id: int) -> None:
     validation_run_execute(run_id=run_id)
+
+
+@shared_task(name="validators.build_environment", base=JobTask, acks_late=True)
+def environment_build_job(*, build_id: int) -> None:
+    environment_build_execute(build_id=build_id)

@@ -1,4 +1,9 @@
-"""Start a validation run and watch it: the task page's validation card, polled by htmx."""
+"""Start a validation run and watch it (the task page's validation card, polled by htmx); build
+a SWE task's environment and follow the build's log.
+
+Runs that execute a task's code — structural checks, environment builds — are started by the
+task's author or a project lead (``access_task(..., edit=True)``); every reader of the task
+sees their results."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -7,10 +12,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from hilbench_annotate.access import access_task
+from hilbench_annotate.access import BAD_ID, access_task, can_edit_task, not_found
 from hilbench_annotate.errors import DomainError
 
-from .models import ValidationRun
+from .environments import environment_build_start, environment_key, ready_environment
+from .models import EnvironmentBuild, ValidationRun
 from .services import validation_run_start
 
 TEMPLATE = "validators/run.html"
@@ -19,7 +25,7 @@ TEMPLATE = "validators/run.html"
 @login_required
 @require_POST
 def run_start(request, task_id: int):
-    task = access_task(request.user, task_id)
+    task = access_task(request.user, task_id, edit=True)
     checks = request.POST.getlist("checks") or None
     try:
         with transaction.atomic():
@@ -28,7 +34,7 @@ def run_start(request, task_id: int):
         messages.error(request, str(exc))
         return redirect("task-detail", task_id=task.pk)
     if request.htmx:
-        return render(request, TEMPLATE + "#run", {"task": task, "run": run})
+        return render(request, TEMPLATE + "#run", {"task": task, "run": run, "can_edit": True})
     return redirect("validation-run", task_id=task.pk, run_id=run.pk)
 
 
@@ -41,10 +47,94 @@ def run_detail(request, task_id: int, run_id: int):
         pk=run_id,
         task=task,
     )
-    context = {"task": task, "run": run}
+    context = {"task": task, "run": run, "can_edit": can_edit_task(request.user, task)}
     if request.htmx:
         response = render(request, TEMPLATE + "#run", context)
         if run.is_finished:
             return HttpResponseStopPolling(response.content)
         return response
     return render(request, TEMPLATE, context)
+
+
+BUILD_TEMPLATE = "validators/build.html"
+
+
+def environment_context(task) -> dict:
+    """The Environment tab's build card: the current specification's build, if any."""
+    env = task.swe_environment
+    try:
+        key = environment_key(env)
+    except DomainError as exc:
+        return {"build_problem": str(exc)}
+    return {
+        "build_key": key,
+        "built": ready_environment(key) is not None,
+        "build": EnvironmentBuild.objects.filter(key=key).order_by("-created_at", "-id").first(),
+        "sharing": _tasks_sharing(task, key),
+    }
+
+
+def _tasks_sharing(task, key: str) -> int:
+    """How many SWE tasks of the project build this same environment."""
+    environments = type(task.swe_environment).objects.filter(task__project_id=task.project_id)
+    count = 0
+    for env in environments.only("environment_spec", "base_commit"):
+        try:
+            count += environment_key(env) == key
+        except DomainError:
+            continue
+    return count
+
+
+@login_required
+@require_POST
+def build_start(request, task_id: int):
+    task = access_task(request.user, task_id, edit=True)
+    if task.domain != "swe":
+        raise not_found("environment")
+    try:
+        with transaction.atomic():
+            build = environment_build_start(
+                swe_environment=task.swe_environment,
+                actor=request.user,
+                force=bool(request.POST.get("rebuild")),
+            )
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("workspace", task_id=task.pk)
+    return redirect("environment-build", build_id=build.pk)
+
+
+@login_required
+@require_GET
+def build_detail(request, build_id: int):
+    try:
+        build = EnvironmentBuild.objects.select_related("task", "repository").get(pk=build_id)
+    except (EnvironmentBuild.DoesNotExist, *BAD_ID):
+        raise not_found("environment build") from None
+    if build.task_id is None:
+        raise not_found("environment build")
+    task = access_task(request.user, build.task_id)
+    context = {
+        "build": build,
+        "task": task,
+        "can_edit": can_edit_task(request.user, task),
+        "earlier": EnvironmentBuild.objects.filter(key=build.key).exclude(pk=build.pk)[:10],
+    }
+    if request.htmx:
+        response = render(request, BUILD_TEMPLATE + "#build", context)
+        return HttpResponseStopPolling(response.content) if build.is_finished else response
+    return render(request, BUILD_TEMPLATE, context)
+
+
+@login_required
+@require_GET
+def environment_card(request, task_id: int):
+    """The Environment tab's build card (loaded by htmx): the current specification's
+    environment, built or not, and the button that builds it."""
+    task = access_task(request.user, task_id)
+    if task.domain != "swe":
+        raise not_found("environment")
+    context = {"task": task, "can_edit": can_edit_task(request.user, task)}
+    context.update(environment_context(task))
+    return render(request, BUILD_TEMPLATE + "#card", context)

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.spec import render_swe_statement
@@ -76,6 +77,10 @@ def read_annotate(folder: Path, item: dict[str, Any], workdir: Path) -> list[str
             source_metadata[APPLIED_EDIT_SCRIPT] = environment["applied_edit_script"]
     else:
         env["setup_patch"] = environment.get("setup_patch", "")
+        try:
+            env["environment_spec"] = spec_clean(environment.get("environment_spec") or {})
+        except DomainError as exc:
+            problems.append(f"{layout.ANNOTATE}: {exc}")
         problems.extend(_read_repository(folder, item, workdir))
         statement = _text(folder / layout.SWE_STATEMENT)
         if render_swe_statement(annotate["blocked_spec"]) != statement:

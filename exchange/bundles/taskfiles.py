@@ -81,7 +81,10 @@ def _annotate(task: Task, snapshot: dict) -> dict:
             or task.source_metadata.get(APPLIED_EDIT_SCRIPT, ""),
         }
     else:
-        document["environment"] = {"setup_patch": env.get("setup_patch", "")}
+        document["environment"] = {
+            "setup_patch": env.get("setup_patch", ""),
+            "environment_spec": env.get("environment_spec") or {},
+        }
     return document
 
 

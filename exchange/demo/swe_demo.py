@@ -106,6 +106,14 @@ and a total of `Decimal("10.83")`.
 
 INTERFACE = "No new interfaces are introduced."
 TEST_CMD = "python -m pytest -rA tests"
+# What the demo's tests need: the machine's Python 3.11 and pytest, nothing installed from
+# the repository (the tests import it from the working tree).
+ENVIRONMENT_SPEC = {
+    "language": "python",
+    "python": "3.11",
+    "packages": ["pytest==8.3.3"],
+    "log_parser": "pytest",
+}
 
 
 def _replace(text: str, old: str, new: str) -> str:
@@ -700,6 +708,7 @@ def build(out_dir: Path) -> dict[str, Path]:
         "FAIL_TO_PASS": FAIL_TO_PASS,
         "PASS_TO_PASS": PASS_TO_PASS,
         "test_cmd": TEST_CMD,
+        "environment_spec": ENVIRONMENT_SPEC,
         "requirements": REQUIREMENTS,
         "interface": INTERFACE,
     }

@@ -10,7 +10,8 @@ from typing import Any
 from django.db import transaction
 
 from exchange.bundles.annotate import read_annotate
-from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.envspec import spec_clean
+from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.repositories import repository_add_commit
 from hilbench_annotate.services import task_create
@@ -262,9 +263,39 @@ def _read_swe(folder: Path, metadata, toml, item) -> list[str]:
             "fail_to_pass": fail_to_pass,
             "pass_to_pass": pass_to_pass,
             "test_command": metadata.get("test_cmd", ""),
+            "environment_spec": _release_environment(folder, metadata, item),
         },
     )
     return []
+
+
+# A release task's scripts, when the folder carries them (the release keeps them in its image).
+RELEASE_SCRIPTS = {"run_script": "run_script.sh", "parser_script": "parser.py"}
+RELEASE_LANGUAGES = {"python": "python", "go": "go", "js": "javascript", "ts": "javascript"}
+
+
+def _release_environment(folder: Path, metadata: dict, item: dict) -> dict:
+    """The specification a release task's metadata names: its language and log parser, and its
+    run_script.sh / parser.py where the folder has them (shared/ or environment/)."""
+    raw = {
+        "language": RELEASE_LANGUAGES.get(str(metadata.get("language", "")).lower(), "other"),
+        "log_parser": str(metadata.get("log_parser") or "pytest"),
+    }
+    for field, name in RELEASE_SCRIPTS.items():
+        for candidate in (folder / "shared" / name, *folder.glob(f"*/environment/{name}")):
+            if candidate.is_file():
+                raw[field] = _text(candidate)
+                break
+    if raw["log_parser"] == "sweap_json" and "parser_script" not in raw:
+        item["notes"].append(
+            "Its run_script.sh and parser.py are not in the folder (the release keeps them in "
+            "its image): paste them in the Environment tab to run its tests here."
+        )
+    try:
+        return spec_clean(raw)
+    except DomainError as exc:
+        item["notes"].append(str(exc))
+        return spec_clean({})
 
 
 def import_hilbench(*, project: Project, root: Path, actor=None) -> ImportReport:

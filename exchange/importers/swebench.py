@@ -5,17 +5,22 @@ from typing import Any
 
 from django.db import transaction
 
+from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, Task
-from hilbench_annotate.repositories import commit_exists, repository_mirror
+from hilbench_annotate.repositories import (
+    commit_exists,
+    repository_has_tags,
+    repository_mirror,
+)
 from hilbench_annotate.services import task_create
 from hilbench_annotate.spec import swe_title
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
 from .common import ImportReport, RecordStreamError, iter_records
+from .swebench_env import environment_from_swebench
 
 REQUIRED_TEXT = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch")
-DEFAULT_TEST_COMMAND = "python -m pytest -rA"
 
 
 def _test_list(record: dict[str, Any], name: str) -> list[str] | str:
@@ -67,9 +72,15 @@ def _normalise(record: Any) -> dict[str, Any] | str:
         "test_patch": record["test_patch"],
         "fail_to_pass": fail_to_pass,
         "pass_to_pass": pass_to_pass,
-        "test_command": record.get("test_cmd")
-        or record.get("test_command")
-        or DEFAULT_TEST_COMMAND,
+        "test_command": record.get("test_cmd") or record.get("test_command") or "",
+        "environment_spec": record.get("environment_spec")
+        if isinstance(record.get("environment_spec"), dict)
+        else None,
+        "pro_environment": {
+            k: record[k]
+            for k in ("log_parser", "run_script", "parser_script")
+            if isinstance(record.get(k), str) and record[k].strip()
+        },
         "extra": {
             k: record[k]
             for k in ("version", "created_at", "environment_setup_commit", "repo_language")
@@ -134,6 +145,32 @@ def _mirrored_repository(*, instances: Path, limit: int | None, repo_name: str, 
     return repository
 
 
+def _environment(normal: dict, repo_name: str, has_tags: bool, report: ImportReport):
+    """The record's environment specification and test command: SWE-bench's for its
+    repository and version; a record's own test command and parser (SWE-Bench Pro) win."""
+    extra = normal["extra"]
+    spec, test_command, notes = environment_from_swebench(
+        repo=repo_name,
+        version=str(extra.get("version") or ""),
+        test_patch=normal["test_patch"],
+        repository_has_tags=has_tags,
+    )
+    if normal["environment_spec"] is not None:  # our own export, or a hand-written record
+        try:
+            return spec_clean(normal["environment_spec"]), normal["test_command"] or test_command
+        except DomainError as exc:
+            notes.append(f"{normal['instance_id']}: {exc}")
+    for note in notes:
+        if note not in report.notes:
+            report.notes.append(note)
+    if normal["pro_environment"]:
+        try:
+            spec = spec_clean({**spec, **normal["pro_environment"]})
+        except DomainError as exc:
+            report.notes.append(f"{normal['instance_id']}: {exc}")
+    return spec, normal["test_command"] or test_command
+
+
 def _create_tasks(
     *, project: Project, instances: Path, limit: int | None, repository, repo_name: str, actor
 ) -> ImportReport:
@@ -145,12 +182,14 @@ def _create_tasks(
             "source_id", flat=True
         )
     )
+    has_tags = repository_has_tags(repository)
     with transaction.atomic():
         for _index, record in islice(iter_records(instances), limit):
             normal = _normalise(record)
             if normal["instance_id"] in existing:
                 report.unchanged.append(normal["instance_id"])
                 continue
+            spec, test_command = _environment(normal, repo_name, has_tags, report)
             task_create(
                 project=project,
                 domain=Domain.SWE,
@@ -166,7 +205,8 @@ def _create_tasks(
                     "test_patch": normal["test_patch"],
                     "fail_to_pass": normal["fail_to_pass"],
                     "pass_to_pass": normal["pass_to_pass"],
-                    "test_command": normal["test_command"],
+                    "test_command": test_command,
+                    "environment_spec": spec,
                 },
                 source_metadata={"instance_id": normal["instance_id"], **normal["extra"]},
                 author=actor,

@@ -70,6 +70,9 @@ class SweEnvironment(models.Model):
     fail_to_pass = models.JSONField(default=list)
     pass_to_pass = models.JSONField(default=list)
     test_command = models.TextField(blank=True)
+    environment_spec = models.JSONField(
+        default=dict, blank=True, help_text="What the tests need (hilbench_annotate/envspec.py)"
+    )
 
     def __str__(self) -> str:
         return f"{self.repo_name}@{self.base_commit[:10]}"

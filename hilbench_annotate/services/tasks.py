@@ -6,6 +6,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from hilbench_annotate.access import require_task_editor
+from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import (
     Blocker,
@@ -40,6 +41,7 @@ SWE_ENV_FIELDS = (
     "fail_to_pass",
     "pass_to_pass",
     "test_command",
+    "environment_spec",
 )
 
 
@@ -107,7 +109,7 @@ def revision_create(
 
 EDITABLE_ENV_FIELDS = {
     "sql": ("descriptions", "edit_script", "business_info", "gold_sql", "golden_output"),
-    "swe": ("setup_patch",),
+    "swe": ("setup_patch", "test_command", "environment_spec"),
 }
 
 
@@ -130,6 +132,9 @@ def environment_update(*, task: Task, changes: dict[str, Any]) -> list[str]:
         env.descriptions
     ):
         raise DomainError("description CSVs can be edited, not added or removed, here")
+    if "environment_spec" in changes:
+        changes = {**changes, "environment_spec": spec_clean(changes["environment_spec"])}
+        changed = [name for name, value in changes.items() if getattr(env, name) != value]
     for name in changed:
         setattr(env, name, changes[name])
     if changed:

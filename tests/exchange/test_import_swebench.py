@@ -90,7 +90,7 @@ def test_repository_that_is_not_git_is_refused(project, demo_data, tmp_path):
         import_swebench(
             project=project, instances=demo_data["swe"]["instances"], repo=str(tmp_path)
         )
-    assert "neither a local git repository nor an https/ssh URL" in str(err.value)
+    assert "neither a local git repository, a git bundle nor an https/ssh URL" in str(err.value)
     with pytest.raises(ImportRefused):
         import_swebench(
             project=project,

@@ -1,0 +1,135 @@
+"""What a SWE task's tests need to run: its environment specification, as data.
+
+A specification names the toolchain (a Python version, or the machine's Go / Node), the
+packages to install (pinned), the commands run in the repository before and for installing
+it, environment variables, and the log parser that reads the test output. It is part of the
+task (``SweEnvironment.
+environment_spec``; every change is a revision); importers fill it (SWE-bench's own
+per-repository, per-version specifications; a release task's ``metadata.json``).
+
+Tasks whose specifications build the same environment share one build: ``build_key`` hashes
+exactly what the build depends on (not the test command, nor the parser). No Django here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from hilbench_annotate.errors import DomainError
+
+# Bump when what a build contains changes shape: every environment is then built again.
+BUILD_FORMAT = 1
+LANGUAGES = ("python", "go", "javascript", "other")
+# The parsers the app has (validators/logparsers.py). A specification may name another
+# (SWE-bench has a few of its own); its check then says the parser is not supported.
+LOG_PARSERS = {
+    "pytest": "pytest -rA (SWE-bench's convention for test ids)",
+    "go_test": "go test -v or -json",
+    "jest": "Jest (--verbose or --json)",
+    "mocha": "Mocha (spec or json reporter)",
+    "sweap_json": "the task's own parser.py (SWE-Bench Pro / HiL-Bench release)",
+}
+RESERVED_ENV = {"PATH", "HOME", "PWD", "LD_PRELOAD", "LD_LIBRARY_PATH"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+_PYTHON = re.compile(r"^3\.\d{1,2}(\.\d{1,3})?$")
+_PARSER = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+MAX_COMMANDS = 30
+MAX_TEXT = 200_000
+
+EMPTY: dict[str, Any] = {
+    "language": "python",
+    "python": "",
+    "packages": [],
+    "pre_install": [],
+    "install": [],
+    "env": {},
+    "log_parser": "pytest",
+    "run_script": "",
+    "parser_script": "",
+}
+
+
+def _lines(value: Any, name: str, problems: list[str]) -> list[str]:
+    if isinstance(value, str):
+        value = value.splitlines()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.append(f"{name} must be a list of lines")
+        return []
+    lines = [v.strip() for v in value if v.strip()]
+    if len(lines) > MAX_COMMANDS * 10:
+        problems.append(f"{name} has {len(lines)} lines; at most {MAX_COMMANDS * 10}")
+    return lines
+
+
+def _env(value: Any, problems: list[str]) -> dict[str, str]:
+    if not isinstance(value, dict):
+        problems.append("env must map variable names to values")
+        return {}
+    clean = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            problems.append(f"env: {name!r} is not a variable name")
+        elif name in RESERVED_ENV:
+            problems.append(f"env: {name} is set by the sandbox and cannot be overridden")
+        elif not isinstance(text, str) or "\x00" in text:
+            problems.append(f"env: the value of {name} must be text")
+        else:
+            clean[name] = text
+    return dict(sorted(clean.items()))
+
+
+def spec_clean(raw: Any) -> dict[str, Any]:
+    """The specification as stored, or DomainError naming every problem."""
+    if raw in (None, "", {}):
+        return dict(EMPTY)
+    if not isinstance(raw, dict):
+        raise DomainError("The environment specification must be an object.")
+    unknown = sorted(set(raw) - set(EMPTY))
+    problems = [f"unknown fields {unknown}; known: {sorted(EMPTY)}"] if unknown else []
+    spec = dict(EMPTY)
+    language = raw.get("language") or "python"
+    if language not in LANGUAGES:
+        problems.append(f"language must be one of {', '.join(LANGUAGES)}")
+    spec["language"] = language
+    python = str(raw.get("python") or "").strip()
+    if python and not _PYTHON.match(python):
+        problems.append(f"python must be a version like 3.9 or 3.11.7, not {python!r}")
+    spec["python"] = python
+    for name in ("packages", "pre_install", "install"):
+        spec[name] = _lines(raw.get(name, []), name, problems)
+    spec["env"] = _env(raw.get("env") or {}, problems)
+    parser = str(raw.get("log_parser") or "pytest").strip()
+    if not _PARSER.match(parser):
+        problems.append(f"log_parser {parser!r} is not a parser name")
+    spec["log_parser"] = parser
+    for name in ("run_script", "parser_script"):
+        text = raw.get(name) or ""
+        if not isinstance(text, str) or len(text) > MAX_TEXT:
+            problems.append(f"{name} must be text of at most {MAX_TEXT} characters")
+            text = ""
+        spec[name] = text.replace("\r\n", "\n")
+    if problems:
+        raise DomainError("Environment specification: " + "; ".join(problems) + ".")
+    return spec
+
+
+def build_key(spec: dict[str, Any], *, base_commit: str) -> str:
+    """The hash naming the environment this specification builds.
+
+    The repository matters only when the build runs commands in it (``pre_install``,
+    ``install``): then the repository at the task's base commit is installed, as SWE-bench's
+    instance images are, and the commit id names that tree whatever mirror holds it. Without
+    such commands every task with the same toolchain and packages shares one build.
+    """
+    installs = bool(spec.get("pre_install") or spec.get("install"))
+    material = {
+        "format": BUILD_FORMAT,
+        "commit": base_commit if installs else "",
+        **{k: spec.get(k) for k in ("language", "python", "packages", "pre_install", "install")},
+        "env": spec.get("env") or {},
+    }
+    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:24]

@@ -1,0 +1,361 @@
+"""Environment builds: what a SWE task's tests need, built once per specification and reused.
+
+A build runs as a job (``EnvironmentBuild``). It writes into a fresh folder and renames it to
+``SANDBOX_ROOT/environments/<key>`` only when every step passed, with ``manifest.json`` last:
+a worker killed mid-build leaves a stray folder (swept) and a job the reaper hands to another
+worker, never a half-built environment that a test run would use. Network is allowed while
+building (package installs); never while tests run.
+
+Steps (local backend): ``repository`` (the tree at the setup commit, as a fresh git
+repository, so tools that ask git for a version work), ``interpreter``, ``venv``,
+``packages``, ``pre_install``, ``install``, ``finish`` (list the files the install generated
+in the repository — a version module, ``*.egg-info`` — which every test tree then carries).
+Task code runs in the sandbox with the environment mounted at ``/env`` and the repository at
+``/testbed``, the paths it keeps afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from hilbench_annotate.envspec import build_key, spec_clean
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.jobs import (
+    job_claim,
+    job_fail,
+    job_finish,
+    job_heartbeat,
+    job_heartbeat_while,
+    job_send,
+)
+from hilbench_annotate.toolkit.gitrepo import resolve_commit
+
+from . import interpreters
+from .models import EnvironmentBuild
+from .sandbox import (
+    ENV_ROOT,
+    Mount,
+    SandboxError,
+    checkout,
+    get_sandbox,
+    limits_from_settings,
+    sandbox_root,
+    sandbox_user,
+)
+
+LOG_LIMIT = 200_000
+STEP_TAIL = 4000
+MANIFEST = "manifest.json"
+PASS_THROUGH = ("PIP_", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+
+
+@dataclass(frozen=True)
+class BuiltEnvironment:
+    """A ready environment: where it is and how a test run mounts and uses it."""
+
+    key: str
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def mounts(self) -> list[Mount]:
+        mounts = [Mount(self.path, ENV_ROOT)]
+        interpreter = self.manifest.get("interpreter_mount")
+        if interpreter:
+            mounts.append(Mount(Path(interpreter["source"]), interpreter["target"]))
+        return mounts
+
+    @property
+    def testbed(self) -> Path:
+        return self.path / "testbed"
+
+    def run_env(self, spec: dict[str, Any]) -> dict[str, str]:
+        """Variables of a test run: the specification's, and the environment's tools first."""
+        path = "/usr/local/bin:/usr/bin:/bin"
+        if self.manifest.get("venv"):
+            path = f"{ENV_ROOT}/venv/bin:{path}"
+        env = {"PATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
+        if spec.get("language") == "go":
+            env.update(GOPATH=f"{ENV_ROOT}/go", GOMODCACHE=f"{ENV_ROOT}/go/pkg/mod")
+            env.update(GOCACHE="/tmp/go-build", GOFLAGS="-mod=mod", GOPROXY="off")
+        return {**env, **spec.get("env", {})}
+
+
+def environments_root() -> Path:
+    root = sandbox_root() / "environments"
+    root.mkdir(exist_ok=True, mode=0o755)
+    root.chmod(0o755)
+    return root
+
+
+def environment_key(swe_environment) -> str:
+    spec = spec_clean(swe_environment.environment_spec)
+    return build_key(spec, base_commit=swe_environment.base_commit)
+
+
+def ready_environment(key: str) -> BuiltEnvironment | None:
+    """The built environment for ``key``, if its build finished."""
+    path = environments_root() / key
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return BuiltEnvironment(key, path, manifest) if manifest.get("ready") else None
+
+
+# --- starting and running a build ----------------------------------------------------------
+
+
+def environment_build_start(*, swe_environment, actor, force: bool = False) -> EnvironmentBuild:
+    """Queue a build of the task's environment (sent once the transaction commits).
+
+    ``force`` rebuilds an environment that is already built; otherwise a running build of
+    the same key is returned instead of starting another.
+    """
+    build = _build_row(swe_environment, actor, force=force)
+    if build.status == EnvironmentBuild.Status.QUEUED and not build.started_at:
+        job_send(build)
+    return build
+
+
+def _build_row(swe_environment, actor, *, force: bool) -> EnvironmentBuild:
+    if swe_environment.repository is None:
+        raise DomainError("The task has no repository, so it has no environment to build.")
+    spec = spec_clean(swe_environment.environment_spec)
+    key = environment_key(swe_environment)
+    if not force:
+        live = EnvironmentBuild.objects.filter(
+            key=key, status__in=[EnvironmentBuild.Status.QUEUED, EnvironmentBuild.Status.RUNNING]
+        ).first()
+        if live:
+            return live
+    return EnvironmentBuild.objects.create(
+        key=key,
+        backend=settings.SANDBOX_BACKEND,
+        spec=spec,
+        repository=swe_environment.repository,
+        commit=swe_environment.base_commit,
+        task=swe_environment.task,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+
+
+def environment_for(swe_environment, *, actor=None) -> tuple[BuiltEnvironment | None, Any]:
+    """The task's built environment, building it here (in this worker) when there is none.
+
+    Returns ``(environment, None)`` or ``(None, failed_build)``.
+    """
+    key = environment_key(swe_environment)
+    ready = ready_environment(key)
+    if ready is not None:
+        return ready, None
+    build = _build_row(swe_environment, actor, force=True)
+    environment_build_execute(build_id=build.pk)
+    build.refresh_from_db()
+    ready = ready_environment(key)
+    return (ready, None) if ready else (None, build)
+
+
+def environment_build_execute(*, build_id: int) -> None:
+    """Claim the build and run its steps; idempotent (a finished build is left alone, one
+    whose worker died is taken over and built again from the start)."""
+    if not job_claim(EnvironmentBuild, build_id):
+        return
+    build = EnvironmentBuild.objects.select_related("repository").get(pk=build_id)
+    if ready_environment(build.key) is not None and build.attempts == 1 and not build.log:
+        _log(build, "already built by another build; reused")
+        job_finish(EnvironmentBuild, build_id, step="", duration_s=0.0)
+        return
+    _sweep_partial_builds()
+    started = time.monotonic()
+    work = environments_root() / f".build-{build.key}-{uuid.uuid4().hex[:8]}"
+    try:
+        _build(build, work)
+    except BuildStepFailed as failure:
+        shutil.rmtree(work, ignore_errors=True)
+        job_fail(EnvironmentBuild, build_id, str(failure))
+        return
+    except Exception:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    job_finish(EnvironmentBuild, build_id, step="", duration_s=round(time.monotonic() - started, 2))
+
+
+class BuildStepFailed(Exception):
+    def __init__(self, step: str, message: str, tail: str = ""):
+        self.step, self.tail = step, tail
+        text = f"Step '{step}' failed: {message}"
+        super().__init__(text + (f"\n--- last lines of its log ---\n{tail}" if tail else ""))
+
+
+def _log(build: EnvironmentBuild, line: str, *, step: str | None = None) -> None:
+    build.log = (build.log + line.rstrip("\n") + "\n")[-LOG_LIMIT:]
+    fields = {"log": build.log}
+    if step is not None:
+        build.step = step
+        fields["step"] = step
+    job_heartbeat(EnvironmentBuild, build.pk, **fields)
+
+
+def _sweep_partial_builds() -> None:
+    """Folders of builds whose worker died (older than a build may take) are removed."""
+    cutoff = time.time() - settings.ENVIRONMENT_BUILD_WALL_S * 2
+    for path in environments_root().glob(".build-*"):
+        if path.stat().st_mtime < cutoff:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _build(build: EnvironmentBuild, work: Path) -> None:
+    spec = build.spec
+    work.mkdir(mode=0o755)
+    manifest: dict[str, Any] = {"key": build.key, "spec": spec, "commit": build.commit}
+    tracked = _step_repository(build, work)
+    interpreter = None
+    if spec["language"] == "python":
+        interpreter = _step_interpreter(build, spec)
+        manifest["interpreter"] = interpreter.version
+        if interpreter.mount:
+            manifest["interpreter_mount"] = {
+                "source": str(interpreter.mount.source),
+                "target": interpreter.mount.target,
+            }
+    _own(work, for_sandbox=True)
+    sandbox = get_sandbox()
+    mounts = [Mount(work, ENV_ROOT, writable=True)]
+    if interpreter and interpreter.mount:
+        mounts.append(interpreter.mount)
+    if interpreter:
+        _run_step(
+            build,
+            sandbox,
+            "venv",
+            f"{interpreter.executable} -m venv {ENV_ROOT}/venv",
+            work,
+            mounts,
+        )
+        manifest["venv"] = True
+    if spec["packages"]:
+        requirements = " ".join(shlex.quote(p) for p in spec["packages"])
+        _run_step(build, sandbox, "packages", f"python -m pip install {requirements}", work, mounts)
+    for step in ("pre_install", "install"):
+        for command in spec[step]:
+            _run_step(build, sandbox, step, command, work, mounts)
+    _log(build, "finish: listing the files the install generated", step="finish")
+    manifest["generated"] = _generated_files(work / "testbed", tracked)
+    manifest["ready"] = True
+    _own(work, for_sandbox=False)
+    (work / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    (work / MANIFEST).chmod(0o644)
+    target = environments_root() / build.key
+    if target.exists():
+        shutil.rmtree(target, ignore_errors=True)  # a forced rebuild replaces the old one
+    work.rename(target)
+    _log(build, f"ready: {target.name} ({len(manifest['generated'])} generated files)")
+
+
+def _step_repository(build: EnvironmentBuild, work: Path) -> set[str]:
+    _log(build, f"repository: {build.repository} at {build.commit[:12]}", step="repository")
+    try:
+        mirror = Path(build.repository.path)
+        commit = resolve_commit(mirror, build.commit)
+        testbed = checkout(mirror, commit, work / "testbed")
+    except (DomainError, AttributeError) as exc:
+        raise BuildStepFailed("repository", str(exc)) from exc
+    tracked = {
+        str(p.relative_to(testbed)) for p in testbed.rglob("*") if p.is_file() or p.is_symlink()
+    }
+    git = ["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main"]
+    identity = ["-c", "user.name=hilbench", "-c", "user.email=hilbench@localhost"]
+    for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", commit]):
+        done = subprocess.run(
+            [*git, *args], cwd=testbed, capture_output=True, text=True, timeout=600
+        )
+        if done.returncode != 0:
+            raise BuildStepFailed("repository", f"git {args[-1]} failed", done.stderr[-STEP_TAIL:])
+    return tracked
+
+
+def _step_interpreter(build: EnvironmentBuild, spec: dict[str, Any]):
+    wanted = spec["python"] or "3"
+    _log(build, f"interpreter: Python {wanted}", step="interpreter")
+    try:
+        interpreter = interpreters.resolve(wanted if wanted != "3" else "3.11")
+    except DomainError as exc:
+        raise BuildStepFailed("interpreter", str(exc)) from exc
+    EnvironmentBuild.objects.filter(pk=build.pk).update(interpreter=interpreter.version)
+    _log(build, f"interpreter: {interpreter.executable} ({interpreter.version})")
+    return interpreter
+
+
+def _build_env(spec: dict[str, Any]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.startswith(PASS_THROUGH)}
+    env.update(PATH=f"{ENV_ROOT}/venv/bin:/usr/local/bin:/usr/bin:/bin", PIP_NO_INPUT="1")
+    if spec["language"] == "go":
+        env.update(GOPATH=f"{ENV_ROOT}/go", GOMODCACHE=f"{ENV_ROOT}/go/pkg/mod")
+        env.update(GOCACHE=f"{ENV_ROOT}/go/cache")
+    return {**env, **spec.get("env", {})}
+
+
+def _run_step(build, sandbox, step: str, command: str, work: Path, mounts) -> None:
+    _log(build, f"{step}: $ {command}", step=step)
+    limits = limits_from_settings(
+        wall_s=settings.ENVIRONMENT_BUILD_WALL_S, output_bytes=STEP_TAIL * 4
+    )
+    try:
+        with job_heartbeat_while(EnvironmentBuild, build.pk):
+            result = sandbox.run(
+                command=command,
+                limits=limits,
+                tree=work / "testbed",
+                persist_tree=True,
+                mounts=mounts,
+                env=_build_env(build.spec),
+                network=True,
+            )
+    except SandboxError as exc:
+        raise BuildStepFailed(step, str(exc)) from exc
+    _log(build, result.output[-STEP_TAIL:])
+    if result.stopped:
+        raise BuildStepFailed(step, f"stopped by the {result.stopped}", result.output[-STEP_TAIL:])
+    if result.exit_code != 0:
+        raise BuildStepFailed(
+            step, f"`{command}` exited with {result.exit_code}", result.output[-STEP_TAIL:]
+        )
+
+
+def _generated_files(testbed: Path, tracked: set[str]) -> list[str]:
+    generated = []
+    for path in testbed.rglob("*"):
+        relative = path.relative_to(testbed)
+        parts = relative.parts
+        if parts[0] == ".git" or "__pycache__" in parts or path.suffix == ".pyc":
+            continue
+        if (path.is_file() and not path.is_symlink()) and str(relative) not in tracked:
+            generated.append(str(relative))
+    return sorted(generated)
+
+
+def _own(folder: Path, *, for_sandbox: bool) -> None:
+    """While building, the folder belongs to the sandbox user (it writes there); once built,
+    back to the worker's user, read-only to everyone else."""
+    user = sandbox_user()
+    if user is None:
+        return
+    uid, gid = user if for_sandbox else (os.geteuid(), os.getegid())
+    for directory, dirs, files in os.walk(folder):
+        os.lchown(directory, uid, gid)
+        for name in dirs + files:
+            os.lchown(os.path.join(directory, name), uid, gid)
+        if not for_sandbox:
+            os.chmod(directory, 0o755)  # noqa: S103 - the sandbox user reads it

