@@ -4,6 +4,7 @@ every check has exactly one result."""
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -68,3 +69,71 @@ def test_killed_worker_mid_run_leaves_one_result_per_check(worker_broker, demo_d
     assert run.status == "passed", (run.status, run.log, log.read_text()[-3000:])
     assert len(names) == len(set(names)) == 5, names
     assert run.attempts >= 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_killed_worker_mid_build_leaves_no_half_built_environment(
+    worker_broker, demo_data, tmp_path
+):
+    """The build is taken over by another worker and built again from the start; the
+    half-written folder of the dead one never becomes the environment, and the dead
+    worker's sandbox does not outlive it."""
+    from hilbench_annotate.models import SweEnvironment
+    from validators.environments import (
+        environment_build_start,
+        environment_key,
+        ready_environment,
+    )
+    from validators.models import EnvironmentBuild
+
+    settings.ENVIRONMENT_STALE_S = STALE_S
+    task = slow_swe_task(demo_data, username="build-kill-author", sleep_s=0)
+    marker = f"kill-build-{time.time_ns()}"  # a key of its own: never built before
+    env = SweEnvironment.objects.get(task=task)
+    env.environment_spec = {
+        **env.environment_spec,
+        "install": [f"echo {marker}; sleep 6; echo installed > .installed"],
+    }
+    env.save()
+    key = environment_key(env)
+    log = tmp_path / "workers.log"
+    extra = {"HILBENCH_ENVIRONMENT_STALE_S": str(STALE_S), "HILBENCH_VISIBILITY_TIMEOUT_S": "5"}
+    first = start_worker(worker_broker, log, env=extra)
+    try:
+        build = environment_build_start(swe_environment=env, actor=task.author)
+        _wait(
+            lambda: EnvironmentBuild.objects.get(pk=build.pk).step == "install",
+            120,
+            "the install step",
+        )
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        time.sleep(1)
+        assert ready_environment(key) is None  # nothing half-built is usable
+        sleeping = [
+            p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith("sleep 6")
+        ]
+        assert not sleeping, "the dead worker's build kept running"
+        second = start_worker(worker_broker, log, env=extra)
+        try:
+            time.sleep(STALE_S + 1)
+            jobs_reap()
+            _wait(lambda: EnvironmentBuild.objects.get(pk=build.pk).is_finished, 180, "the build")
+        finally:
+            os.killpg(second.pid, signal.SIGTERM)
+            second.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    build.refresh_from_db()
+    assert build.status == "succeeded", (build.error, log.read_text()[-3000:])
+    assert build.attempts >= 2
+    ready = ready_environment(key)
+    assert ready is not None and (ready.testbed / ".installed").read_text() == "installed\n"
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""

@@ -200,6 +200,10 @@ class BuildStepFailed(Exception):
 
 
 def _log(build: EnvironmentBuild, line: str, *, step: str | None = None) -> None:
+    if step is not None:  # a step starts: say when, so slow steps show in the log
+        started = getattr(build, "_started", None) or time.monotonic()
+        build._started = started
+        line = f"[{time.monotonic() - started:6.1f} s] {line}"
     build.log = (build.log + line.rstrip("\n") + "\n")[-LOG_LIMIT:]
     fields = {"log": build.log}
     if step is not None:

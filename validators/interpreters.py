@@ -120,7 +120,7 @@ def resolve(wanted: str) -> Interpreter:
         if not version or not _matches(version, wanted):
             continue
         prefix = _prefix(candidate)
-        if str(prefix).startswith("/usr/"):
+        if prefix.is_relative_to("/usr"):  # every run sees /usr already
             return Interpreter(version, str(candidate), None)
         copy = _store_copy(prefix, version)
         return Interpreter(version, str(candidate), Mount(copy, str(prefix)))

