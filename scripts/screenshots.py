@@ -136,6 +136,9 @@ def main() -> None:
         page.click("#repo >> text=money.py")
         page.wait_for_selector("#repo-file")
         page.screenshot(path=out / "workspace-swe-environment.png", full_page=True)
+        page.locator("#environment-spec").scroll_into_view_if_needed()
+        page.wait_for_selector("#environment-card")
+        page.locator("#environment-spec").screenshot(path=out / "workspace-swe-specification.png")
         page.goto(f"{base}/imports/")
         page.screenshot(path=out / "import.png", full_page=True)
 
