@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker
 from django.conf import settings
 
 from hilbench_annotate.envspec import build_key, spec_clean
@@ -45,6 +46,7 @@ from . import interpreters
 from .models import EnvironmentBuild
 from .sandbox import (
     ENV_ROOT,
+    TESTBED,
     Mount,
     SandboxError,
     checkout,
@@ -53,8 +55,10 @@ from .sandbox import (
     sandbox_root,
     sandbox_user,
 )
+from .sandbox.docker import IMAGE_TREE
 
 LOG_LIMIT = 200_000
+TESTBED_IN_IMAGE = IMAGE_TREE
 STEP_TAIL = 4000
 MANIFEST = "manifest.json"
 PASS_THROUGH = ("PIP_", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
@@ -124,6 +128,8 @@ def environment_build_start(*, swe_environment, actor, force: bool = False) -> E
     the same key is returned instead of starting another.
     """
     build = _build_row(swe_environment, actor, force=force)
+    if force and not build.rebuild:
+        EnvironmentBuild.objects.filter(pk=build.pk).update(rebuild=True)
     if build.status == EnvironmentBuild.Status.QUEUED and not build.started_at:
         job_send(build)
     return build
@@ -173,7 +179,7 @@ def environment_build_execute(*, build_id: int) -> None:
     if not job_claim(EnvironmentBuild, build_id):
         return
     build = EnvironmentBuild.objects.select_related("repository").get(pk=build_id)
-    if ready_environment(build.key) is not None and build.attempts == 1 and not build.log:
+    if ready_environment(build.key) is not None and not build.rebuild:
         _log(build, "already built by another build; reused")
         job_finish(EnvironmentBuild, build_id, step="", duration_s=0.0)
         return
@@ -181,7 +187,10 @@ def environment_build_execute(*, build_id: int) -> None:
     started = time.monotonic()
     work = environments_root() / f".build-{build.key}-{uuid.uuid4().hex[:8]}"
     try:
-        _build(build, work)
+        if build.backend == "docker":
+            _build_image(build, work)
+        else:
+            _build(build, work)
     except BuildStepFailed as failure:
         shutil.rmtree(work, ignore_errors=True)
         job_fail(EnvironmentBuild, build_id, str(failure))
@@ -266,6 +275,58 @@ def _build(build: EnvironmentBuild, work: Path) -> None:
         shutil.rmtree(target, ignore_errors=True)  # a forced rebuild replaces the old one
     work.rename(target)
     _log(build, f"ready: {target.name} ({len(manifest['generated'])} generated files)")
+
+
+def dockerfile(spec: dict[str, Any], *, base_image: str) -> str:
+    """The docker backend's environment: the same steps as a local build, as image layers;
+    the tests then run in it as user 1000 with no network (``sandbox/docker.py``)."""
+    env = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in spec.get("env", {}).items())
+    steps = []
+    if spec["packages"]:
+        steps.append("python -m pip install " + " ".join(shlex.quote(p) for p in spec["packages"]))
+    steps += [*spec["pre_install"], *spec["install"]]
+    runs = "".join(f"RUN {command}\n" for command in steps)
+    # Installed at /testbed (editable installs point there); kept whole at /testbed-image,
+    # which each run copies into its /testbed tmpfs before the task's tree.
+    return (
+        f"FROM {base_image}\n"
+        "RUN useradd --uid 1000 --create-home sandbox || true\n"
+        f"COPY testbed {TESTBED}\n"
+        f"WORKDIR {TESTBED}\n"
+        f"{env}{runs}"
+        f"RUN cp -a {TESTBED} {TESTBED_IN_IMAGE} && chown -R 1000:1000 {TESTBED_IN_IMAGE}\n"
+        "USER 1000\n"
+    )
+
+
+def _base_image(spec: dict[str, Any]) -> str:
+    if spec["language"] == "python":
+        return f"python:{spec['python'] or '3.11'}-slim"
+    return {"go": "golang:1.22", "javascript": "node:20"}.get(spec["language"], "debian:12")
+
+
+def _build_image(build: EnvironmentBuild, work: Path) -> None:
+    """The docker backend: a generated Dockerfile over the repository at the base commit,
+    built by the engine (network open while building)."""
+    work.mkdir(mode=0o755)
+    _step_repository(build, work)
+    text = dockerfile(build.spec, base_image=_base_image(build.spec))
+    (work / "Dockerfile").write_text(text)
+    _log(build, "image: docker build\n" + text, step="image")
+    tag = f"hilbench-env:{build.key}"
+    try:
+        client = docker.from_env(timeout=settings.ENVIRONMENT_BUILD_WALL_S)
+        with job_heartbeat_while(EnvironmentBuild, build.pk):
+            _image, lines = client.images.build(path=str(work), tag=tag, rm=True)
+        _log(build, "".join(str(line.get("stream", "")) for line in lines)[-STEP_TAIL:])
+    except docker.errors.DockerException as exc:
+        raise BuildStepFailed("image", str(exc)) from exc
+    # The image carries its installed tree (generated files included): nothing to overlay.
+    manifest = {"key": build.key, "spec": build.spec, "image": tag, "generated": [], "ready": True}
+    (work / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    target = environments_root() / build.key
+    shutil.rmtree(target, ignore_errors=True)
+    work.rename(target)
 
 
 def _step_repository(build: EnvironmentBuild, work: Path) -> set[str]:

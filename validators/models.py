@@ -89,6 +89,7 @@ class EnvironmentBuild(Job):
     log = models.TextField(blank=True)
     interpreter = models.CharField(max_length=200, blank=True)
     duration_s = models.FloatField(null=True, blank=True)
+    rebuild = models.BooleanField(default=False, help_text="Asked to build it again")
 
     class Meta(Job.Meta):
         indexes = [models.Index(fields=["key", "-created_at"])]

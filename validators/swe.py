@@ -106,12 +106,14 @@ def _run(env, chain, sandbox, limits, built: BuiltEnvironment, spec):
             apply_patches(tree, chain)
         except DomainError as exc:
             return None, str(exc)
+        image = built.manifest.get("image")
         result = sandbox.run(
             command=env.test_command,
             limits=limits,
             tree=tree,
-            mounts=[*built.mounts, *_script_mounts(folder, spec)],
+            mounts=([] if image else built.mounts) + _script_mounts(folder, spec),
             env=built.run_env(spec),
+            **({"image": image} if image else {}),
         )
         return result, None
 

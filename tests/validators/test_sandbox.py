@@ -271,3 +271,28 @@ def test_apply_patches_in_order_and_names_the_refused_patch(mirror, tmp_path):
         apply_patches(dest, [("gold patch", patch)])  # already applied: refused, not fuzzed
     assert caught.value.label == "gold patch"
     assert "1 + 1" in (dest / "tests" / "test_a.py").read_text()
+
+
+def test_the_docker_environment_is_the_local_build_as_image_layers():
+    """Checked without an engine: the Dockerfile a docker-backend build generates."""
+    from validators.environments import dockerfile
+
+    spec = {
+        "language": "python",
+        "python": "3.9",
+        "packages": ["attrs==23.1.0", "py==1.11.0"],
+        "pre_install": ["sed -i 's/a/b/' tox.ini"],
+        "install": ["python -m pip install -e ."],
+        "env": {"SETUPTOOLS_SCM_PRETEND_VERSION": "5.4"},
+    }
+    text = dockerfile(spec, base_image="python:3.9-slim")
+    lines = text.splitlines()
+    assert lines[0] == "FROM python:3.9-slim"
+    assert 'ENV SETUPTOOLS_SCM_PRETEND_VERSION="5.4"' in lines
+    runs = [line for line in lines if line.startswith("RUN ")]
+    assert runs[1:4] == [
+        "RUN python -m pip install attrs==23.1.0 py==1.11.0",
+        "RUN sed -i 's/a/b/' tox.ini",
+        "RUN python -m pip install -e .",
+    ]
+    assert lines[-1] == "USER 1000" and "COPY testbed /testbed" in lines

@@ -32,7 +32,9 @@ from .base import (
 )
 
 DEFAULT_IMAGE = "python:3.11-slim"
+IMAGE_TREE = f"{TESTBED}-image"  # an environment image's installed repository
 START = (
+    f"if [ -d {IMAGE_TREE} ]; then cp -a {IMAGE_TREE}/. {TESTBED}/ || exit {COPY_FAILED}; fi; "
     f"if [ -d {SOURCE} ]; then cp -a {SOURCE}/. {TESTBED}/ || exit {COPY_FAILED}; fi; "
     f'cd {TESTBED} && exec /bin/sh -c "$HILBENCH_COMMAND"'
 )
