@@ -304,7 +304,8 @@ SQL_CONSOLE_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CONSOLE_TIMEOUT_S", "
 SQL_CONSOLE_ROW_CAP = int(os.environ.get("HILBENCH_SQL_CONSOLE_ROW_CAP", "500"))
 
 # --- Validators -----------------------------------------------------------------------------
-# Which sandbox runs task code: "local" (subprocess with limits) or "docker" (docker SDK).
+# Which sandbox runs task code: "local" (bubblewrap namespaces) or "docker" (containers);
+# when the chosen one cannot isolate, task code does not run (validators/sandbox).
 SANDBOX_BACKEND = os.environ.get("HILBENCH_SANDBOX_BACKEND", "local")
 SANDBOX_WALL_S = float(os.environ.get("HILBENCH_SANDBOX_WALL_S", "600"))
 SANDBOX_CPU_S = int(os.environ.get("HILBENCH_SANDBOX_CPU_S", "600"))
