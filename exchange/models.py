@@ -70,3 +70,28 @@ class ExportJob(Job):
     @property
     def path(self):
         return settings.BUNDLE_STORE / self.file_path if self.file_path else None
+
+
+class ReleaseFile(models.Model):
+    """A file of a task as the HiL-Bench release shipped it, kept byte for byte.
+
+    ``fingerprint`` hashes what the file derives from in the task at import
+    (``bundles/release.py``); empty when the app never rewrites the file. An export writes
+    the kept bytes while the task's inputs still match, so an unedited task round-trips.
+    """
+
+    task = models.ForeignKey(
+        "hilbench_annotate.Task", on_delete=models.CASCADE, related_name="release_files"
+    )
+    path = models.CharField(max_length=300, help_text="Relative to the task folder")
+    content = models.BinaryField()
+    fingerprint = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["task", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "path"], name="one_release_file_per_path")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} of task {self.task_id}"

@@ -85,6 +85,7 @@ def read_annotate(folder: Path, item: dict[str, Any], workdir: Path) -> list[str
         statement = _text(folder / layout.SWE_STATEMENT)
         if render_swe_statement(annotate["blocked_spec"]) != statement:
             problems.append(f"{layout.SWE_STATEMENT} differs from the blocked specification")
+    item["release"] = bool(annotate.get("release_files"))
     item.update(
         source=source,
         source_id=annotate["source_id"],

@@ -18,7 +18,7 @@ from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.toolkit.sqlconsole import edited_database
 from hilbench_annotate.vocabulary import Domain
 
-from . import layout
+from . import layout, release
 from .layout import APPLIED_EDIT_SCRIPT
 from .repository import repository_export, sanitized_base
 from .tarstream import file_sha256
@@ -61,6 +61,8 @@ def _annotate(task: Task, snapshot: dict) -> dict:
     source_metadata = {k: v for k, v in task.source_metadata.items() if k != APPLIED_EDIT_SCRIPT}
     document = {
         "format_version": layout.FORMAT_VERSION,
+        # The release's own files follow, kept byte for byte (bundles/release.py).
+        "release_files": task.release_files.exists(),
         "source": task.source,
         "source_id": task.source_id,
         "title": task.title,
@@ -275,3 +277,19 @@ def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir:
         image=image,
         solution=("ground_truth.patch", env.gold_patch),
     )
+
+
+def release_task_files(task: Task, snapshot: dict, files: TaskFiles) -> None:
+    """A task imported from the release: its release files (as kept, or rewritten where
+    edited), our annotate/ file, and the database if the app holds one."""
+    for path, content in release.export_files(task, snapshot).items():
+        files.add(path, content)
+    files.add(layout.ANNOTATE, layout.dumps(_annotate(task, snapshot)))
+    if task.domain == Domain.SQL and task.sql_environment.database is not None:
+        env = task.sql_environment
+        database = edited_database(
+            source=env.database.path,
+            edit_script=env.edit_script,
+            cache_dir=settings.DATABASE_STORE / "edited",
+        )
+        files.add(layout.SQL_DATABASE, Path(database))

@@ -6,6 +6,7 @@ anything else that would change when the same task is exported from another inst
 (after ``import_bundle``): only ``manifest.json`` does.
 """
 
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from importlib import metadata as package_metadata
@@ -22,7 +23,7 @@ from hilbench_annotate.vocabulary import Domain, TaskStatus
 from . import layout
 from .provenance import gate_report, review_document, validation_document
 from .tarstream import BundleTar
-from .taskfiles import TaskFiles, sql_files, swe_files
+from .taskfiles import TaskFiles, release_task_files, sql_files, swe_files
 
 EXPORTABLE_STATES = (TaskStatus.APPROVED, TaskStatus.EXPORTED)
 
@@ -90,6 +91,10 @@ def write_bundle(
     exported: list[dict] = []
     skipped: list[dict] = []
     counters = {Domain.SQL: 0, Domain.SWE: 0}
+    # A task from the release keeps its folder name (sql_3, swe_5); the others are numbered
+    # around those names.
+    kept_names = _release_folders(ordered)
+    exported_names: set[str] = set()
     try:
         for done, task_id in enumerate(ordered, start=1):
             task = _load(task_id)
@@ -98,16 +103,16 @@ def write_bundle(
             if not validated and not draft:
                 skipped.append({"task": task.pk, "title": task.title, "reason": reason})
             else:
-                folder = f"{task.domain}_{counters[task.domain]}"
+                folder = _folder(task, kept_names, exported_names, counters)
+                exported_names.add(folder)
                 revision = _write_task(
                     task,
                     folder,
-                    counters[task.domain],
+                    int(folder.rsplit("_", 1)[1]),
                     gates,
                     reveal_reviewers=reveal_reviewers,
                     tar=tar,
                 )
-                counters[task.domain] += 1
                 exported.append(
                     {
                         "folder": folder,
@@ -144,6 +149,29 @@ def write_bundle(
     return {"exported": exported, "skipped": skipped, "files": files}
 
 
+def _folder(task: Task, kept: dict[int, str], used: set[str], counters: dict) -> str:
+    """The task's folder: its release name if it has one, else the next free number."""
+    name = kept.get(task.pk)
+    if name and name not in used:
+        return name
+    while True:
+        name = f"{task.domain}_{counters[task.domain]}"
+        counters[task.domain] += 1
+        if name not in used and name not in kept.values():
+            return name
+
+
+def _release_folders(task_ids: list[int]) -> dict[int, str]:
+    """Task id -> the folder name it had in the release, for tasks kept from the release
+    (the first task claiming a name keeps it)."""
+    names: dict[int, str] = {}
+    for task in Task.objects.filter(pk__in=task_ids, release_files__isnull=False).distinct():
+        name = str(task.source_metadata.get("folder") or "")
+        if re.fullmatch(r"(sql|swe)_\d+", name) and name not in names.values():
+            names[task.pk] = name
+    return names
+
+
 def _write_task(
     task: Task,
     folder: str,
@@ -160,7 +188,9 @@ def _write_task(
     ).first() or 0
     files = TaskFiles(folder)
     with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
-        if task.domain == Domain.SQL:
+        if task.release_files.exists():
+            release_task_files(task, snapshot, files)
+        elif task.domain == Domain.SQL:
             sql_files(task, snapshot, files, index)
         else:
             swe_files(task, snapshot, files, index, Path(scratch))

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from exchange.bundles import release
 from exchange.bundles.annotate import read_annotate
 from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError, ImportRefused
@@ -162,6 +163,8 @@ def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, li
         problems.append(f"unreadable file: {exc}")
     if not problems and (folder / ANNOTATE).is_file():
         problems.extend(read_annotate(folder, item, workdir))
+    if not problems and (not (folder / ANNOTATE).is_file() or item.get("release")):
+        item["release_files"] = release.collect(folder)  # kept byte for byte (release parity)
     return (None if problems else item), problems
 
 
@@ -363,7 +366,7 @@ def _create_all(project: Project, items: list[dict[str, Any]], actor) -> ImportR
                     "The release carries only the blocked specification; "
                     "the original is a copy of it."
                 )
-            task_create(
+            task = task_create(
                 project=project,
                 domain=item["domain"],
                 source=source,
@@ -378,6 +381,8 @@ def _create_all(project: Project, items: list[dict[str, Any]], actor) -> ImportR
                 author=actor,
                 reason="imported",
             )
+            if item.get("release_files"):
+                release.keep(task, item["release_files"])
             report.created.append(item["folder"].name)
             report.notes.extend(f"{item['folder'].name}: {n}" for n in item["notes"])
     return report
