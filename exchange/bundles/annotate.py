@@ -77,6 +77,7 @@ def read_annotate(folder: Path, item: dict[str, Any], workdir: Path) -> list[str
             source_metadata[APPLIED_EDIT_SCRIPT] = environment["applied_edit_script"]
     else:
         env["setup_patch"] = environment.get("setup_patch", "")
+        item["annotated_base"] = environment.get("base_commit", "")
         try:
             env["environment_spec"] = spec_clean(environment.get("environment_spec") or {})
         except DomainError as exc:
@@ -136,10 +137,17 @@ def _read_repository(folder: Path, item: dict, workdir: Path) -> list[str]:
         base = rebuild_base(repo=target, head=head, setup_patch=env["setup_patch"])
     except DomainError as exc:
         return [f"{layout.SWE_REPOSITORY}: {exc}"]
-    if base != env["base_commit"]:
+    if head != env["base_commit"]:
         return [
-            f"{layout.SWE_REPOSITORY}: its base commit is {base[:12]}, metadata.json says "
-            f"{env['base_commit'][:12]}"
+            f"{layout.SWE_REPOSITORY}: its head is {head[:12]}, metadata.json's base_commit "
+            f"says {env['base_commit'][:12]}"
         ]
+    expected = item.get("annotated_base") or base
+    if base != expected:
+        return [
+            f"{layout.SWE_REPOSITORY}: its tree before the setup patch is {base[:12]}, "
+            f"{layout.ANNOTATE} says {expected[:12]}"
+        ]
+    env["base_commit"] = base
     item["repository_source"] = (target, base)
     return []

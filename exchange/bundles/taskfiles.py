@@ -210,7 +210,12 @@ def _patched_files(patch: str) -> list[str]:
 
 def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir: Path) -> None:
     env = task.swe_environment
-    annotate = layout.dumps(_annotate(task, snapshot))
+    document = _annotate(task, snapshot)
+    if env.repository is not None:
+        document["environment"]["base_commit"] = sanitized_base(
+            mirror=env.repository.path, base_commit=env.base_commit
+        )
+    annotate = layout.dumps(document)
     registry = layout.dumps(_registry(snapshot, task.domain))
     head, base = None, env.base_commit
     if env.repository is not None:
@@ -245,7 +250,9 @@ def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir:
                 "parser_script_path": None,
                 "repo_name": "app",
                 "repo_name_source": env.repo_name,
-                "base_commit": base,
+                # The commit the shipped repository is at (the setup patch applied): the one
+                # the release's evaluator resets to. annotate/ keeps the tree before it.
+                "base_commit": head or base,
                 "image_name": image,
                 "log_parser": "pytest",
                 "language": task.source_metadata.get("repo_language") or "unknown",

@@ -2,6 +2,7 @@
 it is a draft, provenance with pseudonymised reviewers, a SWE repository that leaks nothing."""
 
 import json
+import subprocess
 import tomllib
 
 import pytest
@@ -222,3 +223,22 @@ def test_export_command_refuses_a_non_lead(settings, tmp_path):
         call_command(
             "export_bundle", project=project.slug, out=str(tmp_path / "x.tar.gz"), as_user="author"
         )
+
+
+def test_the_shipped_repository_holds_the_base_commit_metadata_names(bundle, tmp_path):
+    """The release's evaluator resets the repository to metadata.json's base_commit: it must
+    be a commit of the shipped repository (the setup patch applied), and the only one."""
+    root, _tasks = bundle
+    metadata = json.loads((root / "swe_0" / "shared" / "metadata.json").read_text())
+    repo = tmp_path / "shipped"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with (root / "swe_0" / "shared" / "repository.fast-export").open("rb") as stream:
+        subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], stdin=stream, check=True)
+    exists = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "-e", f"{metadata['base_commit']}^{{commit}}"]
+    )
+    assert exists.returncode == 0
+    commits = subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--all"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert commits == [metadata["base_commit"]]
