@@ -71,21 +71,31 @@ def _mcp(name: str) -> str:
 
 
 def task_toml(
-    *, domain: str, folder: str, mode: str, resource: str, task_attempt_id: str, image: str = ""
+    *,
+    domain: str,
+    folder: str,
+    mode: str,
+    resource: str,
+    task_attempt_id: str,
+    image: str = "",
+    verifier: str = "",
+    allow_internet: bool = False,
 ) -> str:
     """``<mode>/task.toml`` with the release's fields and values; the name is ours.
 
     SWE: the release points ``environment.docker_image`` at a prebuilt image; our bundle
     builds its environment from ``environment/`` instead, so that key is absent and
-    ``metadata.image_name`` names the image that build makes.
+    ``metadata.image_name`` names the image that build makes. ``verifier``: the
+    ``[verifier]`` section and its artifacts (``modes.verifier_toml``): a separate container
+    grades what the agent left. No internet unless a lead allows it.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     head = (
         'schema_version = "1.1"\n'
-        "artifacts = []\n"
-        "[task]\n"
-        f"name = {_toml_string(f'hilbench-annotate/{folder}-{mode}')}\n"
+        + ("" if "[[artifacts]]" in verifier else "artifacts = []\n")
+        + "[task]\n"
+        + f"name = {_toml_string(f'hilbench-annotate/{folder}-{mode}')}\n"
         'description = ""\n'
         "authors = []\n"
         "keywords = []\n"
@@ -99,11 +109,11 @@ def task_toml(
         head += f"task_attempt_id = {_toml_string(task_attempt_id)}\n"
         head += f'tags = [ "sql", "{mode}", "hil-bench",]\n'
         body = (
-            "[verifier]\ntimeout_sec = 300.0\n\n[verifier.env]\n"
-            "[agent]\ntimeout_sec = 1800.0\n"
-            "[environment]\nbuild_timeout_sec = 600.0\n"
-            'os = "linux"\ncpus = 2\nmemory_mb = 4096\nstorage_mb = 12288\ngpus = 0\n'
-            "allow_internet = true\n"
+            verifier
+            + "[agent]\ntimeout_sec = 1800.0\n"
+            + "[environment]\nbuild_timeout_sec = 600.0\n"
+            + 'os = "linux"\ncpus = 2\nmemory_mb = 4096\nstorage_mb = 12288\ngpus = 0\n'
+            + f"allow_internet = {str(allow_internet).lower()}\n"
         )
         servers = ["sql-tools", "business-info"] + (["ask-human"] if mode == "ask_human" else [])
         body += "".join(_mcp(s) for s in servers)
@@ -113,83 +123,14 @@ def task_toml(
         head += f"image_name = {_toml_string(image)}\n"
         head += f'tags = [ "swe", "{mode}", "hil-bench",]\n'
         body = (
-            "[verifier]\ntimeout_sec = 1800.0\n\n[verifier.env]\n"
-            "[agent]\ntimeout_sec = 7200.0\n"
-            "[environment]\nbuild_timeout_sec = 1200.0\n"
-            'os = "linux"\ncpus = 4\nmemory_mb = 8192\nstorage_mb = 16384\ngpus = 0\n'
-            "allow_internet = true\n"
+            verifier
+            + "[agent]\ntimeout_sec = 7200.0\n"
+            + "[environment]\nbuild_timeout_sec = 1200.0\n"
+            + 'os = "linux"\ncpus = 4\nmemory_mb = 8192\nstorage_mb = 16384\ngpus = 0\n'
+            + f"allow_internet = {str(allow_internet).lower()}\n"
         )
         body += _mcp("ask-human") if mode == "ask_human" else "mcp_servers = []\n\n"
     return head + body + "[environment.env]\n[solution.env]\n"
-
-
-_SQL_DOCKERFILE = """\
-# Written by HiL-Bench Annotate for this bundle: the agent's container for the {mode} mode.
-# Build context is the task folder (see docker-compose.yaml). The database, descriptions and
-# business info are served by the sql-tools and business-info sidecars, never copied here;
-# shared/ground_truth.sql, golden_output.csv and the blocker registry stay out of it too.
-FROM python:3.11-slim
-RUN apt-get update && apt-get install -y --no-install-recommends sqlite3 \\
-    && rm -rf /var/lib/apt/lists/*
-WORKDIR /workspace
-"""
-
-_SWE_DOCKERFILE = """\
-# Written by HiL-Bench Annotate for this bundle: the agent's container for the {mode} mode.
-# Build context is the task folder (see docker-compose.yaml). The repository is rebuilt from
-# shared/repository.fast-export: one commit (the base tree with the setup patch), no remote,
-# no other ref, no reflog, exactly as the history-leakage check verified it.
-FROM python:3.11-slim
-RUN apt-get update && apt-get install -y --no-install-recommends git \\
-    && rm -rf /var/lib/apt/lists/*
-COPY shared/repository.fast-export /tmp/repository.fast-export
-RUN git init -q --initial-branch=main /app \\
-    && cd /app \\
-    && git -c core.logAllRefUpdates=false fast-import --quiet < /tmp/repository.fast-export \\
-    && git -c core.logAllRefUpdates=false read-tree -u --reset HEAD \\
-    && git gc -q --prune=now \\
-    && rm /tmp/repository.fast-export
-WORKDIR /app
-"""
-
-
-def dockerfile(*, domain: str, mode: str) -> str:
-    return (_SQL_DOCKERFILE if domain == "sql" else _SWE_DOCKERFILE).format(mode=mode)
-
-
-def compose_file(*, domain: str, folder: str, mode: str, image: str) -> str:
-    """``environment/docker-compose.yaml``: the agent's container and the mode's sidecars.
-
-    Sidecar images are named, not shipped: ``sql-tools`` and ``business-info`` read the
-    task's ``shared/data`` (mounted read-only); ``ask-human`` answers through the app's
-    ``/api/ask_human`` endpoint with a harness token.
-    """
-    lines = [
-        f"# Written by HiL-Bench Annotate for {folder} ({mode}).",
-        "services:",
-        "  main:",
-        f"    image: {image}",
-        "    build:",
-        "      context: ../..",
-        f"      dockerfile: {mode}/environment/Dockerfile",
-    ]
-    if domain == "sql":
-        for name in ("sql-tools", "business-info"):
-            lines += [
-                f"  {name}:",
-                f"    image: hilbench-annotate/{name}:1",
-                "    volumes:",
-                "      - ../../shared/data:/data:ro",
-            ]
-    if mode == "ask_human":
-        lines += [
-            "  ask-human:",
-            "    image: hilbench-annotate/ask-human:1",
-            "    environment:",
-            "      HILBENCH_ASK_HUMAN_URL: ${HILBENCH_ASK_HUMAN_URL}",
-            "      HILBENCH_API_TOKEN: ${HILBENCH_API_TOKEN}",
-        ]
-    return "\n".join(lines) + "\n"
 
 
 # The key under which a task's source metadata keeps an edit script already applied to the

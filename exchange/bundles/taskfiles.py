@@ -17,8 +17,9 @@ from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.toolkit.sqlconsole import edited_database
 from hilbench_annotate.vocabulary import Domain
+from judge.models import JudgeCalibration
 
-from . import layout, release
+from . import layout, modes, release
 from .layout import APPLIED_EDIT_SCRIPT
 from .repository import repository_export, sanitized_base
 from .tarstream import file_sha256
@@ -33,6 +34,7 @@ class TaskFiles:
 
     folder: str
     entries: dict[str, bytes | Path] = field(default_factory=dict)
+    allow_internet: bool = False  # a lead's choice for this export (task.toml)
 
     def add(self, relative: str, content: bytes | str | Path) -> None:
         if isinstance(content, str):
@@ -90,6 +92,18 @@ def _annotate(task: Task, snapshot: dict) -> dict:
     return document
 
 
+def _judge_settings(task: Task) -> dict:
+    """The embedded judge's settings the ask-human sidecar uses: the project's calibration."""
+    calibration = JudgeCalibration.objects.filter(project=task.project_id).first()
+    if calibration is None:
+        return {}
+    return {
+        "version": calibration.version,
+        "default_threshold": calibration.default_threshold,
+        "margin": calibration.margin,
+    }
+
+
 def _modes(
     files: TaskFiles,
     *,
@@ -97,11 +111,13 @@ def _modes(
     snapshot: dict,
     resource: str,
     attempt: str,
-    image: str,
-    solution: tuple[str, str],
+    mode_files,
 ) -> None:
+    """Each mode's instruction, task.toml and self-contained folder (``modes``);
+    ``mode_files(mode, image)`` gives the folder's other files."""
     texts = task_instructions(snapshot)
     for mode in MODES:
+        image = f"hilbench-annotate/{files.folder}-{mode}:{attempt.rsplit('_', 1)[-1]}"
         files.add(f"{mode}/instruction.md", texts[mode])
         files.add(
             f"{mode}/task.toml",
@@ -112,16 +128,12 @@ def _modes(
                 resource=resource,
                 task_attempt_id=attempt,
                 image=image,
+                verifier=modes.verifier_toml(task.domain),
+                allow_internet=files.allow_internet,
             ),
         )
-        files.add(
-            f"{mode}/environment/Dockerfile", layout.dockerfile(domain=task.domain, mode=mode)
-        )
-        files.add(
-            f"{mode}/environment/docker-compose.yaml",
-            layout.compose_file(domain=task.domain, folder=files.folder, mode=mode, image=image),
-        )
-        files.add(f"{mode}/solution/{solution[0]}", solution[1])
+        for name, content in mode_files(mode, image).items():
+            files.add(f"{mode}/{name}", content)
 
 
 def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: str):
@@ -179,14 +191,27 @@ def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
     )
     files.add(layout.REGISTRY, registry)
     files.add(layout.ANNOTATE, annotate)
+    data = {f"database_description/{t}.csv": text.encode() for t, text in env.descriptions.items()}
+    data["business_info.json"] = files.entries[f"{files.folder}/{layout.SQL_BUSINESS_INFO}"]
+    if database is not None:
+        data["database.sqlite"] = Path(database)
+    judge_settings = _judge_settings(task)
     _modes(
         files,
         task=task,
         snapshot=snapshot,
         resource=env.db_id,
         attempt=attempt,
-        image="",
-        solution=("ground_truth.sql", env.gold_sql),
+        mode_files=lambda mode, image: modes.sql_mode_files(
+            mode=mode,
+            folder=files.folder,
+            image=image,
+            data=data,
+            registry=registry,
+            gold_sql=env.gold_sql,
+            golden_output=env.golden_output,
+            judge_settings=judge_settings,
+        ),
     )
 
 
@@ -275,14 +300,32 @@ def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir:
     )
     files.add(layout.REGISTRY, registry)
     files.add(layout.ANNOTATE, annotate)
+    spec = snapshot["environment"].get("environment_spec") or {}
+    tests = {
+        "fail_to_pass": env.fail_to_pass,
+        "pass_to_pass": env.pass_to_pass,
+        "test_command": env.test_command,
+        "log_parser": spec.get("log_parser") or "pytest",
+    }
+    judge_settings = _judge_settings(task)
     _modes(
         files,
         task=task,
         snapshot=snapshot,
         resource=env.repo_name,
         attempt=attempt,
-        image=image,
-        solution=("ground_truth.patch", env.gold_patch),
+        mode_files=lambda mode, image: modes.swe_mode_files(
+            mode=mode,
+            folder=files.folder,
+            image=image,
+            repository=stream if head else None,
+            spec=spec,
+            registry=registry,
+            gold_patch=env.gold_patch,
+            test_patch=env.test_patch,
+            tests=tests,
+            judge_settings=judge_settings,
+        ),
     )
 
 

@@ -73,6 +73,7 @@ def write_bundle(
     project=None,
     selection: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
+    allow_internet: bool = False,
 ) -> dict[str, Any]:
     """Write the selected tasks to ``out`` (a ``.tar.gz``); return the report.
 
@@ -112,6 +113,7 @@ def write_bundle(
                     gates,
                     reveal_reviewers=reveal_reviewers,
                     tar=tar,
+                    allow_internet=allow_internet,
                 )
                 exported.append(
                     {
@@ -136,6 +138,7 @@ def write_bundle(
             "created_at": timezone.now().isoformat(timespec="seconds"),
             "draft": draft,
             "reviewers_named": reveal_reviewers,
+            "allow_internet": allow_internet,
             "project": {"slug": project.slug, "name": project.name} if project else None,
             "selection": selection or {},
             "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
@@ -180,13 +183,14 @@ def _write_task(
     *,
     reveal_reviewers: bool,
     tar: BundleTar,
+    allow_internet: bool = False,
 ) -> int:
     """Add one task's files to ``tar`` in path order; return the revision number."""
     snapshot = task_snapshot(task)
     revision = (
         Revision.objects.filter(task=task).order_by("-number").values_list("number", flat=True)
     ).first() or 0
-    files = TaskFiles(folder)
+    files = TaskFiles(folder, allow_internet=allow_internet)
     with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
         if task.release_files.exists():
             release_task_files(task, snapshot, files)

@@ -20,6 +20,15 @@ def schema_for(path: str) -> str:
         return "manifest"
     relative = path.split("/", 1)[1]
     domain = path.split("_", 1)[0]
+    copies = {  # the files a mode folder carries for its sidecars and verifier
+        "environment/sidecars/ask-human/blocker_registry.json": "blocker_registry",
+        "environment/sidecars/business-info/data/business_info.json": "business_info",
+        "environment/sidecars/ask-human/judge.json": "judge_settings",
+        "tests/tests.json": "swe_tests",
+    }
+    mode, _, inside = relative.partition("/")
+    if mode in ("baseline", "ask_human", "full_info") and inside in copies:
+        return copies[inside]
     return {
         layout.METADATA: f"metadata.{domain}",
         layout.REGISTRY: "blocker_registry",

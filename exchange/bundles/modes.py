@@ -1,0 +1,249 @@
+"""The three mode folders of a task authored in the app: each one a self-contained Harbor task.
+
+A mode folder carries everything to build and run it — no external image, no bind mount
+outside it, no call back to the app, no internet unless a lead allows it:
+
+- ``environment/``: the agent's ``Dockerfile`` and ``docker-compose.yaml``; the commands the
+  instruction names (``mcp.py``, ``setup_tools.py``); the sidecars, each a build context
+  with its data (SQL: ``sql-tools`` with the database and descriptions, ``business-info``
+  with the documentation; ``ask_human`` mode: ``ask-human`` with the registry and the
+  embedded judge). SWE: the repository (``repository.fast-export``) and the build of the
+  task's environment specification.
+- ``solution/solve.sh`` and the ground truth (Harbor's oracle).
+- ``tests/``: the verifier (a separate container, ``tests/Dockerfile``) and ``test.sh``,
+  which writes ``/logs/verifier/reward.txt``; the agent's submission (SQL) or changes (SWE)
+  reach it as artifacts declared in ``task.toml``.
+
+Identical files (the database in every mode, the repository in environment and tests) are
+stored once in the archive (hard links, ``tarstream``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from . import layout, sidecars
+
+SQL_SERVERS = {
+    "sql-tools": "http://sql-tools:8000/mcp",
+    "business-info": "http://business-info:8000/mcp",
+}
+ASK_HUMAN_URL = "http://ask-human:8000/mcp"
+SUBMISSION = "/harbor_shared/submitted_query.sql"
+AGENT_PATCH = "/tmp/hilbench/agent.patch"  # noqa: S108 - a path inside the task's container
+SWE_COLLECT = (
+    "mkdir -p /tmp/hilbench && cd /app && git add -A && "
+    f"git diff --cached --binary HEAD > {AGENT_PATCH}"
+)
+
+
+def sql_tools_for(mode: str) -> list[list]:
+    """The commands the SQL instruction names, for ``setup_tools.py``."""
+    sql, business = SQL_SERVERS["sql-tools"], SQL_SERVERS["business-info"]
+    tools = [
+        ["execute_sql", sql, "execute_sql", ["query"]],
+        ["get_database_info", sql, "get_database_info", ["database_name"]],
+        ["get_table_info", sql, "get_table_info", ["database_name", "table_name"]],
+        ["get_column_info", sql, "get_column_info", ["database_name", "table_name", "column_name"]],
+        ["get_business_info", business, "get_business_info", ["database_name", "search_string"]],
+        ["submit_sql", sql, "submit_sql", ["query"]],
+    ]
+    if mode == "ask_human":
+        tools.append(["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]])
+    return tools
+
+
+def _agent_tools_dockerfile() -> str:
+    return (
+        "COPY mcp.py /usr/local/bin/mcp\n"
+        "COPY setup_tools.py /tmp/setup_tools.py\n"
+        "RUN chmod +x /usr/local/bin/mcp && python3 /tmp/setup_tools.py && rm /tmp/setup_tools.py\n"
+    )
+
+
+def _compose(*, image: str, services: dict[str, str], shared_volume: bool) -> str:
+    """The agent's service and the mode's sidecars, all built from this folder."""
+    lines = ["services:", "  main:", f"    image: {image}", "    build:", "      context: ."]
+    if services:
+        lines.append("    depends_on:")
+        lines += [f"      {name}:\n        condition: service_healthy" for name in services]
+    if shared_volume:
+        lines += ["    volumes:", "      - harbor-shared:/harbor_shared"]
+    for name, context in services.items():
+        lines += [
+            f"  {name}:",
+            f"    image: {image.split(':')[0]}-{name}:{image.split(':')[1]}",
+            "    build:",
+            f"      context: {context}",
+            "    expose:",
+            '      - "8000"',
+            "    healthcheck:",
+            '      test: ["CMD", "python", "-c", "import urllib.request; '
+            "urllib.request.urlopen('http://localhost:8000/health', timeout=2)\"]",
+            "      interval: 2s",
+            "      timeout: 5s",
+            "      retries: 30",
+        ]
+        if name == "sql-tools":
+            lines += ["    volumes:", "      - harbor-shared:/harbor_shared"]
+    if shared_volume:
+        lines += ["volumes:", "  harbor-shared:"]
+    return "\n".join(lines) + "\n"
+
+
+def _verifier_toml(*, collect: str | None, artifact: tuple[str, str | None]) -> str:
+    source, service = artifact
+    text = '[verifier]\ntimeout_sec = 1800.0\nenvironment_mode = "separate"\n\n[verifier.env]\n'
+    if collect:
+        text += f"\n[[verifier.collect]]\ncommand = {json.dumps(collect)}\n"
+    text += f"\n[[artifacts]]\nsource = {json.dumps(source)}\n"
+    if service:
+        text += f"service = {json.dumps(service)}\n"
+    return text
+
+
+def sql_mode_files(
+    *, mode: str, folder: str, image: str, data: dict[str, bytes | Any], registry: bytes,
+    gold_sql: str, golden_output: str, judge_settings: dict,
+) -> dict[str, bytes | Any]:  # fmt: skip
+    """A SQL mode folder. ``data``: relative name -> content of the database folder
+    (``database.sqlite``, ``database_description/*.csv``, ``business_info.json``)."""
+    files: dict[str, bytes | Any] = {}
+    env = "environment"
+    services = {"sql-tools": "./sidecars/sql-tools", "business-info": "./sidecars/business-info"}
+    for name, content in sidecars.sql_tools_files().items():
+        files[f"{env}/sidecars/sql-tools/{name}"] = content
+    for name, content in sidecars.business_info_files().items():
+        files[f"{env}/sidecars/business-info/{name}"] = content
+    for name, content in data.items():
+        target = "business-info" if name == "business_info.json" else "sql-tools"
+        files[f"{env}/sidecars/{target}/data/{name}"] = content
+    if mode == "ask_human":
+        services["ask-human"] = "./sidecars/ask-human"
+        for name, content in sidecars.ask_human_files(registry, judge_settings).items():
+            files[f"{env}/sidecars/ask-human/{name}"] = content
+    files.update(
+        {f"{env}/{n}": c for n, c in sidecars.agent_tool_files(sql_tools_for(mode)).items()}
+    )
+    files[f"{env}/Dockerfile"] = (
+        f"# Written by HiL-Bench Annotate for {folder} ({mode}): the agent's container.\n"
+        f"FROM {sidecars.PYTHON_IMAGE}\n"
+        + _agent_tools_dockerfile()
+        + "RUN mkdir -p /harbor_shared /workspace\nWORKDIR /workspace\n"
+    ).encode()
+    files[f"{env}/docker-compose.yaml"] = _compose(
+        image=image, services=services, shared_volume=True
+    ).encode()
+    files["solution/ground_truth.sql"] = gold_sql.encode()
+    files["solution/solve.sh"] = (
+        f"#!/usr/bin/env bash\nset -euo pipefail\ncp /solution/ground_truth.sql {SUBMISSION}\n"
+    ).encode()
+    files.update({f"tests/{n}": c for n, c in sidecars.sql_verifier_files().items()})
+    if "database.sqlite" in data:  # absent, the oracle fails and only a draft can be exported
+        files["tests/database.sqlite"] = data["database.sqlite"]
+    files["tests/golden_output.csv"] = golden_output.encode()
+    files["tests/Dockerfile"] = f"FROM {sidecars.PYTHON_IMAGE}\nCOPY . /tests/\n".encode()
+    files["tests/test.sh"] = (
+        "#!/usr/bin/env bash\n# The agent's submission arrives as an artifact of sql-tools.\n"
+        f"python3 /tests/grade.py /logs/artifacts{SUBMISSION} /tests/database.sqlite "
+        "/tests/golden_output.csv /logs/verifier/reward.txt\n"
+    ).encode()
+    return files
+
+
+def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str:
+    """The agent's (and the verifier's) image: the task's toolchain and packages, the
+    repository at /app (one commit, as shipped), its install commands."""
+    if spec.get("language") == "python":
+        base = f"python:{spec.get('python') or '3.11'}-slim"
+    else:
+        base = {"go": "golang:1.22-bookworm", "javascript": "node:20-bookworm"}.get(
+            spec.get("language"), "debian:12"
+        )
+    lines = [
+        f"FROM {base}",
+        "RUN apt-get update && apt-get install -y --no-install-recommends git python3 "
+        "&& rm -rf /var/lib/apt/lists/*",
+    ]
+    lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted((spec.get("env") or {}).items())]
+    lines += [
+        "COPY repository.fast-export /tmp/repository.fast-export",
+        "RUN git init -q --initial-branch=main /app && cd /app "
+        "&& git -c core.logAllRefUpdates=false fast-import --quiet < /tmp/repository.fast-export "
+        "&& git -c core.logAllRefUpdates=false read-tree -u --reset HEAD "
+        "&& git gc -q --prune=now && rm /tmp/repository.fast-export",
+        "WORKDIR /app",
+    ]
+    if spec.get("packages"):
+        lines.append("RUN python -m pip install --no-cache-dir " + " ".join(
+            shlex.quote(p) for p in spec["packages"]))  # fmt: skip
+    lines += [
+        f"RUN {command}" for command in [*spec.get("pre_install", []), *spec.get("install", [])]
+    ]
+    if copy_tools:
+        lines.append(_agent_tools_dockerfile().rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def swe_mode_files(
+    *, mode: str, folder: str, image: str, repository: Any, spec: dict[str, Any], registry: bytes,
+    gold_patch: str, test_patch: str, tests: dict[str, Any], judge_settings: dict,
+) -> dict[str, bytes | Any]:  # fmt: skip
+    """A SWE mode folder. ``repository``: the fast-export stream (a path); ``tests``: the
+    FAIL_TO_PASS / PASS_TO_PASS lists, test command and log parser."""
+    env = "environment"
+    asks = mode == "ask_human"
+    files: dict[str, bytes | Any] = {
+        f"{env}/Dockerfile": (
+            f"# Written by HiL-Bench Annotate for {folder} ({mode}): the agent's container.\n"
+            + swe_environment_dockerfile(spec, copy_tools=asks)
+        ).encode(),
+    }
+    if repository is not None:
+        files[f"{env}/repository.fast-export"] = repository
+        files["tests/repository.fast-export"] = repository
+    services = {}
+    if asks:
+        services["ask-human"] = "./sidecars/ask-human"
+        for name, content in sidecars.ask_human_files(registry, judge_settings).items():
+            files[f"{env}/sidecars/ask-human/{name}"] = content
+        tools = [["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]]]
+        files.update({f"{env}/{n}": c for n, c in sidecars.agent_tool_files(tools).items()})
+    files[f"{env}/docker-compose.yaml"] = _compose(
+        image=image, services=services, shared_volume=False
+    ).encode()
+    files["solution/ground_truth.patch"] = gold_patch.encode("utf-8", "surrogateescape")
+    files["solution/solve.sh"] = (
+        b'#!/usr/bin/env bash\nset -euo pipefail\ncd "${REPO:-/app}"\n'
+        b"git apply --whitespace=nowarn /solution/ground_truth.patch\n"
+    )
+    files.update({f"tests/{n}": c for n, c in sidecars.swe_verifier_files().items()})
+    files["tests/test.patch"] = test_patch.encode("utf-8", "surrogateescape")
+    files["tests/tests.json"] = layout.dumps({**tests, "test_patch_file": "/tests/test.patch"})
+    for name in ("run_script", "parser_script"):
+        if spec.get(name):
+            target = "run_script.sh" if name == "run_script" else "parser.py"
+            files[f"tests/{target}"] = spec[name].encode()
+    files["tests/Dockerfile"] = (
+        swe_environment_dockerfile(spec, copy_tools=False)
+        + "COPY . /tests/\n"
+        + (
+            "RUN cp /tests/run_script.sh /tests/parser.py /root/\n"
+            if spec.get("run_script")
+            else ""
+        )
+    ).encode()
+    files["tests/test.sh"] = (
+        "#!/usr/bin/env bash\n# The agent's changes arrive as a patch (an artifact of main).\n"
+        f"python3 /tests/grade.py /tests/tests.json /logs/verifier/reward.txt "
+        f"/logs/artifacts{AGENT_PATCH}\n"
+    ).encode()
+    return files
+
+
+def verifier_toml(domain: str) -> str:
+    if domain == "sql":
+        return _verifier_toml(collect=None, artifact=(SUBMISSION, "sql-tools"))
+    return _verifier_toml(collect=SWE_COLLECT, artifact=(AGENT_PATCH, None))
