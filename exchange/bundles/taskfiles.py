@@ -233,6 +233,42 @@ def _patched_files(patch: str) -> list[str]:
     return paths
 
 
+def _swe_metadata(
+    task: Task, snapshot: dict, folder: str, spec: dict, ids: dict, base: str, head: str | None
+) -> dict:
+    """``shared/metadata.json`` of a SWE task authored in the app, in the release's fields."""
+    env = task.swe_environment
+    stats = {"total": len(snapshot["blockers"]), **{v: 0 for v in _SWE_STATS.values()}}
+    for b in snapshot["blockers"]:
+        if b["type"] in _SWE_STATS:
+            stats[_SWE_STATS[b["type"]]] += 1
+    return {
+        "instance_id": task.source_metadata.get("instance_id") or task.source_id,
+        "dataset_name": folder,
+        "test_files": _patched_files(env.test_patch),
+        # The release runs prebuilt images; ours are built from environment/, with the run
+        # script and parser (when the task has them) where the release keeps them.
+        "image_archive": None,
+        "run_script_path": "/root/run_script.sh" if spec.get("run_script") else None,
+        "parser_script_path": "/root/parser.py" if spec.get("parser_script") else None,
+        "repo_name": "app",
+        "repo_name_source": env.repo_name,
+        # The commit the shipped repository is at (the setup patch applied): the one the
+        # release's evaluator resets to. annotate/ keeps the tree before it.
+        "base_commit": base,
+        "image_name": f"hilbench-annotate/{folder}:{ids['attempt_id']}",
+        "log_parser": spec.get("log_parser") or "pytest",
+        "language": spec.get("language") or task.source_metadata.get("repo_language") or "unknown",
+        "blocker_stats": stats,
+        "swe_bench_metadata": {"FAIL_TO_PASS": env.fail_to_pass, "PASS_TO_PASS": env.pass_to_pass},
+        "test_cmd": env.test_command,
+        "test_patch": env.test_patch,
+        **ids,
+        "repository_archive": layout.SWE_REPOSITORY.removeprefix("shared/") if head else None,
+        "repository_head": head,
+    }
+
+
 def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir: Path) -> None:
     env = task.swe_environment
     document = _annotate(task, snapshot)
@@ -255,52 +291,15 @@ def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir:
         base = sanitized_base(mirror=env.repository.path, base_commit=env.base_commit)
         files.add(layout.SWE_REPOSITORY, stream)
     task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, head or "")
-    image = f"hilbench-annotate/{files.folder}:{attempt_id}"
-    stats = {"total": len(snapshot["blockers"]), **{v: 0 for v in _SWE_STATS.values()}}
-    for b in snapshot["blockers"]:
-        if b["type"] in _SWE_STATS:
-            stats[_SWE_STATS[b["type"]]] += 1
+    spec = snapshot["environment"].get("environment_spec") or {}
     files.add(layout.SWE_STATEMENT, render_swe_statement(snapshot["blocked_spec"]))
+    ids = {"task_id": task_id, "attempt_id": attempt_id, "task_attempt_id": attempt}
     files.add(
         layout.METADATA,
-        layout.dumps(
-            {
-                "instance_id": task.source_metadata.get("instance_id") or task.source_id,
-                "dataset_name": files.folder,
-                "test_files": _patched_files(env.test_patch),
-                # The release runs prebuilt images with scripts baked in; ours builds from
-                # environment/ and runs test_cmd itself.
-                "image_archive": None,
-                "run_script_path": None,
-                "parser_script_path": None,
-                "repo_name": "app",
-                "repo_name_source": env.repo_name,
-                # The commit the shipped repository is at (the setup patch applied): the one
-                # the release's evaluator resets to. annotate/ keeps the tree before it.
-                "base_commit": head or base,
-                "image_name": image,
-                "log_parser": "pytest",
-                "language": task.source_metadata.get("repo_language") or "unknown",
-                "blocker_stats": stats,
-                "swe_bench_metadata": {
-                    "FAIL_TO_PASS": env.fail_to_pass,
-                    "PASS_TO_PASS": env.pass_to_pass,
-                },
-                "test_cmd": env.test_command,
-                "test_patch": env.test_patch,
-                "task_id": task_id,
-                "attempt_id": attempt_id,
-                "task_attempt_id": attempt,
-                "repository_archive": layout.SWE_REPOSITORY.removeprefix("shared/")
-                if head
-                else None,
-                "repository_head": head,
-            }
-        ),
+        layout.dumps(_swe_metadata(task, snapshot, files.folder, spec, ids, head or base, head)),
     )
     files.add(layout.REGISTRY, registry)
     files.add(layout.ANNOTATE, annotate)
-    spec = snapshot["environment"].get("environment_spec") or {}
     tests = {
         "fail_to_pass": env.fail_to_pass,
         "pass_to_pass": env.pass_to_pass,

@@ -21,6 +21,7 @@ from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout
+from .oracle import oracle_runs, oracle_verdict
 from .provenance import gate_report, review_document, validation_document
 from .tarstream import BundleTar
 from .taskfiles import TaskFiles, release_task_files, sql_files, swe_files
@@ -105,8 +106,7 @@ def write_bundle(
                 skipped.append({"task": task.pk, "title": task.title, "reason": reason})
             else:
                 folder = _folder(task, kept_names, exported_names, counters)
-                exported_names.add(folder)
-                revision = _write_task(
+                written = _write_task(
                     task,
                     folder,
                     int(folder.rsplit("_", 1)[1]),
@@ -114,35 +114,24 @@ def write_bundle(
                     reveal_reviewers=reveal_reviewers,
                     tar=tar,
                     allow_internet=allow_internet,
+                    refuse_failing_oracle=not draft,
                 )
-                exported.append(
-                    {
-                        "folder": folder,
-                        "task": task.pk,
-                        "domain": task.domain,
-                        "source": task.source,
-                        "source_id": task.source_id,
-                        "title": task.title,
-                        "revision": revision,
-                        "status": task.status,
-                        "validated": validated,
-                        "reason": reason,
-                    }
-                )
+                if isinstance(written, str):
+                    skipped.append({"task": task.pk, "title": task.title, "reason": written})
+                    _release_folder(folder, kept_names, counters)
+                else:
+                    exported_names.add(folder)
+                    exported.append(_entry(task, folder, written, validated, reason))
             if progress:
                 progress(done, len(ordered))
-        manifest = {
-            "format": layout.FORMAT,
-            "format_version": layout.FORMAT_VERSION,
-            "app_version": app_version(),
-            "created_at": timezone.now().isoformat(timespec="seconds"),
-            "draft": draft,
-            "reviewers_named": reveal_reviewers,
-            "allow_internet": allow_internet,
-            "project": {"slug": project.slug, "name": project.name} if project else None,
-            "selection": selection or {},
-            "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
-        }
+        manifest = _manifest(
+            draft=draft,
+            reveal_reviewers=reveal_reviewers,
+            allow_internet=allow_internet,
+            project=project,
+            selection=selection,
+            exported=exported,
+        )
         files = tar.count
         tar.add_manifest(layout.MANIFEST, manifest)
         tar.close()
@@ -150,6 +139,36 @@ def write_bundle(
         tar.abort()
         raise
     return {"exported": exported, "skipped": skipped, "files": files}
+
+
+def _entry(task: Task, folder: str, revision: int, validated: bool, reason: str) -> dict:
+    return {
+        "folder": folder,
+        "task": task.pk,
+        "domain": task.domain,
+        "source": task.source,
+        "source_id": task.source_id,
+        "title": task.title,
+        "revision": revision,
+        "status": task.status,
+        "validated": validated,
+        "reason": reason,
+    }
+
+
+def _manifest(*, draft, reveal_reviewers, allow_internet, project, selection, exported) -> dict:
+    return {
+        "format": layout.FORMAT,
+        "format_version": layout.FORMAT_VERSION,
+        "app_version": app_version(),
+        "created_at": timezone.now().isoformat(timespec="seconds"),
+        "draft": draft,
+        "reviewers_named": reveal_reviewers,
+        "allow_internet": allow_internet,
+        "project": {"slug": project.slug, "name": project.name} if project else None,
+        "selection": selection or {},
+        "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
+    }
 
 
 def _folder(task: Task, kept: dict[int, str], used: set[str], counters: dict) -> str:
@@ -162,6 +181,13 @@ def _folder(task: Task, kept: dict[int, str], used: set[str], counters: dict) ->
         counters[task.domain] += 1
         if name not in used and name not in kept.values():
             return name
+
+
+def _release_folder(folder: str, kept: dict[int, str], counters: dict) -> None:
+    """Give back a numbered folder that was not written (it was the last one handed out)."""
+    if folder not in kept.values():
+        domain, number = folder.rsplit("_", 1)
+        counters[domain] = int(number)
 
 
 def _release_folders(task_ids: list[int]) -> dict[int, str]:
@@ -184,8 +210,10 @@ def _write_task(
     reveal_reviewers: bool,
     tar: BundleTar,
     allow_internet: bool = False,
-) -> int:
-    """Add one task's files to ``tar`` in path order; return the revision number."""
+    refuse_failing_oracle: bool = False,
+) -> int | str:
+    """Add one task's files to ``tar`` in path order; return the revision number, or why
+    the task was not written (its oracle run fails and ``refuse_failing_oracle``)."""
     snapshot = task_snapshot(task)
     revision = (
         Revision.objects.filter(task=task).order_by("-number").values_list("number", flat=True)
@@ -198,17 +226,14 @@ def _write_task(
             sql_files(task, snapshot, files, index)
         else:
             swe_files(task, snapshot, files, index, Path(scratch))
-        files.add(
-            layout.VALIDATION,
-            layout.dumps(
-                validation_document(
-                    task,
-                    revision_number=revision,
-                    gates=gates,
-                    pass_rate=_pass_rate_evidence(task),
-                )
-            ),
+        runs = oracle_runs(task, files.entries)
+        refused = oracle_verdict(runs)
+        if refused and refuse_failing_oracle:
+            return f"{refused} (only a draft can be exported)"
+        validation = validation_document(
+            task, revision_number=revision, gates=gates, pass_rate=_pass_rate_evidence(task)
         )
+        files.add(layout.VALIDATION, layout.dumps({**validation, "oracle": runs}))
         files.add(
             layout.REVIEW,
             layout.dumps(

@@ -1,0 +1,213 @@
+"""Oracle and no-op runs of an exported task, the harness's way, in the app's sandbox.
+
+Harbor's oracle runs ``solution/solve.sh`` and then the verifier (``tests/test.sh``), which
+must write reward 1; with the environment left as it is (no-op) the reward must be 0. Here
+both run in the local sandbox on the files the bundle is about to carry (the ``baseline``
+mode's solution and tests): SQL with the machine's Python and the task's database; SWE in
+the task's built environment on the shipped repository. The results go into
+``provenance/validation.json``; without an oracle reward of 1 only a draft can be exported.
+Results are cached by the hash of everything a run reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from hilbench_annotate.errors import DomainError
+from validators.environments import environment_for
+from validators.sandbox import (
+    Mount,
+    SandboxError,
+    apply_patches,
+    checkout,
+    get_sandbox,
+    limits_from_settings,
+    overlay_generated,
+    run_folder,
+    sandbox_root,
+)
+
+from .modes import AGENT_PATCH, SUBMISSION
+from .tarstream import file_sha256
+
+MODE = "baseline"  # every mode shares the solution and the verifier
+SANDBOX_HOME = "/tmp"  # noqa: S108 - a path inside the sandbox
+RELEASE_IMAGE = "the task's environment is the release's own (a prebuilt image)"
+
+
+def _content(value) -> bytes:
+    return value.read_bytes() if isinstance(value, Path) else value
+
+
+def _digest(entries: dict[str, Any], extra: str) -> str:
+    digest = hashlib.sha256(extra.encode())
+    for name in sorted(entries):
+        value = entries[name]
+        data = file_sha256(value).encode() if isinstance(value, Path) else value
+        digest.update(name.encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+def _materialise(entries: dict[str, Any], prefix: str, dest: Path) -> None:
+    for name, value in entries.items():
+        if name.startswith(prefix):
+            target = dest / name[len(prefix) :]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(value, Path):
+                shutil.copyfile(value, target)
+            else:
+                target.write_bytes(value)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _writable(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o777)  # the sandbox user writes its reward / submission here
+    return folder
+
+
+def _reward(verifier: Path, output: str) -> dict[str, Any]:
+    try:
+        value = int((verifier / "reward.txt").read_text().strip())
+        reason = json.loads((verifier / "grade.json").read_text()).get("reason", "")
+    except (OSError, ValueError):
+        return {"reward": None, "reason": "the verifier wrote no reward", "log": output[-2000:]}
+    return {"reward": value, "reason": reason}
+
+
+def _cached(key: str, compute) -> dict[str, Any]:
+    cache = sandbox_root() / "oracle"
+    cache.mkdir(exist_ok=True, mode=0o755)
+    path = cache / f"{key}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    result = compute()
+    if all(run.get("reward") is not None for run in result.values()):
+        path.write_text(json.dumps(result))
+    return result
+
+
+def oracle_runs(task, entries: dict[str, Any]) -> dict[str, Any]:
+    """``{"oracle": {reward, reason}, "noop": {reward, reason}}`` for the task's files
+    (``TaskFiles.entries``, keys ``<folder>/<path>``), or a reason when none can run."""
+    files = {name.split("/", 1)[1]: value for name, value in entries.items()}
+    if f"{MODE}/tests/test.sh" not in files:
+        return {"not_run": RELEASE_IMAGE}
+    ours = {n: v for n, v in files.items() if n.startswith((f"{MODE}/solution/", f"{MODE}/tests/"))}
+    extra = task.domain
+    if task.domain == "swe":
+        env = task.swe_environment
+        key = [env.base_commit, env.setup_patch, env.environment_spec]
+        extra += json.dumps(key, sort_keys=True)
+    try:
+        return _cached(_digest(ours, extra), lambda: _run(task, ours))
+    except (DomainError, SandboxError) as exc:
+        return {"not_run": f"the oracle could not run: {exc}"}
+
+
+def _run(task, files: dict[str, Any]) -> dict[str, Any]:
+    if task.domain == "sql":
+        return {"oracle": _sql(files, solve=True), "noop": _sql(files, solve=False)}
+    return {"oracle": _swe(task, files, solve=True), "noop": _swe(task, files, solve=False)}
+
+
+def oracle_verdict(runs: dict[str, Any]) -> str | None:
+    """Why the task cannot be exported as validated, or None: the oracle must score 1 and
+    the no-op 0 (a release task, whose environment is a prebuilt image, is not run)."""
+    if "not_run" in runs:
+        return None if runs["not_run"] == RELEASE_IMAGE else runs["not_run"]
+    oracle, noop = runs["oracle"], runs["noop"]
+    if oracle.get("reward") != 1:
+        return f"the oracle run scores {oracle.get('reward')}, not 1: {oracle.get('reason')}"
+    if noop.get("reward") != 0:
+        return f"the no-op run scores {noop.get('reward')}, not 0: {noop.get('reason')}"
+    return None
+
+
+def _sql(files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
+    with run_folder() as work:
+        _materialise(files, f"{MODE}/solution/", work / "solution")
+        _materialise(files, f"{MODE}/tests/", work / "tests")
+        shared, verifier = _writable(work / "shared"), _writable(work / "verifier")
+        mounts = [
+            Mount(work / "solution", "/solution"),
+            Mount(work / "tests", "/tests"),
+            Mount(shared, str(Path(SUBMISSION).parent), writable=True),
+            Mount(shared, f"/logs/artifacts{Path(SUBMISSION).parent}"),
+            Mount(verifier, "/logs/verifier", writable=True),
+        ]
+        command = ("bash /solution/solve.sh && " if solve else "") + "bash /tests/test.sh"
+        result = get_sandbox().run(command=command, limits=limits_from_settings(), mounts=mounts)
+        return _reward(verifier, result.output)
+
+
+def _swe(task, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
+    """As Harbor runs it with a separate verifier: in the agent's container ``solve.sh``
+    (oracle) or nothing (no-op), then the mode's collect command turns the changes into a
+    patch; the verifier, on a fresh copy of the shipped tree, receives it as an artifact."""
+    env = task.swe_environment
+    if env.repository is None:
+        return {"reward": None, "reason": "the task has no repository"}
+    built, failed = environment_for(env)
+    if built is None:
+        return {"reward": None, "reason": f"its environment did not build (build {failed.pk})"}
+    with run_folder() as work:
+        _materialise(files, f"{MODE}/solution/", work / "solution")
+        _materialise(files, f"{MODE}/tests/", work / "tests")
+        artifacts = _writable(work / "artifacts")
+        if solve:
+            agent = _in_shipped_tree(
+                env, built, work, "agent",
+                _AGENT.format(patch="/artifacts/agent.patch"),
+                [Mount(work / "solution", "/solution"),
+                 Mount(artifacts, "/artifacts", writable=True)],
+            )  # fmt: skip
+            if not (artifacts / "agent.patch").is_file():
+                return {"reward": None, "reason": "solve.sh failed", "log": agent.output[-2000:]}
+        verifier = _writable(work / "verifier")
+        mounts = [
+            Mount(work / "tests", "/tests"),
+            Mount(artifacts, f"/logs/artifacts{Path(AGENT_PATCH).parent}"),
+            Mount(verifier, "/logs/verifier", writable=True),
+        ]
+        for name in ("run_script.sh", "parser.py"):
+            if (work / "tests" / name).is_file():
+                mounts.append(Mount(work / "tests" / name, f"/root/{name}"))
+        result = _in_shipped_tree(env, built, work, "verifier", "bash /tests/test.sh", mounts)
+        return _reward(verifier, result.output)
+
+
+# The agent's side: the shipped tree is a repository whose HEAD is base_commit (as in the
+# image), solve.sh runs, and the mode's collect command writes what changed.
+_AGENT = (
+    "cd /testbed && git init -q && git add -A "
+    "&& git -c user.name=oracle -c user.email=oracle@localhost commit -qm shipped "
+    "&& bash /solution/solve.sh && git add -A && git diff --cached --binary HEAD > {patch}"
+)
+
+
+def _in_shipped_tree(env, built, work: Path, name: str, command: str, mounts: list[Mount]):
+    """Run ``command`` on a fresh shipped tree: base commit, the install's generated files,
+    the setup patch."""
+    tree = work / name
+    checkout(Path(env.repository.path), env.base_commit, tree)
+    overlay_generated(built.testbed, built.manifest.get("generated", []), tree)
+    apply_patches(tree, [("setup patch", env.setup_patch or "")])
+    spec = env.environment_spec or {}
+    image = built.manifest.get("image")
+    return get_sandbox().run(
+        command=command,
+        limits=limits_from_settings(),
+        tree=tree,
+        mounts=([] if image else built.mounts) + mounts,
+        env={**built.run_env(spec), "REPO": "/testbed", "HOME": SANDBOX_HOME},
+        **({"image": image} if image else {}),
+    )
+
+
+__all__ = ["oracle_runs", "oracle_verdict"]
