@@ -36,6 +36,9 @@ class ExportIn(serializers.Serializer):
     )
     draft = serializers.BooleanField(required=False, default=False)
     reveal_reviewers = serializers.BooleanField(required=False, default=False)
+    allow_internet = serializers.BooleanField(
+        required=False, default=False, help_text="task.toml allow_internet (default false)"
+    )
 
 
 class ExportOut(serializers.ModelSerializer):
@@ -51,6 +54,7 @@ class ExportOut(serializers.ModelSerializer):
             "selection",
             "draft",
             "reveal_reviewers",
+            "allow_internet",
             "total",
             "done",
             "size_bytes",

@@ -95,6 +95,10 @@ class ExportForm(forms.Form):
     reveal_reviewers = forms.BooleanField(
         required=False, label="Name reviewers in review.json (default: pseudonyms)"
     )
+    allow_internet = forms.BooleanField(
+        required=False,
+        label="Allow the tasks' containers to reach the internet (default: no network)",
+    )
 
     def __init__(self, *args, projects=(), **kwargs):
         super().__init__(*args, **kwargs)

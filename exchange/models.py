@@ -55,6 +55,10 @@ class ExportJob(Job):
     reveal_reviewers = models.BooleanField(
         default=False, help_text="Name reviewers in review.json instead of pseudonyms"
     )
+    allow_internet = models.BooleanField(
+        default=False,
+        help_text="Let the tasks' containers reach the internet (task.toml allow_internet)",
+    )
     file_path = models.CharField(max_length=300, blank=True, help_text="Relative to BUNDLE_STORE")
     size_bytes = models.BigIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)

@@ -115,6 +115,7 @@ def export_list(request):
                         },
                         draft=data["draft"],
                         reveal_reviewers=data["reveal_reviewers"],
+                        allow_internet=data["allow_internet"],
                     )
             except AccessDenied:
                 raise  # a 403 page, not a form error

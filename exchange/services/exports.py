@@ -67,7 +67,13 @@ def export_selection_tasks(*, project: Project, selection: dict[str, Any]):
 
 
 def bundle_export_create(
-    *, project: Project, actor, selection: dict, draft: bool = False, reveal_reviewers: bool = False
+    *,
+    project: Project,
+    actor,
+    selection: dict,
+    draft: bool = False,
+    reveal_reviewers: bool = False,
+    allow_internet: bool = False,
 ) -> ExportJob:
     """Record an export job. Caller checked that ``actor`` is a lead of ``project``."""
     selection = export_selection_clean(selection)
@@ -80,6 +86,7 @@ def bundle_export_create(
         selection=selection,
         draft=draft,
         reveal_reviewers=reveal_reviewers,
+        allow_internet=allow_internet,
         total=total,
     )
     event_record(project_id=project.pk, task_id=None, actor=actor, kind="export_queued", job=job.pk)
@@ -87,7 +94,13 @@ def bundle_export_create(
 
 
 def bundle_export_start(
-    *, project: Project, actor, selection: dict, draft: bool = False, reveal_reviewers: bool = False
+    *,
+    project: Project,
+    actor,
+    selection: dict,
+    draft: bool = False,
+    reveal_reviewers: bool = False,
+    allow_internet: bool = False,
 ) -> ExportJob:
     """Record the job and schedule the worker once this transaction commits."""
     job = bundle_export_create(
@@ -96,6 +109,7 @@ def bundle_export_start(
         selection=selection,
         draft=draft,
         reveal_reviewers=reveal_reviewers,
+        allow_internet=allow_internet,
     )
     job_send(job)
     return job
@@ -129,6 +143,7 @@ def bundle_export_execute(*, job_id: int, out: Path | None = None) -> ExportJob 
             out=target,
             draft=job.draft,
             reveal_reviewers=job.reveal_reviewers,
+            allow_internet=job.allow_internet,
             project=job.project,
             selection=job.selection,
             progress=progress,

@@ -80,3 +80,23 @@ def test_export_api_starts_a_job_for_leads_only(api, demo):
     assert len(detail["report"]["exported"]) == 6
     bad = api.post("/api/exports/", {"project": demo.pk, "tasks": [999999]}, format="json")
     assert bad.status_code == 400 and "no task" in bad.content.decode()
+
+
+def test_a_lead_may_let_the_tasks_reach_the_internet(client, demo):
+    import json
+    import tomllib
+
+    from .bundle_helpers import members
+
+    client.force_login(user("lead"))
+    task = sql_task(demo)
+    base = {"project": demo.pk, "tasks": str(task.pk), "draft": "on"}
+    for allow in (False, True):
+        client.post(reverse("export-list"), {**base, **({"allow_internet": "on"} if allow else {})})
+        job = ExportJob.objects.order_by("-pk").first()
+        assert job.allow_internet is allow
+        files = members(bundle_export_execute(job_id=job.pk).path)
+        assert json.loads(files["manifest.json"])["allow_internet"] is allow
+        for mode in ("baseline", "full_info", "ask_human"):
+            toml = tomllib.loads(files[f"sql_0/{mode}/task.toml"].decode())
+            assert toml["environment"]["allow_internet"] is allow

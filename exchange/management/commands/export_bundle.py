@@ -30,6 +30,11 @@ class Command(BaseCommand):
             "--reveal-reviewers", action="store_true", help="Name reviewers in review.json"
         )
         parser.add_argument(
+            "--allow-internet",
+            action="store_true",
+            help="Let the tasks' containers reach the internet (default: allow_internet = false)",
+        )
+        parser.add_argument(
             "--as-user", help="A lead of the project recorded on the export (default: first lead)"
         )
 
@@ -51,6 +56,7 @@ class Command(BaseCommand):
                 },
                 draft=options["draft"],
                 reveal_reviewers=options["reveal_reviewers"],
+                allow_internet=options["allow_internet"],
             )
             job = bundle_export_execute(job_id=job.pk, out=Path(options["out"]).resolve())
         except DomainError as exc:
