@@ -5,6 +5,11 @@ mode 0644, gzip header without name or time. Files are copied from disk in chunk
 ``path: sha256`` index is kept in a temporary file, not in memory, so the memory used depends
 neither on the files' sizes nor on their number; :meth:`BundleTar.add_manifest` streams the
 index into ``manifest.json`` at the end.
+
+A file added again from the same source on disk (the database in every mode folder, the
+repository in ``environment/`` and ``tests/``) or with the same large content is stored
+once: later names are hard links to the first (``tar`` and Python's ``tarfile`` extract them
+as such; the manifest lists every name with its sha256).
 """
 
 import contextlib
@@ -20,6 +25,7 @@ from pathlib import Path
 from .layout import FILE_MODE, TAR_MTIME
 
 CHUNK = 1 << 20
+LINK_MIN_BYTES = 4096  # a link costs a 512-byte header (and a PAX one for long names)
 
 
 class _HashingReader:
@@ -49,6 +55,9 @@ class BundleTar:
         )
         self._index = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()/abort()
         self.count = 0
+        self.linked_bytes = 0  # what the hard links saved
+        self._by_source: dict[tuple, tuple[str, str]] = {}  # (path, size, mtime) -> name, sha
+        self._by_sha: dict[str, str] = {}  # sha256 of a large member -> its first name
 
     def _record(self, name: str, sha: str) -> str:
         line = f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(sha)}\n"
@@ -66,15 +75,38 @@ class BundleTar:
         info.type = tarfile.REGTYPE
         return info
 
+    def _link(self, name: str, target: str, sha: str, size: int) -> str:
+        info = self._info(name, 0)
+        info.type = tarfile.LNKTYPE
+        info.linkname = target
+        self._tar.addfile(info)
+        self._forget()
+        self.linked_bytes += size
+        return self._record(name, sha)
+
     def add_bytes(self, name: str, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        if len(data) >= LINK_MIN_BYTES:
+            if sha in self._by_sha:
+                return self._link(name, self._by_sha[sha], sha, len(data))
+            self._by_sha[sha] = name
         info = self._info(name, len(data))
         self._tar.addfile(info, io.BytesIO(data))
         self._forget()
-        return self._record(name, hashlib.sha256(data).hexdigest())
+        return self._record(name, sha)
 
     def add_file(self, name: str, source: Path) -> str:
+        stat = os.stat(source)
+        key = (str(Path(source).resolve()), stat.st_size, stat.st_mtime_ns)
+        if key in self._by_source:
+            first, sha = self._by_source[key]
+            return self._link(name, first, sha, stat.st_size)
         with open(source, "rb") as handle:
-            return self.add_stream(name, handle)
+            sha = self.add_stream(name, handle)
+        if stat.st_size >= LINK_MIN_BYTES:
+            self._by_source[key] = (name, sha)
+            self._by_sha.setdefault(sha, name)
+        return sha
 
     def add_stream(self, name: str, handle) -> str:
         """Add the rest of the open binary file ``handle`` (from its current position)."""

@@ -1,10 +1,11 @@
 """Safe extraction of uploaded archives (zip, tar, tar.gz).
 
 Every member is checked before anything is written: no absolute paths, no ``..``
-components, no links, no devices, no name twice, and bounded member count and total size
-(zip-slip and zip-bomb safe). Sizes are the sizes the headers declare, so a sparse member
-claiming 10 GB is refused from its header, without reading (or writing) its data. One bad
-member refuses the whole archive.
+components, no symbolic links, no hard links except to a regular file earlier in the same
+tar (how a bundle stores a file it carries twice), no devices, no name twice, and bounded
+member count and total size (zip-slip and zip-bomb safe). Sizes are the sizes the headers
+declare, so a sparse member claiming 10 GB is refused from its header, without reading (or
+writing) its data. One bad member refuses the whole archive.
 """
 
 import shutil
@@ -57,6 +58,7 @@ def check_archive(
     archive = Path(archive)
     problems: list[str] = []
     seen: set[str] = set()
+    regular: set[str] = set()  # regular files so far: what a hard link may point to
     total = 0
 
     def check(name: str, size: int, is_regular_or_dir: bool) -> None:
@@ -93,7 +95,10 @@ def check_archive(
                     members.append(info)
                     if len(members) > max_members:
                         raise ArchiveRefused(archive, [f"more than {max_members} members"])
-                    check(info.name, info.size, info.isfile() or info.isdir())
+                    inside = info.islnk() and _normal(info.linkname) in regular
+                    check(info.name, info.size, info.isfile() or info.isdir() or inside)
+                    if info.isfile():
+                        regular.add(_normal(info.name))
                     if info.isfile() and info.sparse is not None:
                         problems.append(f"{info.name!r} is a sparse file")
                     if total > max_bytes:

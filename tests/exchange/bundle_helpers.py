@@ -197,7 +197,8 @@ def export(project, out: Path, *, tasks=(), draft=True, **options) -> Path:
 
 def members(bundle: Path) -> dict[str, bytes]:
     with tarfile.open(bundle) as tf:
-        return {m.name: tf.extractfile(m).read() for m in tf if m.isfile()}
+        # A file the bundle carries twice is a hard link to its first copy.
+        return {m.name: tf.extractfile(m).read() for m in tf if m.isfile() or m.islnk()}
 
 
 def extract(bundle: Path, dest: Path) -> Path:

@@ -3,6 +3,7 @@ it is a draft, provenance with pseudonymised reviewers, a SWE repository that le
 
 import json
 import subprocess
+import tarfile
 import tomllib
 
 import pytest
@@ -238,3 +239,21 @@ def test_the_shipped_repository_holds_the_base_commit_metadata_names(bundle, tmp
         ["git", "-C", str(repo), "rev-list", "--all"], capture_output=True, text=True, check=True
     ).stdout.split()
     assert commits == [metadata["base_commit"]]
+
+
+def test_a_file_carried_twice_is_stored_once_as_hard_links(settings, tmp_path):
+    """The database is in shared/, in every mode's sql-tools sidecar and verifier: one copy
+    in the archive, the other names hard links to it, which tar and our importer restore."""
+    project = seed_demo(settings, tmp_path)
+    out = export(project, tmp_path / "b.tar.gz", tasks=[sql_task(project)])
+    with tarfile.open(out) as tf:
+        databases = [m for m in tf if m.name.endswith("database.sqlite")]
+    regular = [m.name for m in databases if m.isfile()]
+    links = {m.name: m.linkname for m in databases if m.islnk()}
+    assert regular == [min(m.name for m in databases)]
+    assert len(links) == 6 and set(links.values()) == set(regular)
+    subprocess.run(["tar", "-xzf", str(out), "-C", str(tmp_path)], check=True)
+    copies = {(tmp_path / name).read_bytes() for name in [*regular, *links]}
+    assert len(copies) == 1 and next(iter(copies))[:16] == b"SQLite format 3\x00"
+    manifest = json.loads(members(out)[layout.MANIFEST])
+    assert len({manifest["files"][name] for name in [*regular, *links]}) == 1

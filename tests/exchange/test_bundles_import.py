@@ -99,6 +99,19 @@ def test_a_symlink_to_etc_is_refused(demo_bundle, project, tmp_path):
     _refused(project, evil, "'sql_0/shared/etc' is a link or special file")
 
 
+@pytest.mark.parametrize(
+    "target", ["/etc/passwd", "../outside.txt", "sql_0/not-in-the-archive", "sql_0/later.txt"]
+)
+def test_a_hard_link_outside_the_files_before_it_is_refused(demo_bundle, project, tmp_path, target):
+    evil = _with_extra(
+        demo_bundle,
+        tmp_path,
+        "sql_0/shared/x",
+        {"type": tarfile.LNKTYPE, "linkname": target, "size": 0},
+    )
+    _refused(project, evil, "'sql_0/shared/x' is a link or special file")
+
+
 def test_a_device_file_is_refused(demo_bundle, project, tmp_path):
     evil = _with_extra(demo_bundle, tmp_path, "sql_0/null", {"type": tarfile.CHRTYPE, "size": 0})
     _refused(project, evil, "'sql_0/null' is a link or special file")
