@@ -32,6 +32,20 @@ LOG_PARSERS = {
     "mocha": "Mocha (spec or json reporter)",
     "sweap_json": "the task's own parser.py (SWE-Bench Pro / HiL-Bench release)",
 }
+# Our parser names that the release's harness (hil, custom_eval.py) spells differently.
+HARNESS_PARSER_NAMES = {"go_test": "gotest"}
+
+
+def harness_parser(name: str) -> str:
+    """The release harness's name for our log parser ``name``."""
+    return HARNESS_PARSER_NAMES.get(name, name)
+
+
+def parser_from_harness(name: str) -> str:
+    """Our log parser for the release harness's ``name``."""
+    return {v: k for k, v in HARNESS_PARSER_NAMES.items()}.get(name, name)
+
+
 RESERVED_ENV = {"PATH", "HOME", "PWD", "LD_PRELOAD", "LD_LIBRARY_PATH"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _PYTHON = re.compile(r"^3\.\d{1,2}(\.\d{1,3})?$")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from hilbench_annotate.envspec import harness_parser
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
@@ -256,8 +257,10 @@ def _swe_metadata(
         # The commit the shipped repository is at (the setup patch applied): the one the
         # release's evaluator resets to. annotate/ keeps the tree before it.
         "base_commit": base,
-        "image_name": f"hilbench-annotate/{folder}:{ids['attempt_id']}",
-        "log_parser": spec.get("log_parser") or "pytest",
+        # The release's naming: the hil CLI runs a hilbench-swe:* image as it is (repository
+        # at /app, dependencies installed); build_images.sh of ``hil_workspace`` builds it.
+        "image_name": f"hilbench-swe:{ids['task_attempt_id']}",
+        "log_parser": harness_parser(spec.get("log_parser") or "pytest"),
         "language": spec.get("language") or task.source_metadata.get("repo_language") or "unknown",
         "blocker_stats": stats,
         "swe_bench_metadata": {"FAIL_TO_PASS": env.fail_to_pass, "PASS_TO_PASS": env.pass_to_pass},

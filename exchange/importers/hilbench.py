@@ -11,7 +11,7 @@ from django.db import transaction
 
 from exchange.bundles import release
 from exchange.bundles.annotate import read_annotate
-from hilbench_annotate.envspec import spec_clean
+from hilbench_annotate.envspec import parser_from_harness, spec_clean
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.repositories import repository_add_commit
@@ -282,7 +282,7 @@ def _release_environment(folder: Path, metadata: dict, item: dict) -> dict:
     run_script.sh / parser.py where the folder has them (shared/ or environment/)."""
     raw = {
         "language": RELEASE_LANGUAGES.get(str(metadata.get("language", "")).lower(), "other"),
-        "log_parser": str(metadata.get("log_parser") or "pytest"),
+        "log_parser": parser_from_harness(str(metadata.get("log_parser") or "pytest")),
     }
     for field, name in RELEASE_SCRIPTS.items():
         for candidate in (folder / "shared" / name, *folder.glob(f"*/environment/{name}")):
