@@ -121,7 +121,8 @@ def write_bundle(
                     _release_folder(folder, kept_names, counters)
                 else:
                     exported_names.add(folder)
-                    exported.append(_entry(task, folder, written, validated, reason))
+                    revision, oracle = written
+                    exported.append(_entry(task, folder, revision, validated, reason, oracle))
             if progress:
                 progress(done, len(ordered))
         manifest = _manifest(
@@ -141,7 +142,16 @@ def write_bundle(
     return {"exported": exported, "skipped": skipped, "files": files}
 
 
-def _entry(task: Task, folder: str, revision: int, validated: bool, reason: str) -> dict:
+def _oracle_summary(runs: dict) -> str:
+    """One line for the job's report: the oracle and no-op rewards, or why none ran."""
+    if "not_run" in runs:
+        return f"not run: {runs['not_run']}"
+    return f"oracle {runs['oracle'].get('reward')}, no-op {runs['noop'].get('reward')}"
+
+
+def _entry(
+    task: Task, folder: str, revision: int, validated: bool, reason: str, oracle: dict
+) -> dict:
     return {
         "folder": folder,
         "task": task.pk,
@@ -153,6 +163,7 @@ def _entry(task: Task, folder: str, revision: int, validated: bool, reason: str)
         "status": task.status,
         "validated": validated,
         "reason": reason,
+        "oracle": _oracle_summary(oracle),
     }
 
 
@@ -211,9 +222,10 @@ def _write_task(
     tar: BundleTar,
     allow_internet: bool = False,
     refuse_failing_oracle: bool = False,
-) -> int | str:
-    """Add one task's files to ``tar`` in path order; return the revision number, or why
-    the task was not written (its oracle run fails and ``refuse_failing_oracle``)."""
+) -> tuple[int, dict] | str:
+    """Add one task's files to ``tar`` in path order; return the revision number and the
+    oracle runs, or why the task was not written (its oracle run fails and
+    ``refuse_failing_oracle``)."""
     snapshot = task_snapshot(task)
     revision = (
         Revision.objects.filter(task=task).order_by("-number").values_list("number", flat=True)
@@ -246,4 +258,4 @@ def _write_task(
                 tar.add_file(name, content)
             else:
                 tar.add_bytes(name, content)
-    return revision
+    return revision, runs

@@ -41,6 +41,8 @@ def test_a_lead_exports_from_the_page_follows_progress_and_downloads(client, dem
     bundle_export_execute(job_id=job.pk)
     done = client.get(reverse("export-detail", args=[job.pk]), HTTP_HX_REQUEST="true")
     assert done.status_code == 286 and b"Download the bundle" in done.content
+    # Each task of the bundle with its harness runs (the oracle scores 1, the no-op 0).
+    assert b"<code>sql_0</code>" in done.content and b"oracle 1, no-op 0" in done.content
     download = client.get(reverse("export-download", args=[job.pk]))
     assert download.status_code == 200
     body = b"".join(download.streaming_content)
