@@ -22,8 +22,7 @@ COPY templates ./templates
 COPY static ./static
 COPY docs ./docs
 COPY manage.py ./
-# torch is pinned to 2.13.0; PyTorch's CPU index serves it without the multi-GB CUDA build.
-RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu .
+RUN pip install --no-cache-dir .
 
 RUN useradd --system --home /var/lib/hilbench --create-home hilbench \
     && mkdir -p /var/lib/hilbench && chown -R hilbench /var/lib/hilbench

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo lint format worker e2e clean harbor-check
+.PHONY: run test install migrate demo lint format worker e2e clean harbor-check judge-weights
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ $(HARBOR_VENV)/.installed:
 
 harbor-check: install $(HARBOR_VENV)/.installed
 	$(PY) scripts/harbor_check.py --harbor $(HARBOR_VENV)
+
+# The embedded judge's weights (judge/weights/embedded.json), fitted on the 98 release tasks of
+# ../shared/examples/hilbench-calibration and cross-validated; the same data gives the same file.
+judge-weights: install
+	$(PY) scripts/train_judge.py
 
 lint: install
 	$(VENV)/bin/ruff check .

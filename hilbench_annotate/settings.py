@@ -368,6 +368,9 @@ MODEL_ENDPOINT_HOSTS = [
 JUDGE_LLM_BASE_URL = os.environ.get("JUDGE_LLM_BASE_URL", "")
 JUDGE_LLM_MODEL = os.environ.get("JUDGE_LLM_MODEL", "meta-llama/Llama-3.3-70B-Instruct")
 JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))
+# HILBENCH_JUDGE=ensemble: the LLM judge decides the questions whose embedded logit lies
+# within this band of the threshold (about 1 in 6 of the calibration questions at 1.5).
+JUDGE_ENSEMBLE_BAND = float(os.environ.get("HILBENCH_JUDGE_ENSEMBLE_BAND", "1.5"))
 # The release harness answers at most 3 questions per task instance; 0 means no cap.
 ASK_HUMAN_ANSWER_CAP = int(os.environ.get("HILBENCH_ASK_HUMAN_ANSWER_CAP", "3"))
 # Judge recall on a task's held-out questions: expand trigger phrases below this…

@@ -5,9 +5,12 @@ resolutions; the caller turns the verdict into the response: the matched blocker
 resolution verbatim, or exactly ``irrelevant question``.
 """
 
+import json
 from dataclasses import dataclass, field
 
 from hilbench_annotate.errors import Unavailable
+
+from .rules import clean
 
 IRRELEVANT = "irrelevant question"
 
@@ -23,7 +26,8 @@ class RegistryBlocker:
     id: str
     description: str
     trigger_questions: tuple[str, ...]
-    resolution: str = field(default="", repr=False)  # for the response only; judges ignore it
+    resolution: str = field(default="", repr=False)
+    type: str = ""  # the blocker's kind ("missing parameters", "schema" …)
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,33 @@ def respond(verdict: Verdict, registry: list[RegistryBlocker]) -> str:
         if blocker.id == verdict.blocker_id:
             return blocker.resolution
     raise JudgeError(f"the judge named a blocker the registry lacks: {verdict.blocker_id!r}")
+
+
+def registry_from_json(data: dict | list) -> list[RegistryBlocker]:
+    """Blockers of a HiL-Bench registry file (``{"blockers": [...]}``), list markers stripped.
+
+    Trigger questions are the registry's ``example_questions`` (or ``trigger_questions``).
+    """
+    blockers = data.get("blockers") if isinstance(data, dict) else data
+    if not isinstance(blockers, list):
+        raise ValueError('a registry is {"blockers": [...]}')
+    out = []
+    for index, raw in enumerate(blockers):
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"]:
+            raise ValueError(f"blocker {index} has no id")
+        questions = raw.get("example_questions", raw.get("trigger_questions")) or []
+        out.append(
+            RegistryBlocker(
+                id=raw["id"],
+                description=" ".join(str(raw.get("description") or "").split()),
+                trigger_questions=tuple(c for q in questions if (c := clean(str(q)))),
+                resolution=str(raw.get("resolution") or ""),
+                type=str(raw.get("type") or ""),
+            )
+        )
+    return out
+
+
+def load_registry(path) -> list[RegistryBlocker]:
+    with open(path, encoding="utf-8") as handle:
+        return registry_from_json(json.load(handle))

@@ -173,7 +173,10 @@ class LLMJudge:
     def __repr__(self) -> str:
         return f"LLMJudge(url={self.url!r}, model={self.model!r}, version={self.version!r})"
 
-    def judge(self, question: str, registry: list[RegistryBlocker]) -> Verdict:
+    def judge(
+        self, question: str, registry: list[RegistryBlocker], domain: str | None = None
+    ) -> Verdict:
+        """``domain`` is accepted for the judges' common interface; the prompt needs none."""
         if not registry:
             return Verdict(blocker_id=None, reason="the registry holds no blocker")
         ids = {blocker.id for blocker in registry}

@@ -121,16 +121,22 @@ class QuestionLabel(models.Model):
 class JudgeCalibration(models.Model):
     """Thresholds of the embedded judge calibrated on a project's labelled questions.
 
-    Its ``version`` is the judge version that uses it, so cached verdicts of one calibration
-    are never served under another.
+    Its ``version`` is the judge version that uses it (``<shipped judge version>/p<project>-
+    cal<n>``), so cached verdicts of one calibration are never served under another, and a
+    calibration made for other weights is not used.
     """
 
     project = models.ForeignKey(
         "hilbench_annotate.Project", on_delete=models.CASCADE, related_name="judge_calibrations"
     )
     version = models.CharField(max_length=100, unique=True)
-    default_threshold = models.FloatField()
-    margin = models.FloatField()
+    thresholds = models.JSONField(
+        default=dict, help_text="Logit threshold per domain (sql, swe) of the embedded judge"
+    )
+    # The first judge's similarity threshold and margin (calibrations made before its
+    # learned scorer); kept for the record, not used.
+    default_threshold = models.FloatField(null=True, blank=True)
+    margin = models.FloatField(null=True, blank=True)
     precision = models.FloatField(null=True)
     recall = models.FloatField(null=True)
     questions = models.PositiveIntegerField()

@@ -3,7 +3,11 @@
 Pure functions, no model. The release's judge rejects statements, "I assume X, right?"
 confirmations, multi-topic messages and broad or best-practice questions; these rules
 catch the unmistakable cases before any similarity is computed. They are calibrated so
-that no example question of the release's registries is rejected (tests check it).
+that no example question of the release's registries (the five examples and the 98
+calibration tasks) is rejected (tests check it): a follow-up in the same message ("Should I
+use X or Y? And which column?") is a question, not a rule breach. Whether a message with
+several questions asks about several *blockers* needs the registry: :func:`question_parts`
+splits it and the judge decides (``judge.embedded``).
 """
 
 import re
@@ -53,7 +57,8 @@ _CONFIRMATION = [
         r".*,\s*(?:right|correct|yes|no|ok|okay|true)\s*\?\s*$",
         r",\s*(?:right|correct|isn't\s+it|aren't\s+they|no|yes|ok|okay)\s*\?\s*$",
         r"\b(?:is\s+that\s+(?:right|correct|so)|am\s+I\s+(?:right|correct))\s*\?\s*$",
-        r"^(?:can|could|would)\s+you\s+(?:please\s+)?(?:confirm|verify|validate|check)\b",
+        r"^(?:can|could|would)\s+you\s+(?:please\s+)?(?:confirm|verify|validate|check)\s+"
+        r"(?:that|whether|if|my|this|it)\b",
         r"^(?:please\s+)?(?:confirm|verify)\s+(?:that|whether|if|my)\b",
         r"^(?:just\s+to\s+(?:confirm|double[- ]check|be\s+sure|clarify)|to\s+confirm)\b",
         r"^I\s+(?:assume|presume|suppose|take\s+it)\b",
@@ -90,6 +95,13 @@ _BROAD = [
     )
 ]
 
+# "Please tell me …", "I need to know …": requests for information, phrased without "?".
+_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:tell|show|give)\s+me\b|^I\s+(?:need|want|would\s+like|'d\s+like)\s+"
+    r"to\s+know\b|^(?:please\s+)?(?:clarify|explain|specify)\b",
+    re.IGNORECASE,
+)
+
 _JOINED_SECOND_QUESTION = [
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -115,20 +127,31 @@ def reject_reason(question: str) -> str | None:
     text = _strip(question)
     if len(text) < MIN_CHARS or len(re.findall(r"\w+", text)) < MIN_WORDS:
         return "empty or too short"
-    if text.count("?") > 1:
-        return "multi-topic: several questions in one message"
-    for pattern in _JOINED_SECOND_QUESTION:
-        if pattern.search(text):
-            return "multi-topic: two questions joined in one message"
     for pattern in _CONFIRMATION:
         if pattern.search(text):
             return "confirmation of an assumption, not a question"
     for pattern in _BROAD:
         if pattern.search(text):
             return "broad or best-practice question"
-    if "?" not in text and not _INTERROGATIVE_START.match(text):
+    if "?" not in text and not _INTERROGATIVE_START.match(text) and not _REQUEST.match(text):
         return "a statement, not a question"
     return None
+
+
+_SPLIT = re.compile(
+    r"(?<=\?)\s+|\s*;\s*also\b\s*|\s+and\s+also\s+|\s+as\s+well\s+as\s+(?=(?:which|what|how|"
+    r"whether|where|when|who)\b)|\s+also,?\s+(?=(?:what|which|how|should|is|are|do|does|where|"
+    r"when)\b)",
+    re.IGNORECASE,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """The questions a message asks, when it asks several ("X? And Y?", "X and also Y",
+    "X; also Y"); one part otherwise. Parts of fewer than three words are dropped."""
+    parts = [p.strip(" ,;") for p in _SPLIT.split(_strip(question))]
+    parts = [p for p in parts if len(re.findall(r"\w+", p)) >= MIN_WORDS]
+    return parts if len(parts) > 1 else [_strip(question)]
 
 
 def clean(question: str) -> str:

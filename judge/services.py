@@ -3,6 +3,7 @@
 import hashlib
 import json
 import re
+import threading
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -14,6 +15,7 @@ from hilbench_annotate.vocabulary import Role
 
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
 from .embedded import EmbeddedJudge
+from .ensemble import EnsembleJudge
 from .llm import PROMPT_VERSION, LLMJudge
 from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry, JudgeCalibration
 
@@ -29,14 +31,18 @@ def registry_from_snapshot(snapshot: dict) -> list[RegistryBlocker]:
                 q.strip().lstrip("-").strip() for q in b.get("trigger_questions", [])
             ),
             resolution=b.get("resolution", ""),
+            type=b.get("type", ""),
         )
         for b in snapshot.get("blockers", [])
     ]
 
 
 def registry_hash(registry: list[RegistryBlocker]) -> str:
-    """What the judge sees — ids, descriptions, trigger questions — never the resolutions."""
-    payload = [[b.id, b.description, list(b.trigger_questions)] for b in registry]
+    """What the judges read of a registry: ids, descriptions, trigger questions, and (the
+    embedded judge, to recognise a blocker) resolutions and types."""
+    payload = [
+        [b.id, b.description, list(b.trigger_questions), b.resolution, b.type] for b in registry
+    ]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -44,37 +50,63 @@ def normalise(question: str) -> str:
     return _SPACE.sub(" ", question.strip()).lower()
 
 
-def get_judge(name: str | None = None, *, project=None):
-    """The configured judge: ``embedded`` (default) or ``llm`` (OpenAI-compatible endpoint).
+_judges: dict[tuple, object] = {}
+_judges_lock = threading.Lock()
 
-    For a project with a calibration, the embedded judge uses its thresholds and version.
-    """
+
+def _embedded(calibration: JudgeCalibration | None) -> EmbeddedJudge:
+    """One embedded judge per calibration per process: its registry cache outlives a call."""
+    key = ("embedded", calibration.version if calibration else "")
+    judge = _judges.get(key)
+    if judge is None:
+        with _judges_lock:
+            judge = _judges.get(key)
+            if judge is None:
+                judge = _judges[key] = (
+                    EmbeddedJudge(thresholds=calibration.thresholds, version=calibration.version)
+                    if calibration
+                    else EmbeddedJudge()
+                )
+    return judge
+
+
+def project_calibration(project) -> JudgeCalibration | None:
+    """The project's latest calibration, if it was made for the shipped judge's weights."""
+    if project is None:
+        return None
+    calibration = JudgeCalibration.objects.filter(project=project).first()
+    if calibration is None or not calibration.version.startswith(_embedded(None).version + "/"):
+        return None
+    return calibration
+
+
+def _llm() -> LLMJudge:
+    if not settings.JUDGE_LLM_BASE_URL:
+        raise JudgeError("JUDGE_LLM_BASE_URL is not set, so the LLM judge has no endpoint.")
+    return LLMJudge(
+        base_url=settings.JUDGE_LLM_BASE_URL,
+        model=settings.JUDGE_LLM_MODEL,
+        api_key_env="JUDGE_LLM_API_KEY",
+        timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
+        # The cache key: a new model or prompt never reuses another's verdicts.
+        version=f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}",
+    )
+
+
+def get_judge(name: str | None = None, *, project=None):
+    """The configured judge: ``embedded`` (default), ``llm`` (an OpenAI-compatible endpoint)
+    or ``ensemble`` (embedded first, the LLM when the embedded verdict is close to its
+    threshold). The embedded judge uses the project's calibrated thresholds, if any."""
     name = name or settings.JUDGE_BACKEND
     if name == "embedded":
-        calibration = (
-            JudgeCalibration.objects.filter(project=project).first()
-            if project is not None
-            else None
-        )
-        if calibration is None:
-            return EmbeddedJudge()
-        return EmbeddedJudge(
-            version=calibration.version,
-            default_threshold=calibration.default_threshold,
-            margin=calibration.margin,
-        )
+        return _embedded(project_calibration(project))
     if name == "llm":
-        if not settings.JUDGE_LLM_BASE_URL:
-            raise JudgeError("JUDGE_LLM_BASE_URL is not set, so the LLM judge has no endpoint.")
-        return LLMJudge(
-            base_url=settings.JUDGE_LLM_BASE_URL,
-            model=settings.JUDGE_LLM_MODEL,
-            api_key_env="JUDGE_LLM_API_KEY",
-            timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
-            # The cache key: a new model or prompt never reuses another's verdicts.
-            version=f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}",
+        return _llm()
+    if name == "ensemble":
+        return EnsembleJudge(
+            _embedded(project_calibration(project)), _llm(), band=settings.JUDGE_ENSEMBLE_BAND
         )
-    raise JudgeError(f"Unknown judge {name!r}; use embedded or llm.")
+    raise JudgeError(f"Unknown judge {name!r}; use embedded, llm or ensemble.")
 
 
 def judge_cached(*, judge, registry: list[RegistryBlocker], question: str) -> Verdict:

@@ -18,10 +18,11 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task
 
 from .base import JudgeError
-from .embedded import EmbeddedJudge
 from .models import JudgeCalibration, QuestionLabel, ValidationQuestion
+from .rules import reject_reason
 from .services import get_judge, judge_cached, normalise, registry_from_snapshot
 from .templates_help import candidates
+from .training import Outcome, Scored, choose_threshold, counts
 
 # --- labelling ------------------------------------------------------------------------------
 
@@ -198,11 +199,17 @@ def suggestions_accept(*, task: Task, actor, accepted: list[dict]) -> Task:
     return task
 
 
-def judge_calibrate(*, project, actor, min_precision: float = 0.97):
-    """Calibrate the embedded judge's threshold and margin on the project's settled held-out
-    questions and store them as a new judge version for the project."""
+# Fewer settled positives than this in a domain: the shipped threshold is kept for it.
+CALIBRATION_MIN_POSITIVES = 20
 
-    labelled = []
+
+def judge_calibrate(*, project, actor, min_precision: float = 0.97):
+    """Choose the embedded judge's threshold per domain on the project's settled held-out
+    questions (the lowest logit at which precision reaches ``min_precision``) and store them
+    as a new judge version for the project. A domain with fewer than
+    ``CALIBRATION_MIN_POSITIVES`` settled positives keeps the shipped threshold."""
+    base = get_judge("embedded")  # the shipped judge, without any project's thresholds
+    scored: list[Scored] = []
     for task in Task.objects.filter(project=project).prefetch_related(
         "validation_questions__labels"
     ):
@@ -214,20 +221,39 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
             if question.split != ValidationQuestion.Split.HELD_OUT:
                 continue
             state, gold = gold_label(question)
-            if state in ("agreed", "adjudicated"):
-                labelled.append((question.text, registry, gold))
-    if not any(gold is not None for _, _, gold in labelled):
+            if state not in ("agreed", "adjudicated") or not registry:
+                continue
+            if reject_reason(question.text) is not None:
+                scored.append(Scored(task.domain, gold, None, float("-inf")))
+                continue
+            scores = base.scores(question.text, registry, domain=task.domain)
+            best = max(scores, key=lambda key: (scores[key], key))
+            scored.append(Scored(task.domain, gold, best, scores[best]))
+    if not any(s.label is not None for s in scored):
         raise DomainError("No settled held-out question targets a blocker yet: label some first.")
-    result = EmbeddedJudge().calibrate(labelled, min_precision=min_precision, apply=False)
+    thresholds = dict(base.thresholds)
+    for domain in thresholds:
+        mine = [s for s in scored if s.domain == domain]
+        if sum(s.label is not None for s in mine) >= CALIBRATION_MIN_POSITIVES:
+            thresholds[domain] = choose_threshold(mine, min_precision)
+    outcomes = [
+        Outcome(
+            s.domain,
+            "",
+            s.label,
+            s.best if s.best is not None and s.logit >= thresholds[s.domain] else None,
+        )
+        for s in scored
+    ]
+    figures = counts(outcomes)["all"]
     number = JudgeCalibration.objects.filter(project=project).count() + 1
     return JudgeCalibration.objects.create(
         project=project,
-        version=f"embedded-1/p{project.pk}-cal{number}",
-        default_threshold=float(result["default_threshold"]),
-        margin=float(result["margin"]),
-        precision=result.get("precision"),
-        recall=result.get("recall"),
-        questions=len(labelled),
+        version=f"{base.version}/p{project.pk}-cal{number}",
+        thresholds=thresholds,
+        precision=figures["precision"] if figures["predicted"] else None,
+        recall=figures["recall"],
+        questions=len(scored),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
 

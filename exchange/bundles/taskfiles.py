@@ -18,7 +18,7 @@ from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.toolkit.sqlconsole import edited_database
 from hilbench_annotate.vocabulary import Domain
-from judge.models import JudgeCalibration
+from judge.services import project_calibration
 
 from . import layout, modes, release
 from .layout import APPLIED_EDIT_SCRIPT
@@ -95,14 +95,10 @@ def _annotate(task: Task, snapshot: dict) -> dict:
 
 def _judge_settings(task: Task) -> dict:
     """The embedded judge's settings the ask-human sidecar uses: the project's calibration."""
-    calibration = JudgeCalibration.objects.filter(project=task.project_id).first()
+    calibration = project_calibration(task.project)
     if calibration is None:
         return {}
-    return {
-        "version": calibration.version,
-        "default_threshold": calibration.default_threshold,
-        "margin": calibration.margin,
-    }
+    return {"version": calibration.version, "thresholds": calibration.thresholds}
 
 
 def _modes(

@@ -1,12 +1,15 @@
-"""The embedded judge with the real model (loaded once per process)."""
+"""The embedded judge with the real model and the shipped weights (loaded once per process)."""
 
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from judge.base import IRRELEVANT, RegistryBlocker, respond
-from judge.embedded import EmbeddedJudge, get_model, load_registry, registry_key
+from judge.embedded import WEIGHTS, EmbeddedJudge, load_registry, load_weights, registry_domain
+from judge.encoder import get_encoder
+from judge.features import FEATURES, build_index, features
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
 
@@ -19,6 +22,7 @@ REGISTRY = [
             "Which start and end dates should be used to represent the crisis period?",
         ),
         resolution="The crisis period is the calendar year 1996.",
+        type="question",
     ),
     RegistryBlocker(
         id="senior_owner",
@@ -28,6 +32,7 @@ REGISTRY = [
             "What birth date cutoff identifies senior account holders?",
         ),
         resolution="Senior account owners were born before 1950-01-01.",
+        type="question",
     ),
     RegistryBlocker(
         id="distressed_district",
@@ -37,13 +42,13 @@ REGISTRY = [
             "Which economic indicator defines distress at the district level?",
         ),
         resolution="Unemployment rate in 1995 above 5 percent (district.A12).",
+        type="business info",
     ),
 ]
 
 
 @pytest.fixture(scope="session")
 def judge():
-    get_model()  # load once for the whole session
     return EmbeddedJudge()
 
 
@@ -67,39 +72,27 @@ def test_off_task_and_broad_questions_are_irrelevant(judge):
         assert respond(verdict, REGISTRY) == IRRELEVANT
 
 
-def test_multi_topic_message_is_irrelevant_even_when_both_topics_are_blockers(judge):
+def test_a_message_asking_about_two_blockers_is_irrelevant(judge):
     for message in (
         "What date range defines the crisis period? And what birth date makes someone senior?",
         "What dates define the crisis period and also what makes a district distressed?",
     ):
         verdict = judge.judge(message, REGISTRY)
-        assert verdict.blocker_id is None
-        assert verdict.reason.startswith("rule: multi-topic")
+        assert verdict.blocker_id is None, verdict
+        assert verdict.reason.startswith("multi-topic"), verdict.reason
+    # A follow-up on the same blocker is one question.
+    follow_up = "What exact dates bound the crisis period? Is it one calendar year?"
+    assert judge.judge(follow_up, REGISTRY).blocker_id == "crisis_period"
 
 
-def test_at_most_one_blocker_and_scores_for_each(judge):
+def test_at_most_one_blocker_and_a_logit_for_each(judge):
     verdict = judge.judge("Which start and end dates represent the crisis period?", REGISTRY)
     assert isinstance(verdict.blocker_id, str)
     assert set(verdict.scores) == {b.id for b in REGISTRY}
     assert verdict.blocker_id == max(verdict.scores, key=verdict.scores.get)
 
 
-def test_resolutions_never_influence_the_verdict(judge):
-    changed = [replace(b, resolution="crisis period 1996 senior distressed " * 5) for b in REGISTRY]
-    emptied = [replace(b, resolution="") for b in REGISTRY]
-    assert registry_key(changed) == registry_key(REGISTRY) == registry_key(emptied)
-    for question in (
-        "Over which dates does the crisis period run?",
-        "What is the capital of France?",
-        "Is the unemployment rate the measure of a distressed district?",
-    ):
-        base = judge.judge(question, REGISTRY)
-        fresh = EmbeddedJudge()  # no shared reference cache
-        assert fresh.judge(question, changed) == base
-        assert fresh.judge(question, emptied) == base
-
-
-def test_deterministic(judge):
+def test_deterministic_and_independent_of_registry_order(judge):
     question = "What calendar period counts as the crisis period?"
     first = judge.judge(question, REGISTRY)
     assert all(judge.judge(question, REGISTRY) == first for _ in range(3))
@@ -111,30 +104,47 @@ def test_deterministic(judge):
     assert batch[1].blocker_id is None
 
 
-def test_threshold_and_margin(judge):
+def test_thresholds_per_domain_and_the_version_names_them(judge):
     question = "Over which dates does the crisis period run?"
-    assert EmbeddedJudge(default_threshold=0.99).judge(question, REGISTRY).blocker_id is None
-    strict = EmbeddedJudge(thresholds={"crisis_period": 0.99})
+    assert registry_domain(REGISTRY) == "sql"
+    strict = EmbeddedJudge(thresholds={"sql": 50.0}, version="strict")
     assert strict.judge(question, REGISTRY).blocker_id is None
-    assert EmbeddedJudge(margin=0.9).judge(question, REGISTRY).blocker_id is None
+    assert strict.judge(question, REGISTRY, domain="swe").blocker_id == "crisis_period"
+    assert strict.version == "strict"
+    weights = load_weights()
+    assert judge.version == f"embedded-2-{weights['version']}"
 
 
-def test_calibrate_reaches_the_precision_floor(judge):
-    labelled = [
-        ("Over which dates does the crisis period run?", REGISTRY, "crisis_period"),
-        ("How old must a client be to count as a senior account owner?", REGISTRY, "senior_owner"),
-        ("What unemployment level makes a district distressed?", REGISTRY, "distressed_district"),
-        ("What is the capital of France?", REGISTRY, None),
-        ("Which table stores the district names?", REGISTRY, None),
-        ("Should the output be sorted by name?", REGISTRY, None),
-    ]
-    calibrated = EmbeddedJudge()
-    result = calibrated.calibrate(labelled)
-    assert result["precision"] >= 0.97
-    assert 0 <= result["recall"] <= 1
-    assert result["positives"] == 3 and result["negatives"] == 3
-    assert calibrated.default_threshold == result["default_threshold"]
-    assert calibrated.margin == result["margin"]
+def test_the_features_are_what_the_weights_were_fitted_on():
+    weights = load_weights(WEIGHTS)
+    assert weights["features"] == list(FEATURES)
+    assert len(weights["coef"]) == len(FEATURES)
+    index = build_index(REGISTRY, "sql", get_encoder().encode)
+    question = "Over which dates does the crisis period run?"
+    rows = features(question, get_encoder().encode([question])[0], index)
+    assert rows.shape == (3, len(FEATURES))
+    # Margins: the best value minus the best other one; only the best blocker's is positive.
+    value, margin = FEATURES.index("emb_trigger_max"), FEATURES.index("margin_emb_trigger_max")
+    top = int(np.argmax(rows[:, value]))
+    runner_up = max(rows[b, value] for b in range(3) if b != top)
+    assert rows[top, margin] == pytest.approx(rows[top, value] - runner_up)
+    assert rows[top, margin] > 0 and all(rows[b, margin] < 0 for b in range(3) if b != top)
+
+
+def test_the_resolution_helps_recognise_a_blocker(judge):
+    """A question in the resolution's words (not the description's or the triggers') still
+    finds its blocker; without a resolution the score is lower."""
+    question = "Is the unemployment rate above 5 percent what marks a district?"
+    with_resolution = judge.scores(question, REGISTRY)["distressed_district"]
+    emptied = [replace(b, resolution="") for b in REGISTRY]
+    assert with_resolution > judge.scores(question, emptied)["distressed_district"]
+
+
+def test_encoder_matches_the_float_model_within_int8_error():
+    rows = get_encoder().encode(["What exact date range defines the crisis period?", "hello"])
+    assert rows.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert float(rows[0] @ rows[1]) < 0.3
 
 
 @pytest.mark.shared_data

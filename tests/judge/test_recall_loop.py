@@ -108,24 +108,34 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     assert rerun.results.get().outcome == "passed"
 
 
-def test_project_calibration_is_stored_as_a_judge_version(labelled, author, lead, settings):
+def test_project_calibration_is_stored_as_a_judge_version(
+    labelled, author, lead, settings, monkeypatch
+):
+    from judge import validation
     from judge.models import JudgeCalibration
     from judge.services import get_judge
-    from judge.validation import judge_calibrate
 
     settings.JUDGE_BACKEND = "embedded"
-    calibration = judge_calibrate(project=labelled.project, actor=lead)
+    shipped = get_judge(project=None)
+    # Too few settled positives to move a threshold: the shipped ones are kept.
+    calibration = validation.judge_calibrate(project=labelled.project, actor=lead)
     assert JudgeCalibration.objects.get() == calibration
     assert calibration.questions == len(HELD_OUT)
-    assert 0.2 <= calibration.default_threshold <= 0.95
+    assert calibration.thresholds == shipped.thresholds
+    assert calibration.version == f"{shipped.version}/p{labelled.project.pk}-cal1"
+    # With enough of them, the task's domain gets its own threshold.
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 1)
+    second = validation.judge_calibrate(project=labelled.project, actor=lead)
+    domain = labelled.domain
+    assert second.thresholds[domain] != shipped.thresholds[domain]
+    assert second.precision is None or second.precision >= 0.97
     judge = get_judge(project=labelled.project)
-    assert judge.version == calibration.version
-    assert (judge.default_threshold, judge.margin) == (
-        calibration.default_threshold,
-        calibration.margin,
-    )
-    # Another project keeps the uncalibrated judge.
-    assert get_judge(project=None).version == "embedded-1"
+    assert (judge.version, judge.thresholds) == (second.version, second.thresholds)
+    # Another project keeps the shipped judge; a calibration made for other weights is
+    # not used.
+    assert get_judge(project=None).version == shipped.version
+    JudgeCalibration.objects.filter(pk=second.pk).update(version="embedded-1/old")
+    assert get_judge(project=labelled.project).version in (shipped.version, calibration.version)
 
 
 def test_calibrate_button_is_for_leads(client, labelled, lead, reviewer, settings):

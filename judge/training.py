@@ -1,0 +1,415 @@
+"""Fitting the embedded judge on release registries, and measuring it the way it is used.
+
+Data (``load_tasks``): HiL-Bench task folders (``<domain>/<task>/shared/ask-human-data/
+blocker_registry.json``, e.g. ``../shared/examples/hilbench-calibration/``); every blocker has
+3–5 example questions written by the people who built the benchmark.
+
+Examples (``examples``), as an agent would meet the judge:
+
+* positives — each example question held out in turn and asked against its task's registry
+  without it (leave one out: a question is never its own reference);
+* negatives — for each task, one question of every other task of the same domain (tasks on
+  the same database or repository among them: the hardest ones), and off-task or broad
+  questions (``GENERIC_TRAIN`` when fitting, ``GENERIC_TEST`` when measuring; the two lists
+  share no question).
+
+Model (``fit``): the features of :mod:`judge.features`, standardised, in an L2-regularised
+logistic regression over (question, blocker) rows (the true blocker 1, every other row 0),
+fitted by Newton's method. The judge answers with the blocker of highest logit when it clears
+its domain's threshold. Thresholds are chosen on out-of-fold logits (the training tasks in two
+folds, each scored by a model fitted on the other), as the lowest logit at which precision
+reaches ``target_precision`` — on data the model did not see, so they hold on new tasks.
+
+``cross_validate`` fits on one half of the tasks and reports on the other, both ways.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .base import RegistryBlocker, registry_from_json
+from .embedded import EmbeddedJudge
+from .features import RegistryIndex, build_index, features
+from .model import Model
+from .rules import clean, reject_reason
+
+# Measuring (and choosing thresholds): per task, as many negatives as it has positives,
+# roughly — questions of 8 other tasks of its domain, drawn at random, and 5 generic ones.
+TEST_OTHERS = 8
+TEST_GENERIC = 5
+TARGET_PRECISION = 0.975  # the floor is 0.97; aim a little above it (JUDGE-NOTES)
+L2 = 1.0
+
+GENERIC_TRAIN = [
+    "What is the capital of France?",
+    "How do I install PostgreSQL on macOS?",
+    "Which Python version does this container run?",
+    "How long do I have to finish this task?",
+    "What is the best practice for writing SQL joins?",
+    "Any tips for debugging this kind of problem?",
+    "How should I approach this task?",
+    "Is there anything else I should know?",
+    "Can you help me with this?",
+    "Can I use pandas for this?",
+    "Should I add comments to my code?",
+    "Where can I find the documentation for git?",
+    "What is your name?",
+    "Is the internet available in this environment?",
+    "How much memory does this machine have?",
+    "Can you explain what a foreign key is?",
+    "What editor should I use?",
+    "Should I run the whole test suite or only some tests?",
+    "How do I exit vim?",
+    "Is it okay if I take a short break?",
+]
+GENERIC_TEST = [
+    "What time zone are you in?",
+    "Which operating system is this running on?",
+    "What should I do?",
+    "How would you solve this?",
+    "What is the answer to the question?",
+    "Is there any other information I need?",
+    "Can I install extra packages with pip?",
+    "Who wrote this task?",
+    "What is the weather like today?",
+    "How many CPU cores are available?",
+    "Do you prefer tabs or spaces?",
+    "Can you recommend a good book about databases?",
+    "Is it fine to use an ORM here?",
+    "How do I print something in Python?",
+    "What does HTTP stand for?",
+]
+
+
+@dataclass(frozen=True)
+class CalibrationTask:
+    name: str  # "sql/sql_1"
+    domain: str
+    group: str  # database or repository: tasks sharing it make the hardest negatives
+    registry: tuple[RegistryBlocker, ...]
+
+
+@dataclass(frozen=True)
+class Example:
+    question: str
+    task: CalibrationTask
+    registry: tuple[RegistryBlocker, ...]
+    label: str | None  # the blocker it targets, or None
+
+
+def load_tasks(root: Path) -> list[CalibrationTask]:
+    tasks = []
+    for path in sorted(Path(root).glob("*/*/shared/ask-human-data/blocker_registry.json")):
+        folder = path.parents[2]
+        metadata_path = folder / "shared" / "metadata.json"
+        metadata = json.loads(metadata_path.read_text()) if metadata_path.is_file() else {}
+        domain = folder.parent.name
+        group = str(
+            metadata.get("database_name")
+            or metadata.get("repo_name_source")
+            or metadata.get("instance_id", "").split("__")[0]
+            or folder.name
+        )
+        registry = registry_from_json(json.loads(path.read_text(encoding="utf-8")))
+        tasks.append(
+            CalibrationTask(
+                name=f"{domain}/{folder.name}",
+                domain=domain,
+                group=group,
+                registry=tuple(registry),
+            )
+        )
+    return tasks
+
+
+def _without(registry: tuple[RegistryBlocker, ...], blocker: int, question: int):
+    out = list(registry)
+    b = registry[blocker]
+    kept = b.trigger_questions[:question] + b.trigger_questions[question + 1 :]
+    out[blocker] = RegistryBlocker(b.id, b.description, kept, b.resolution, b.type)
+    return tuple(out)
+
+
+def examples(
+    tasks: list[CalibrationTask],
+    generic: list[str],
+    seed: int = 0,
+    *,
+    others: int | None = None,
+    generic_per_task: int | None = None,
+) -> list[Example]:
+    """Leave-one-out positives and negatives (module docstring) for ``tasks``. Negatives per
+    task: one question of each other task of its domain (``others``: of that many, drawn at
+    random), and the ``generic`` questions (``generic_per_task``: that many of them)."""
+    rng = random.Random(seed)
+    out: list[Example] = []
+    for task in tasks:
+        for b, blocker in enumerate(task.registry):
+            for q, question in enumerate(blocker.trigger_questions):
+                registry = _without(task.registry, b, q)
+                out.append(Example(question, task, registry, blocker.id))
+        pool = [o for o in tasks if o is not task and o.domain == task.domain]
+        if others is not None:
+            pool = rng.sample(pool, min(others, len(pool)))
+        for other in pool:
+            questions = [q for blocker in other.registry for q in blocker.trigger_questions]
+            if questions:
+                out.append(Example(rng.choice(questions), task, task.registry, None))
+        chosen = generic if generic_per_task is None else rng.sample(generic, generic_per_task)
+        out.extend(Example(g, task, task.registry, None) for g in chosen)
+    return out
+
+
+@dataclass
+class Featurizer:
+    """Features of examples, with embeddings and registry indexes cached."""
+
+    embed: Callable[[list[str]], np.ndarray]
+    _vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    _indexes: dict[tuple, RegistryIndex] = field(default_factory=dict)
+
+    def vectors(self, texts: Iterable[str]) -> None:
+        missing = sorted({t for t in texts if t not in self._vectors})
+        if missing:
+            for text, row in zip(missing, self.embed(missing), strict=True):
+                self._vectors[text] = row
+
+    def embed_cached(self, texts: list[str]) -> np.ndarray:
+        self.vectors(texts)
+        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 384))
+
+    def index(self, registry: tuple[RegistryBlocker, ...], domain: str) -> RegistryIndex:
+        key = (domain, registry)
+        if key not in self._indexes:
+            self._indexes[key] = build_index(registry, domain, self.embed_cached)
+        return self._indexes[key]
+
+    def rows(self, example: Example) -> np.ndarray:
+        text = clean(example.question)
+        self.vectors([text])
+        index = self.index(example.registry, example.task.domain)
+        return features(text, self._vectors[text], index)
+
+    def matrix(self, items: list[Example]) -> list[np.ndarray]:
+        self.vectors(clean(e.question) for e in items)
+        return [self.rows(e) for e in items]
+
+
+def _labels(items: list[Example], rows: list[np.ndarray]) -> np.ndarray:
+    y = []
+    for example, block in zip(items, rows, strict=True):
+        ids = [b.id for b in example.registry]
+        y.extend(1.0 if example.label == bid else 0.0 for bid in ids[: len(block)])
+    return np.asarray(y)
+
+
+def fit(items: list[Example], rows: list[np.ndarray], l2: float = L2) -> Model:
+    """L2 logistic regression over every (question, blocker) row, by Newton's method."""
+    x = np.vstack(rows)
+    y = _labels(items, rows)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], l2)
+    penalty[-1] = 0.0  # the intercept is not shrunk
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        gradient = z.T @ (p - y) + penalty * w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return Model(mean, scale, w[:-1], float(w[-1]), {})
+
+
+@dataclass(frozen=True)
+class Scored:
+    domain: str
+    label: str | None
+    best: str | None
+    logit: float
+    task: str = ""
+
+
+def score(model: Model, items: list[Example], rows: list[np.ndarray]) -> list[Scored]:
+    out = []
+    for example, block in zip(items, rows, strict=True):
+        if not len(block) or reject_reason(example.question) is not None:
+            out.append(Scored(example.task.domain, example.label, None, -np.inf, example.task.name))
+            continue
+        logits = model.logits(block)
+        top = int(np.argmax(logits))
+        out.append(
+            Scored(
+                example.task.domain,
+                example.label,
+                example.registry[top].id,
+                float(logits[top]),
+                example.task.name,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One question judged: what it targets (None: nothing) and what the judge said."""
+
+    domain: str
+    task: str
+    label: str | None
+    predicted: str | None
+
+
+def counts(outcomes: list[Outcome]) -> dict:
+    """Precision and recall (the paper's: correct matches over all matches, and over all
+    questions that target a blocker) overall and per domain, and recall per task."""
+    out: dict = {}
+    for domain in ("all", "sql", "swe"):
+        chosen = [o for o in outcomes if domain in ("all", o.domain)]
+        positives = sum(o.label is not None for o in chosen)
+        predicted = sum(o.predicted is not None for o in chosen)
+        correct = sum(o.predicted is not None and o.predicted == o.label for o in chosen)
+        out[domain] = {
+            "precision": round(correct / predicted, 4) if predicted else 1.0,
+            "recall": round(correct / positives, 4) if positives else 0.0,
+            "positives": positives,
+            "negatives": len(chosen) - positives,
+            "predicted": predicted,
+            "correct": correct,
+        }
+    per_task: dict[str, list[int]] = {}
+    for o in outcomes:
+        if o.label is not None:
+            tally = per_task.setdefault(o.task, [0, 0])
+            tally[0] += o.predicted == o.label
+            tally[1] += 1
+    out["task_recall"] = {t: round(c / n, 4) for t, (c, n) in sorted(per_task.items())}
+    return out
+
+
+def recall_distribution(task_recall: dict[str, float]) -> dict:
+    """How recall spreads over tasks: quartiles and the share of tasks under 0.85."""
+    values = sorted(task_recall.values())
+    if not values:
+        return {}
+    quantile = lambda q: round(float(np.quantile(values, q)), 4)  # noqa: E731
+    return {
+        "tasks": len(values),
+        "min": values[0],
+        "p25": quantile(0.25),
+        "median": quantile(0.5),
+        "p75": quantile(0.75),
+        "below_0.85": round(sum(v < 0.85 for v in values) / len(values), 4),
+    }
+
+
+def choose_threshold(scored: list[Scored], target: float) -> float:
+    """The lowest logit at which precision on ``scored`` reaches ``target``."""
+    candidates = sorted(
+        {s.logit for s in scored if s.best is not None and np.isfinite(s.logit)}, reverse=True
+    )
+    if not candidates:
+        return float("inf")
+    matched = sorted(
+        ((s.logit, s.best == s.label) for s in scored if s.best is not None), reverse=True
+    )
+    best = candidates[0] + 1e-6
+    correct = 0
+    for predicted, (logit, right) in enumerate(matched, start=1):
+        correct += right
+        if correct / predicted >= target:
+            best = logit
+    return float(best)
+
+
+def split(tasks: list[CalibrationTask], seed: int) -> tuple[list, list]:
+    """Two halves of the tasks, each domain split evenly, groups kept together where they can
+    be (so that a half is not scored on the database or repository it was fitted on)."""
+    rng = random.Random(seed)
+    halves: tuple[list, list] = ([], [])
+    for domain in sorted({t.domain for t in tasks}):
+        groups: dict[str, list] = {}
+        for task in tasks:
+            if task.domain == domain:
+                groups.setdefault(task.group, []).append(task)
+        keys = sorted(groups)
+        rng.shuffle(keys)
+        keys.sort(key=lambda k: -len(groups[k]))
+        sizes = [0, 0]
+        for key in keys:
+            side = 0 if sizes[0] <= sizes[1] else 1
+            halves[side].extend(groups[key])
+            sizes[side] += len(groups[key])
+    return halves
+
+
+def train(
+    tasks: list[CalibrationTask],
+    featurizer: Featurizer,
+    *,
+    seed: int = 0,
+    target: float = TARGET_PRECISION,
+) -> Model:
+    """Fit on ``tasks``; thresholds from out-of-fold logits of a two-fold split of them."""
+    oof: list[Scored] = []
+    for inner in (0, 1):
+        halves = split(tasks, seed + 1000 + inner)
+        for fit_on, score_on in (halves, halves[::-1]):
+            fit_items = examples(fit_on, GENERIC_TRAIN, seed)
+            model = fit(fit_items, featurizer.matrix(fit_items))
+            held = examples(
+                score_on, GENERIC_TRAIN, seed + 1, others=TEST_OTHERS, generic_per_task=TEST_GENERIC
+            )
+            oof.extend(score(model, held, featurizer.matrix(held)))
+    items = examples(tasks, GENERIC_TRAIN, seed)
+    final = fit(items, featurizer.matrix(items))
+    thresholds = {
+        domain: choose_threshold([s for s in oof if s.domain == domain], target)
+        for domain in sorted({t.domain for t in tasks})
+    }
+    return Model(final.mean, final.scale, final.coef, final.intercept, thresholds)
+
+
+def judge_outcomes(judge, items: list[Example]) -> list[Outcome]:
+    """``items`` through a judge's own decision (rules, multi-topic check, threshold)."""
+    verdicts = [judge.judge(e.question, list(e.registry), domain=e.task.domain) for e in items]
+    return [
+        Outcome(e.task.domain, e.task.name, e.label, v.blocker_id)
+        for e, v in zip(items, verdicts, strict=True)
+    ]
+
+
+def cross_validate(
+    tasks: list[CalibrationTask],
+    featurizer: Featurizer,
+    *,
+    seed: int = 0,
+    target: float = TARGET_PRECISION,
+) -> dict:
+    """Fit on one half, report on the other, both ways; the outcomes of both tests pooled.
+    Each half is judged by the judge fitted on the other, as shipped (rules included)."""
+    halves = split(tasks, seed)
+    outcomes: list[Outcome] = []
+    thresholds = []
+    for fit_on, test_on in (halves, halves[::-1]):
+        model = train(fit_on, featurizer, seed=seed, target=target)
+        thresholds.append(model.thresholds)
+        judge = EmbeddedJudge(model.as_json(), embed=featurizer.embed_cached)
+        test = examples(
+            test_on, GENERIC_TEST, seed + 7, others=TEST_OTHERS, generic_per_task=TEST_GENERIC
+        )
+        outcomes.extend(judge_outcomes(judge, test))
+    result = counts(outcomes)
+    result["recall_distribution"] = recall_distribution(result.pop("task_recall"))
+    result["thresholds"] = thresholds
+    return result

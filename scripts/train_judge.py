@@ -1,0 +1,128 @@
+"""Fit the embedded judge's weights on HiL-Bench release registries and measure them.
+
+    .venv/bin/python scripts/train_judge.py [--data DIR] [--out judge/weights/embedded.json]
+    make judge-weights
+
+1. Cross-validation by task halves (``judge.training.cross_validate``), for ``--seeds``
+   random halvings: fit on one half (thresholds from out-of-fold logits within it), judge
+   the other half with the shipped decision code, and the reverse; precision and recall
+   overall, per domain, and how recall spreads over tasks.
+2. The shipped model: fitted on every task, thresholds from out-of-fold logits.
+3. An independent check on the release examples (``--examples``), none of which is in
+   the calibration data.
+
+The output file holds the weights, the thresholds, a version derived from them, and the
+figures above; the same data gives the same file.
+"""
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from judge.embedded import EmbeddedJudge  # noqa: E402
+from judge.encoder import MODEL_ID, get_encoder  # noqa: E402
+from judge.training import (  # noqa: E402
+    GENERIC_TEST,
+    TARGET_PRECISION,
+    TEST_GENERIC,
+    TEST_OTHERS,
+    Featurizer,
+    counts,
+    cross_validate,
+    examples,
+    judge_outcomes,
+    load_tasks,
+    recall_distribution,
+    train,
+)
+
+SHARED = ROOT.parent / "shared" / "examples"
+
+
+def _line(name: str, figures: dict) -> str:
+    parts = [
+        f"{d} P {figures[d]['precision']:.3f} R {figures[d]['recall']:.3f}"
+        for d in ("all", "sql", "swe")
+    ]
+    return f"{name:<12} " + " | ".join(parts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=SHARED / "hilbench-calibration")
+    parser.add_argument("--examples", type=Path, default=SHARED / "hilbench")
+    parser.add_argument("--out", type=Path, default=ROOT / "judge" / "weights" / "embedded.json")
+    parser.add_argument("--seeds", type=int, default=5)
+    args = parser.parse_args()
+
+    tasks = load_tasks(args.data)
+    if not tasks:
+        print(f"no registries under {args.data}", file=sys.stderr)
+        return 1
+    featurizer = Featurizer(get_encoder().encode)
+    print(f"{len(tasks)} tasks ({sum(t.domain == 'sql' for t in tasks)} SQL) from {args.data}")
+
+    folds = []
+    for seed in range(args.seeds):
+        result = cross_validate(tasks, featurizer, seed=seed)
+        folds.append(result)
+        print(_line(f"halving {seed}", result), f"tasks<0.85 {result['recall_distribution']}")
+    summary = {
+        domain: {
+            metric: {
+                "mean": round(sum(f[domain][metric] for f in folds) / len(folds), 4),
+                "min": min(f[domain][metric] for f in folds),
+            }
+            for metric in ("precision", "recall")
+        }
+        for domain in ("all", "sql", "swe")
+    }
+
+    model = train(tasks, featurizer, seed=0)
+    weights = model.as_json()
+    version = hashlib.sha256(json.dumps(weights, sort_keys=True).encode()).hexdigest()[:10]
+    document = {
+        "version": version,
+        "encoder": MODEL_ID,
+        **weights,
+        "method": {
+            "model": "L2 logistic regression per (question, blocker), Newton's method",
+            "thresholds": f"lowest logit reaching precision {TARGET_PRECISION} out of fold",
+            "positives": "every example question held out in turn (leave one out)",
+            "negatives": f"per task, one question of each of {TEST_OTHERS} other tasks of its "
+            f"domain and {TEST_GENERIC} generic questions (training: of every other task, and "
+            "20 generic questions)",
+        },
+        "data": {
+            "tasks": len(tasks),
+            "sql": sum(t.domain == "sql" for t in tasks),
+            "swe": sum(t.domain == "swe" for t in tasks),
+            "questions": sum(len(b.trigger_questions) for t in tasks for b in t.registry),
+        },
+        "cross_validation": {"halvings": args.seeds, **summary},
+    }
+    release = load_tasks(args.examples) if args.examples.is_dir() else []
+    if release:
+        judge = EmbeddedJudge(document, embed=featurizer.embed_cached)
+        items = examples(
+            release, GENERIC_TEST, 99, others=TEST_OTHERS, generic_per_task=TEST_GENERIC
+        )
+        figures = counts(judge_outcomes(judge, items))
+        figures["recall_distribution"] = recall_distribution(figures.pop("task_recall"))
+        document["release_examples"] = {d: figures[d] for d in ("all", "sql", "swe")}
+        print(_line("examples", figures))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    print(_line("cv mean", {d: {m: v["mean"] for m, v in s.items()} for d, s in summary.items()}))
+    print(_line("cv min", {d: {m: v["min"] for m, v in s.items()} for d, s in summary.items()}))
+    print(f"weights {version}, thresholds {weights['thresholds']} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
