@@ -24,6 +24,7 @@ def schema_for(path: str) -> str:
         "environment/sidecars/ask-human/blocker_registry.json": "blocker_registry",
         "environment/sidecars/business-info/data/business_info.json": "business_info",
         "environment/sidecars/ask-human/judge.json": "judge_settings",
+        "environment/sidecars/ask-human/judge/weights/embedded.json": "judge_weights",
         "tests/tests.json": "swe_tests",
     }
     mode, _, inside = relative.partition("/")
