@@ -92,3 +92,81 @@ def test_missing_registries_dir(tmp_path):
             questions=str(questions),
             out=str(tmp_path / "o.jsonl"),
         )
+
+
+def _demo_registries(tmp_path) -> Path:
+    from tests.judge.test_embedded import REGISTRY
+
+    folder = tmp_path / "registries"
+    folder.mkdir()
+    blockers = [
+        {
+            "id": b.id,
+            "type": b.type,
+            "description": b.description,
+            "resolution": b.resolution,
+            "example_questions": list(b.trigger_questions),
+        }
+        for b in REGISTRY
+    ]
+    (folder / "bank.json").write_text(json.dumps({"blockers": blockers}))
+    swe = [{**blockers[0], "type": "missing parameters"}]
+    (folder / "repo.json").write_text(json.dumps({"blockers": swe}))
+    return folder
+
+
+def test_labelled_questions_are_measured_overall_per_domain_and_per_task(tmp_path, capsys):
+    registries = _demo_registries(tmp_path)
+    lines = [
+        {"task": "bank", "question": "Over which dates does the crisis period run?",
+         "expected": "crisis_period"},
+        {"task": "bank", "question": "How old must a client be to count as a senior account "
+         "owner?", "expected": "senior_owner"},
+        {"task": "bank", "question": "What is the capital of France?", "expected": None},
+        {"task": "bank", "question": "Which table stores the branch addresses?",
+         "expected": "distressed_district"},  # a mislabelled line: the judge should miss it
+        {"task": "repo", "question": "Which start and end dates bound the crisis period?",
+         "expected": "crisis_period"},
+    ]  # fmt: skip
+    questions = _write(tmp_path / "q.jsonl", lines)
+    out, report = tmp_path / "judged.jsonl", tmp_path / "report.json"
+    call_command(
+        "judge_batch",
+        registries=str(registries),
+        questions=str(questions),
+        out=str(out),
+        report=str(report),
+    )
+    judged = [json.loads(line) for line in out.read_text().splitlines()]
+    figures = json.loads(report.read_text())
+    # The report is what the output lines say, counted by hand.
+    predicted = [j for j in judged if j["predicted"] is not None]
+    correct = [j for j in predicted if j["predicted"] == j["expected"]]
+    positives = [j for j in judged if j["expected"] is not None]
+    assert figures["all"]["predicted"] == len(predicted)
+    assert figures["all"]["precision"] == round(len(correct) / len(predicted), 4)
+    assert figures["all"]["recall"] == round(len(correct) / len(positives), 4)
+    assert (figures["sql"]["positives"], figures["swe"]["positives"]) == (3, 1)
+    assert judged[0]["predicted"] == "crisis_period" and judged[3]["predicted"] is None
+    assert figures["task_recall"]["bank"] == round(
+        sum(j["predicted"] == j["expected"] for j in positives if j["task"] == "bank") / 3, 4
+    )
+    assert figures["recall_distribution"]["tasks"] == 2
+    assert figures["judge"].startswith("embedded-2-")
+    printed = capsys.readouterr().out
+    assert "all: precision" in printed and "recall per task over 2 tasks" in printed
+
+
+def test_an_expected_blocker_the_registry_lacks_is_refused(tmp_path):
+    registries = _demo_registries(tmp_path)
+    questions = _write(
+        tmp_path / "q.jsonl",
+        [{"task": "bank", "question": "What is the crisis period?", "expected": "nope"}],
+    )
+    with pytest.raises(CommandError, match="line 1: bank has no blocker 'nope'"):
+        call_command(
+            "judge_batch",
+            registries=str(registries),
+            questions=str(questions),
+            out=str(tmp_path / "o.jsonl"),
+        )

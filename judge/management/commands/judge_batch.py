@@ -1,13 +1,19 @@
-"""Judge a file of questions against HiL-Bench registries, offline.
+"""Judge a file of questions against HiL-Bench registries, offline, and measure the judge.
 
     python manage.py judge_batch --registries DIR --questions FILE.jsonl --out FILE.jsonl \\
-        [--judge embedded]
+        [--judge embedded|llm|ensemble] [--report FILE.json]
 
 ``DIR/<task>.json`` are registry files (``{"blockers": [...]}``); each input line is
-``{"task": ..., "question": ...}``. Each output line is the input line plus ``predicted``
-(the matched blocker's id, or null) and ``response`` (its resolution verbatim, or
-``irrelevant question``). Every line is checked before any is judged: a bad line stops the
-command naming its line number, and nothing is written.
+``{"task": ..., "question": ...}``, optionally with ``domain`` (``sql``/``swe``; otherwise
+read from the registry's blocker types) and ``expected`` (the blocker the question targets,
+or null). Each output line is the input line plus ``predicted`` (the matched blocker's id, or
+null) and ``response`` (its resolution verbatim, or ``irrelevant question``).
+
+When lines carry ``expected``, the command reports the judge on them — precision, recall,
+overall and per domain, and how recall spreads over tasks (``judge.training.counts``) — on
+standard output and, with ``--report``, as JSON: how a lead measures a judge change on their
+own labelled questions before switching. Every line is checked before any is judged: a bad
+line stops the command naming its line number, and nothing is written.
 """
 
 import json
@@ -18,9 +24,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from judge.base import RegistryBlocker, respond
-from judge.embedded import EmbeddedJudge, load_registry
+from judge.embedded import load_registry, registry_domain
+from judge.services import get_judge
+from judge.training import Outcome, counts, recall_distribution
 
-JUDGES = ("embedded",)
+JUDGES = ("embedded", "llm", "ensemble")
 
 
 class Command(BaseCommand):
@@ -31,6 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--questions", required=True, type=Path)
         parser.add_argument("--out", required=True, type=Path)
         parser.add_argument("--judge", default="embedded", choices=JUDGES)
+        parser.add_argument("--report", type=Path, help="write the measurement here (JSON)")
 
     def handle(self, *args, **options):
         registries_dir = Path(options["registries"])
@@ -46,25 +55,51 @@ class Command(BaseCommand):
             raise CommandError(f"no <task>.json registry in {registries_dir}")
 
         records = self._read(Path(options["questions"]), registries)
-        judge = EmbeddedJudge()
-        verdicts = judge.judge_many([(r["question"], registries[r["task"]]) for r in records])
-
-        lines = []
-        matched = 0
-        for record, verdict in zip(records, verdicts, strict=True):
+        judge = get_judge(options["judge"])
+        lines, outcomes = [], []
+        for record in records:
             registry = registries[record["task"]]
-            matched += verdict.blocker_id is not None
+            domain = record.get("domain") or registry_domain(registry)
+            verdict = judge.judge(record["question"], registry, domain=domain)
             out = {
                 **record,
                 "predicted": verdict.blocker_id,
                 "response": respond(verdict, registry),
             }
             lines.append(json.dumps(out, ensure_ascii=False))
+            if "expected" in record:
+                outcomes.append(
+                    Outcome(domain, record["task"], record["expected"], verdict.blocker_id)
+                )
         self._write(Path(options["out"]), lines)
+        matched = sum(json.loads(line)["predicted"] is not None for line in lines)
         self.stdout.write(
             f"{len(records)} questions judged ({judge.version}): {matched} matched a blocker, "
             f"{len(records) - matched} irrelevant -> {options['out']}"
         )
+        if outcomes:
+            self._report(outcomes, judge.version, options.get("report"))
+
+    def _report(self, outcomes: list[Outcome], version: str, path: Path | None) -> None:
+        figures = counts(outcomes)
+        figures["recall_distribution"] = recall_distribution(figures["task_recall"])
+        figures["judge"] = version
+        for domain in ("all", "sql", "swe"):
+            f = figures[domain]
+            if f["positives"] or f["negatives"]:
+                self.stdout.write(
+                    f"{domain}: precision {f['precision']:.3f}, recall {f['recall']:.3f} "
+                    f"({f['correct']} correct of {f['predicted']} matched, "
+                    f"{f['positives']} targeting a blocker, {f['negatives']} not)"
+                )
+        spread = figures["recall_distribution"]
+        if spread:
+            self.stdout.write(
+                f"recall per task over {spread['tasks']} tasks: min {spread['min']:.2f}, "
+                f"median {spread['median']:.2f}, {spread['below_0.85']:.0%} below 0.85"
+            )
+        if path:
+            Path(path).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
 
     def _read(self, path: Path, registries: dict[str, list[RegistryBlocker]]) -> list[dict]:
         try:
@@ -88,6 +123,11 @@ class Command(BaseCommand):
                 raise CommandError(f"line {number}: no question (a string)")
             if task not in registries:
                 raise CommandError(f"line {number}: unknown task {task!r} (no {task}.json)")
+            expected = record.get("expected")
+            if expected is not None and expected not in {b.id for b in registries[task]}:
+                raise CommandError(f"line {number}: {task} has no blocker {expected!r}")
+            if record.get("domain") not in (None, "sql", "swe"):
+                raise CommandError(f"line {number}: domain is sql or swe")
             records.append(record)
         return records
 
