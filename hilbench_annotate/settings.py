@@ -379,3 +379,12 @@ JUDGE_RECALL_EXPANSION_BELOW = float(
 )
 # …and pass at this floor.
 JUDGE_RECALL_FLOOR = float(os.environ.get("HILBENCH_JUDGE_RECALL_FLOOR", "0.85"))
+# The recall is measured only on enough settled held-out questions: this many targeting each
+# blocker, and this many in all (questions that became trigger phrases no longer count).
+JUDGE_MIN_HELD_OUT_PER_BLOCKER = int(os.environ.get("HILBENCH_JUDGE_MIN_PER_BLOCKER", "3"))
+JUDGE_MIN_HELD_OUT_PER_TASK = int(os.environ.get("HILBENCH_JUDGE_MIN_PER_TASK", "10"))
+# A held-out question this close to a trigger question (difflib ratio of the normalised
+# texts, or word containment) is refused: it would measure the trigger, not the judge.
+JUDGE_HELD_OUT_MAX_SIMILARITY = float(os.environ.get("HILBENCH_JUDGE_MAX_SIMILARITY", "0.85"))
+# Gates every exported task must pass, whatever its project's pipeline says.
+EXPORT_REQUIRED_GATES = ("lint_clean", "structural", "judge_recall")

@@ -1,7 +1,10 @@
-"""The judge's gate and check group: the judge's recall on the task's held-out questions.
+"""The judge's gates and check group.
 
-The recall is measured by a validation run (a worker loads the judge, not the web request);
-the gate reads that run's result on the current revision. Registered in ``JudgeConfig.ready``.
+``judge_recall``: the judge's recall on the task's held-out questions, at least the floor
+and on enough of them. It is measured by a validation run (a worker loads the judge, not
+the web request); the gate reads that run's result on the current revision.
+``judge_labelling``: every held-out question has its gold label settled, and there are
+enough of them (the judge-validation layer's gate). Registered in ``JudgeConfig.ready``.
 """
 
 from pathlib import Path
@@ -14,7 +17,7 @@ from validators.results import FAILED, PASSED, CheckResult
 from validators.services import gate_for
 
 from .services import get_judge
-from .validation import judge_recall
+from .validation import judge_recall, labelling_progress
 
 
 def _judge_recall(task, snapshot, workdir: Path):
@@ -27,6 +30,8 @@ def _judge_recall(task, snapshot, workdir: Path):
         "false_matches": report.false_matches,
         "unsettled": report.unsettled,
         "needs_expansion": report.needs_expansion,
+        "per_blocker": report.per_blocker,
+        "shortfall": report.shortfall,
     }
     if report.recall is None:
         return [
@@ -45,6 +50,18 @@ def _judge_recall(task, snapshot, workdir: Path):
     )
     if report.passes:
         return [CheckResult("judge_recall", PASSED, summary + ".", details)]
+    if report.shortfall and report.recall >= settings.JUDGE_RECALL_FLOOR:
+        return [
+            CheckResult(
+                "judge_recall",
+                FAILED,
+                f"{summary}, but on too few questions to count — "
+                + "; ".join(report.shortfall)
+                + ". Questions that became trigger phrases no longer count: add and label "
+                "fresh ones.",
+                details,
+            )
+        ]
     advice = (
         " Below 80%: accept trigger-phrase suggestions from the misses and re-validate."
         if report.needs_expansion
@@ -54,13 +71,36 @@ def _judge_recall(task, snapshot, workdir: Path):
         CheckResult(
             "judge_recall",
             FAILED,
-            f"{summary}; the floor is {settings.JUDGE_RECALL_FLOOR:.0%}.{advice}",
+            f"{summary}; the floor is {settings.JUDGE_RECALL_FLOOR:.0%}.{advice}"
+            + (
+                " Too few questions, too: " + "; ".join(report.shortfall) + "."
+                if report.shortfall
+                else ""
+            ),
             details,
         )
     ]
 
 
+def labelling_gate(task) -> tuple[bool, str]:
+    progress = labelling_progress(task)
+    if progress["open"]:
+        return False, (
+            f"{progress['open']} held-out question(s) still need their labels "
+            f"({progress['settled']} settled)."
+        )
+    if progress["shortfall"]:
+        return False, "Too few settled held-out questions: " + "; ".join(progress["shortfall"])
+    return True, f"All {progress['settled']} held-out questions are labelled and settled."
+
+
 def register() -> None:
+    register_gate(
+        "judge_labelling",
+        labelling_gate,
+        description="every held-out question is labelled by two people (a third settles "
+        f"disagreements), at least {settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER} per blocker",
+    )
     register_group("judge_recall", _judge_recall, structural=False)
     register_gate(
         "judge_recall",

@@ -74,9 +74,11 @@ Answer again with a single JSON object and nothing else: \
 PARAPHRASE_PROMPT = """\
 You write test questions for a benchmark. An agent working on a task hits an information gap,
 described below with example questions that target it. Write {count} NEW questions an agent
-might ask about exactly this gap: each a single self-contained question, worded differently
-from the examples and from each other, not containing any answer. Reply with JSON only:
-{{"questions": ["...", "..."]}}"""
+might ask about exactly this gap, in fluent, natural English, as a developer or analyst would
+write them. Each must ask for the same missing information as the examples (same meaning), as
+a single self-contained question, but use different words and sentence structure — not an
+example with a few words changed or a phrase wrapped around it — and differ from the others.
+Never include or guess the answer. Reply with JSON only: {{"questions": ["...", "..."]}}"""
 
 _MAX_TOKENS = 512
 _SEED = 0

@@ -109,8 +109,11 @@ def get_judge(name: str | None = None, *, project=None):
     raise JudgeError(f"Unknown judge {name!r}; use embedded, llm or ensemble.")
 
 
-def judge_cached(*, judge, registry: list[RegistryBlocker], question: str) -> Verdict:
-    """Deterministic: the same judge version, registry and question give the same verdict."""
+def judge_cached(
+    *, judge, registry: list[RegistryBlocker], question: str, domain: str | None = None
+) -> Verdict:
+    """Deterministic: the same judge version, registry and question give the same verdict
+    (``domain``: the task's; the registry's blocker types say it otherwise)."""
     key = {
         "judge_version": judge.version,
         "registry_hash": registry_hash(registry),
@@ -119,7 +122,7 @@ def judge_cached(*, judge, registry: list[RegistryBlocker], question: str) -> Ve
     hit = JudgeCacheEntry.objects.filter(**key).first()
     if hit is not None:
         return Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
-    verdict = judge.judge(question, registry)  # JudgeError propagates: never cached
+    verdict = judge.judge(question, registry, domain=domain)  # JudgeError: never cached
     try:
         with transaction.atomic():
             JudgeCacheEntry.objects.create(
@@ -175,7 +178,9 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
             f"The run was started with judge {run.judge_version}, the app now has {judge.version}."
         )
     try:
-        verdict = judge_cached(judge=judge, registry=registry, question=question)
+        verdict = judge_cached(
+            judge=judge, registry=registry, question=question, domain=run.task.domain
+        )
     except JudgeError as exc:
         AskHumanCall.objects.create(
             run=run, question=question, error=str(exc), client_time=client_time[:40]

@@ -4,9 +4,15 @@ A task's judge recall is measured on its held-out validation questions whose gol
 settled (two labellers agree, or a third adjudicates). Below the expansion threshold (80%)
 the misses' wording is proposed as new trigger questions; accepting one adds it to the
 registry and retires that question from the held-out split, so no question is both a
-trigger and a test item. A task passes at the floor (85%).
+trigger and a test item. A task passes at the floor (85%) — and only when enough settled
+held-out questions remain to measure it: ``JUDGE_MIN_HELD_OUT_PER_BLOCKER`` targeting each
+blocker and ``JUDGE_MIN_HELD_OUT_PER_TASK`` in all. Retiring the misses therefore cannot lift
+a task over the floor by itself: fresh questions must be written and labelled in their place.
+A held-out question too close to a trigger question is refused when added.
 """
 
+import difflib
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -15,22 +21,67 @@ from django.db import transaction
 
 from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Blocker, Task
+from hilbench_annotate.models import Blocker, Task, TriggerQuestion
 
 from .base import JudgeError
+from .features import content_words
 from .models import JudgeCalibration, QuestionLabel, ValidationQuestion
 from .rules import reject_reason
 from .services import get_judge, judge_cached, normalise, registry_from_snapshot
-from .templates_help import candidates
 from .training import Outcome, Scored, choose_threshold, counts
 
 # --- labelling ------------------------------------------------------------------------------
 
 
+def _normal_words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+", text.lower())
+
+
+def closest_trigger(text: str, triggers: list[str]) -> tuple[float, str]:
+    """How close ``text`` is to the nearest trigger question (1.0: a copy), and that trigger:
+    the larger of the texts' difflib ratio, 1.0 when one holds the other's words in order (a
+    trigger with a phrase wrapped around it — "Could you clarify: <trigger>?" — is still a
+    copy), and, when both have four content words or more, the share of the shorter one's
+    content words the other has. Of the release's own example questions, 7.8% are this close
+    (≥ 0.85) to a sibling of the same registry."""
+    words = _normal_words(text)
+    best = (0.0, "")
+    for trigger in triggers:
+        other = _normal_words(trigger)
+        if not words or not other:
+            continue
+        ratio = difflib.SequenceMatcher(None, " ".join(words), " ".join(other)).ratio()
+        mine, theirs = set(content_words(text)), set(content_words(trigger))
+        shorter, longer = sorted((mine, theirs), key=len)
+        containment = len(shorter & longer) / len(shorter) if len(shorter) >= 4 else 0.0
+        joined, other_joined = " ".join(words), " ".join(other)
+        wrapped = 1.0 if other_joined in joined or joined in other_joined else 0.0
+        best = max(best, (round(max(ratio, containment, wrapped), 3), trigger))
+    return best
+
+
+def _triggers(task: Task) -> list[str]:
+    return list(TriggerQuestion.objects.filter(blocker__task=task).values_list("text", flat=True))
+
+
 def question_add(*, task: Task, actor, text: str, source: str = "author") -> ValidationQuestion:
+    """A held-out question; refused when it is (nearly) one of the task's trigger questions
+    or a question already there."""
     text = " ".join(text.split())
     if len(text) < 8:
         raise DomainError("A validation question needs at least a short sentence.")
+    similarity, trigger = closest_trigger(text, _triggers(task))
+    if similarity >= settings.JUDGE_HELD_OUT_MAX_SIMILARITY:
+        raise DomainError(
+            f"Too close to the trigger question “{trigger}” (similarity {similarity:.2f}): a "
+            "held-out question must be worded differently, or it measures the trigger, not "
+            "the judge."
+        )
+    if any(
+        normalise(t) == normalise(text)
+        for t in task.validation_questions.values_list("text", flat=True)
+    ):
+        raise DomainError("This question is already among the task's validation questions.")
     return ValidationQuestion.objects.create(task=task, text=text, source=source, created_by=actor)
 
 
@@ -120,29 +171,90 @@ class RecallReport:
     misses: list[dict] = field(default_factory=list)  # {question, text, gold, predicted}
     false_matches: list[dict] = field(default_factory=list)
     unsettled: int = 0
+    settled: int = 0
+    per_blocker: dict[str, dict] = field(default_factory=dict)  # key -> {held_out, correct}
+    shortfall: list[str] = field(default_factory=list)  # why there are too few questions
 
     @property
     def passes(self) -> bool:
-        return self.recall is not None and self.recall >= settings.JUDGE_RECALL_FLOOR
+        return (
+            self.recall is not None
+            and self.recall >= settings.JUDGE_RECALL_FLOOR
+            and not self.shortfall
+        )
 
     @property
     def needs_expansion(self) -> bool:
         return self.recall is not None and self.recall < settings.JUDGE_RECALL_EXPANSION_BELOW
 
 
+def held_out_shortfall(task: Task, per_blocker: dict[str, int], settled: int) -> list[str]:
+    """What the task's settled held-out questions lack to measure its judge: per blocker
+    (``per_blocker``: settled questions targeting it) and in all."""
+    needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
+    out = [
+        f"{key}: {per_blocker.get(key, 0)} of the {needed} settled held-out questions it needs"
+        for key in task.blockers.values_list("key", flat=True)
+        if per_blocker.get(key, 0) < needed
+    ]
+    if settled < settings.JUDGE_MIN_HELD_OUT_PER_TASK:
+        out.append(
+            f"the task: {settled} of the {settings.JUDGE_MIN_HELD_OUT_PER_TASK} settled "
+            "held-out questions it needs"
+        )
+    return out
+
+
+def labelling_progress(task: Task) -> dict:
+    """Held-out questions by state, and per blocker how many settled ones target it."""
+    states: Counter = Counter()
+    per_blocker: Counter = Counter()
+    for question in task.validation_questions.filter(
+        split=ValidationQuestion.Split.HELD_OUT
+    ).prefetch_related("labels"):
+        state, gold = gold_label(question)
+        states[state] += 1
+        if state in ("agreed", "adjudicated") and gold is not None:
+            per_blocker[gold] += 1
+    settled = states["agreed"] + states["adjudicated"]
+    keys = list(task.blockers.values_list("key", flat=True))
+    needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
+    return {
+        "states": dict(states),
+        "settled": settled,
+        "open": states["unlabelled"] + states["single"] + states["disputed"],
+        "blockers": [
+            {
+                "key": k,
+                "settled": per_blocker[k],
+                "needed": needed,
+                "done": per_blocker[k] >= needed,
+            }
+            for k in keys
+        ],
+        "task_needed": settings.JUDGE_MIN_HELD_OUT_PER_TASK,
+        "shortfall": held_out_shortfall(task, dict(per_blocker), settled),
+    }
+
+
 def judge_recall(*, task: Task, judge) -> RecallReport:
-    """The judge's precision and recall on the task's settled held-out questions."""
+    """The judge's precision and recall on the task's settled held-out questions, per
+    blocker too, and what is missing for the measurement to count."""
     snapshot = task.revisions.order_by("-number").first().snapshot
     registry = registry_from_snapshot(snapshot)
     questions = task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT)
-    positives = matches = correct = unsettled = 0
+    positives = matches = correct = unsettled = settled = 0
     misses, false_matches = [], []
+    per_blocker: dict[str, dict] = {}
     for question in questions.prefetch_related("labels"):
         state, gold = gold_label(question)
         if state not in ("agreed", "adjudicated"):
             unsettled += 1
             continue
-        predicted = judge_cached(judge=judge, registry=registry, question=question.text).blocker_id
+        settled += 1
+        predicted = judge_cached(
+            judge=judge, registry=registry, question=question.text, domain=task.domain
+        ).blocker_id
         positives += gold is not None
         matches += predicted is not None
         item = {
@@ -151,12 +263,17 @@ def judge_recall(*, task: Task, judge) -> RecallReport:
             "gold": gold,
             "predicted": predicted,
         }
+        if gold is not None:
+            tally = per_blocker.setdefault(gold, {"held_out": 0, "correct": 0})
+            tally["held_out"] += 1
+            tally["correct"] += predicted == gold
         if predicted is not None and predicted == gold:
             correct += 1
         elif predicted is not None:
             false_matches.append(item)
         if gold is not None and predicted != gold:
             misses.append(item)
+    counts_per_blocker = {key: tally["held_out"] for key, tally in per_blocker.items()}
     return RecallReport(
         precision=correct / matches if matches else None,
         recall=correct / positives if positives else None,
@@ -166,6 +283,9 @@ def judge_recall(*, task: Task, judge) -> RecallReport:
         misses=misses,
         false_matches=false_matches,
         unsettled=unsettled,
+        settled=settled,
+        per_blocker=per_blocker,
+        shortfall=held_out_shortfall(task, counts_per_blocker, settled),
     )
 
 
@@ -258,39 +378,51 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
     )
 
 
-def candidates_generate(*, task: Task, actor) -> tuple[int, str]:
-    """Add candidate validation questions: template paraphrases of each blocker, and, with an
-    LLM endpoint configured, its paraphrases (it never sees resolutions).
+# Off-task and broad questions: a judge must answer them "irrelevant question".
+NEGATIVES = (
+    "What is the capital of France?",
+    "Can you explain how SQL joins work in general?",
+    "What programming language should I use for this?",
+    "How long should this task take me?",
+    "Is there anything else I should know?",
+    "Who wrote this task?",
+)
 
-    The endpoint is called before any row is written, so no transaction waits on it.
-    Returns (questions added, the endpoint's error or "").
-    """
 
+@dataclass
+class Candidates:
+    added: int = 0
+    rejected: list[str] = field(default_factory=list)  # why each refused candidate was refused
+    error: str = ""  # the LLM endpoint's failure
+
+
+def candidates_generate(*, task: Task, actor) -> Candidates:
+    """Add candidate held-out questions: with an LLM endpoint configured, fluent paraphrases
+    of each blocker's gap (written from its description and trigger questions, never its
+    resolution), and a few off-task or broad negatives. A candidate too close to a trigger
+    question, or to a question already there, is refused (``question_add``) and listed. The
+    endpoint is called before any row is written, so no transaction waits on it. Without an
+    endpoint only the negatives are added: positives are then written by people."""
     snapshot = task.revisions.order_by("-number").first().snapshot
-    proposed = [
-        ("template", text)
-        for text in candidates(
-            [
-                {"description": b["description"], "trigger_questions": b["trigger_questions"]}
-                for b in snapshot.get("blockers", [])
-            ]
-        )
-    ]
-    llm_error = ""
+    proposed = [("template", text) for text in NEGATIVES]
+    result = Candidates()
     if settings.JUDGE_LLM_BASE_URL:
         try:
             llm = get_judge("llm")
             for blocker in registry_from_snapshot(snapshot):
                 proposed += [("llm", text) for text in llm.paraphrases(blocker)]
         except JudgeError as exc:
-            llm_error = str(exc)
-    added = 0
+            result.error = str(exc)
     with transaction.atomic():
-        seen = {normalise(t) for t in task.validation_questions.values_list("text", flat=True)}
+        existing = {normalise(t) for t in task.validation_questions.values_list("text", flat=True)}
         for source, text in proposed:
-            if normalise(text) in seen:
+            if normalise(text) in existing:
                 continue
-            question_add(task=task, actor=actor, text=text, source=source)
-            seen.add(normalise(text))
-            added += 1
-    return added, llm_error
+            try:
+                question_add(task=task, actor=actor, text=text, source=source)
+            except DomainError as exc:
+                result.rejected.append(f"“{text}”: {exc}")
+                continue
+            existing.add(normalise(text))
+            result.added += 1
+    return result

@@ -1,6 +1,7 @@
 """Judge validation screens: a task's held-out questions (add, generate, label, adjudicate),
 measuring the judge with the recall floor loop, and the project's judge report."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -24,6 +25,7 @@ from .validation import (
     judge_calibrate,
     judge_recall,
     label_add,
+    labelling_progress,
     question_add,
     suggestions_accept,
 )
@@ -31,57 +33,88 @@ from .validation import (
 NONE_VALUE = "__none__"
 
 
+def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict:
+    """One question as the page shows it. Others' labels are shown only once the user labelled
+    it, when it is settled, when it awaits adjudication, or to the task's author (who never
+    labels)."""
+    state, gold = gold_label(question)
+    labels = list(question.labels.all())
+    mine = next((label for label in labels if label.labeller_id == user.pk), None)
+    settled = state in ("agreed", "adjudicated")
+    reveal = mine is not None or settled or state == "disputed" or task.author_id == user.pk
+    action = None
+    if question.split == ValidationQuestion.Split.HELD_OUT and labeller and mine is None:
+        if state in ("unlabelled", "single"):
+            action = "label"
+        elif state == "disputed":
+            action = "adjudicate"
+    return {
+        "question": question,
+        "state": state,
+        "gold": gold,
+        "settled": settled,
+        "mine": mine,
+        "labels": labels if reveal else [],
+        "hidden": 0 if reveal else len(labels),
+        "action": action,
+    }
+
+
 def _question_rows(user, task: Task) -> tuple[list[dict], list[dict]]:
-    """(held-out rows, retired rows). Others' labels are shown only once the user labelled
-    the question, when it is settled, when it awaits adjudication, or to the task's author
-    (who never labels)."""
+    """(held-out rows, retired rows)."""
     labeller = may_label(user, task)
     held_out, retired = [], []
-    questions = task.validation_questions.prefetch_related("labels__labeller")
-    for question in questions:
-        state, gold = gold_label(question)
-        labels = list(question.labels.all())
-        mine = next((label for label in labels if label.labeller_id == user.pk), None)
-        settled = state in ("agreed", "adjudicated")
-        reveal = mine is not None or settled or state == "disputed" or task.author_id == user.pk
-        action = None
-        if question.split == ValidationQuestion.Split.HELD_OUT and labeller and mine is None:
-            if state in ("unlabelled", "single"):
-                action = "label"
-            elif state == "disputed":
-                action = "adjudicate"
-        row = {
-            "question": question,
-            "state": state,
-            "gold": gold,
-            "settled": settled,
-            "mine": mine,
-            "labels": labels if reveal else [],
-            "hidden": 0 if reveal else len(labels),
-            "action": action,
-        }
+    for question in task.validation_questions.prefetch_related("labels__labeller"):
+        row = _row(user, task, question, labeller)
         (held_out if question.split == ValidationQuestion.Split.HELD_OUT else retired).append(row)
     return held_out, retired
 
 
+def _context(request, task: Task, **extra) -> dict:
+    return {
+        "task": task,
+        "blocker_keys": list(task.blockers.values_list("key", flat=True)),
+        "none_value": NONE_VALUE,
+        "may_edit": can_edit_task(request.user, task),
+        "may_label": may_label(request.user, task),
+        "may_add": _may_add(request.user, task),
+        "progress": labelling_progress(task),
+        **extra,
+    }
+
+
 def _page(request, task: Task, *, measured=None, suggestions=None, status=200):
     held_out, retired = _question_rows(request.user, task)
-    return render(
+    context = _context(
         request,
-        "judge/questions.html",
-        {
-            "task": task,
-            "held_out": held_out,
-            "retired": retired,
-            "blocker_keys": list(task.blockers.values_list("key", flat=True)),
-            "none_value": NONE_VALUE,
-            "may_edit": can_edit_task(request.user, task),
-            "may_label": may_label(request.user, task),
-            "measured": measured,
-            "suggestions": suggestions or [],
-        },
-        status=status,
+        task,
+        held_out=held_out,
+        retired=retired,
+        measured=measured,
+        suggestions=suggestions or [],
     )
+    context["to_label"] = sum(1 for row in held_out if row["action"])
+    return render(request, "judge/questions.html", context, status=status)
+
+
+def _may_add(user, task: Task) -> bool:
+    """The task's editors and anyone who labels its questions (reviewers, auditors, leads)
+    may add held-out questions — during review too: they change no task content."""
+    return can_edit_task(user, task) or may_label(user, task)
+
+
+def _refresh(request, task: Task, question: ValidationQuestion, message: str, *, ok: bool):
+    """htmx: the question's row, the progress card (out of band) and a one-line status."""
+    question = task.validation_questions.prefetch_related("labels__labeller").get(pk=question.pk)
+    context = _context(
+        request,
+        task,
+        row=_row(request.user, task, question, may_label(request.user, task)),
+        notice=message,
+        ok=ok,
+        oob=True,
+    )
+    return render(request, "judge/questions.html#labelled", context)
 
 
 @login_required
@@ -95,29 +128,65 @@ def questions(request, task_id: int):
 @require_POST
 def question_create(request, task_id: int):
     with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True, edit=True)
+        task = access_task(request.user, task_id, for_update=True)
+        if not _may_add(request.user, task):
+            raise AccessDenied("Your role in this project does not add validation questions.")
+        source = "author" if task.author_id == request.user.pk else "reviewer"
         try:
-            question_add(task=task, actor=request.user, text=request.POST.get("text", ""))
+            question = question_add(
+                task=task, actor=request.user, text=request.POST.get("text", ""), source=source
+            )
         except DomainError as exc:
+            if request.htmx:
+                return render(
+                    request,
+                    "judge/questions.html#add-form",
+                    _context(request, task, notice=str(exc), ok=False,
+                             text=request.POST.get("text", "")),
+                )  # fmt: skip
             messages.error(request, str(exc))
-        else:
-            messages.success(request, "Question added; it needs two independent labels.")
+            return redirect("judge-questions", task_id=task_id)
+    notice = "Question added; it needs two independent labels."
+    if request.htmx:
+        question = task.validation_questions.prefetch_related("labels__labeller").get(
+            pk=question.pk
+        )
+        context = _context(
+            request,
+            task,
+            notice=notice,
+            ok=True,
+            row=_row(request.user, task, question, may_label(request.user, task)),
+            oob=True,
+        )
+        return render(request, "judge/questions.html#added", context)
+    messages.success(request, notice)
     return redirect("judge-questions", task_id=task_id)
 
 
 @login_required
 @require_POST
 def generate(request, task_id: int):
-    task = access_task(request.user, task_id, edit=True)
-    added, llm_error = candidates_generate(task=task, actor=request.user)
-    if llm_error:
-        messages.error(request, f"The LLM endpoint wrote no candidates: {llm_error}")
-    if added:
-        messages.success(
-            request, f"Generated {added} candidate question{'s' if added != 1 else ''}."
+    task = access_task(request.user, task_id)
+    if not _may_add(request.user, task):
+        raise AccessDenied("Your role in this project does not add validation questions.")
+    result = candidates_generate(task=task, actor=request.user)
+    if result.error:
+        messages.error(request, f"The LLM endpoint wrote no candidates: {result.error}")
+    elif not settings.JUDGE_LLM_BASE_URL:
+        messages.info(
+            request,
+            "No LLM endpoint is configured (JUDGE_LLM_BASE_URL), so only off-task questions "
+            "were proposed: write the paraphrases of each blocker yourself.",
         )
-    else:
-        messages.info(request, "No new candidates: every template question is already here.")
+    if result.rejected:
+        messages.warning(
+            request,
+            f"{len(result.rejected)} candidate(s) refused as near-copies: "
+            + " · ".join(result.rejected[:5]),
+        )
+    noun = "question" if result.added == 1 else "questions"
+    messages.success(request, f"Added {result.added} candidate {noun}.")
     return redirect("judge-questions", task_id=task_id)
 
 
@@ -130,26 +199,32 @@ def label(request, task_id: int, question_id: int):
         if question is None:
             messages.error(request, "No such question in this task.")
             return redirect("judge-questions", task_id=task_id)
-        choice = request.POST.get("blocker_key", "")
-        if not choice:
-            messages.error(request, "Choose a blocker or “none (irrelevant)”.")
-            return redirect("judge-questions", task_id=task_id)
-        if question.split != ValidationQuestion.Split.HELD_OUT:
-            messages.error(request, "This question is retired; it is no longer labelled.")
-            return redirect("judge-questions", task_id=task_id)
         if task.author_id != request.user.pk and not may_label(request.user, task):
             raise AccessDenied("Your role in this project does not label questions.")
-        try:
-            created = label_add(
-                question=question,
-                labeller=request.user,
-                blocker_key=None if choice == NONE_VALUE else choice,
-            )
-        except DomainError as exc:
-            messages.error(request, str(exc))
+        choice = request.POST.get("blocker_key", "")
+        problem = None
+        if not choice:
+            problem = "Choose a blocker or “none (irrelevant)”."
+        elif question.split != ValidationQuestion.Split.HELD_OUT:
+            problem = "This question is retired; it is no longer labelled."
         else:
+            try:
+                created = label_add(
+                    question=question,
+                    labeller=request.user,
+                    blocker_key=None if choice == NONE_VALUE else choice,
+                )
+            except DomainError as exc:
+                problem = str(exc)
+        if problem is None:
             verb = "Adjudicated" if created.role == "adjudicator" else "Labelled"
-            messages.success(request, f"{verb}: “{question.text[:60]}”.")
+            notice = f"{verb}: “{question.text[:60]}”."
+        if request.htmx:
+            return _refresh(request, task, question, problem or notice, ok=problem is None)
+    if problem:
+        messages.error(request, problem)
+    else:
+        messages.success(request, notice)
     return redirect("judge-questions", task_id=task_id)
 
 

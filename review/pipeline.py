@@ -54,7 +54,7 @@ DEFAULT_LAYERS = [
             "Held-out questions labelled independently by two labellers",
             "Disagreements adjudicated by a third",
         ],
-        "gates": [],
+        "gates": ["judge_labelling"],
     },
     {
         "name": "Final sign-off",
@@ -65,6 +65,6 @@ DEFAULT_LAYERS = [
             "Every layer was done by a different person",
             "Ready to export",
         ],
-        "gates": ["lint_clean", "structural", "pass_rate"],
+        "gates": ["lint_clean", "structural", "judge_recall", "pass_rate"],
     },
 ]

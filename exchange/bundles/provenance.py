@@ -9,6 +9,8 @@ opts in to names. No timestamps: only the manifest carries those.
 
 from typing import Any
 
+from django.conf import settings
+
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Task
 from judge.services import get_judge
@@ -18,15 +20,15 @@ from validators.registry import groups_for
 
 
 def validated_gate_names(task: Task) -> list[str]:
-    """The gates a task must pass to be exported: every gate of its project's pipeline
-    (the default pipeline's last layer asks ``lint_clean`` and ``structural``)."""
+    """The gates a task must pass to be exported: every gate of its project's pipeline and
+    ``settings.EXPORT_REQUIRED_GATES`` (lint, structural checks, the judge's recall)."""
 
     names: list[str] = []
     for gates in ReviewLayer.objects.filter(project_id=task.project_id).values_list(
         "gates", flat=True
     ):
         names.extend(g for g in gates if g not in names)
-    for required in ("lint_clean", "structural"):
+    for required in settings.EXPORT_REQUIRED_GATES:
         if required not in names:
             names.append(required)
     return names

@@ -9,4 +9,42 @@
       el.form.requestSubmit ? el.form.requestSubmit() : el.form.submit();
     }
   });
+
+  // Judge validation (table[data-labelling]): label with the keyboard. j/k (or the arrows)
+  // move between the rows awaiting your label; 1–9 choose that blocker, 0 "none". Each label
+  // is posted with htmx; the next row awaiting a label then takes the focus.
+  function awaiting() {
+    return Array.from(document.querySelectorAll("table[data-labelling] tr[data-to-label]"));
+  }
+  function move(from, step) {
+    const rows = awaiting();
+    if (!rows.length) return;
+    const at = from ? rows.indexOf(from) : -1;
+    const next = rows[(at + step + rows.length) % rows.length] || rows[0];
+    next.focus();
+  }
+  document.addEventListener("keydown", function (event) {
+    if (!document.querySelector("table[data-labelling]")) return;
+    const target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (target instanceof HTMLElement && target.matches("input, textarea, select, [contenteditable]")) return;
+    const row = target instanceof HTMLElement ? target.closest("tr[data-to-label]") : null;
+    if (event.key === "j" || event.key === "ArrowDown") { event.preventDefault(); move(row, 1); return; }
+    if (event.key === "k" || event.key === "ArrowUp") { event.preventDefault(); move(row, -1); return; }
+    if (/^[0-9]$/.test(event.key)) {
+      const current = row || awaiting()[0];
+      const button = current && current.querySelector('button[data-key="' + event.key + '"]');
+      if (button) { event.preventDefault(); button.click(); }
+    }
+  });
+  let labelled = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    labelled = event.target instanceof HTMLElement && event.target.matches(".label-buttons");
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!labelled) return;
+    labelled = false;
+    const rows = awaiting();
+    if (rows.length) rows[0].focus();
+  });
 })();

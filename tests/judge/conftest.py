@@ -14,7 +14,8 @@ HELD_OUT = [
     (TROUBLED, "What makes a loan troubled in this data?"),
     (SERVICING, "Which purpose code identifies loan servicing payments?"),
     (SERVICING, "How are loan servicing payments marked in transaction_log?"),
-    (YEAR, "Which year is the review year?"),
+    (SERVICING, "What value flags a payment of the loan servicing fee?"),
+    (YEAR, "What span of dates does the review year refer to?"),
     (YEAR, "What period does the review year cover?"),
     # Worded far from the trigger questions: the judge misses these at first.
     (TROUBLED, "Are defaulted contracts the ones we care about, status-wise?"),

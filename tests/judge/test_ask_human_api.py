@@ -209,12 +209,13 @@ def test_llm_endpoint_writes_candidate_questions_without_seeing_resolutions(
 
     from judge.models import ValidationQuestion
 
+    copy = BLOCKERS[0]["trigger_questions"][0]
     reply = "RAW:" + json.dumps(
         {
             "questions": [
                 "Which twelve months form the boom year?",
                 "When did the boom year start?",
-                "What year should boom mean here?",
+                f"Could you clarify: {copy[0].lower()}{copy[1:]}",  # a near-copy: refused
             ]
         }
     )
@@ -229,11 +230,14 @@ def test_llm_endpoint_writes_candidate_questions_without_seeing_resolutions(
     )
     endpoint.replies = [(200, reply), (200, other)]
     client.force_login(author)
-    client.post(reverse("judge-generate", args=[task.pk]))
+    response = client.post(reverse("judge-generate", args=[task.pk]), follow=True)
     written = set(
         ValidationQuestion.objects.filter(task=task, source="llm").values_list("text", flat=True)
     )
     assert "When did the boom year start?" in written and "How is a clean loan coded?" in written
+    assert len(written) == 5 and not any(w.startswith("Could you clarify") for w in written)
+    shown = " ".join(str(m) for m in response.context["messages"])
+    assert "1 candidate(s) refused as near-copies" in shown and "Too close" in shown
     assert len(endpoint.requests) == 2
     sent = json.dumps(endpoint.requests)
     assert "1997" not in sent and "status = 'A'" not in sent

@@ -3,6 +3,7 @@
 import pytest
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.gates import gate_results
 from judge.embedded import EmbeddedJudge
 from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import (
@@ -17,7 +18,7 @@ from judge.validation import (
 )
 from validators.services import validation_run_execute, validation_run_start
 
-from .conftest import HELD_OUT, TROUBLED
+from .conftest import HELD_OUT, SERVICING, TROUBLED, YEAR
 
 pytestmark = pytest.mark.django_db
 
@@ -62,15 +63,17 @@ def test_cohen_kappa_on_a_hand_checked_example(labelled):
 def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     settings.JUDGE_BACKEND = "embedded"
     report = judge_recall(task=labelled, judge=judge)
-    assert report.recall == pytest.approx(0.6) and report.needs_expansion and not report.passes
+    assert report.recall == pytest.approx(7 / 11) and report.needs_expansion
+    assert not report.passes and not report.shortfall  # enough questions: the recall is low
     assert report.precision == 1.0 and len(report.misses) == 4
+    assert report.per_blocker[SERVICING] == {"held_out": 3, "correct": 3}
 
     # The check on the run says so too.
     run = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
     validation_run_execute(run_id=run.pk)
     result = run.results.get()
     assert (
-        result.outcome == "failed" and "60%" in result.message and "suggestions" in result.message
+        result.outcome == "failed" and "64%" in result.message and "suggestions" in result.message
     )
 
     # The author accepts two of the four suggestions (the other two stay held out).
@@ -88,8 +91,9 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     )
     assert retired == {c["text"] for c in chosen}
 
+    # Three questions per blocker remain held out, eleven in all: the measurement counts.
     after = judge_recall(task=labelled, judge=judge)
-    assert after.recall >= 0.85 and after.passes
+    assert after.recall >= 0.85 and after.passes and not after.shortfall
     # A question that was missed and never became a trigger is now matched.
     assert "Which twelve-month window is the audit cycle?" not in [m["text"] for m in after.misses]
     # No question used for the final number is a trigger question.
@@ -106,6 +110,88 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     rerun = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
     validation_run_execute(run_id=rerun.pk)
     assert rerun.results.get().outcome == "passed"
+
+
+def _label(task, author, reviewer, auditor, questions) -> None:
+    for gold, text in questions:
+        question = question_add(task=task, actor=author, text=text)
+        label_add(question=question, labeller=reviewer, blocker_key=gold)
+        label_add(question=question, labeller=auditor, blocker_key=gold)
+
+
+def test_retiring_the_misses_cannot_lift_a_task_over_the_floor(
+    task, author, reviewer, auditor, judge, settings
+):
+    """The issue's sequence: six held-out questions at 4/6; accepting the two suggestions
+    used to give 4/4 = 100%. Now the measurement needs three settled questions per blocker
+    and ten in all, so it stays short until fresh questions are labelled."""
+    settings.JUDGE_BACKEND = "embedded"
+    _label(task, author, reviewer, auditor, [
+        (TROUBLED, "Which loans count as troubled for this question?"),
+        (TROUBLED, "Are defaulted contracts the ones we care about, status-wise?"),
+        (SERVICING, "Which purpose code identifies loan servicing payments?"),
+        (SERVICING, "How are loan servicing payments marked in transaction_log?"),
+        (YEAR, "What period does the review year cover?"),
+        (YEAR, "Is the audit cycle aligned with a particular twelve-month window?"),
+    ])  # fmt: skip
+    report = judge_recall(task=task, judge=judge)
+    assert report.recall == pytest.approx(4 / 6) and not report.passes
+    task.refresh_from_db()
+    suggestions_accept(task=task, actor=author, accepted=expansion_suggestions(report))
+
+    gamed = judge_recall(task=task, judge=judge)
+    assert gamed.recall == 1.0 and gamed.positives == 4
+    assert not gamed.passes
+    assert any(line.startswith(f"{TROUBLED}: 1 of the 3") for line in gamed.shortfall)
+    run = validation_run_start(task=task, actor=author, checks=["judge_recall"])
+    validation_run_execute(run_id=run.pk)
+    result = run.results.get()
+    assert result.outcome == "failed" and "too few questions to count" in result.message
+    assert gate_results(task, ["judge_recall", "judge_labelling"])[0][1] is False
+
+    # Fresh questions added but labelled once only: still not measured.
+    fresh = [
+        (TROUBLED, "What makes a loan troubled in this data?"),
+        (TROUBLED, "Which loan statuses should be treated as troubled?"),
+        (SERVICING, "What value flags a payment of the loan servicing fee?"),
+        (YEAR, "What span of dates does the review year refer to?"),
+        (YEAR, "Which twelve months make up the review year?"),
+        (None, "What is the capital of France?"),
+        (None, "How many branches does the bank have?"),
+    ]
+    first = question_add(task=task, actor=author, text=fresh[0][1])
+    label_add(question=first, labeller=reviewer, blocker_key=TROUBLED)
+    assert not judge_recall(task=task, judge=judge).passes
+    labelling = dict((n, green) for n, green, _ in gate_results(task, ["judge_labelling"]))
+    assert labelling == {"judge_labelling": False}
+    label_add(question=first, labeller=auditor, blocker_key=TROUBLED)
+    _label(task, author, reviewer, auditor, fresh[1:])
+
+    measured = judge_recall(task=task, judge=judge)
+    assert not measured.shortfall and measured.positives == 9
+    assert measured.passes, measured.misses
+    task.refresh_from_db()
+    rerun = validation_run_start(task=task, actor=author, checks=["judge_recall"])
+    validation_run_execute(run_id=rerun.pk)
+    gates = gate_results(task, ["judge_recall", "judge_labelling"])
+    assert [(name, green) for name, green, _ in gates] == [
+        ("judge_recall", True),
+        ("judge_labelling", True),
+    ]
+    assert gates[1][2] == "All 11 held-out questions are labelled and settled."
+    assert rerun.results.get().message.startswith("Judge recall 100% on 9 held-out questions")
+
+
+def test_a_held_out_question_that_copies_a_trigger_is_refused(task, author):
+    trigger = task.blockers.get(key=YEAR).trigger_questions.first().text
+    for copy in (trigger, f"Could you clarify: {trigger[0].lower()}{trigger[1:]}", trigger[:-1]):
+        with pytest.raises(DomainError, match="Too close to the trigger question"):
+            question_add(task=task, actor=author, text=copy)
+    question_add(task=task, actor=author, text="What span of dates does the review year refer to?")
+    with pytest.raises(DomainError, match="already among"):
+        question_add(
+            task=task, actor=author, text="what span of dates does the review year refer to?"
+        )
 
 
 def test_project_calibration_is_stored_as_a_judge_version(

@@ -8,7 +8,7 @@ from hilbench_annotate.models import Task
 from judge import views
 from judge.embedded import EmbeddedJudge
 from judge.models import QuestionLabel, ValidationQuestion
-from judge.validation import label_add, question_add
+from judge.validation import NEGATIVES, label_add, question_add
 
 urlpatterns = [path("", include("hilbench_annotate.urls")), path("", include("judge.urls"))]
 
@@ -102,27 +102,64 @@ def test_a_labeller_does_not_see_the_other_label_before_labelling(
     assert f"reviewer: <code>{SERVICING}</code>" in html
 
 
-def test_generate_candidates_makes_template_questions(client, task, author, reviewer):
+def test_generate_without_an_endpoint_adds_only_negatives_and_says_why(
+    client, task, author, reviewer, settings
+):
+    settings.JUDGE_LLM_BASE_URL = ""
     url = reverse("judge-generate", args=[task.pk])
     response = _as(client, author).post(url, follow=True)
     generated = ValidationQuestion.objects.filter(task=task)
-    texts = set(generated.values_list("text", flat=True))
-    assert generated.count() > 10 and set(generated.values_list("source", flat=True)) == {
-        "template"
-    }
-    assert "What is the capital of France?" in texts
-    assert "Could you clarify: which loan status values count as a troubled loan?" in texts
-    assert any(t.startswith("What is the ") and "that" in t for t in texts)
-    triggers = {q for b in DEMO_BLOCKERS for q in b["trigger_questions"]}
-    assert not texts & triggers
-    assert any(m.startswith("Generated") for m in _messages(response))
+    assert set(generated.values_list("text", flat=True)) == set(NEGATIVES)
+    assert set(generated.values_list("source", flat=True)) == {"template"}
+    shown = " ".join(_messages(response))
+    assert "No LLM endpoint is configured" in shown and "Added 6 candidate questions" in shown
     # Deterministic: a second run adds nothing.
     client.post(url)
-    assert ValidationQuestion.objects.filter(task=task).count() == len(texts)
-    # Only task editors may generate or add.
-    assert _as(client, reviewer).post(url).status_code == 403
+    assert generated.count() == len(NEGATIVES)
+
+
+def test_reviewers_add_questions_during_review_and_copies_are_refused(client, task, reviewer):
+    Task.objects.filter(pk=task.pk).update(status="in_review")
     add = reverse("judge-question-add", args=[task.pk])
-    assert client.post(add, {"text": "Which year is meant here?"}).status_code == 403
+    response = _as(client, reviewer).post(add, {"text": "Which contracts are the bad ones?"})
+    assert response.status_code == 302
+    question = ValidationQuestion.objects.get(task=task)
+    assert question.source == "reviewer"
+    trigger = DEMO_BLOCKERS[0]["trigger_questions"][0]
+    response = client.post(add, {"text": f"Could you clarify: {trigger}"}, follow=True)
+    assert any("Too close to the trigger question" in m for m in _messages(response))
+    assert ValidationQuestion.objects.filter(task=task).count() == 1
+
+
+def test_labelling_with_htmx_swaps_the_row_and_the_progress_without_a_reload(
+    client, task, author, reviewer
+):
+    question = question_add(task=task, actor=author, text="Which contracts are the bad ones?")
+    url = reverse("judge-label", args=[task.pk, question.pk])
+    response = _as(client, reviewer).post(url, {"blocker_key": TROUBLED}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" not in html
+    assert html.lstrip().startswith('<p id="label-notice"') and "Labelled:" in html
+    assert f'<tr id="q-{question.pk}" hx-swap-oob="true"' in html
+    assert 'id="label-progress"' in html and 'hx-swap-oob="true"' in html
+    assert "data-to-label" not in html  # labelled: no longer awaiting the reviewer
+    # A refusal comes back the same way, as a notice.
+    again = client.post(url, {"blocker_key": TROUBLED}, HTTP_HX_REQUEST="true")
+    assert "already labelled" in again.content.decode()
+
+
+def test_adding_a_question_with_htmx_appends_its_row(client, task, reviewer):
+    add = reverse("judge-question-add", args=[task.pk])
+    response = _as(client, reviewer).post(
+        add, {"text": "Which contracts are the bad ones?"}, HTTP_HX_REQUEST="true"
+    )
+    html = response.content.decode()
+    question = ValidationQuestion.objects.get(task=task)
+    assert '<form method="post"' in html and "Question added" in html
+    assert 'hx-swap-oob="beforeend:#held-out-rows"' in html and f'id="q-{question.pk}"' in html
+    refused = client.post(add, {"text": "short"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "at least a short sentence" in refused and "held-out-rows" not in refused
 
 
 def test_measure_then_accept_suggestions_retires_them(client, labelled, author, reviewer):
@@ -130,9 +167,9 @@ def test_measure_then_accept_suggestions_retires_them(client, labelled, author, 
     measure = reverse("judge-measure", args=[task.pk])
     response = _as(client, reviewer).post(measure)
     report = response.context["measured"]
-    assert report.recall == pytest.approx(0.6) and report.precision == 1.0
+    assert report.recall == pytest.approx(7 / 11) and report.precision == 1.0
     html = response.content.decode()
-    assert "60%" in html and "below the floor" in html and "Suggested trigger questions" in html
+    assert "64%" in html and "below the floor" in html and "Suggested trigger questions" in html
     assert "Accept selected" not in html  # a reviewer may not accept
 
     response = _as(client, author).post(measure)
@@ -172,8 +209,8 @@ def test_report_shows_per_domain_numbers_and_kappa(client, labelled, reviewer):
     assert response.status_code == 200
     html = response.content.decode()
     report = response.context["report"]
-    assert report.overall.recall == pytest.approx(0.6) and report.overall.precision == 1.0
-    assert report.by_domain["Text-to-SQL"].recall == pytest.approx(0.6)
+    assert report.overall.recall == pytest.approx(7 / 11) and report.overall.precision == 1.0
+    assert report.by_domain["Text-to-SQL"].recall == pytest.approx(7 / 11)
     assert "Domain: Text-to-SQL" in html and "Blocker type: question" in html
     # Misses are all question-type blockers (troubled / review year); schema ones all matched.
     assert report.by_type["schema"].recall == 1.0
