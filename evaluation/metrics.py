@@ -32,16 +32,25 @@ def pass_at_k(passes: Sequence[bool], k: int) -> bool | None:
     return any(passes[:k])
 
 
-def pass_at_k_rate(per_task: Mapping[str, Sequence[bool]], k: int) -> float | None:
-    """Share of tasks solved within ``k`` passes, over the tasks that have ``k`` passes.
+def pass_at_k_rates(per_task: Mapping[str, Sequence[bool]], ks: Sequence[int]) -> dict:
+    """pass@k for every k in ``ks`` over one fixed set of tasks: those with at least
+    ``max(ks)`` passes, so pass@1 and pass@3 describe the same tasks. Tasks with fewer
+    passes are counted apart (``short``), never mixed in.
 
-    ``None`` when no task has: a rate over nothing is not 0%.
+    ``{"rates": {k: share or None}, "tasks": n counted, "short": n left out}``; a rate over
+    no task is ``None``, not 0%.
     """
-    results = [pass_at_k(passes, k) for passes in per_task.values()]
-    known = [result for result in results if result is not None]
-    if not known:
-        return None
-    return sum(known) / len(known)
+    if not ks or min(ks) < 1:
+        raise ValueError(f"every k must be at least 1, not {list(ks)}")
+    most = max(ks)
+    counted = [passes for passes in per_task.values() if len(passes) >= most]
+    rates = {
+        k: (sum(bool(pass_at_k(passes, k)) for passes in counted) / len(counted))
+        if counted
+        else None
+        for k in ks
+    }
+    return {"rates": rates, "tasks": len(counted), "short": len(per_task) - len(counted)}
 
 
 # --- Ask-F1 -----------------------------------------------------------------------------
@@ -239,21 +248,27 @@ def delta_burden_curve(records: Sequence[SupportRecord]) -> list[tuple[float, fl
 
 
 def audbc(records: Sequence[SupportRecord]) -> float | None:
-    """Area under the DBC, normalised by the maximal gain G so models compare on one scale.
+    """Area Under the Delta-Burden Curve, as "I Need Help!" defines it: the area under
+    (burden, Δ) for burden 0..1 (trapezoids between the curve's points, which is exact: the
+    curve is linear between them), divided by the largest square it fits in — burden 1 by the
+    curve's maximum Δ — so it lies in [0, 1]. A random (or constant) scorer gives 0.5 when
+    support never hurts; a perfect scorer on one helped and one unhelped task gives 0.75.
 
-    The mean of Δ(k) over k = 0..N divided by G; a random (or constant) scorer gives 0.5.
-    ``None`` when there are no records or support does not help overall (G <= 0), where
-    the normalisation is meaningless.
+    ``None`` when there are no records or the curve never rises above 0 (support helps no
+    prefix of the tasks), where the normalisation is meaningless.
     """
+    curve = delta_burden_curve(records)
+    if not curve:
+        return None
     n = len(records)
-    if not n:
-        return None
-    total_gain = sum(_gain(record) for record in records)
-    if total_gain <= 0:
-        return None
     sums = _expected_cumulative(records, _gain)
-    # mean(S(k)/N) / (total_gain/N) == sum(S(k)) / ((N + 1) * total_gain)
-    return float(sum(sums) / ((n + 1) * total_gain))
+    peak = max(sums)
+    if peak <= 0:
+        return None
+    # Trapezoids of width 1/N: area = (S(0)/2 + S(1) + … + S(N-1) + S(N)/2) / N², over the
+    # square of side 1 by peak/N.
+    area = sum(sums) - (sums[0] + sums[-1]) / 2
+    return float(area / (n * peak))
 
 
 def ask_pr_curve(records: Sequence[SupportRecord]) -> list[tuple[float, float, float]]:
@@ -319,7 +334,7 @@ __all__ = [
     "duplicate_rate_micro",
     "flip_rate_curve",
     "pass_at_k",
-    "pass_at_k_rate",
+    "pass_at_k_rates",
     "shaped_reward",
     "support_summary",
 ]

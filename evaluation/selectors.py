@@ -110,10 +110,14 @@ def mode_summary(rows: list[PassRow]) -> dict:
         task_id: [r.resolved for r in sorted(passes, key=lambda r: r.index)]
         for (task_id,), passes in _group(rows, "task_id").items()
     }
+    rates = metrics.pass_at_k_rates(per_task, KS)
     summary = {
         "tasks": len(per_task),
         "passes": len(rows),
-        **{f"pass_at_{k}": metrics.pass_at_k_rate(per_task, k) for k in KS},
+        # pass@1..3 over the same tasks: those with every pass; the others apart.
+        "pass_at_tasks": rates["tasks"],
+        "tasks_short": rates["short"],
+        **{f"pass_at_{k}": rate for k, rate in rates["rates"].items()},
     }
     asked = [r for r in rows if r.mode == Mode.ASK_HUMAN]
     if asked:

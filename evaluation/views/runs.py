@@ -306,9 +306,11 @@ def leaderboard_csv(request, project_id: int):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="leaderboard-{project.slug}.csv"'
     writer = csv.writer(response)
-    writer.writerow([key for key, _ in COLUMNS] + [f"audbc_{m}" for m in methods])
+    # pass@k is over the tasks with every pass (pass_at_tasks); the others are counted apart.
+    extra = ["pass_at_tasks", "tasks_short"]
+    writer.writerow([key for key, _ in COLUMNS] + extra + [f"audbc_{m}" for m in methods])
     for row in leaderboard(project, domain=domain):
-        values = [csv_safe(row.get(key)) for key, _ in COLUMNS]
+        values = [csv_safe(row.get(key)) for key in [k for k, _ in COLUMNS] + extra]
         values += [row["audbc"].get(m) for m in methods]
         writer.writerow(
             ["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in values]

@@ -20,7 +20,7 @@ from evaluation.metrics import (
     duplicate_rate_micro,
     flip_rate_curve,
     pass_at_k,
-    pass_at_k_rate,
+    pass_at_k_rates,
     shaped_reward,
     support_summary,
 )
@@ -45,17 +45,21 @@ def test_pass_at_k_rejects_k_below_one():
     with pytest.raises(ValueError):
         pass_at_k([True], 0)
     with pytest.raises(ValueError):
-        pass_at_k_rate({"a": [True]}, 0)
+        pass_at_k_rates({"a": [True]}, [0, 1])
 
 
-def test_pass_at_k_rate_averages_over_tasks_with_enough_passes():
+def test_pass_at_k_is_over_one_fixed_set_of_tasks():
     per_task = {"a": [False, True, True], "b": [False, False, False], "c": [True]}
-    # k=1: a no, b no, c yes.
-    assert pass_at_k_rate(per_task, 1) == pytest.approx(1 / 3)
-    # k=2: a yes, b no; c has one pass and is left out (counting it would give 2/3 or 1/3).
-    assert pass_at_k_rate(per_task, 2) == pytest.approx(0.5)
-    assert pass_at_k_rate(per_task, 4) is None
-    assert pass_at_k_rate({}, 1) is None
+    rates = pass_at_k_rates(per_task, [1, 2, 3])
+    # Every k over a and b (the tasks with three passes); c, with one pass, apart. Before,
+    # pass@1 counted c (1/3) and pass@2 did not (1/2): two different task sets.
+    assert rates == {"rates": {1: 0.0, 2: 0.5, 3: 0.5}, "tasks": 2, "short": 1}
+    assert pass_at_k_rates(per_task, [1, 4]) == {
+        "rates": {1: None, 4: None},
+        "tasks": 0,
+        "short": 3,
+    }
+    assert pass_at_k_rates({}, [1])["rates"] == {1: None}
 
 
 # --- Ask-F1 -----------------------------------------------------------------------------
@@ -202,17 +206,36 @@ def test_empty_records_give_empty_curves_and_no_audbc():
     assert audbc([]) is None
 
 
+def test_audbc_is_the_area_under_the_curve_over_its_bounding_square():
+    """The issue's case: a perfect scorer on 2 tasks, one helped by support. The curve runs
+    (0, 0), (0.5, 0.5), (1, 0.5): area 0.125 + 0.25 = 0.375, square 1 × 0.5 -> 0.75 (the
+    mean-of-points formula gave 0.667)."""
+    perfect = [rec(0.9, False, True), rec(0.1, True, True)]
+    assert audbc(perfect) == pytest.approx(0.75)
+    assert delta_burden_curve(perfect) == [(0.0, 0.0), (0.5, 0.5), (1.0, 0.5)]
+
+
+def test_audbc_stays_in_the_unit_interval_when_support_hurts_some_tasks():
+    # Three helped (+1), then two hurt (-1), asked in that order: S(k) = 0 1 2 3 2 1.
+    # Area: (0/2 + 1 + 2 + 3 + 2 + 1/2) / 25 = 8.5 / 25; square: 1 × 3/5 -> 8.5 / 15.
+    # Dividing by the final gain (1/5) instead of the maximum gave 1.5.
+    records = [rec(0.9 - i / 10, False, True) for i in range(3)]
+    records += [rec(0.2, True, False), rec(0.1, True, False)]
+    assert audbc(records) == pytest.approx(8.5 / 15)
+    assert 0 <= audbc(records) <= 1
+
+
 def test_audbc_of_a_tie_is_the_mean_of_its_orderings():
-    # Orders A,B,C,D and A,C,B,D give 0.6 and 0.7.
-    assert audbc(TIED) == pytest.approx(0.65)
+    # Orders A,B,C,D and A,C,B,D: S = 0 1 1 2 2 and 0 1 2 2 2 -> 5/8 and 6/8.
+    assert audbc(TIED) == pytest.approx(0.6875)
 
 
-def test_audbc_is_none_without_a_positive_gain():
-    no_gain = [rec(0.9, False, True), rec(0.1, True, False)]
+def test_audbc_is_none_when_the_curve_never_rises():
     harmful = [rec(0.9, True, False), rec(0.1, True, True)]
-    assert audbc(no_gain) is None
     assert audbc(harmful) is None
     assert audbc([rec(0.3, True, True)]) is None
+    # Helped then hurt: the curve rises to 1/2 and comes back; the area counts.
+    assert audbc([rec(0.9, False, True), rec(0.1, True, False)]) == pytest.approx(0.5)
 
 
 def test_audbc_of_a_constant_scorer_is_exactly_one_half():
@@ -229,9 +252,9 @@ def test_audbc_rewards_an_oracle_and_punishes_an_anti_oracle():
     others = [(True, True), (False, False)]
     oracle = [rec(0.9, *o) for o in flippers] + [rec(0.1, *o) for o in others]
     anti = [rec(0.1, *o) for o in flippers] + [rec(0.9, *o) for o in others]
-    # Oracle: S(k) = 0, 1, 2, 2, 2 -> 7 / (5 * 2); anti: 0, 0, 0, 1, 2 -> 3 / 10.
-    assert audbc(oracle) == pytest.approx(0.7)
-    assert audbc(anti) == pytest.approx(0.3)
+    # Oracle: S(k) = 0, 1, 2, 2, 2 -> (7 - 1) / (4 * 2); anti: 0, 0, 0, 1, 2 -> (3 - 1) / 8.
+    assert audbc(oracle) == pytest.approx(0.75)
+    assert audbc(anti) == pytest.approx(0.25)
     assert audbc(oracle) > 0.5 > audbc(anti)
 
 
@@ -272,7 +295,7 @@ def test_support_summary_at_the_threshold():
             "accuracy": 0.25,
             "accuracy_with_support": 0.75,
             "max_gain": 0.5,
-            "audbc": 0.65,
+            "audbc": 0.6875,
             "burden": 0.75,
             "delta": 0.5,
             "p_ask": 2 / 3,

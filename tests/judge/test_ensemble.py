@@ -1,0 +1,64 @@
+"""The ensemble judge: the embedded verdict where it is sure, the LLM judge (a real HTTP
+server on loopback) only where the embedded logit is within the band of its threshold."""
+
+import pytest
+
+from judge.embedded import EmbeddedJudge
+from judge.ensemble import EnsembleJudge
+from judge.services import get_judge
+
+from .test_ask_human_api import Endpoint, endpoint  # noqa: F401 - the loopback endpoint fixture
+from .test_embedded import REGISTRY
+
+CLEAR_MATCH = "Over which dates does the crisis period run?"
+CLEAR_MISS = "What is the capital of France?"
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    return EmbeddedJudge()
+
+
+def _band_around(embedded, question):
+    """A band that holds ``question``'s best logit (and one that does not)."""
+    best = max(embedded.scores(question, REGISTRY).values())
+    return abs(best - embedded.thresholds["sql"]) + 0.5
+
+
+def test_the_llm_decides_only_inside_the_band(endpoint, embedded, settings):  # noqa: F811
+    llm = get_judge("llm")
+    narrow = EnsembleJudge(embedded, llm, band=0.01)
+    for question in (CLEAR_MATCH, CLEAR_MISS):
+        verdict = narrow.judge(question, REGISTRY)
+        assert verdict.reason.startswith("embedded:")
+        assert verdict.blocker_id == embedded.judge(question, REGISTRY).blocker_id
+    assert endpoint.requests == []
+
+    # A band wide enough to hold the question: the LLM's answer stands, even against the
+    # embedded one.
+    wide = EnsembleJudge(embedded, llm, band=_band_around(embedded, CLEAR_MATCH))
+    endpoint.replies = [(200, "senior_owner")]
+    verdict = wide.judge(CLEAR_MATCH, REGISTRY)
+    assert verdict.blocker_id == "senior_owner" and verdict.reason.startswith("LLM (embedded")
+    assert len(endpoint.requests) == 1
+    assert "1996" not in str(endpoint.requests[0])  # resolutions never reach the LLM
+
+
+def test_a_failing_llm_is_an_error_not_irrelevant(endpoint, embedded):  # noqa: F811
+    from judge.base import JudgeError
+
+    wide = EnsembleJudge(embedded, get_judge("llm"), band=_band_around(embedded, CLEAR_MATCH))
+    endpoint.replies = [(503, None)] * 5
+    with pytest.raises(JudgeError):
+        wide.judge(CLEAR_MATCH, REGISTRY)
+
+
+def test_the_version_names_both_judges_and_the_band(endpoint, settings):  # noqa: F811
+    settings.JUDGE_BACKEND = "ensemble"
+    settings.JUDGE_ENSEMBLE_BAND = 2.0
+    judge = get_judge()
+    assert judge.version.startswith("ensemble-embedded-2-") and judge.version.endswith(":2")
+    assert "llm-prompt" in judge.version
+    # Multi-topic messages stay the embedded judge's call.
+    message = "What dates define the crisis period? And what birth date makes someone senior?"
+    assert judge.judge(message, REGISTRY).reason.startswith("multi-topic")
