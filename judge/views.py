@@ -12,6 +12,7 @@ from hilbench_annotate.access import access_project, access_task, can_edit_task,
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
+from validators.services import validation_run_inline
 
 from .access import may_label
 from .base import JudgeError
@@ -70,8 +71,22 @@ def _question_rows(user, task: Task) -> tuple[list[dict], list[dict]]:
     return held_out, retired
 
 
+def _awaiting(user, task: Task) -> int:
+    """How many held-out questions await ``user``'s label (or adjudication)."""
+    if not may_label(user, task):
+        return 0
+    return sum(
+        1
+        for question in task.validation_questions.filter(
+            split=ValidationQuestion.Split.HELD_OUT
+        ).prefetch_related("labels")
+        if _row(user, task, question, labeller=True)["action"]
+    )
+
+
 def _context(request, task: Task, **extra) -> dict:
     return {
+        "to_label": _awaiting(request.user, task),
         "task": task,
         "blocker_keys": list(task.blockers.values_list("key", flat=True)),
         "none_value": NONE_VALUE,
@@ -83,7 +98,7 @@ def _context(request, task: Task, **extra) -> dict:
     }
 
 
-def _page(request, task: Task, *, measured=None, suggestions=None, status=200):
+def _page(request, task: Task, *, measured=None, suggestions=None, recorded=None, status=200):
     held_out, retired = _question_rows(request.user, task)
     context = _context(
         request,
@@ -92,8 +107,8 @@ def _page(request, task: Task, *, measured=None, suggestions=None, status=200):
         retired=retired,
         measured=measured,
         suggestions=suggestions or [],
+        recorded=recorded,
     )
-    context["to_label"] = sum(1 for row in held_out if row["action"])
     return render(request, "judge/questions.html", context, status=status)
 
 
@@ -240,8 +255,11 @@ def measure(request, task_id: int):
     except JudgeError as exc:
         messages.error(request, f"The judge failed: {exc}")
         return redirect("judge-questions", task_id=task_id)
+    # Recorded as a validation run of judge_recall on the current revision: what the final
+    # sign-off's and the export's gate read (the verdicts are cached, so this is quick).
+    run = validation_run_inline(task=task, actor=request.user, checks=["judge_recall"])
     suggestions = expansion_suggestions(report) if report.needs_expansion else []
-    return _page(request, task, measured=report, suggestions=suggestions)
+    return _page(request, task, measured=report, suggestions=suggestions, recorded=run)
 
 
 @login_required

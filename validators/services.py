@@ -16,8 +16,7 @@ from .registry import GROUPS, groups_for, run_group
 from .results import ERROR, FAILED
 
 
-def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) -> ValidationRun:
-    """Queue a run on the task's current revision; the job is sent once the transaction commits."""
+def _run_create(*, task: Task, actor, checks: list[str] | None) -> ValidationRun:
     allowed = groups_for(task.domain, structural_only=False)
     checks = list(checks or groups_for(task.domain))
     unknown = [c for c in checks if c not in allowed]
@@ -40,7 +39,22 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
         revision=revision.number,
         checks=checks,
     )
+    return run
+
+
+def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) -> ValidationRun:
+    """Queue a run on the task's current revision; the job is sent once the transaction commits."""
+    run = _run_create(task=task, actor=actor, checks=checks)
     job_send(run)
+    return run
+
+
+def validation_run_inline(*, task: Task, actor, checks: list[str]) -> ValidationRun:
+    """Run ``checks`` here and now and record the run like any other (no worker): for checks
+    quick enough to wait for, such as the judge's recall on a task's held-out questions."""
+    run = _run_create(task=task, actor=actor, checks=checks)
+    validation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
     return run
 
 

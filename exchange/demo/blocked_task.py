@@ -64,7 +64,7 @@ DEMO_VALIDATION_QUESTIONS = [
     ("loan_servicing_payment_code", "What value flags a payment of the loan servicing fee?"),
     ("review_year_dates", "What span of dates does the review year refer to?"),
     ("review_year_dates", "What period does the review year cover?"),
-    ("review_year_dates", "Which twelve-month window is the audit cycle?"),
+    ("review_year_dates", "Which twelve months make up the review year?"),
     (None, "What is the capital of France?"),
     (None, "How many branches does the bank have?"),
     (None, "What is the best way to write this query?"),

@@ -122,6 +122,12 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
     page.goto(f"{live_server.url}/tasks/{task.pk}/")
     page.click("text=Run structural checks")
     expect(page.locator("#validation-run .status").first).to_have_text("Passed", timeout=30_000)
+    # …and on the judge's recall on the task's labelled held-out questions, recorded when
+    # anyone measures it on the Judge validation page.
+    page.goto(f"{live_server.url}/tasks/{task.pk}/judge/")
+    page.click("button:has-text('Measure the judge')")
+    expect(page.locator("#measured")).to_contain_text("passes")
+    expect(page.locator("text=Recorded as validation run")).to_be_visible()
     # …and on the pass-rate selection: the lead imports a model's results for the task
     # (solved with full information, never without) on the Evaluation page.
     results = tmp_path / "results.jsonl"
@@ -141,6 +147,7 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
     take_next(page, live_server, "Final sign-off")
     expect(page.locator("aside")).to_contain_text("structural")
     expect(page.locator("aside")).to_contain_text("pass_rate")
+    expect(page.locator("aside")).to_contain_text("judge_recall")
     pass_checklist_and(page, "approve")
 
     task.refresh_from_db()

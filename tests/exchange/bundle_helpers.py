@@ -215,3 +215,15 @@ def tar_of(files: dict[str, bytes]) -> bytes:
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+def judge_validated(task) -> None:
+    """The demo's labelled held-out questions settled on ``task`` and the judge's recall
+    recorded on its current revision (an export gate)."""
+    from exchange.demo.blocked_task import DEMO_VALIDATION_QUESTIONS
+    from tests.judge.util import settle_held_out
+    from validators.services import validation_run_inline
+
+    settle_held_out(task, DEMO_VALIDATION_QUESTIONS)
+    run = validation_run_inline(task=task, actor=None, checks=["judge_recall"])
+    assert run.status == "passed", list(run.results.values_list("message", flat=True))

@@ -19,7 +19,7 @@ from tests.conftest import shared_path
 from tests.evaluation.util import keep_by_pass_rate
 from validators.services import validation_run_execute, validation_run_start
 
-from .bundle_helpers import export, extract, members, seed_demo, sql_task, user
+from .bundle_helpers import export, extract, judge_validated, members, seed_demo, sql_task, user
 
 pytestmark = pytest.mark.django_db
 MODES = ("baseline", "full_info", "ask_human")
@@ -46,6 +46,7 @@ def _approve(task) -> None:
     with transaction.atomic():
         run = validation_run_start(task=task, actor=None)
     validation_run_execute(run_id=run.pk)
+    judge_validated(task)
     Task.objects.filter(pk=task.pk).update(status="approved")
     ReviewDecision.objects.create(
         task=task,

@@ -20,7 +20,16 @@ from validators.leakage import check_leakage, forbidden_texts
 from validators.services import validation_run_execute, validation_run_start
 
 from ..conftest import shared_path
-from .bundle_helpers import export, extract, members, plant_swe, seed_demo, sql_task, user
+from .bundle_helpers import (
+    export,
+    extract,
+    judge_validated,
+    members,
+    plant_swe,
+    seed_demo,
+    sql_task,
+    user,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -152,6 +161,7 @@ def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_pa
     sql = sql_task(project)
     swe = Task.objects.get(project=project, domain="swe")
     _validate(sql)
+    judge_validated(sql)
     Task.objects.filter(pk=sql.pk).update(status="approved")
     ReviewDecision.objects.create(
         task=sql,
@@ -177,7 +187,11 @@ def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_pa
     assert Task.objects.get(pk=sql.pk).status == "exported"
 
     validation = json.loads(files["sql_0/" + layout.VALIDATION])
-    assert {c["group"] for c in validation["checks"]} == {"spec", "sql_ground_truth"}
+    assert {c["group"] for c in validation["checks"]} == {
+        "spec",
+        "sql_ground_truth",
+        "judge_recall",
+    }
     assert all(c["revision"] == validation["revision"] for c in validation["checks"])
     assert validation["judge"]["version"]
     # The pass-rate evidence the final gate reads: model-a solved it 3/3 with full

@@ -23,11 +23,13 @@ def test_seed_demo_makes_tasks_and_every_demo_user_can_log_in(client, settings, 
     errors = [f for f in draft_findings(blocked, task_snapshot(blocked)) if f.severity == "error"]
     assert errors == []
     # …and it ships labelled judge-validation questions, each settled by two labellers.
-    from judge.validation import gold_label
+    from judge.validation import gold_label, labelling_progress
 
     questions = list(blocked.validation_questions.prefetch_related("labels"))
-    assert len(questions) == 11
+    assert len(questions) == 12
     assert {gold_label(q)[0] for q in questions} == {"agreed"}
+    # Enough of them to measure the judge (three per blocker, ten in all).
+    assert labelling_progress(blocked)["shortfall"] == []
     users = {name: password for name, (_roles, password) in DEMO_USERS.items()}
     users |= {"admin": "admin-demo", "outsider": "outsider-demo"}
     for username, password in users.items():

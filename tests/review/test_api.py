@@ -72,6 +72,24 @@ CLEAN_BLOCKERS = [
     ),
 ]
 QUESTION = "How many loans were settled cleanly?"
+# Held-out questions the judge matches: the judge-validation layer and the final sign-off
+# need them settled (three per blocker, ten in all) and the judge's recall at the floor.
+CLEAN_HELD_OUT = [
+    (
+        "clean_finish_status",
+        "Which status code stands for a loan that was repaid without problems?",
+    ),
+    ("clean_finish_status", "What counts as a clean settlement of a loan here?"),
+    ("clean_finish_status", "How do I know from the data that a loan was settled cleanly?"),
+    ("loan_scope_branch", "Are loans of every branch included, or only some?"),
+    ("loan_scope_branch", "Do I need to filter the loans by branch?"),
+    ("loan_scope_branch", "Which branches should the loans come from?"),
+    ("granted_period", "Over which time span were the loans granted?"),
+    ("granted_period", "Is the count limited to loans granted in some years?"),
+    ("granted_period", "Should I filter loans by their granted_date?"),
+    (None, "What is the capital of France?"),
+    (None, "Which Python version does this container run?"),
+]
 
 
 def clean_task(project, author, **fields) -> Task:
@@ -164,10 +182,13 @@ def answers(layer: ReviewLayer | dict, passed: bool = True) -> list[dict]:
     return [{"item": item, "passed": passed, "note": "checked"} for item in items]
 
 
-def run_structural_checks(task):
+def run_structural_checks(task, *, judge: bool = True):
+    """The structural checks and (``judge``) the judge's recall on the current revision."""
+    from validators.registry import groups_for
     from validators.services import validation_run_execute, validation_run_start
 
-    run = validation_run_start(task=task, actor=None)
+    checks = groups_for(task.domain) + (["judge_recall"] if judge else [])
+    run = validation_run_start(task=task, actor=None, checks=checks)
     validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", list(run.results.values_list("check_name", "message"))
@@ -308,13 +329,18 @@ def test_a_task_walks_all_six_layers_with_six_people_and_one_round_of_changes(
     refused(auditor, 4, "You already acted on this task at layer 3")
     approve(auditor2, 4)
 
+    # The judge-validation layer is gated on settled held-out questions.
+    from tests.judge.util import settle_held_out
+
+    settle_held_out(task, CLEAN_HELD_OUT)
     refused(author, 5, authored)
     refused(peer, 5, peer_acted)
     approve(reviewer, 5)
 
     refused(author, 6, authored)
     refused(peer, 6, peer_acted)
-    # Final sign-off is gated on the structural checks and the pass-rate selection.
+    # Final sign-off is gated on the structural checks, the judge's recall and the pass-rate
+    # selection.
     run_structural_checks(task)
     approve(lead, 6)
     assert state(task) == ("approved", None)

@@ -139,7 +139,12 @@ def test_author_and_layer_2_reviewer_are_refused_at_every_other_layer(
                 assert "cannot take this task" in _messages(response)
         task.refresh_from_db()
         assert task.review_layer == position
-        if position == 6:  # final sign-off is gated on the structural checks
+        if position == 5:  # the judge-validation layer is gated on settled questions
+            from exchange.demo.blocked_task import DEMO_VALIDATION_QUESTIONS
+            from tests.judge.util import settle_held_out
+
+            settle_held_out(task, DEMO_VALIDATION_QUESTIONS)
+        if position == 6:  # final sign-off: the structural checks and the judge's recall
             from tests.review.test_api import run_structural_checks
 
             run_structural_checks(task)

@@ -1,0 +1,73 @@
+"""Judge validation in the browser: a reviewer adds a question and labels a batch with the
+keyboard, without the page reloading; progress per blocker follows."""
+
+import pytest
+from playwright.sync_api import expect
+
+from hilbench_annotate.models import Task
+from judge.models import QuestionLabel
+from judge.validation import question_add
+
+from .conftest import login
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+UNLABELLED = [
+    "Which contracts count as the problem ones?",
+    "Which transaction code is used for paying the servicing fee?",
+    "What is the weather like today?",
+]
+
+
+def test_a_reviewer_labels_with_the_keyboard_without_a_reload(browser, live_server, demo):
+    task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
+    questions = [question_add(task=task, actor=task.author, text=t) for t in UNLABELLED]
+    keys = list(task.blockers.order_by("position").values_list("key", flat=True))
+
+    context = browser.new_context(viewport={"width": 1400, "height": 950})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, live_server, "reviewer", "reviewer-demo")
+    page.goto(f"{live_server.url}/tasks/{task.pk}/judge/")
+    page.evaluate("window.__sameDocument = true")  # gone if the page reloads
+    expect(page.locator("#label-progress")).to_contain_text("3 await your label")
+
+    # A question added with htmx appears at the end of the table.
+    page.fill("#new-question", "Which year does the review cover in this data?")
+    page.click("#add-question button[type=submit]")
+    expect(page.locator("#add-question")).to_contain_text("Question added")
+    expect(page.locator("#held-out-rows tr", has_text="review cover")).to_have_count(1)
+
+    # Keyboard: 1 (first blocker) for the first awaiting row, then 2, then 0 (none).
+    awaiting = page.locator("tr[data-to-label]")
+    expect(awaiting).to_have_count(4)
+    awaiting.first.focus()
+    for done, key in enumerate(("1", "2", "0"), start=1):
+        page.keyboard.press(key)
+        expect(awaiting).to_have_count(4 - done)  # the next one then takes the focus
+        expect(page.locator("tr[data-to-label]:focus")).to_have_count(1)
+    expect(page.locator("#label-notice")).to_contain_text("Labelled")
+    expect(page.locator("#label-progress")).to_contain_text("1 awaits your label")
+    assert page.evaluate("window.__sameDocument") is True
+
+    mine = dict(
+        QuestionLabel.objects.filter(
+            labeller__username="reviewer", question__in=questions
+        ).values_list("question_id", "blocker_key")
+    )
+    assert mine == {questions[0].pk: keys[0], questions[1].pk: keys[1], questions[2].pk: None}
+    # The progress card was swapped in place: the new labels are single, not settled yet.
+    expect(page.locator("#label-progress")).to_contain_text("still need")
+    page.screenshot(path=str(screenshot_path()), full_page=True)
+    context.close()
+    assert not errors, errors
+
+
+def screenshot_path():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "judge-labelling.png"
