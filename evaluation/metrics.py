@@ -33,24 +33,31 @@ def pass_at_k(passes: Sequence[bool], k: int) -> bool | None:
 
 
 def pass_at_k_rates(per_task: Mapping[str, Sequence[bool]], ks: Sequence[int]) -> dict:
-    """pass@k for every k in ``ks`` over one fixed set of tasks: those with at least
-    ``max(ks)`` passes, so pass@1 and pass@3 describe the same tasks. Tasks with fewer
-    passes are counted apart (``short``), never mixed in.
+    """pass@k for every k in ``ks`` over one fixed set of tasks, so pass@1 and pass@3
+    describe the same tasks: those with ``depth`` passes, where ``depth`` is the largest k of
+    ``ks`` that any task reached. Tasks with fewer passes are counted apart (``short``),
+    never mixed in; a k beyond ``depth`` has no rate.
 
-    ``{"rates": {k: share or None}, "tasks": n counted, "short": n left out}``; a rate over
-    no task is ``None``, not 0%.
+    ``{"rates": {k: share or None}, "tasks": n counted, "short": n left out, "depth": d}``;
+    a rate over no task is ``None``, not 0%.
     """
     if not ks or min(ks) < 1:
         raise ValueError(f"every k must be at least 1, not {list(ks)}")
-    most = max(ks)
-    counted = [passes for passes in per_task.values() if len(passes) >= most]
+    reached = max((len(passes) for passes in per_task.values()), default=0)
+    depth = max((k for k in ks if k <= reached), default=0)
+    counted = [passes for passes in per_task.values() if depth and len(passes) >= depth]
     rates = {
         k: (sum(bool(pass_at_k(passes, k)) for passes in counted) / len(counted))
-        if counted
+        if counted and k <= depth
         else None
         for k in ks
     }
-    return {"rates": rates, "tasks": len(counted), "short": len(per_task) - len(counted)}
+    return {
+        "rates": rates,
+        "tasks": len(counted),
+        "short": len(per_task) - len(counted),
+        "depth": depth,
+    }
 
 
 # --- Ask-F1 -----------------------------------------------------------------------------

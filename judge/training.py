@@ -166,6 +166,14 @@ def examples(
     return out
 
 
+def measuring_examples(
+    tasks: list[CalibrationTask], generic: list[str], seed: int
+) -> list[Example]:
+    """Examples as they are measured (and thresholds chosen): ``TEST_OTHERS`` other tasks'
+    questions and ``TEST_GENERIC`` generic ones per task."""
+    return examples(tasks, generic, seed, others=TEST_OTHERS, generic_per_task=TEST_GENERIC)
+
+
 @dataclass
 class Featurizer:
     """Features of examples, with embeddings and registry indexes cached."""
@@ -367,9 +375,7 @@ def train(
         for fit_on, score_on in (halves, halves[::-1]):
             fit_items = examples(fit_on, GENERIC_TRAIN, seed)
             model = fit(fit_items, featurizer.matrix(fit_items))
-            held = examples(
-                score_on, GENERIC_TRAIN, seed + 1, others=TEST_OTHERS, generic_per_task=TEST_GENERIC
-            )
+            held = measuring_examples(score_on, GENERIC_TRAIN, seed + 1)
             oof.extend(score(model, held, featurizer.matrix(held)))
     items = examples(tasks, GENERIC_TRAIN, seed)
     final = fit(items, featurizer.matrix(items))
@@ -405,9 +411,7 @@ def cross_validate(
         model = train(fit_on, featurizer, seed=seed, target=target)
         thresholds.append(model.thresholds)
         judge = EmbeddedJudge(model.as_json(), embed=featurizer.embed_cached)
-        test = examples(
-            test_on, GENERIC_TEST, seed + 7, others=TEST_OTHERS, generic_per_task=TEST_GENERIC
-        )
+        test = measuring_examples(test_on, GENERIC_TEST, seed + 7)
         outcomes.extend(judge_outcomes(judge, test))
     result = counts(outcomes)
     result["recall_distribution"] = recall_distribution(result.pop("task_recall"))

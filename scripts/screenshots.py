@@ -77,6 +77,8 @@ def review_screens(page, base: str, out: Path, blocked_url: str) -> None:
     page.screenshot(path=out / "review-dashboard.png", full_page=True)
     page.goto(blocked_url)
     page.click("text=Judge validation")
+    page.click("button:has-text('Measure the judge')")
+    page.wait_for_selector("#measured")
     page.screenshot(path=out / "judge-validation.png", full_page=True)
     page.goto(f"{blocked_url}timeline/")
     page.screenshot(path=out / "timeline.png", full_page=True)

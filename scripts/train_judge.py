@@ -34,9 +34,9 @@ from judge.training import (  # noqa: E402
     Featurizer,
     counts,
     cross_validate,
-    examples,
     judge_outcomes,
     load_tasks,
+    measuring_examples,
     recall_distribution,
     train,
 )
@@ -109,9 +109,7 @@ def main() -> int:
     release = load_tasks(args.examples) if args.examples.is_dir() else []
     if release:
         judge = EmbeddedJudge(document, embed=featurizer.embed_cached)
-        items = examples(
-            release, GENERIC_TEST, 99, others=TEST_OTHERS, generic_per_task=TEST_GENERIC
-        )
+        items = measuring_examples(release, GENERIC_TEST, 99)
         figures = counts(judge_outcomes(judge, items))
         figures["recall_distribution"] = recall_distribution(figures.pop("task_recall"))
         document["release_examples"] = {d: figures[d] for d in ("all", "sql", "swe")}

@@ -53,12 +53,13 @@ def test_pass_at_k_is_over_one_fixed_set_of_tasks():
     rates = pass_at_k_rates(per_task, [1, 2, 3])
     # Every k over a and b (the tasks with three passes); c, with one pass, apart. Before,
     # pass@1 counted c (1/3) and pass@2 did not (1/2): two different task sets.
-    assert rates == {"rates": {1: 0.0, 2: 0.5, 3: 0.5}, "tasks": 2, "short": 1}
-    assert pass_at_k_rates(per_task, [1, 4]) == {
-        "rates": {1: None, 4: None},
-        "tasks": 0,
-        "short": 3,
-    }
+    assert rates == {"rates": {1: 0.0, 2: 0.5, 3: 0.5}, "tasks": 2, "short": 1, "depth": 3}
+    # Nobody ran a fourth pass: the set is the tasks with one, pass@4 has no rate.
+    deeper = pass_at_k_rates(per_task, [1, 4])
+    assert deeper == {"rates": {1: 1 / 3, 4: None}, "tasks": 3, "short": 0, "depth": 1}
+    # One pass per task: pass@1 over every task.
+    single = pass_at_k_rates({"a": [True], "b": [False]}, [1, 2, 3])
+    assert single == {"rates": {1: 0.5, 2: None, 3: None}, "tasks": 2, "short": 0, "depth": 1}
     assert pass_at_k_rates({}, [1])["rates"] == {1: None}
 
 

@@ -227,3 +227,30 @@ def judge_validated(task) -> None:
     settle_held_out(task, DEMO_VALIDATION_QUESTIONS)
     run = validation_run_inline(task=task, actor=None, checks=["judge_recall"])
     assert run.status == "passed", list(run.results.values_list("message", flat=True))
+
+
+def approve_validated(task, *, model: str = "model-a") -> None:
+    """``task`` as a final sign-off leaves it: structural checks and the judge's recall
+    passed on its current revision, approved, kept by the pass-rate selection."""
+    from django.db import transaction
+
+    from review.models import ReviewDecision
+    from tests.evaluation.util import keep_by_pass_rate
+    from validators.services import validation_run_execute, validation_run_start
+
+    with transaction.atomic():
+        run = validation_run_start(task=task, actor=None)
+    validation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "passed", [(r.check_name, r.message) for r in run.results.all()]
+    judge_validated(task)
+    Task.objects.filter(pk=task.pk).update(status="approved")
+    ReviewDecision.objects.create(
+        task=task,
+        layer=6,
+        layer_name="Final sign-off",
+        reviewer=user("lead"),
+        revision=task.revisions.order_by("-number").first(),
+        outcome="approve",
+    )
+    keep_by_pass_rate(task, model=model)

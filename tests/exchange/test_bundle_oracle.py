@@ -8,18 +8,14 @@ import subprocess
 
 import pytest
 from django.core.management.base import CommandError
-from django.db import transaction
 
 from exchange.bundles import layout
 from exchange.importers import import_swebench
 from exchange.models import ExportJob
 from hilbench_annotate.models import SqlEnvironment, Task
-from review.models import ReviewDecision
 from tests.conftest import shared_path
-from tests.evaluation.util import keep_by_pass_rate
-from validators.services import validation_run_execute, validation_run_start
 
-from .bundle_helpers import export, extract, judge_validated, members, seed_demo, sql_task, user
+from .bundle_helpers import approve_validated, export, extract, members, seed_demo, sql_task, user
 
 pytestmark = pytest.mark.django_db
 MODES = ("baseline", "full_info", "ask_human")
@@ -42,27 +38,10 @@ def test_the_demo_tasks_score_1_with_solve_sh_and_0_untouched(settings, tmp_path
     assert "4 of 18 tests do not pass" in _oracle(files, "swe_0")["noop"]["reason"]
 
 
-def _approve(task) -> None:
-    with transaction.atomic():
-        run = validation_run_start(task=task, actor=None)
-    validation_run_execute(run_id=run.pk)
-    judge_validated(task)
-    Task.objects.filter(pk=task.pk).update(status="approved")
-    ReviewDecision.objects.create(
-        task=task,
-        layer=6,
-        layer_name="Final sign-off",
-        reviewer=user("lead"),
-        revision=task.revisions.order_by("-number").first(),
-        outcome="approve",
-    )
-    keep_by_pass_rate(task, model="model-a")
-
-
 def test_a_task_whose_oracle_fails_is_exported_only_as_a_draft(settings, tmp_path):
     project = seed_demo(settings, tmp_path)
     sql = sql_task(project)
-    _approve(sql)
+    approve_validated(sql)
     # The golden output no longer matches what the ground truth returns (changed behind the
     # app's back, so every gate is still green): the verifier must fail the oracle.
     SqlEnvironment.objects.filter(task=sql).update(golden_output="amount\n-1\n")

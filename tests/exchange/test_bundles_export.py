@@ -15,20 +15,18 @@ from exchange.bundles import layout
 from exchange.bundles.repository import repository_unpack
 from exchange.models import ExportJob
 from hilbench_annotate.models import Task
-from review.models import ReviewDecision
 from validators.leakage import check_leakage, forbidden_texts
 from validators.services import validation_run_execute, validation_run_start
 
 from ..conftest import shared_path
 from .bundle_helpers import (
+    approve_validated,
     export,
     extract,
-    judge_validated,
     members,
     plant_swe,
     seed_demo,
     sql_task,
-    user,
 )
 
 pytestmark = pytest.mark.django_db
@@ -160,21 +158,7 @@ def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_pa
     project = seed_demo(settings, tmp_path)
     sql = sql_task(project)
     swe = Task.objects.get(project=project, domain="swe")
-    _validate(sql)
-    judge_validated(sql)
-    Task.objects.filter(pk=sql.pk).update(status="approved")
-    ReviewDecision.objects.create(
-        task=sql,
-        layer=6,
-        layer_name="Final sign-off",
-        reviewer=user("lead"),
-        revision=sql.revisions.order_by("-number").first(),
-        outcome="approve",
-    )
-
-    from tests.evaluation.util import keep_by_pass_rate
-
-    keep_by_pass_rate(sql, model="model-a")
+    approve_validated(sql)
     out = export(project, tmp_path / "validated.tar.gz", tasks=[sql, swe], draft=False)
     files = members(out)
     manifest = json.loads(files[layout.MANIFEST])
