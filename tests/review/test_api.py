@@ -408,6 +408,39 @@ def test_approving_while_the_lint_gate_is_red_is_400(api, task, author, layers):
     assert state(task) == ("in_review", 1)
 
 
+def test_a_final_sign_off_below_the_judge_recall_floor_is_refused_with_the_reason(
+    api, task, lead, layers
+):
+    from tests.judge.util import settle_held_out
+    from validators.services import validation_run_inline
+
+    # Ten settled questions, three per blocker, but the judge finds only some of them:
+    # one blocker's questions are labelled as another's.
+    mislabelled = [
+        ("granted_period" if gold == "clean_finish_status" else gold, text)
+        for gold, text in CLEAN_HELD_OUT
+    ]
+    settle_held_out(task, mislabelled)
+    run_structural_checks(task, judge=False)
+    judged = validation_run_inline(task=task, actor=None, checks=["judge_recall"])
+    assert judged.status == "failed"
+    place(task, 6)
+    take(api, lead, task.project, 6)
+    response = decide(api, lead, task, "approve", 1, checklist=answers(layers[5]))
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert "Gates are not green: judge_recall" in detail and "the floor is 85%" in detail
+    assert state(task) == ("in_review", 6)
+
+    # Labelled right, the same questions pass; the sign-off goes through.
+    task.validation_questions.all().delete()
+    settle_held_out(task, CLEAN_HELD_OUT)
+    assert validation_run_inline(task=task, actor=None, checks=["judge_recall"]).status == "passed"
+    response = decide(api, lead, task, "approve", 1, checklist=answers(layers[5]))
+    assert response.status_code == 201, response.content
+    assert state(task) == ("approved", None)
+
+
 def test_reject_needs_a_reason_from_the_projects_list(api, project, task, author, auditor):
     place(task, 3)
     assert take(api, auditor, project, 3).status_code == 200
