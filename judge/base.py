@@ -9,8 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 from hilbench_annotate.errors import Unavailable
-
-from .rules import clean
+from hilbench_annotate.question_rules import clean
 
 IRRELEVANT = "irrelevant question"
 

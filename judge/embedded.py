@@ -32,11 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench_annotate.question_rules import clean, question_parts, reject_reason
+
 from .base import JudgeError, RegistryBlocker, Verdict, load_registry, registry_from_json
 from .encoder import get_encoder
 from .features import RegistryIndex, build_index, features
 from .model import Model
-from .rules import clean, question_parts, reject_reason
 
 WEIGHTS = Path(__file__).with_name("weights") / "embedded.json"
 REGISTRY_CACHE_SIZE = 512

@@ -33,11 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench_annotate.question_rules import clean, reject_reason
+
 from .base import RegistryBlocker, registry_from_json
 from .embedded import EmbeddedJudge
 from .features import RegistryIndex, build_index, features
 from .model import Model
-from .rules import clean, reject_reason
 
 # Measuring (and choosing thresholds): per task, as many negatives as it has positives,
 # roughly — questions of 8 other tasks of its domain, drawn at random, and 5 generic ones.

@@ -22,11 +22,11 @@ from django.db import transaction
 from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
+from hilbench_annotate.question_rules import reject_reason
 
 from .base import JudgeError
 from .features import content_words
 from .models import JudgeCalibration, QuestionLabel, ValidationQuestion
-from .rules import reject_reason
 from .services import get_judge, judge_cached, normalise, registry_from_snapshot
 from .training import Outcome, Scored, choose_threshold, counts
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from hilbench_annotate.question_rules import question_parts, reject_reason
+
 from .draft import DraftBlocker
-from .findings import ERROR, Finding
+from .findings import ERROR, WARNING, Finding
 from .literals import distinctive
-from .text import WORD, contains_phrase, normalise, word_set
+from .text import contains_phrase, normalise
 
 _SELF_REFERENCE = re.compile(
     r"\b(?:"
@@ -39,70 +41,31 @@ def check_self_referential(blocker: DraftBlocker, j: int, question: str) -> Iter
         )
 
 
-# Joins of two questions. Noun conjunctions ("start and end dates") are left alone: only an
-# interrogative after the conjunction starts a second question.
-_SECOND_QUESTION = re.compile(
-    r"\?\s*(?:and|also|plus)\b"
-    r"|\band also\b|;\s*also\b"
-    r"|\bas well as (?:what|which|how|who|when|where|why|whether)\b"
-    r"|\band (?:what|which|how|whether|should)\b",
-    re.IGNORECASE,
-)
-
-
 def check_multi_topic(blocker: DraftBlocker, j: int, question: str) -> Iterator[Finding]:
-    reason = None
-    if question.count("?") > 1:
-        reason = "has more than one question mark"
-    else:
-        match = _SECOND_QUESTION.search(question)
-        if match:
-            reason = f'joins two questions ("{match[0].strip()}")'
-    if reason:
+    """Several questions in one: the judge refuses the message when they target different
+    blockers (``question_parts``, the judge's own split), so this is a warning."""
+    parts = question_parts(question)
+    if len(parts) > 1:
         yield Finding(
             "multi_topic",
             blocker.question_field(j),
-            f"{blocker.question_label(j)} {reason}; the judge rejects multi-topic messages, "
-            "so split it into separate questions.",
-            ERROR,
+            f"{blocker.question_label(j)} asks {len(parts)} questions in one; the judge answers "
+            '"irrelevant question" when they target different blockers, so keep to one topic '
+            "(a follow-up on the same detail is fine).",
+            WARNING,
         )
-
-
-# First words of a question; contractions are cut at the apostrophe ("isn't" -> "isn").
-_INTERROGATIVES = word_set(
-    """what which how who whom whose when where why should is are was were does do did can
-    could would will may might must shall has have isn aren wasn weren doesn don didn
-    couldn wouldn won shouldn mustn hasn haven"""
-)
-_CONFIRMATION = re.compile(
-    r"^(?:so,?\s+)?(?:i|we)(?:['’]m| am|['’]re| are)? "
-    r"(?:assume|assuming|guess|think|suppose|believe|take it|understand)\b"
-    r"|^(?:my|our) understanding is\b|^presumably\b"
-    r"|^(?:can|could) you confirm that\b"
-    r"|,\s*(?:right|correct|yes|no|ok|okay|is that (?:right|correct|ok)|am i right|isn['’]t it"
-    r"|aren['’]t they|true)\s*\?*\s*$",
-    re.IGNORECASE,
-)
 
 
 def check_not_a_question(blocker: DraftBlocker, j: int, question: str) -> Iterator[Finding]:
-    label = blocker.question_label(j)
-    if _CONFIRMATION.search(question):
+    """What the judge turns away whatever the blockers are (``reject_reason``): statements,
+    confirmations, broad questions, too short ones."""
+    reason = reject_reason(question)
+    if reason is not None:
         yield Finding(
             "not_a_question",
             blocker.question_field(j),
-            f'{label} is a confirmation; the judge rejects "I assume X, right?" '
-            "confirmations, so ask an open question instead.",
-            ERROR,
-        )
-        return
-    first = WORD.match(question.lower().lstrip("¿(\"'`"))
-    if not question.endswith("?") and not (first and first[0] in _INTERROGATIVES):
-        yield Finding(
-            "not_a_question",
-            blocker.question_field(j),
-            f"{label} is not phrased as a question; the judge rejects statements, so rewrite "
-            "it as a question ending with '?'.",
+            f'{blocker.question_label(j)}: the judge answers "irrelevant question" to it '
+            f"({reason}); ask an open question about the missing detail instead.",
             ERROR,
         )
 

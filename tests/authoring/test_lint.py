@@ -11,6 +11,7 @@ import re
 import pytest
 
 from authoring.lint import RULES, Finding, lint_task
+from hilbench_annotate.question_rules import question_parts, reject_reason
 from hilbench_annotate.spec import parse_swe_statement
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS
 
@@ -145,7 +146,7 @@ def test_every_rule_is_described_and_findings_use_known_rules():
 def test_fingerprint_and_deterministic_order():
     draft = make_draft()
     set_question(draft, 0, 0, "What resolves this blocker? And which table?")
-    set_question(draft, 2, 1, "Tell me the threshold.")
+    set_question(draft, 2, 1, "The threshold of the rule.")
     draft["environment"]["gold_sql"] = ""
     result = lint_task(draft, schema=SCHEMA)
     assert result == lint_task(copy.deepcopy(draft), schema=SCHEMA)
@@ -259,20 +260,18 @@ def test_not_self_referential(question):
     [
         "What is the crisis period? Which table stores it?",
         "What is the crisis period? And which table stores it",
-        "Which year is the crisis and how long did it last?",
         "Which dates bound the crisis period and also which accounts count?",
         "Which dates bound the crisis period; also, are weekends included?",
         "Which dates bound the crisis period, as well as which accounts count?",
-        "What dates bound the crisis and what accounts are in scope?",
-        "Which dates bound the crisis and which accounts count?",
-        "Which dates bound the crisis and whether weekends count?",
-        "Is the crisis period inclusive and should weekends count?",
     ],
 )
 def test_multi_topic(question):
+    """Several questions in one, split as the judge splits them: a warning, since the judge
+    refuses the message only when the parts target different blockers."""
     draft = set_question(make_draft(), 0, 2, question)
     finding = only(draft, "multi_topic")
-    assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[2]", "error")
+    assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[2]", "warning")
+    assert len(question_parts(question)) > 1
 
 
 @pytest.mark.parametrize(
@@ -282,25 +281,51 @@ def test_multi_topic(question):
         "Should cash and non-cash transactions both count in the crisis period?",
         "Is any date range defined as the crisis period, and if so which one?",
         "Does the crisis period include the first day, or only later days?",
+        "Which year is the crisis and how long did it last?",
+        "Is the crisis period inclusive and should weekends count?",
     ],
 )
 def test_not_multi_topic(question):
     draft = set_question(make_draft(), 0, 2, question)
     assert findings(draft, "multi_topic") == []
+    assert len(question_parts(question)) == 1
+
+
+# Probe questions: lint errors on a trigger question exactly when the judge refuses it.
+PROBES = [
+    "Is that right?",
+    "What is the best practice for rounding?",
+    "I assume the crisis period is 1996, right?",
+    "We're assuming the crisis is one calendar year?",
+    "Can you confirm that the crisis period is a calendar year?",
+    "Tell me the crisis period dates.",
+    "The crisis period dates",
+    "Please give the dates!",
+    "Which dates bound the crisis period?",
+    "Any tips for this task?",
+    "How should the crisis period be bounded?",
+]
+
+
+@pytest.mark.parametrize("question", PROBES)
+def test_lint_and_the_judge_agree_on_what_a_question_is(question):
+    draft = set_question(make_draft(), 0, 0, question)
+    refused = reject_reason(question)
+    found = findings(draft, "not_a_question")
+    assert bool(found) == (refused is not None), (question, refused, found)
+    if refused:
+        assert refused in found[0].message and "irrelevant question" in found[0].message
 
 
 # --- 5. not_a_question -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "question",
-    ["Tell me the crisis period dates.", "The crisis period dates", "Please give the dates!"],
-)
+@pytest.mark.parametrize("question", ["The crisis period dates", "Please give the dates!"])
 def test_statement_is_not_a_question(question):
     draft = set_question(make_draft(), 0, 0, question)
     finding = only(draft, "not_a_question")
     assert (finding.field, finding.severity) == ("blockers[0].trigger_questions[0]", "error")
-    assert "not phrased as a question" in finding.message
+    assert "a statement, not a question" in finding.message
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.rules import clean, question_parts, reject_reason
+from hilbench_annotate.question_rules import clean, question_parts, reject_reason
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "examples"
 

@@ -1,5 +1,9 @@
 """Question-form rules: reasons a message is irrelevant whatever the task's blockers are.
 
+One module for both sides: the ask_human judge turns such messages away
+(``judge.embedded``), and lint warns an author whose trigger question the judge would turn
+away (``authoring.lint.questions``), with the same reason.
+
 Pure functions, no model. The release's judge rejects statements, "I assume X, right?"
 confirmations, multi-topic messages and broad or best-practice questions; these rules
 catch the unmistakable cases before any similarity is computed. They are calibrated so
@@ -55,13 +59,16 @@ _CONFIRMATION = [
     for p in (
         r"\bI\s+(?:assume|presume|suppose|guess|take\s+it|believe|think|understand)\b"
         r".*,\s*(?:right|correct|yes|no|ok|okay|true)\s*\?\s*$",
-        r",\s*(?:right|correct|isn't\s+it|aren't\s+they|no|yes|ok|okay)\s*\?\s*$",
+        r",\s*(?:right|correct|isn't\s+it|isn’t\s+it|aren't\s+they|aren’t\s+they|no|yes|ok|"
+        r"okay|true|am\s+i\s+right|is\s+that\s+(?:right|correct|ok))\s*\?*\s*$",
         r"\b(?:is\s+that\s+(?:right|correct|so)|am\s+I\s+(?:right|correct))\s*\?\s*$",
         r"^(?:can|could|would)\s+you\s+(?:please\s+)?(?:confirm|verify|validate|check)\s+"
         r"(?:that|whether|if|my|this|it)\b",
         r"^(?:please\s+)?(?:confirm|verify)\s+(?:that|whether|if|my)\b",
         r"^(?:just\s+to\s+(?:confirm|double[- ]check|be\s+sure|clarify)|to\s+confirm)\b",
-        r"^I\s+(?:assume|presume|suppose|take\s+it)\b",
+        r"^(?:so,?\s+)?(?:I|we)(?:['’]m|\s+am|['’]re|\s+are)?\s+(?:assume|assuming|presume|"
+        r"suppose|take\s+it)\b",
+        r"^(?:my|our)\s+understanding\s+is\b|^presumably\b",
     )
 ]
 
