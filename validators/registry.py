@@ -23,7 +23,8 @@ from .swe import check_swe_tests
 
 
 def _spec(task, snapshot, workdir: Path):
-    return check_spec(snapshot)
+    waivers = dict(task.lint_waivers.values_list("fingerprint", "reason"))
+    return check_spec(snapshot, waivers)
 
 
 def _swe_patches(task, snapshot, workdir: Path):

@@ -8,7 +8,10 @@ from hilbench_annotate.vocabulary import MAX_BLOCKERS, MIN_BLOCKERS
 from .results import FAILED, PASSED, CheckResult
 
 
-def check_spec(snapshot: dict) -> list[CheckResult]:
+def check_spec(snapshot: dict, waivers: dict[str, str] | None = None) -> list[CheckResult]:
+    """``waivers``: lint fingerprint -> the author's reason; a waived finding does not fail
+    the check, and the result says it was waived and why (it shows in provenance)."""
+    waivers = waivers or {}
     blockers = snapshot.get("blockers", [])
     results = []
     n = len(blockers)
@@ -25,21 +28,13 @@ def check_spec(snapshot: dict) -> list[CheckResult]:
             {"count": n},
         )
     )
-    # The lint rule that finds resolutions in the blocked spec, descriptions and business info.
-    leaks = [f for f in lint.lint_task(snapshot) if f.rule == "resolution_leak"]
-    results.append(
-        CheckResult(
-            "no_resolution_in_spec",
-            FAILED if leaks else PASSED,
-            "; ".join(f.message for f in leaks)
-            if leaks
-            else "No resolution appears in the blocked specification, descriptions or "
-            "business info.",
-            {"findings": [f.field for f in leaks]},
-        )
-    )
+    results.append(_no_resolution_in_spec(snapshot, waivers))
     full_info = task_instructions(snapshot)["full_info"]
-    missing = [b["id"] for b in blockers if b.get("resolution", "").strip() not in full_info]
+    missing = [
+        b["id"]
+        for b in blockers
+        if not b.get("resolution", "").strip() or b["resolution"].strip() not in full_info
+    ]
     results.append(
         CheckResult(
             "full_info_has_resolutions",
@@ -55,3 +50,26 @@ def check_spec(snapshot: dict) -> list[CheckResult]:
         )
     )
     return results
+
+
+def _no_resolution_in_spec(snapshot: dict, waivers: dict[str, str]) -> CheckResult:
+    """The lint rule that finds a resolution given away in the blocked spec, descriptions and
+    business info; its waived findings pass, named with their reasons."""
+    leaks = [f for f in lint.lint_task(snapshot) if f.rule == "resolution_leak"]
+    waived = [f for f in leaks if f.fingerprint in waivers]
+    failing = [f for f in leaks if f.fingerprint not in waivers]
+    notes = [f"Waived: {f.message} Reason: {waivers[f.fingerprint]}" for f in waived]
+    if failing:
+        message = "; ".join(f.message for f in failing)
+    else:
+        message = "No resolution is given away in the blocked specification, descriptions or "
+        message += "business info."
+    return CheckResult(
+        "no_resolution_in_spec",
+        FAILED if failing else PASSED,
+        " ".join([message, *notes]),
+        {
+            "findings": [f.field for f in failing],
+            "waived": [{"field": f.field, "reason": waivers[f.fingerprint]} for f in waived],
+        },
+    )

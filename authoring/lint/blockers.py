@@ -90,7 +90,9 @@ def check_criteria(blocker: DraftBlocker) -> Iterator[Finding]:
 def check_duplicates(
     blockers: list[DraftBlocker], cleaned: dict[tuple[int, int], str], threshold: float
 ) -> Iterator[Finding]:
-    """Near-duplicates in a blocker (error) and across blockers (warning), on the later one.
+    """Near-duplicates in a blocker and across blockers, on the later one: warnings — a
+    repeated phrasing wastes a trigger question but breaks nothing (the release's validated
+    registries hold some).
 
     Each question is reported at most once per rule, against the first question it repeats.
     """
@@ -110,7 +112,7 @@ def check_duplicates(
                     blocker.question_field(qi),
                     f"{blocker.question_label(qi)} nearly repeats trigger question {qj + 1} "
                     f"(similarity {score:.2f}); vary the wording or ask from another angle.",
-                    ERROR,
+                    WARNING,
                 )
             else:
                 yield Finding(

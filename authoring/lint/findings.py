@@ -22,10 +22,13 @@ RULES: dict[str, str] = {
     "self_referential": (
         'A trigger question is about the task, not the registry ("this blocker", "the gap").'
     ),
-    "multi_topic": "A trigger question asks one thing; the judge rejects multi-topic messages.",
+    "multi_topic": (
+        "A trigger question asks one thing; the judge refuses a message whose questions target "
+        "different blockers."
+    ),
     "not_a_question": (
-        "A trigger question is phrased as a question, not a statement or an "
-        '"I assume X, right?" confirmation.'
+        "A trigger question is one the judge accepts: a question, not a statement, an "
+        '"I assume X, right?" confirmation or a broad question (hilbench_annotate.question_rules).'
     ),
     "contains_resolution": "A trigger question does not contain the resolution or its values.",
     "near_duplicate": "A blocker's trigger questions are varied: no two near-duplicates.",
@@ -33,8 +36,11 @@ RULES: dict[str, str] = {
         "A trigger question is not nearly identical to a trigger question of another blocker."
     ),
     "resolution_leak": (
-        "A resolution is not discoverable in the blocked specification, column descriptions "
-        "or business info."
+        "A resolution is not given away in the blocked specification, column descriptions or "
+        "business info: not whole, and no sentence on its topic holds half its values."
+    ),
+    "resolution_literal_visible": (
+        "A value of a resolution that is visible to the agent does not tell the answer."
     ),
     "overlapping_blockers": (
         "Blockers are independent: descriptions do not overlap and resolutions differ."

@@ -89,12 +89,14 @@ def check_contains_resolution(
         if lit.found_in(question)
     ]
     if leaked:
+        # Naming a candidate value is how people ask which one applies ("gigabytes or
+        # gibibytes?"); it gives the answer away only with the whole resolution (above).
         yield Finding(
             "contains_resolution",
             blocker.question_field(j),
-            f"{label} contains the resolution's {_quote_list(leaked)}; "
-            "remove the answer from the question.",
-            ERROR,
+            f"{label} names the resolution's {_quote_list(leaked)}; make sure it asks which "
+            "value applies rather than stating the answer.",
+            WARNING,
         )
 
 

@@ -1,0 +1,181 @@
+"""Checks against work people validated: the HiL-Bench release's tasks (five examples, and the
+98 calibration tasks when present) raise no lint error and no structural failure; and each
+known fault, planted in the demo's clean blocked task, is caught by its rule.
+
+The history-leakage faults (a gold line in history, refs, reflog, stash, …) are planted in
+``tests/validators/test_leakage.py``.
+"""
+
+import copy
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from authoring import lint
+from exchange.importers import import_hilbench
+from hilbench_annotate.models import Task
+from hilbench_annotate.services import task_snapshot
+from tests.conftest import shared_path
+from tests.exchange.bundle_helpers import seed_demo, sql_task
+from validators.registry import groups_for, run_group
+from validators.spec import check_spec
+
+pytestmark = pytest.mark.django_db
+
+
+def _structural(task, snapshot) -> dict[str, str]:
+    failures = {}
+    for group in groups_for(task.domain):
+        with tempfile.TemporaryDirectory() as tmp:
+            for result in run_group(group, task, snapshot, Path(tmp)):
+                if result.outcome in ("failed", "error"):
+                    failures[f"{group}/{result.name}"] = result.message
+    return failures
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("root", ["hilbench", "hilbench-calibration"])
+def test_release_tasks_raise_no_lint_error_and_no_structural_failure(root, project, author):
+    path = shared_path("examples", root)
+    import_hilbench(project=project, root=path, actor=author)
+    tasks = list(Task.objects.filter(project=project))
+    assert len(tasks) == (5 if root == "hilbench" else 98)
+    errors, failures = {}, {}
+    for task in tasks:
+        snapshot = task_snapshot(task)
+        name = task.source_metadata.get("folder")
+        found = [f for f in lint.lint_task(snapshot) if f.severity == lint.ERROR]
+        if found:
+            errors[name] = [(f.rule, f.message) for f in found]
+        broken = _structural(task, snapshot)
+        if broken:
+            failures[name] = broken
+    assert errors == {}
+    assert failures == {}
+
+
+# --- planted faults ------------------------------------------------------------------------
+
+
+def _resolution(snapshot, index=0) -> str:
+    return snapshot["blockers"][index]["resolution"]
+
+
+def copy_resolution_into_the_question(snapshot):
+    snapshot["blocked_spec"]["question"] += " " + _resolution(snapshot)
+
+
+def copy_a_resolution_sentence_into_business_info(snapshot):
+    snapshot["environment"]["business_info"] = [
+        *snapshot["environment"].get("business_info", []),
+        "Reference note: " + _resolution(snapshot, 1),
+    ]
+
+
+def copy_a_resolution_into_a_column_description(snapshot):
+    descriptions = snapshot["environment"]["descriptions"]
+    table = sorted(descriptions)[0]
+    descriptions[table] += f'note,note,"{_resolution(snapshot, 2)}",text,\n'
+
+
+def trigger_question_states_its_resolution(snapshot):
+    resolution = _resolution(snapshot).rstrip(".")
+    snapshot["blockers"][0]["trigger_questions"][0] = f"Is it true that {resolution}?"
+
+
+def trigger_question_the_judge_refuses(snapshot):
+    snapshot["blockers"][1]["trigger_questions"][1] = "I assume the year is 1997, right?"
+
+
+def trigger_question_about_the_registry(snapshot):
+    snapshot["blockers"][2]["trigger_questions"][0] = "What does this blocker refer to?"
+
+
+def too_few_blockers(snapshot):
+    snapshot["blockers"] = snapshot["blockers"][:2]
+
+
+def resolution_left_empty(snapshot):
+    snapshot["blockers"][1]["resolution"] = " "
+
+
+def same_resolution_twice(snapshot):
+    snapshot["blockers"][1]["resolution"] = _resolution(snapshot, 0)
+
+
+FAULTS = {
+    # fault: (plant, lint rule that errs, structural check that fails or None)
+    "resolution copied into the question": (
+        copy_resolution_into_the_question,
+        "resolution_leak",
+        "no_resolution_in_spec",
+    ),
+    "a resolution sentence in business info": (
+        copy_a_resolution_sentence_into_business_info,
+        "resolution_leak",
+        "no_resolution_in_spec",
+    ),
+    "a resolution in a column description": (
+        copy_a_resolution_into_a_column_description,
+        "resolution_leak",
+        "no_resolution_in_spec",
+    ),
+    "a trigger question that states its resolution": (
+        trigger_question_states_its_resolution,
+        "contains_resolution",
+        None,
+    ),
+    "a trigger question the judge refuses": (
+        trigger_question_the_judge_refuses,
+        "not_a_question",
+        None,
+    ),
+    "a trigger question about the registry": (
+        trigger_question_about_the_registry,
+        "self_referential",
+        None,
+    ),
+    "two blockers only": (too_few_blockers, "blocker_count", "blocker_count"),
+    "a resolution left empty": (
+        resolution_left_empty,
+        "empty_field",
+        "full_info_has_resolutions",
+    ),
+    "two blockers with one resolution": (same_resolution_twice, "overlapping_blockers", None),
+}
+
+
+@pytest.fixture
+def clean(settings, tmp_path) -> dict:
+    task = sql_task(seed_demo(settings, tmp_path))
+    snapshot = task_snapshot(task)
+    assert [f for f in lint.lint_task(snapshot) if f.severity == lint.ERROR] == []
+    assert all(r.outcome == "passed" for r in check_spec(snapshot))
+    return snapshot
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_each_planted_fault_is_caught_by_its_rule(clean, fault):
+    plant, rule, check = FAULTS[fault]
+    snapshot = copy.deepcopy(clean)
+    plant(snapshot)
+    errors = {f.rule for f in lint.lint_task(snapshot) if f.severity == lint.ERROR}
+    assert rule in errors, (fault, errors)
+    failed = {r.name for r in check_spec(snapshot) if r.outcome == "failed"}
+    assert failed == ({check} if check else set()), (fault, failed)
+
+
+def test_a_waiver_with_a_reason_is_honoured_and_named(clean):
+    snapshot = copy.deepcopy(clean)
+    copy_resolution_into_the_question(snapshot)
+    (finding,) = [f for f in lint.lint_task(snapshot) if f.rule == "resolution_leak"]
+    reason = "The question quotes the legal definition on purpose; reviewed with the lead."
+    result = next(
+        r
+        for r in check_spec(snapshot, {finding.fingerprint: reason})
+        if r.name == "no_resolution_in_spec"
+    )
+    assert result.outcome == "passed"
+    assert "Waived:" in result.message and reason in result.message
+    assert result.details["waived"] == [{"field": finding.field, "reason": reason}]
