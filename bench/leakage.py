@@ -1,6 +1,11 @@
 """Time the history-leakage check on a 20,000-commit repository against ``git log -S``.
 
-    .venv/bin/python bench/leakage.py [--commits 20000] [--rebuild]
+    .venv/bin/python bench/leakage.py [--commits 20000] [--rebuild] [--skip-pytest]
+
+Then the same on a real repository when ``../shared/data/swe-bench`` is present: the pytest
+mirror (its git bundle, cloned bare once under var/bench/pytest.git), every object of it
+scanned for all the forbidden texts of one SWE-bench instance (its gold patch's lines and its
+setup-free base), against one ``git log --all -S<text>`` — the ratio in one run.
 
 The point: ``check_leakage`` looks for every forbidden text (here 10) in every object of the
 store in one streaming ``cat-file --batch-all-objects`` pass, while the obvious alternative,
@@ -14,6 +19,8 @@ real hits to report), the others never appear.
 """
 
 import argparse
+import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hilbench_annotate.toolkit.gitrepo import git_env, run_git  # noqa: E402
-from validators.leakage import check_leakage  # noqa: E402
+from validators.leakage import check_leakage, forbidden_texts  # noqa: E402
 
 REPO = ROOT / "var" / "bench" / "leakage-repo"
 FILES = [f"src/module_{n}.py" for n in range(5)]
@@ -111,10 +118,52 @@ def commit_count() -> int:
     return int(result.stdout) if result.returncode == 0 else 0
 
 
+SHARED = ROOT.parent / "shared" / "data" / "swe-bench"
+PYTEST = ROOT / "var" / "bench" / "pytest.git"
+INSTANCE = "pytest-dev__pytest-7490"
+ROUNDS = 5
+
+
+def pytest_bench() -> None:
+    bundle = SHARED / "pytest-dev__pytest.bundle"
+    if not bundle.is_file():
+        print(f"(no {bundle}: the real-repository figures are skipped)")
+        return
+    with tempfile.TemporaryDirectory(prefix="hilbench-bench-") as home:
+        if not (PYTEST / "HEAD").is_file():
+            run_git(None, ["clone", "-q", "--mirror", str(bundle), str(PYTEST)], home=Path(home))
+        commits = run_git(PYTEST, ["rev-list", "--all", "--count"], home=Path(home)).stdout
+    records = [json.loads(line) for line in (SHARED / "pytest-instances.jsonl").open()]
+    record = next(r for r in records if r["instance_id"] == INSTANCE)
+    forbidden = forbidden_texts(gold_patch=record["patch"], setup_patch="", resolutions=[])
+    longest = max((t for _label, t in forbidden), key=len)
+    checks, scans, logs = [], [], []
+    for _round in range(ROUNDS):  # interleaved, so both see the same machine
+        started = time.perf_counter()
+        results = check_leakage(repo=PYTEST, base_commit=record["base_commit"], forbidden=forbidden)
+        checks.append(time.perf_counter() - started)
+        text = next(result for result in results if result.name == "no_forbidden_text")
+        scans.append(text.details["seconds"])
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="hilbench-bench-") as home:
+            args = ["log", "--all", "--format=%H", f"-S{longest}"]
+            run_git(PYTEST, args, home=Path(home), timeout=900)
+        logs.append(time.perf_counter() - started)
+    check, scan, log = (statistics.median(v) for v in (checks, scans, logs))
+    print(
+        f"pytest ({int(commits)} commits, {text.details['objects_scanned']} objects), "
+        f"{INSTANCE}'s {len(forbidden)} forbidden texts, median of {ROUNDS} interleaved rounds: "
+        f"object scan {scan:.2f} s, whole check_leakage {check:.2f} s (every rule); "
+        f"git log --all -S<one text> {log:.2f} s; ratio scan/log {scan / log:.2f}, "
+        f"check/log {check / log:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commits", type=int, default=20_000)
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--skip-pytest", action="store_true")
     options = parser.parse_args()
 
     started = time.perf_counter()
@@ -164,6 +213,8 @@ def main() -> None:
     )
     for result in results:
         print(f"  {result.name}: {result.outcome}")
+    if not options.skip_pytest:
+        pytest_bench()
 
 
 if __name__ == "__main__":

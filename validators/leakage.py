@@ -11,10 +11,9 @@ produces that repository: the base commit's tree with the setup patch applied, a
 orphan commit.
 
 :func:`check_leakage` inspects a repository as shipped and returns one
-:class:`~validators.results.CheckResult` per rule. It reads every object of the store in one
-streaming ``git cat-file --batch-all-objects --batch`` pass (git decompresses; Python only
-looks for a few substrings per object), so it stays fast on repositories with tens of
-thousands of commits.
+:class:`~validators.results.CheckResult` per rule. It reads every object of the store once,
+for all texts at a time (:mod:`validators.objectscan`: ``git cat-file`` streams, Hyperscan
+searches), so it stays fast on repositories with tens of thousands of commits.
 
 :func:`forbidden_texts` lists the texts that must not be recoverable.
 
@@ -22,17 +21,27 @@ Every git call follows :mod:`toolkit.gitrepo`'s conventions (explicit ``--git-di
 or system configuration, no replace objects, timeouts). Nothing here writes to the mirror.
 """
 
-import keyword
+import hashlib
+import os
 import re
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from hilbench_annotate.errors import DomainError
-from hilbench_annotate.toolkit.gitrepo import git_dir, git_env, run_git
+from hilbench_annotate.toolkit.gitrepo import git_dir, run_git
+from validators.forbidden import (
+    MIN_TEXT_LENGTH,
+    Needle,
+    by_anchor,
+    forbidden_texts,
+    needles_for,
+    normalise,
+    search_needles,
+)
+from validators.objectscan import scan_objects
 from validators.results import FAILED, PASSED, SKIPPED, CheckResult
 from validators.sanitize import BRANCH, COMMIT_MESSAGE, IDENTITY_EMAIL, IDENTITY_NAME, sanitize
 
@@ -49,8 +58,6 @@ __all__ = [
     "sanitize",
 ]
 
-MIN_TEXT_LENGTH = 12  # normalised characters; shorter texts are too generic to search for
-SCAN_TIMEOUT = 900  # seconds for the streaming pass over every object
 SAMPLE = 5  # how many offending items a message names
 MAX_DETAILS = 100  # how many offending items details list (counts are always complete)
 
@@ -60,106 +67,14 @@ RULES = (
     "no_reflog",
     "no_unreachable_objects",
     "no_newer_commits",
+    "clean_work_tree",
     "no_forbidden_text",
 )
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a file outside the object store larger than this is not read
 
-# Words that carry no information on their own: a line made only of these and punctuation
-# ("} else {", "return None", "pass") says nothing about the fix and matches everywhere.
-_GENERIC_WORDS = """
-    self cls this null nil undefined true false none void var let const func function fn end
-    then do done fi case switch default break continue public private protected static final
-    new int str bool float string object super throw throws catch begin endif elsif unless
-    until go defer"""
-_TRIVIAL_WORDS = {word.lower() for word in keyword.kwlist + keyword.softkwlist}
-_TRIVIAL_WORDS |= set(_GENERIC_WORDS.split())
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
-_WHITESPACE = re.compile(r"\s+")
 _SPECIAL_HEAD = re.compile(r"^[A-Z_]*HEAD$")
 _COMMITTER = re.compile(rb"^committer .*> (-?\d+) [+-]\d{4}$", re.M)
 _TAGGER = re.compile(rb"^tagger .*> (-?\d+) [+-]\d{4}$", re.M)
-
-
-# --- forbidden texts -------------------------------------------------------------------------
-
-
-def normalise(text: str) -> str:
-    """``text`` with every run of whitespace collapsed to one space, ends stripped.
-
-    Matching normalised text makes a leak survive re-indentation or re-wrapping.
-    """
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-def _is_trivial(line: str) -> bool:
-    """Too short, or only punctuation and keywords: searching for it would flag every repo."""
-    if len(normalise(line)) < MIN_TEXT_LENGTH:
-        return True
-    return not any(word.lower() not in _TRIVIAL_WORDS for word in _WORD.findall(line))
-
-
-def _patch_lines(patch: str, sign: str) -> list[str]:
-    """Lines a unified diff adds (``sign="+"``) or removes (``"-"``), without file headers."""
-    header = sign * 3
-    lines = []
-    for line in patch.splitlines():
-        if line.startswith(sign) and not line.startswith(header):
-            lines.append(line[1:].strip())
-    return lines
-
-
-def forbidden_texts(
-    *, gold_patch: str, setup_patch: str, resolutions: Sequence[tuple[str, str]]
-) -> list[tuple[str, str]]:
-    """``(label, text)`` pairs that must not be recoverable from the shipped repository.
-
-    * every non-trivial line the gold patch adds ("gold patch added line"): the answer;
-    * every resolution ("resolution of <id>"): what the agent must ask a human for;
-    * every non-trivial line the setup patch removes ("text the setup patch removed"): the
-      information the setup patch hid on purpose.
-
-    Lines are stripped; trivial ones (shorter than MIN_TEXT_LENGTH, or only punctuation and
-    keywords) are dropped because they would match any repository. Texts are deduplicated on
-    their normalised form, the first label winning. Resolutions are kept whatever their
-    length: :func:`check_leakage` reports (rather than silently drops) those too short to search.
-    """
-    candidates: list[tuple[str, str]] = []
-    candidates += [("gold patch added line", line) for line in _patch_lines(gold_patch, "+")]
-    candidates += [(f"resolution of {rid}", text.strip()) for rid, text in resolutions]
-    candidates += [
-        ("text the setup patch removed", line) for line in _patch_lines(setup_patch, "-")
-    ]
-    seen: set[str] = set()
-    result = []
-    for label, text in candidates:
-        key = normalise(text)
-        if not key or key in seen:
-            continue
-        if not label.startswith("resolution of ") and _is_trivial(text):
-            continue
-        seen.add(key)
-        result.append((label, text))
-    return result
-
-
-@dataclass(frozen=True)
-class _Needle:
-    label: str
-    text: str  # normalised
-    anchor: bytes  # longest whitespace-free run: a fast C substring test before the regex
-    pattern: re.Pattern  # the text with each whitespace run matching any whitespace run
-
-
-def _needles(forbidden: Iterable[tuple[str, str]]) -> tuple[list[_Needle], list[dict]]:
-    needles, skipped = [], []
-    for label, text in forbidden:
-        key = normalise(text)
-        if len(key) < MIN_TEXT_LENGTH:
-            skipped.append({"label": label, "text": key})
-            continue
-        tokens = [token.encode("utf-8") for token in key.split(" ")]
-        pattern = re.compile(rb"\s+".join(re.escape(token) for token in tokens))
-        needles.append(_Needle(label, key, max(tokens, key=len), pattern))
-    return needles, skipped
 
 
 # --- check -----------------------------------------------------------------------------------
@@ -169,8 +84,9 @@ def _needles(forbidden: Iterable[tuple[str, str]]) -> tuple[list[_Needle], list[
 class _Hit:
     label: str
     text: str
-    oid: str
-    object_type: str
+    oid: str  # the object, or "" for a file outside the object store
+    object_type: str  # "blob", "commit"…, or "file"
+    place: str = ""  # for a file: where it is (".git/COMMIT_EDITMSG", "work tree: x.py")
 
 
 @dataclass
@@ -181,75 +97,130 @@ class _Scan:
     dates: dict[str, int]  # commit/tag oid -> committer/tagger timestamp
     hits: list[_Hit]
     seconds: float
+    in_head: dict[str, str] = field(default_factory=dict)  # text -> a HEAD path holding it
 
 
-def _scan(repo: Path, home: Path, needles: list[_Needle]) -> _Scan:
-    """Stream every object (loose, packed, alternates) once through ``cat-file --batch``.
+def _head_tree(repo: Path, home: Path) -> dict[str, tuple[str, str]]:
+    """path -> (type, oid) of every entry of HEAD's tree: what the agent is given to read."""
+    result = run_git(repo, ["ls-tree", "-r", "-z", "HEAD"], home=home, check=False, timeout=600)
+    if result.returncode != 0:
+        return {}
+    entries: dict[str, tuple[str, str]] = {}
+    for record in result.stdout.split(b"\x00"):
+        meta, _, path = record.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3:
+            entries[path.decode("utf-8", "surrogateescape")] = (
+                parts[1].decode(),
+                parts[2].decode(),
+            )
+    return entries
 
-    Per object, each needle's anchor is looked for with ``bytes.__contains__`` (C speed); the
-    whitespace-tolerant regex only runs on the few objects whose content holds an anchor.
-    Trees are read (the stream must be consumed) but not searched: they only hold names.
+
+def _blob_id(data: bytes, length: int) -> str:
+    """The object id git gives ``data`` as a blob (SHA-1, or SHA-256 for 64-digit ids),
+    computed here: ``git hash-object`` would run the repository's clean filters."""
+    algorithm = hashlib.sha256 if length == 64 else hashlib.sha1
+    return algorithm(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+def _work_tree_extras(repo: Path, head: dict[str, tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(path, "untracked" | "modified")`` for every file of the work tree that is not HEAD's
+    tree as committed (ignored files included), read without git (no hook, filter or
+    fsmonitor of the repository runs). A bare repository has none."""
+    length = len(next(iter(head.values()))[1]) if head else 40
+    submodules = [path for path, (kind, _oid) in head.items() if kind == "commit"]
+    extras = []
+    for folder, dirs, files in os.walk(repo):
+        relative_folder = Path(folder).relative_to(repo).as_posix()
+        if relative_folder == ".":
+            dirs[:] = [d for d in dirs if d != ".git"]
+        dirs[:] = [
+            d for d in dirs
+            if (Path(relative_folder) / d).as_posix().removeprefix("./") not in submodules
+            and not (Path(folder) / d).is_symlink()
+        ]  # fmt: skip
+        symlinked_dirs = [d for d in os.listdir(folder) if (Path(folder) / d).is_symlink()]
+        for name in sorted({*files, *symlinked_dirs}):
+            path = Path(folder) / name
+            relative = path.relative_to(repo).as_posix()
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            entry = head.get(relative)
+            if entry is None:
+                extras.append((relative, "untracked"))
+            elif entry[0] != "blob" or entry[1] not in {
+                _blob_id(data, length),
+                _blob_id(data.replace(b"\r\n", b"\n"), length),  # checked out with eol=crlf
+            }:
+                extras.append((relative, "modified"))
+    return extras
+
+
+def _file_hits(needles: list[Needle], places: list[tuple[str, Path]]) -> list[_Hit]:
+    """Hits in files outside the object store: ``(place, path)`` pairs."""
+    anchors = by_anchor(needles)
+    hits = []
+    for place, path in places:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            continue
+        for needle in search_needles(anchors, path.read_bytes()):
+            hits.append(_Hit(needle.label, needle.text, "", "file", place))
+    return hits
+
+
+def _git_files(gdir: Path) -> list[tuple[str, Path]]:
+    """Every file of the git directory that is data the agent could read: not the object
+    store (scanned object by object) and not the index (HEAD's tree)."""
+    places = []
+    for path in sorted(gdir.rglob("*")):
+        relative = path.relative_to(gdir).as_posix()
+        if relative == "index" or relative.startswith("objects/") or not path.is_file():
+            continue
+        places.append((f".git/{relative}", path))
+    return places
+
+
+def _check_work_tree(extras: list[tuple[str, str]], bare: bool) -> CheckResult:
+    name = "clean_work_tree"
+    if bare:
+        return CheckResult(name, SKIPPED, "A bare repository has no work tree.")
+    if extras:
+        leaks = [f"{path} ({status})" for path, status in extras]
+        message = "The work tree holds files that are not HEAD's tree: " + _listing(leaks) + "."
+        return CheckResult(name, FAILED, message, {"files": [p for p, _ in extras][:MAX_DETAILS]})
+    return CheckResult(name, PASSED, "The work tree is exactly HEAD's tree.")
+
+
+def _scan(repo: Path, home: Path, needles: list[Needle], head: dict[str, str]) -> _Scan:
+    """One pass over every object of the store (``validators.objectscan``: git streams it
+    into ``grep -F`` for the needles' anchors; only the objects holding one, and the commits
+    and tags, reach Python), then each needle's exact pattern on those. A blob of HEAD's tree
+    (``head``) is what the agent is given: a patch line found there is not distinctive and
+    is not reported anywhere; a resolution found there is (the answer is in plain sight).
     """
     started = time.monotonic()
-    command = [
-        "git",
-        f"--git-dir={git_dir(repo)}",
-        "cat-file",
-        "--batch-all-objects",
-        "--unordered",
-        "--batch",
-    ]
-    types: dict[str, str] = {}
-    dates: dict[str, int] = {}
-    hits: list[_Hit] = []
-    anchors: dict[bytes, list[_Needle]] = {}
-    for needle in needles:
-        anchors.setdefault(needle.anchor, []).append(needle)
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=git_env(home),
-        cwd=home,
-    )
-    try:
-        stream = process.stdout
-        assert stream is not None
-        while True:
-            header = stream.readline()
-            if not header:
-                break
-            oid_bytes, type_bytes, size = header.split()
-            data = stream.read(int(size) + 1)[:-1]
-            oid, object_type = oid_bytes.decode(), type_bytes.decode()
-            types[oid] = object_type
-            if time.monotonic() - started > SCAN_TIMEOUT:
-                raise DomainError(f"Reading every object took longer than {SCAN_TIMEOUT} s.")
-            if object_type == "tree":
-                continue
-            if object_type in ("commit", "tag"):
-                head = data.split(b"\n\n", 1)[0]
-                found = (_COMMITTER if object_type == "commit" else _TAGGER).search(head)
-                if found:
-                    dates[oid] = int(found.group(1))
-            for anchor, group in anchors.items():
-                if anchor in data:
-                    for needle in group:
-                        if needle.pattern.search(data):
-                            hits.append(_Hit(needle.label, needle.text, oid, object_type))
-        process.wait(timeout=60)
-        if process.returncode != 0:
-            message = process.stderr.read().decode("utf-8", "replace").strip()
-            raise DomainError(f"git cat-file failed: {message}")
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for pipe in (process.stdout, process.stderr):
-            if pipe:
-                pipe.close()
-    return _Scan(types, dates, hits, time.monotonic() - started)
+    anchors = by_anchor(needles)
+    store = scan_objects(repo, home, anchors)
+    scan = _Scan(types=store.types, dates={}, hits=[], seconds=0.0)
+    for oid, data in store.content.items():
+        object_type = store.types.get(oid, "blob")
+        if object_type in ("commit", "tag"):
+            found = (_COMMITTER if object_type == "commit" else _TAGGER).search(
+                data.split(b"\n\n", 1)[0]
+            )
+            if found:
+                scan.dates[oid] = int(found.group(1))
+    for oid in sorted(store.candidates):
+        object_type = store.types.get(oid, "blob")
+        for needle in search_needles(anchors, store.content[oid]):
+            if oid in head and not needle.sentence:
+                scan.in_head.setdefault(needle.text, head[oid])
+            else:
+                scan.hits.append(_Hit(needle.label, needle.text, oid, object_type))
+    # A line the agent is given in HEAD's tree is not distinctive anywhere else either.
+    scan.hits = [hit for hit in scan.hits if hit.text not in scan.in_head]
+    scan.seconds = time.monotonic() - started
+    return scan
 
 
 def _refs(repo: Path, home: Path) -> list[tuple[str, str, str]]:
@@ -397,10 +368,14 @@ def _check_unreachable(gdir: Path, scan: _Scan, reachable: dict[str, str], refs)
     )
 
 
-def _check_newer(repo: Path, home: Path, base_commit: str | None, scan: _Scan, refs) -> CheckResult:
+def _check_newer(
+    repo: Path, home: Path, base_commit: str | None, base_date: int | None, scan: _Scan, refs
+) -> CheckResult:
     name = "no_newer_commits"
     reference, source = None, ""
-    if base_commit:
+    if base_date is not None:
+        reference, source = base_date, "base commit's date"
+    if reference is None and base_commit:
         args = ["rev-parse", "--verify", "-q", "--end-of-options", f"{base_commit}^{{commit}}"]
         found = run_git(repo, args, home=home, check=False)
         if found.returncode == 0:
@@ -439,14 +414,32 @@ def _check_newer(repo: Path, home: Path, base_commit: str | None, scan: _Scan, r
     return CheckResult(name, FAILED, message, details)
 
 
+def _where(hit: _Hit, reachable: dict[str, str], head_oids: dict[str, str]) -> str:
+    if hit.object_type == "file":
+        return f"in {hit.place}"
+    where = f"in {hit.object_type} {hit.oid[:12]}"
+    if hit.oid in head_oids:
+        return f'{where} at "{head_oids[hit.oid]}" in HEAD\'s tree (the agent reads it)'
+    path = reachable.get(hit.oid)
+    if path:
+        return f'{where} at "{path}" in HEAD\'s history'
+    return f"{where} {'reachable from HEAD' if hit.oid in reachable else 'not reachable from HEAD'}"
+
+
 def _check_text(
-    scan: _Scan, reachable: dict[str, str], skipped: list[dict], searched: int
+    scan: _Scan,
+    reachable: dict[str, str],
+    skipped: list[dict],
+    searched: int,
+    head_oids: dict[str, str],
 ) -> CheckResult:
     name = "no_forbidden_text"
     details = {
         "objects_scanned": len(scan.types),
         "texts_searched": searched,
         "texts_skipped_too_short": skipped,
+        # Patch lines the agent is given in HEAD's tree anyway: not distinctive, not searched.
+        "texts_in_head_tree": dict(list(scan.in_head.items())[:MAX_DETAILS]),
         "seconds": round(scan.seconds, 3),
         "leaks": [],
     }
@@ -460,28 +453,23 @@ def _check_text(
         return CheckResult(
             name,
             PASSED,
-            f"None of {searched} forbidden texts is in any of {len(scan.types)} objects{note}.",
+            f"None of {searched} forbidden texts is in any of {len(scan.types)} objects, in "
+            f"the git directory's files or in the work tree outside HEAD's tree{note}.",
             details,
         )
     leaks = []
     for hit in scan.hits:
-        path = reachable.get(hit.oid)
-        if path:
-            where = f'at "{path}" in HEAD\'s history'
-        elif hit.oid in reachable:
-            where = "reachable from HEAD"
-        else:
-            where = "not reachable from HEAD"
         excerpt = hit.text if len(hit.text) <= 60 else hit.text[:57] + "..."
-        leaks.append(f'{hit.label} ("{excerpt}") is in {hit.object_type} {hit.oid[:12]} {where}')
+        leaks.append(f'{hit.label} ("{excerpt}") is {_where(hit, reachable, head_oids)}')
         if len(details["leaks"]) < MAX_DETAILS:
             details["leaks"].append(
                 {
                     "label": hit.label,
                     "text": hit.text,
-                    "object": hit.oid,
+                    "object": hit.oid or None,
                     "type": hit.object_type,
-                    "path": path or None,
+                    "place": hit.place or reachable.get(hit.oid) or None,
+                    "in_head_tree": hit.oid in head_oids,
                     "reachable_from_head": hit.oid in reachable,
                 }
             )
@@ -500,31 +488,49 @@ def check_leakage(
     repo: Path,
     base_commit: str | None = None,
     forbidden: Iterable[tuple[str, str]] = (),
+    base_date: int | None = None,
 ) -> list[CheckResult]:
     """One CheckResult per rule in RULES for the repository ``repo`` (bare or with work tree).
 
-    ``forbidden`` holds ``(label, text)`` pairs (see :func:`forbidden_texts`). ``base_commit``
-    dates "newer": when it is absent from ``repo`` (always, for a sanitized repository) HEAD's
-    commit is the reference, since a sanitized HEAD carries the base commit's date.
+    ``forbidden`` holds ``(label, text)`` pairs (see :func:`forbidden_texts`). A text is a
+    leak where it is in something other than HEAD's tree — history, other refs, unreachable
+    objects, the git directory's files (``COMMIT_EDITMSG``, ``FETCH_HEAD``, config, hooks,
+    logs…), the work tree's untracked, ignored or modified files — and a patch line that
+    HEAD's tree holds is no leak anywhere (the agent is given it). ``base_date`` (or
+    ``base_commit``, when the repository holds it; else HEAD's commit, which a sanitized
+    repository dates at the base) dates "newer".
 
     Only the repository's own configuration is read (``git config --local``): what ships is
-    the directory, not whoever inspects it. Replace refs are reported, never followed.
+    the directory, not whoever inspects it. Replace refs are reported, never followed, and
+    no git command that could run a hook, a filter or an fsmonitor of the repository is used.
     """
     repo = Path(repo)
     gdir = git_dir(repo)
-    needles, skipped = _needles(forbidden)
+    bare = gdir == repo.resolve()
+    needles, skipped = needles_for(forbidden)
     with tempfile.TemporaryDirectory(prefix="hilbench-leakage-") as scratch:
         home = Path(scratch)
         refs = _refs(repo, home)
         symbolic = run_git(repo, ["symbolic-ref", "-q", "HEAD"], home=home, check=False)
         head_ref = (symbolic.stdout.decode().strip() or None) if symbolic.returncode == 0 else None
-        scan = _scan(repo, home, needles)
-        reachable = _reachable_from_head(repo, home)
+        head = _head_tree(repo, home)
+        head_oids = {oid: path for path, (kind, oid) in head.items() if kind == "blob"}
+        with ThreadPoolExecutor(max_workers=1) as pool:  # walking HEAD's history meanwhile
+            reaching = pool.submit(_reachable_from_head, repo, home)
+            scan = _scan(repo, home, needles, head_oids)
+            reachable = reaching.result()
+        extras = [] if bare else _work_tree_extras(repo, head)
+        places = _git_files(gdir) + [
+            (f"work tree: {path} ({status})", repo / path) for path, status in extras
+        ]
+        outside = [h for h in _file_hits(needles, places) if h.text not in scan.in_head]
+        scan.hits.extend(outside)
         return [
             _check_remote(repo, home, refs),
             _check_refs(gdir, head_ref, refs),
             _check_reflog(gdir),
             _check_unreachable(gdir, scan, reachable, refs),
-            _check_newer(repo, home, base_commit, scan, refs),
-            _check_text(scan, reachable, skipped, len(needles)),
+            _check_newer(repo, home, base_commit, base_date, scan, refs),
+            _check_work_tree(extras, bare),
+            _check_text(scan, reachable, skipped, len(needles), head_oids),
         ]

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from authoring.checks import patch_chain_check
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.gitrepo import run_git
 
 from .leakage import check_leakage, forbidden_texts, sanitize
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
@@ -67,7 +68,13 @@ def _history_leakage(task, snapshot, workdir: Path):
         setup_patch=env.setup_patch,
         resolutions=[(b["id"], b["resolution"]) for b in snapshot.get("blockers", [])],
     )
-    return check_leakage(repo=shipped, base_commit=None, forbidden=texts)
+    dated = run_git(
+        Path(env.repository.path),
+        ["show", "-s", "--format=%ct", "--end-of-options", f"{env.base_commit}^{{commit}}"],
+        check=False,
+    )
+    base_date = int(dated.stdout.decode().strip()) if dated.returncode == 0 else None
+    return check_leakage(repo=shipped, base_commit=None, forbidden=texts, base_date=base_date)
 
 
 def _sql_ground_truth(task, snapshot, workdir: Path):

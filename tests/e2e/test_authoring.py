@@ -240,9 +240,9 @@ def test_author_blocks_a_swe_task_end_to_end(page, live_server, demo):
     assert task.blockers.count() == 3
     expect(page.locator("#lint-panel .finding[data-rule=setup_patch]")).to_have_count(0)
 
-    # The example in the statement gives away how negative ties round: lint says so, and the
-    # author decides to keep it, waiving the finding with a reason.
-    leak = page.locator("#lint-panel .finding[data-rule=resolution_leak]")
+    # The example in the statement names a value of how negative ties round: lint warns, and
+    # the author decides to keep it, recording why with a waiver the reviewers will see.
+    leak = page.locator("#lint-panel .finding.warning[data-rule=resolution_literal_visible]")
     expect(leak).to_contain_text("0.125")
     leak.locator("summary").click()
     leak.locator("input[name=reason]").fill("Positive example only; the negative case stays open.")

@@ -208,15 +208,18 @@ def test_sanitize_refuses_a_setup_patch_that_does_not_apply(task, tmp_path):
 
 
 def test_the_mirror_itself_leaks(task):
-    """The unsanitized upstream history is exactly what must not ship (bare repo works too)."""
+    """The unsanitized upstream history is exactly what must not ship (bare repo works too).
+
+    Its HEAD is upstream's tip, whose tree holds the gold lines: text its HEAD shows is not
+    distinctive, so the leak is reported as what it is — commits newer than the base."""
     results = check_leakage(repo=task.mirror, base_commit=task.base, forbidden=task.forbidden)
-    assert failed(results) >= {"no_newer_commits", "no_forbidden_text", "only_head_refs"}
+    assert failed(results) == {"no_newer_commits", "only_head_refs", "no_remote"}
     newer = by_name(results, "no_newer_commits")
     assert "2 commit(s)" in newer.message
     assert 'branch "main" points at a commit newer than the base commit' in newer.message
     text = by_name(results, "no_forbidden_text")
-    assert "gold patch added line" in text.message
-    assert "text the setup patch removed" in text.message
+    assert GOLD_LINE in text.details["texts_in_head_tree"]
+    assert by_name(results, "clean_work_tree").outcome == "skipped"  # bare
     assert 'tag "v1.0"' in by_name(results, "only_head_refs").message
 
 
@@ -304,8 +307,47 @@ def leak_history_as_is(repo: Path, task: Task) -> Path:
     return naive
 
 
+def leak_future_commit_on_head(repo: Path, task: Task) -> Path:
+    later = _later_commit(repo)
+    quiet(repo, "update-ref", "refs/heads/main", later)
+    return repo
+
+
+def leak_packed_unreachable_gold_blob(repo: Path, task: Task) -> Path:
+    quiet(repo, "hash-object", "-w", "--stdin", input=f"    {GOLD_LINE}\n")
+    quiet(repo, "repack", "-a", "-d", "-q", "--keep-unreachable")
+    assert git(repo, "count-objects", "-v").splitlines()[0] == "count: 0"  # all packed
+    return repo
+
+
+def leak_untracked_gold_file(repo: Path, task: Task) -> Path:
+    (repo / "fix_notes.py").write_text(f"# from the upstream fix\n{GOLD_LINE}\n")
+    return repo
+
+
+def leak_resolution_in_commit_editmsg(repo: Path, task: Task) -> Path:
+    (repo / ".git" / "COMMIT_EDITMSG").write_text(f"Set up task\n\n{RESOLUTION[1]}.\n")
+    return repo
+
+
 LEAKS = {
     # name: (plant the leak, rules expected to fail, text every failing message must hold)
+    "future commit on HEAD": (leak_future_commit_on_head, {"no_newer_commits"}, "newer"),
+    "packed unreachable object": (
+        leak_packed_unreachable_gold_blob,
+        {"no_unreachable_objects", "no_forbidden_text"},
+        "blob",
+    ),
+    "untracked gold file in the work tree": (
+        leak_untracked_gold_file,
+        {"clean_work_tree", "no_forbidden_text"},
+        "fix_notes.py",
+    ),
+    "resolution in COMMIT_EDITMSG": (
+        leak_resolution_in_commit_editmsg,
+        {"no_forbidden_text"},
+        ".git/COMMIT_EDITMSG",
+    ),
     "later commit on another branch": (
         leak_later_branch,
         {"only_head_refs", "no_newer_commits", "no_unreachable_objects"},
@@ -341,7 +383,9 @@ LEAKS = {
 def test_each_leak_fails_exactly_its_rules(task, tmp_path, leak):
     plant, expected, named = LEAKS[leak]
     repo = plant(shipped(task, tmp_path / "shipped"), task)
-    results = check_leakage(repo=repo, base_commit=task.base, forbidden=task.forbidden)
+    results = check_leakage(
+        repo=repo, base_commit=task.base, forbidden=task.forbidden, base_date=BASE_DATE
+    )
     assert failed(results) == expected, [(r.name, r.outcome, r.message) for r in results]
     assert all(r.outcome == PASSED for r in results if r.name not in expected)
     for result in results:
@@ -378,6 +422,48 @@ def test_leak_messages_name_what_leaks(task, tmp_path):
     assert "text the setup patch removed" in messages["no_forbidden_text"]
     assert 'at "app.py" in HEAD\'s history' in messages["no_forbidden_text"]
     assert "gold patch added line" not in messages["no_forbidden_text"]
+
+
+def test_lines_the_agent_already_sees_are_no_leak_anywhere(task, tmp_path):
+    """A clean repository must pass even when the gold patch adds lines that the shipped tree
+    already holds (``from __future__ import annotations``), that history held before, or that
+    only occur inside a longer line (``rule.endpoint,`` in ``row.format(rule.endpoint, …)``)."""
+    work = tmp_path / "clean"
+    work.mkdir()
+    git(work, "init", "-q", "--initial-branch=main")
+    common = "from __future__ import annotations\n\n\ndef route(rule):\n    return rule\n"
+    commit(
+        work,
+        {"views.py": common, "old.py": "def show(row, rule):\n    row.format(rule.endpoint, 2)\n"},
+        "v1",
+        T0,
+    )
+    base = commit(work, {"old.py": "# gone\n"}, "v2", T0 + DAY)
+    mirror = tmp_path / "clean.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(work), str(mirror))
+    gold = "\n".join(
+        [
+            "+++ b/api.py",
+            "+from __future__ import annotations",
+            "+        rule.endpoint,",
+            "+    return format_endpoint(rule.endpoint, options)",
+        ]
+    )
+    forbidden = forbidden_texts(gold_patch=gold, setup_patch="", resolutions=[])
+    # The naive shipping of history: old.py's former content is still in the store.
+    naive = tmp_path / "naive"
+    git(tmp_path, "clone", "-q", str(mirror), str(naive))
+    quiet(naive, "remote", "remove", "origin")
+    results = check_leakage(repo=naive, base_commit=base, forbidden=forbidden)
+    text = by_name(results, "no_forbidden_text")
+    assert text.outcome == PASSED, text.message
+    assert "from __future__ import annotations" in text.details["texts_in_head_tree"]
+    # The same check does fire on a gold line that is in history as a line of its own.
+    planted = [*forbidden, ("gold patch added line", "row.format(rule.endpoint, 2)")]
+    text = by_name(
+        check_leakage(repo=naive, base_commit=base, forbidden=planted), "no_forbidden_text"
+    )
+    assert text.outcome == FAILED and 'at "old.py" in HEAD\'s history' in text.message
 
 
 def test_a_base_commit_present_in_the_repository_dates_newer(task):

@@ -1,0 +1,313 @@
+"""Reading every object of a git store once, quickly: which objects hold which byte strings.
+
+The leakage check needs, for a few dozen texts, the objects that hold them — among every
+object of the store, reachable or not. ``git cat-file --batch-check --batch-all-objects
+--unordered`` lists every object (id, type, size) in pack order; ``git cat-file --batch``
+then streams every blob, commit and tag in that order (git's delta cache likes it; trees
+hold only names and ids) through a 1 MB pipe. The listing says where each object lies in
+the stream, so Python never parses it: it cuts the commits and tags out as they pass (small:
+their dates and messages) and hands each chunk to Hyperscan in streaming mode, which finds
+every occurrence of every anchor at gigabytes per second whatever their number (``grep -F``
+and Aho–Corasick manage about 350 MB/s with a handful of patterns: slower than the
+``git log -S`` this must beat). Match offsets turn into object ids; only those few
+candidate objects are then read whole, for the caller's exact patterns.
+
+Where Hyperscan is not installed (no wheel for the platform), the same pass searches each
+chunk with ``bytes.find``: the same result, slower. :attr:`Store.fast` says which ran.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import fcntl
+import os
+import subprocess
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.gitrepo import git_dir, git_env
+
+try:  # a C library in the wheel; the scan works without it, slower
+    import hyperscan
+except ImportError:  # pragma: no cover - every platform we build for has the wheel
+    hyperscan = None
+
+TIMEOUT = 900  # seconds for any one pass over the store
+PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (fs.pipe-max-size)
+CHUNK = 1 << 20
+RUN = 16 << 20  # bytes of content dealt to one git process at a time (pack order kept)
+
+
+@dataclass
+class Store:
+    """Every object's type, and the content of the ones the caller needs."""
+
+    types: dict[str, str] = field(default_factory=dict)
+    content: dict[str, bytes] = field(default_factory=dict)  # commits, tags, candidates
+    candidates: set[str] = field(default_factory=set)  # objects holding an anchor
+    fast: bool = True  # False: searched with bytes.find (no Hyperscan)
+
+
+def _git(repo: Path, *args: str) -> list[str]:
+    return ["git", f"--git-dir={git_dir(repo)}", *args]
+
+
+def read_objects(repo: Path, home: Path, oids: Iterable[str]) -> dict[str, bytes]:
+    """The content of ``oids`` (one ``cat-file --batch`` process)."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    done = subprocess.run(
+        _git(repo, "cat-file", "--batch"),
+        input=("\n".join(wanted) + "\n").encode(),
+        capture_output=True,
+        env=git_env(home),
+        cwd=home,
+        timeout=TIMEOUT,
+    )
+    if done.returncode != 0:
+        raise DomainError(f"git cat-file failed: {done.stderr.decode(errors='replace')}")
+    out, data, position = {}, done.stdout, 0
+    while position < len(data):
+        end = data.index(b"\n", position)
+        header = data[position:end].split()
+        if len(header) != 3:  # "<oid> missing"
+            position = end + 1
+            continue
+        size = int(header[2])
+        out[header[0].decode()] = data[end + 1 : end + 1 + size]
+        position = end + 1 + size + 1
+    return out
+
+
+class _HyperscanMatcher:
+    """Every occurrence of every anchor across chunks of one stream (matches may straddle
+    chunks): ``(end offset, anchor index)`` pairs."""
+
+    def __init__(self, anchors: list[bytes]):
+        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_STREAM)
+        self.database.compile(
+            expressions=anchors,
+            ids=list(range(len(anchors))),
+            elements=len(anchors),
+            flags=[0] * len(anchors),  # given per expression: the literal compiler needs it
+            literal=True,
+        )
+        self.found: list[tuple[int, int]] = []
+        # Held here: the binding keeps no reference to its handler (a bound method made on
+        # the fly is freed under it, and the scan crashes).
+        self._handler = self._on_match
+        self._context = self.database.stream(match_event_handler=self._handler)
+        self._stream = self._context.__enter__()
+
+    def _on_match(self, anchor: int, _start: int, end: int, _flags: int, _context) -> None:
+        self.found.append((end, anchor))
+
+    def feed(self, chunk: bytes) -> None:
+        self._stream.scan(chunk)
+
+    def close(self) -> list[tuple[int, int]]:
+        self._context.__exit__(None, None, None)
+        return self.found
+
+
+class _PythonMatcher:
+    """The same with ``bytes.find``, keeping the last bytes of a chunk for the next one."""
+
+    def __init__(self, anchors: list[bytes]):
+        self.anchors = anchors
+        self.keep = max(map(len, anchors)) - 1
+        self.tail, self.tail_start, self.found = b"", 0, []
+        self.seen: set[tuple[int, int]] = set()
+
+    def feed(self, chunk: bytes) -> None:
+        data = self.tail + chunk
+        for index, anchor in enumerate(self.anchors):
+            position = data.find(anchor)
+            while position >= 0:
+                end = self.tail_start + position + len(anchor)
+                if (end, index) not in self.seen:
+                    self.seen.add((end, index))
+                    self.found.append((end, index))
+                position = data.find(anchor, position + 1)
+        cut = max(0, len(data) - self.keep)
+        self.tail_start += cut
+        self.tail = data[cut:]
+
+    def close(self) -> list[tuple[int, int]]:
+        return self.found
+
+
+class _Reader:
+    """One ``git cat-file --batch`` process and the thread that reads what it answers.
+
+    The dispatcher hands it runs of ``(oid, type, size)`` (:meth:`send`); as it names them
+    to git it also records where each will lie in the answer (``--batch`` answers in the
+    order asked: ``<oid> <type> <size>\\n<content>\\n``), so the stream is never parsed. The
+    thread cuts the commits and tags out as they pass and hands every chunk to the matcher.
+    """
+
+    def __init__(self, repo: Path, home: Path, anchors: list[bytes], deadline: float):
+        self.anchors, self.deadline = anchors, deadline
+        self.matcher = None
+        if anchors:
+            self.matcher = (_HyperscanMatcher if hyperscan is not None else _PythonMatcher)(anchors)
+        self.starts: list[int] = []  # where each object's content starts in the stream
+        self.ends: list[int] = []
+        self.oids: list[str] = []
+        self.kept: list[tuple[int, int, str, bytes]] = []  # (header start, end, oid, header)
+        self.content: dict[str, bytes] = {}
+        self.total = 0  # bytes the stream will hold for the objects sent so far
+        self.process = subprocess.Popen(
+            _git(repo, "cat-file", "--buffer", "--batch"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=git_env(home),
+            cwd=home,
+        )
+        with contextlib.suppress(OSError):  # else the default pipe (a lower limit): slower
+            fcntl.fcntl(self.process.stdout.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+    def send(self, rows: list[tuple[str, str, int]]) -> None:
+        for oid, kind, size in rows:
+            header = f"{oid} {kind} {size}\n".encode()
+            start = self.total + len(header)
+            self.starts.append(start)
+            self.ends.append(start + size)
+            self.oids.append(oid)
+            if kind in ("commit", "tag"):
+                self.kept.append((self.total, start + size, oid, header))
+            self.total = start + size + 1
+        self.process.stdin.write("".join(f"{oid}\n" for oid, _kind, _size in rows).encode())
+        self.process.stdin.flush()
+
+    def finish(self) -> None:
+        self.process.stdin.close()
+
+    def read(self) -> list[tuple[int, int]]:
+        """Read the whole answer: ``(end offset, anchor index)`` of every anchor found."""
+        descriptor, offset, following, parts = self.process.stdout.fileno(), 0, 0, []
+        buffer = bytearray(CHUNK)  # one buffer, filled again and again: no fresh pages
+        while length := os.readv(descriptor, [buffer]):
+            chunk = memoryview(buffer)[:length]
+            limit = offset + length
+            while following < len(self.kept):  # the commits and tags in this chunk
+                first, last, oid, header = self.kept[following]
+                if first >= limit:
+                    break
+                parts.append(bytes(chunk[max(first, offset) - offset : min(last, limit) - offset]))
+                if last > limit:
+                    break
+                data, parts = b"".join(parts), []
+                if not data.startswith(header):
+                    raise DomainError("The repository changed while it was being read; run again.")
+                self.content[oid] = data[len(header) :]
+                following += 1
+            if self.matcher is not None:
+                self.matcher.feed(chunk)
+            offset = limit
+            if time.monotonic() > self.deadline:
+                raise DomainError(f"Reading every object took longer than {TIMEOUT} s.")
+        if self.process.wait(timeout=60) != 0:
+            message = self.process.stderr.read().decode("utf-8", "replace").strip()
+            raise DomainError(f"git cat-file failed: {message}")
+        if offset != self.total:  # an object went missing between the listing and now
+            raise DomainError("The repository changed while it was being read; run again.")
+        return self.matcher.close() if self.matcher is not None else []
+
+    def holder(self, start: int, end: int) -> str | None:
+        """The object whose content holds the bytes ``start:end`` of the stream."""
+        index = bisect.bisect_right(self.starts, start) - 1
+        if index < 0 or end > self.ends[index]:
+            return None  # across a header: not in any one object
+        return self.oids[index]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe and not pipe.closed:
+                pipe.close()
+
+
+def scan_objects(
+    repo: Path, home: Path, anchors: Iterable[bytes], *, streams: int | None = None
+) -> Store:
+    """Every object's type; the content of every commit and tag, and of every object
+    holding one of ``anchors`` (listed in :attr:`Store.candidates`). Trees are not searched:
+    they hold file names and object ids, never a line of text.
+
+    The listing is read as git writes it and dealt out in runs of about :data:`RUN` bytes to
+    ``streams`` git processes (by default one per core, at most four), each read by its own
+    thread: the listing, the inflating and the searching overlap."""
+    deadline = time.monotonic() + TIMEOUT
+    anchors = sorted({anchor for anchor in anchors if anchor})
+    store = Store(fast=hyperscan is not None)
+    count = streams or max(1, min(4, os.cpu_count() or 1))
+    lister = subprocess.Popen(
+        _git(repo, "cat-file", "--batch-all-objects", "--unordered", "--batch-check"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=git_env(home),
+        cwd=home,
+    )
+    readers: list[_Reader] = []
+    try:
+        readers = [_Reader(repo, home, anchors, deadline) for _ in range(count)]
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            reading = [pool.submit(reader.read) for reader in readers]
+            try:
+                _deal(lister, readers, store, deadline)
+            finally:
+                for reader in readers:
+                    reader.finish()
+            found = [future.result() for future in reading]
+        if lister.wait(timeout=60) != 0:
+            message = lister.stderr.read().decode("utf-8", "replace").strip()
+            raise DomainError(f"git cat-file failed: {message}")
+    finally:
+        for reader in readers:
+            reader.close()
+        if lister.poll() is None:
+            lister.kill()
+            lister.wait()
+        for pipe in (lister.stdout, lister.stderr):
+            pipe.close()
+    for reader, matches in zip(readers, found, strict=True):
+        store.content.update(reader.content)
+        for end, index in matches:
+            oid = reader.holder(end - len(anchors[index]), end)
+            if oid is not None:
+                store.candidates.add(oid)
+    store.content.update(read_objects(repo, home, store.candidates - store.content.keys()))
+    return store
+
+
+def _deal(lister: subprocess.Popen, readers: list[_Reader], store: Store, deadline: float):
+    """Read the listing; send every object but trees to the readers in turn, a run each."""
+    turn, run, size_of_run = 0, [], 0
+    for line in lister.stdout:
+        fields = line.decode().split()
+        if len(fields) != 3:  # "<oid> missing": a corrupt object nobody can read
+            store.types[fields[0]] = "unreadable"
+            continue
+        oid, kind, size = fields
+        store.types[oid] = kind
+        if kind == "tree":
+            continue
+        run.append((oid, kind, int(size)))
+        size_of_run += int(size)
+        if size_of_run >= RUN:
+            readers[turn].send(run)
+            turn, run, size_of_run = (turn + 1) % len(readers), [], 0
+            if time.monotonic() > deadline:
+                raise DomainError(f"Reading every object took longer than {TIMEOUT} s.")
+    if run:
+        readers[turn].send(run)
