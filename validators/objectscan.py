@@ -22,7 +22,9 @@ import bisect
 import contextlib
 import fcntl
 import os
+import queue
 import subprocess
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -173,6 +175,23 @@ class _Reader:
         )
         with contextlib.suppress(OSError):  # else the default pipe (a lower limit): slower
             fcntl.fcntl(self.process.stdout.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        # Requests are written by a thread of their own: a run of many small objects fills
+        # git's stdin pipe until git has answered most of it, and the dealer must not wait.
+        self.requests: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.feeder = threading.Thread(target=self._feed, daemon=True)
+        self.feeder.start()
+
+    def _feed(self) -> None:
+        stdin = self.process.stdin
+        try:
+            while (data := self.requests.get()) is not None:
+                stdin.write(data)
+                stdin.flush()
+        except (BrokenPipeError, ValueError):  # git died or was killed: read() reports it
+            pass
+        finally:
+            with contextlib.suppress(BrokenPipeError, ValueError):
+                stdin.close()
 
     def send(self, rows: list[tuple[str, str, int]]) -> None:
         for oid, kind, size in rows:
@@ -184,11 +203,10 @@ class _Reader:
             if kind in ("commit", "tag"):
                 self.kept.append((self.total, start + size, oid, header))
             self.total = start + size + 1
-        self.process.stdin.write("".join(f"{oid}\n" for oid, _kind, _size in rows).encode())
-        self.process.stdin.flush()
+        self.requests.put("".join(f"{oid}\n" for oid, _kind, _size in rows).encode())
 
     def finish(self) -> None:
-        self.process.stdin.close()
+        self.requests.put(None)
 
     def read(self) -> list[tuple[int, int]]:
         """Read the whole answer: ``(end offset, anchor index)`` of every anchor found."""
@@ -232,6 +250,8 @@ class _Reader:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        self.requests.put(None)
+        self.feeder.join(timeout=60)
         for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
             if pipe and not pipe.closed:
                 pipe.close()
