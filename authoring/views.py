@@ -328,11 +328,16 @@ def revisions(request, task_id: int):
 # --- SQL environment -------------------------------------------------------------------------
 
 
-def _sql_database(task, request):
+def _edit_script(task, request) -> str:
+    """The edit script the console runs on: the saved one unless the form sends another,
+    which only the task's editors may run (each distinct script builds a database copy)."""
     if task.domain != Domain.SQL:
         raise Http404("Not a SQL task.")
-    edit_script = request.POST.get("env.edit_script", task.sql_environment.edit_script)
-    return checks.edited_database_path(task, edit_script)
+    saved = task.sql_environment.edit_script or ""
+    edit_script = request.POST.get("env.edit_script", saved)
+    if edit_script.strip() != saved.strip():
+        require_task_editor(request.user, task)
+    return edit_script
 
 
 @login_required
@@ -342,8 +347,9 @@ def sql_query(request, task_id: int):
     task = access_task(request.user, task_id)
     sql = request.POST.get("console_sql") or request.POST.get("env.gold_sql", "")
     context = {"task": task, "sql": sql}
+    edit_script = _edit_script(task, request)
     try:
-        path = _sql_database(task, request)
+        path = checks.edited_database_path(task, edit_script)
         if path is None:
             raise DomainError("This task has no database file to query.")
         context["result"] = sqlconsole.run_select(
@@ -394,8 +400,9 @@ def sql_golden(request, task_id: int):
         "editable": True,
         "golden_output": request.POST.get("env.golden_output", ""),
     }
+    edit_script = _edit_script(task, request)
     try:
-        path = _sql_database(task, request)
+        path = checks.edited_database_path(task, edit_script)
         if path is None:
             raise DomainError("This task has no database file to run the gold SQL on.")
         result = sqlconsole.run_select(
