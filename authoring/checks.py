@@ -13,7 +13,7 @@ from django.conf import settings
 from authoring import lint
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
-from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
+from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole, sqledit
 from hilbench_annotate.vocabulary import Domain
 
 
@@ -23,7 +23,7 @@ def edited_database_path(task: Task, edit_script: str) -> Path | None:
     env = task.sql_environment
     if env.database is None:
         return None
-    return sqlconsole.edited_database(
+    return sqledit.edited_database(
         source=env.database.path,
         edit_script=edit_script or "",
         cache_dir=settings.DATABASE_STORE / "edited",

@@ -343,7 +343,7 @@ def _edit_script(task, request) -> str:
 @login_required
 @require_POST
 def sql_query(request, task_id: int):
-    """The read-only console: one SELECT, a time limit and a row cap."""
+    """The read-only console: one SELECT, a time limit, a row cap and byte limits."""
     task = access_task(request.user, task_id)
     sql = request.POST.get("console_sql") or request.POST.get("env.gold_sql", "")
     context = {"task": task, "sql": sql}
@@ -406,7 +406,7 @@ def sql_golden(request, task_id: int):
         if path is None:
             raise DomainError("This task has no database file to run the gold SQL on.")
         result = sqlconsole.run_select(
-            path, gold_sql, timeout_s=settings.SQL_CHECK_TIMEOUT_S, row_cap=200_000
+            path, gold_sql, timeout_s=settings.SQL_CHECK_TIMEOUT_S, row_cap=200_000, exact=True
         )
         if result.truncated:
             raise DomainError("The gold SQL returns more than 200,000 rows; narrow it.")

@@ -21,7 +21,8 @@ from hilbench_annotate.jobs import job_claim, job_fail, job_heartbeat, job_send
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.compare import parse_csv_table
-from hilbench_annotate.toolkit.sqlconsole import edited_database, run_select
+from hilbench_annotate.toolkit.sqlconsole import run_select
+from hilbench_annotate.toolkit.sqledit import edited_database
 from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
 from judge.services import ask_human, ask_human_reject, ask_human_run_start
@@ -45,7 +46,7 @@ def sql_task_context(task: Task, revision: Revision) -> SqlTaskContext:
     if env.golden_output.strip():
         gold_columns, gold_rows = parse_csv_table(env.golden_output)
     elif env.gold_sql.strip():
-        result = run_select(db_path, env.gold_sql, timeout_s=30.0, row_cap=10_000)
+        result = run_select(db_path, env.gold_sql, timeout_s=30.0, row_cap=10_000, exact=True)
         gold_columns, gold_rows = result.columns, result.rows
     else:
         raise DomainError(f"Task {task.pk} has neither golden_output.csv nor gold SQL.")

@@ -16,7 +16,7 @@ from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
 from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
-from hilbench_annotate.toolkit.sqlconsole import edited_database
+from hilbench_annotate.toolkit.sqledit import edited_database
 from hilbench_annotate.vocabulary import Domain
 from judge.services import project_calibration
 

@@ -1,6 +1,7 @@
 """The workspace's SQL console through real requests: who may run an edit script, and what a
 hostile query gets back (issue 19, items 3 and 4a)."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,34 @@ def test_a_reviewer_still_queries_the_saved_database(client, sql_task, reviewer)
         response = client.post(url, data, **HTMX)
         assert response.status_code == 200
         assert '<th scope="col">n</th>' in response.content.decode()
+
+
+def test_a_wide_answer_is_cut_and_the_page_says_so(client, sql_task, author, settings):
+    settings.SQL_CONSOLE_CELL_BYTES = 10_000
+    settings.SQL_CONSOLE_RESULT_BYTES = 2_000_000
+    client.force_login(author)
+    sql = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) "
+        "SELECT i, hex(zeroblob(50000)) FROM n"
+    )
+    response = client.post(
+        reverse("workspace-sql-query", args=[sql_task.pk]), {"console_sql": sql}, **HTMX
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert len(response.content) < 2_500_000  # not the 50 MB the query asks for
+    assert "[cut: 100,000 bytes in all]" in body
+    assert "rows are shown: the answer passed 2 MB" in body
+
+
+def test_the_red_team_query_is_answered_with_a_refusal_in_seconds(client, sql_task, author):
+    client.force_login(author)
+    sql = "SELECT " + " + ".join(["length(randomblob(20000000))"] * 200)
+    started = time.monotonic()
+    response = client.post(
+        reverse("workspace-sql-query", args=[sql_task.pk]), {"console_sql": sql}, **HTMX
+    )
+    assert time.monotonic() - started < 5
+    assert response.status_code == 200
+    assert 'role="alert"' in response.content.decode()
+    assert "larger than 10 MB" in response.content.decode()
