@@ -355,6 +355,19 @@ def _skipped(name: str, reason: str) -> CheckResult:
 # --- entry point ------------------------------------------------------------------------
 
 
+def _cached_in(cache_dir: Path | None) -> CopyMaker:
+    """A copy maker caching in ``cache_dir``, with no quota (for callers outside the app)."""
+    if cache_dir is None:
+        raise ValueError("check_sql_task needs copy or cache_dir")
+
+    def copy(source: Path, script: str, timeout_s: float) -> Path:
+        return edited_database(
+            source=source, edit_script=script, cache_dir=Path(cache_dir), timeout_s=timeout_s
+        )
+
+    return copy
+
+
 def check_sql_task(
     env: object,
     *,
@@ -370,13 +383,7 @@ def check_sql_task(
     A check that cannot run because an earlier one failed is SKIPPED and says which.
     """
     if copy is None:
-        if cache_dir is None:
-            raise ValueError("check_sql_task needs copy or cache_dir")
-
-        def copy(source: Path, script: str, timeout: float) -> Path:
-            return edited_database(
-                source=source, edit_script=script, cache_dir=Path(cache_dir), timeout_s=timeout
-            )
+        copy = _cached_in(cache_dir)
 
     sql = _text(getattr(env, "gold_sql", ""))
     script = _text(getattr(env, "edit_script", ""))
