@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 
 from authoring import lint
+from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
@@ -19,14 +20,13 @@ from hilbench_annotate.vocabulary import Domain
 
 def edited_database_path(task: Task, edit_script: str) -> Path | None:
     """The task's database with ``edit_script`` applied (a cached read-only copy), or None
-    when the task has no database. Raises EditScriptError when the script fails."""
+    when the task has no database. Raises EditScriptError when the script fails and
+    StorageFull when the project's quota has no room for the copy."""
     env = task.sql_environment
     if env.database is None:
         return None
-    return sqlconsole.edited_database(
-        source=env.database.path,
-        edit_script=edit_script or "",
-        cache_dir=settings.DATABASE_STORE / "edited",
+    return edited_copy(
+        project_id=task.project_id, source=env.database.path, edit_script=edit_script or ""
     )
 
 

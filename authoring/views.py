@@ -328,22 +328,28 @@ def revisions(request, task_id: int):
 # --- SQL environment -------------------------------------------------------------------------
 
 
-def _sql_database(task, request):
+def _edit_script(task, request) -> str:
+    """The edit script the console runs on: the saved one unless the form sends another,
+    which only the task's editors may run (each distinct script builds a database copy)."""
     if task.domain != Domain.SQL:
         raise Http404("Not a SQL task.")
-    edit_script = request.POST.get("env.edit_script", task.sql_environment.edit_script)
-    return checks.edited_database_path(task, edit_script)
+    saved = task.sql_environment.edit_script or ""
+    edit_script = request.POST.get("env.edit_script", saved)
+    if edit_script.strip() != saved.strip():
+        require_task_editor(request.user, task)
+    return edit_script
 
 
 @login_required
 @require_POST
 def sql_query(request, task_id: int):
-    """The read-only console: one SELECT, a time limit and a row cap."""
+    """The read-only console: one SELECT, a time limit, a row cap and byte limits."""
     task = access_task(request.user, task_id)
     sql = request.POST.get("console_sql") or request.POST.get("env.gold_sql", "")
     context = {"task": task, "sql": sql}
+    edit_script = _edit_script(task, request)
     try:
-        path = _sql_database(task, request)
+        path = checks.edited_database_path(task, edit_script)
         if path is None:
             raise DomainError("This task has no database file to query.")
         context["result"] = sqlconsole.run_select(
@@ -394,12 +400,13 @@ def sql_golden(request, task_id: int):
         "editable": True,
         "golden_output": request.POST.get("env.golden_output", ""),
     }
+    edit_script = _edit_script(task, request)
     try:
-        path = _sql_database(task, request)
+        path = checks.edited_database_path(task, edit_script)
         if path is None:
             raise DomainError("This task has no database file to run the gold SQL on.")
         result = sqlconsole.run_select(
-            path, gold_sql, timeout_s=settings.SQL_CHECK_TIMEOUT_S, row_cap=200_000
+            path, gold_sql, timeout_s=settings.SQL_CHECK_TIMEOUT_S, row_cap=200_000, exact=True
         )
         if result.truncated:
             raise DomainError("The gold SQL returns more than 200,000 rows; narrow it.")

@@ -201,7 +201,11 @@ def score_submission(context: SqlTaskContext, query: str) -> dict:
     """Run the submitted query read-only and compare it with the gold result."""
     try:
         result = run_select(
-            context.db_path, query, timeout_s=context.query_timeout_s, row_cap=SCORE_ROW_CAP
+            context.db_path,
+            query,
+            timeout_s=context.query_timeout_s,
+            row_cap=SCORE_ROW_CAP,
+            exact=True,
         )
     except (QueryRefused, QueryTimeout) as error:
         return {"match": False, "match_distinct": False, "reason": f"the query failed: {error}"}

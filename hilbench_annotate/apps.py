@@ -9,6 +9,11 @@ class CoreConfig(AppConfig):
     verbose_name = "HiL-Bench Annotate"
 
     def ready(self) -> None:
+        from hilbench_annotate import databases
+        from hilbench_annotate.toolkit import sqlconsole
+
+        # Every query on a task database gets the settings' limits, whoever runs it.
+        sqlconsole.set_limits_source(databases.query_limits)
         # The mode in use is printed when a server starts, never a silent fallback.
         if len(sys.argv) > 1 and sys.argv[1] in {"runserver", "serve"}:
             print(settings.RUNTIME_MODE, flush=True)

@@ -302,6 +302,22 @@ LINT_OVERLAP_SIMILARITY = float(os.environ.get("HILBENCH_LINT_OVERLAP_SIMILARITY
 # The SQL console: wall-time limit and row cap per query.
 SQL_CONSOLE_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CONSOLE_TIMEOUT_S", "5"))
 SQL_CONSOLE_ROW_CAP = int(os.environ.get("HILBENCH_SQL_CONSOLE_ROW_CAP", "500"))
+# Every query on a task database (console, validators, evaluation; toolkit/sqlconsole.py) runs
+# in a process killed at its deadline, with these limits: one value's size, the process's
+# memory (SQLite's heap gets half), and what an answer shown to a person or a model may hold
+# (longer values and further rows are cut, with a marker); answers that are compared (scoring,
+# validation, golden output) are never cut, and refused past SQL_EXACT_RESULT_BYTES.
+SQL_VALUE_BYTES = int(os.environ.get("HILBENCH_SQL_VALUE_BYTES", "10000000"))
+SQL_MEMORY_MB = int(os.environ.get("HILBENCH_SQL_MEMORY_MB", "1024"))
+SQL_CONSOLE_CELL_BYTES = int(os.environ.get("HILBENCH_SQL_CONSOLE_CELL_BYTES", "10000"))
+SQL_CONSOLE_RESULT_BYTES = int(os.environ.get("HILBENCH_SQL_CONSOLE_RESULT_BYTES", "2000000"))
+SQL_EXACT_RESULT_BYTES = int(os.environ.get("HILBENCH_SQL_EXACT_RESULT_BYTES", "64000000"))
+# Disk a project's task databases may take: the stored databases its tasks use plus its edited
+# copies (DATABASE_STORE/edited/project-<id>/, a cache). Copies unused for
+# EDITED_DATABASE_TTL_S are deleted by the beat; copies unused for 30 minutes make room for a
+# new one when the quota is reached (hilbench_annotate/databases.py).
+PROJECT_DATABASE_QUOTA_MB = int(os.environ.get("HILBENCH_PROJECT_DATABASE_QUOTA_MB", "10000"))
+EDITED_DATABASE_TTL_S = int(os.environ.get("HILBENCH_EDITED_DATABASE_TTL_S", "86400"))
 
 # --- Validators -----------------------------------------------------------------------------
 # Which sandbox runs task code: "local" (bubblewrap namespaces) or "docker" (containers);
@@ -354,6 +370,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "jobs.reap",
         "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "60")),
     },
+    # Edited database copies nobody used for EDITED_DATABASE_TTL_S.
+    "sweep-edited-databases": {"task": "databases.sweep", "schedule": 900.0},
 }
 
 # --- Judge ----------------------------------------------------------------------------------

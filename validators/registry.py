@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from authoring.checks import patch_chain_check
+from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.gitrepo import run_git
 
@@ -78,11 +79,12 @@ def _history_leakage(task, snapshot, workdir: Path):
 
 
 def _sql_ground_truth(task, snapshot, workdir: Path):
-    return check_sql_task(
-        task.sql_environment,
-        timeout_s=settings.SQL_CHECK_TIMEOUT_S,
-        cache_dir=settings.DATABASE_STORE / "edited",
-    )
+    def copy(source: Path, script: str, timeout_s: float) -> Path:
+        return edited_copy(
+            project_id=task.project_id, source=source, edit_script=script, timeout_s=timeout_s
+        )
+
+    return check_sql_task(task.sql_environment, timeout_s=settings.SQL_CHECK_TIMEOUT_S, copy=copy)
 
 
 CheckGroup = Callable[..., list[CheckResult]]

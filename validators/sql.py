@@ -21,23 +21,24 @@ from __future__ import annotations
 import csv
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from authoring import lint
 from hilbench_annotate.toolkit.compare import golden_output_csv, parse_csv_table, results_match
+from hilbench_annotate.toolkit.sqlchild import connect_readonly, install_deadline
 from hilbench_annotate.toolkit.sqlconsole import (
     EditScriptError,
     QueryRefused,
     QueryTimeout,
-    _connect_readonly,
-    _install_deadline,
+    StorageFull,
     check_select,
-    edited_database,
     run_select,
     schema_columns,
     script_statements,
 )
+from hilbench_annotate.toolkit.sqledit import edited_database
 
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
 
@@ -97,7 +98,7 @@ def _check_integrity(path: Path, timeout_s: float) -> CheckResult:
             {"path": str(path)},
         )
     try:
-        conn = _connect_readonly(path)
+        conn = connect_readonly(path)
     except sqlite3.Error as error:
         return CheckResult(
             name,
@@ -106,7 +107,7 @@ def _check_integrity(path: Path, timeout_s: float) -> CheckResult:
             {"path": str(path), "error": str(error)},
         )
     try:
-        timed_out = _install_deadline(conn, timeout_s)
+        timed_out = install_deadline(conn, timeout_s)
         try:
             answer = conn.execute("PRAGMA integrity_check").fetchall()
         except sqlite3.Error as error:
@@ -146,8 +147,12 @@ def _check_integrity(path: Path, timeout_s: float) -> CheckResult:
     )
 
 
+# Makes the edited copy: (source, script, timeout_s) -> its path.
+CopyMaker = Callable[[Path, str, float], Path]
+
+
 def _check_edit_script(
-    path: Path, script: str, cache_dir: Path, timeout_s: float
+    path: Path, script: str, copy: CopyMaker, timeout_s: float
 ) -> tuple[CheckResult, Path | None]:
     name = "edit_script_applies"
     if not script.strip() or not script_statements(script):
@@ -155,9 +160,14 @@ def _check_edit_script(
             name, PASSED, "The task has no database-edit script; there is nothing to apply."
         ), path
     try:
-        edited = edited_database(
-            source=path, edit_script=script, cache_dir=cache_dir, timeout_s=timeout_s
-        )
+        edited = copy(path, script, timeout_s)
+    except StorageFull as error:
+        return CheckResult(
+            name,
+            ERROR,
+            f"The database-edit script could not be tried: {error}",
+            {"error": str(error)},
+        ), None
     except EditScriptError as error:
         return CheckResult(
             name,
@@ -171,7 +181,7 @@ def _check_edit_script(
             ERROR,
             f"The database-edit script could not be tried ({error}); check the cache directory "
             "and rerun the checks.",
-            {"error": str(error), "cache_dir": str(cache_dir)},
+            {"error": str(error)},
         ), None
     return CheckResult(
         name,
@@ -232,7 +242,7 @@ def _check_runs(
     results = []
     for attempt in ("first", "second"):
         try:
-            result = run_select(db_path, sql, timeout_s=timeout_s, row_cap=ROW_CAP)
+            result = run_select(db_path, sql, timeout_s=timeout_s, row_cap=ROW_CAP, exact=True)
         except QueryTimeout:
             return CheckResult(
                 name,
@@ -345,13 +355,36 @@ def _skipped(name: str, reason: str) -> CheckResult:
 # --- entry point ------------------------------------------------------------------------
 
 
-def check_sql_task(env: object, *, timeout_s: float = 30.0, cache_dir: Path) -> list[CheckResult]:
+def _cached_in(cache_dir: Path | None) -> CopyMaker:
+    """A copy maker caching in ``cache_dir``, with no quota (for callers outside the app)."""
+    if cache_dir is None:
+        raise ValueError("check_sql_task needs copy or cache_dir")
+
+    def copy(source: Path, script: str, timeout_s: float) -> Path:
+        return edited_database(
+            source=source, edit_script=script, cache_dir=Path(cache_dir), timeout_s=timeout_s
+        )
+
+    return copy
+
+
+def check_sql_task(
+    env: object,
+    *,
+    timeout_s: float = 30.0,
+    cache_dir: Path | None = None,
+    copy: CopyMaker | None = None,
+) -> list[CheckResult]:
     """The five SQL structural checks for ``env`` (a SqlEnvironment or any object like one).
 
     ``env`` needs ``database`` (None, or an object with ``.path``), ``edit_script``,
-    ``gold_sql`` and ``golden_output`` (CSV text). Edited copies are cached in ``cache_dir``.
+    ``gold_sql`` and ``golden_output`` (CSV text). ``copy`` makes the edited copy (the app
+    passes its project's cache and quota); without it copies are cached in ``cache_dir``.
     A check that cannot run because an earlier one failed is SKIPPED and says which.
     """
+    if copy is None:
+        copy = _cached_in(cache_dir)
+
     sql = _text(getattr(env, "gold_sql", ""))
     script = _text(getattr(env, "edit_script", ""))
     golden = _text(getattr(env, "golden_output", ""))
@@ -378,7 +411,7 @@ def check_sql_task(env: object, *, timeout_s: float = 30.0, cache_dir: Path) -> 
             _skipped("golden_output_matches", why),
         ]
 
-    edit, edited = _check_edit_script(path, script, Path(cache_dir), timeout_s)
+    edit, edited = _check_edit_script(path, script, copy, timeout_s)
     if edited is None:
         why = "the database-edit script does not apply; fix it first"
         return [

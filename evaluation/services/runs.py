@@ -15,13 +15,14 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from hilbench_annotate.access import require_role
+from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.jobs import job_claim, job_fail, job_heartbeat, job_send
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.compare import parse_csv_table
-from hilbench_annotate.toolkit.sqlconsole import edited_database, run_select
+from hilbench_annotate.toolkit.sqlconsole import run_select
 from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
 from judge.services import ask_human, ask_human_reject, ask_human_run_start
@@ -37,15 +38,13 @@ def sql_task_context(task: Task, revision: Revision) -> SqlTaskContext:
     env = getattr(task, "sql_environment", None)
     if env is None or env.database is None:
         raise DomainError(f"Task {task.pk} has no database to run against.")
-    db_path = edited_database(
-        source=Path(env.database.path),
-        edit_script=env.edit_script,
-        cache_dir=settings.VAR_DIR / "edited-databases",
+    db_path = edited_copy(
+        project_id=task.project_id, source=Path(env.database.path), edit_script=env.edit_script
     )
     if env.golden_output.strip():
         gold_columns, gold_rows = parse_csv_table(env.golden_output)
     elif env.gold_sql.strip():
-        result = run_select(db_path, env.gold_sql, timeout_s=30.0, row_cap=10_000)
+        result = run_select(db_path, env.gold_sql, timeout_s=30.0, row_cap=10_000, exact=True)
         gold_columns, gold_rows = result.columns, result.rows
     else:
         raise DomainError(f"Task {task.pk} has neither golden_output.csv nor gold SQL.")

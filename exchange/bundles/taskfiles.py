@@ -8,15 +8,13 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
-
+from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.envspec import harness_parser
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
 from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
-from hilbench_annotate.toolkit.sqlconsole import edited_database
 from hilbench_annotate.vocabulary import Domain
 from judge.services import project_calibration
 
@@ -146,10 +144,8 @@ def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
     registry = layout.dumps(_registry(snapshot, task.domain))
     database = None
     if env.database is not None:
-        database = edited_database(
-            source=env.database.path,
-            edit_script=env.edit_script,
-            cache_dir=settings.DATABASE_STORE / "edited",
+        database = edited_copy(
+            project_id=task.project_id, source=env.database.path, edit_script=env.edit_script
         )
         files.add(layout.SQL_DATABASE, Path(database))
     data_sha = (
@@ -335,9 +331,7 @@ def release_task_files(task: Task, snapshot: dict, files: TaskFiles) -> None:
     files.add(layout.ANNOTATE, layout.dumps(_annotate(task, snapshot)))
     if task.domain == Domain.SQL and task.sql_environment.database is not None:
         env = task.sql_environment
-        database = edited_database(
-            source=env.database.path,
-            edit_script=env.edit_script,
-            cache_dir=settings.DATABASE_STORE / "edited",
+        database = edited_copy(
+            project_id=task.project_id, source=env.database.path, edit_script=env.edit_script
         )
         files.add(layout.SQL_DATABASE, Path(database))

@@ -1,4 +1,4 @@
-"""The SQL console: run an author's query on a task database without ever changing it.
+"""The SQL console: run an author's or a model's query on a task database, never changing it.
 
 Task databases are the benchmark's ground truth, so every path here is read-only twice over:
 ``check_select`` refuses anything but one SELECT before SQLite sees it, and the connection
@@ -6,9 +6,15 @@ itself is opened ``mode=ro`` with ``query_only`` and an authorizer that denies e
 plain SELECT does not need. Either layer alone would stop a write; both must fail for one to
 happen.
 
-Database-edit scripts (SQL that adds tables or code values) are the one place SQL writes, and
-they write only to a copy in a cache directory; ``edited_database`` returns that copy,
-read-only on disk, and never opens the source for writing.
+Every query runs in a child process (``sqlchild``) that is killed at its deadline and has its
+own memory limit, because SQLite cannot be interrupted in the middle of one long expression.
+The limits of every query (a value's size, memory, the size of a cell and of an answer) come
+from ``current_limits()``; core's ``AppConfig.ready`` points it at the settings, so no caller
+can forget them. Over-long cells and answers are cut with a visible marker, except for
+``exact`` callers (scoring, validation, golden output), which get a refusal instead.
+
+Database-edit scripts (SQL that adds tables or code values) are the one place SQL writes:
+``sqledit.edited_database`` runs them on a copy, in the same kind of child.
 
 This module is pure (stdlib ``sqlite3`` + ``sqlglot``): no Django models, so validators, the
 worker and the API can all call it.
@@ -16,21 +22,26 @@ worker and the API can all call it.
 
 from __future__ import annotations
 
-import hashlib
-import os
+import logging
+import marshal
+import signal
 import sqlite3
-import tempfile
-import time
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.sqlchild import connect_readonly, open_readonly
+
+__all__ = ["open_readonly"]  # re-exported: the console's connection, defined in sqlchild
+
+logger = logging.getLogger(__name__)
 
 
 class QueryRefused(DomainError):
@@ -45,12 +56,45 @@ class EditScriptError(DomainError):
     """A database-edit script failed; the message names the statement and SQLite's error."""
 
 
+class StorageFull(DomainError):
+    """An edited copy would take more room than its caller allows (a project's quota)."""
+
+
 @dataclass
 class QueryResult:
     columns: list[str]
     rows: list[tuple]
     truncated: bool
     elapsed_ms: float
+    # Values cut to the cell limit, and why rows were left off if not only the row cap.
+    cut_cells: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one query may take. ``exact_result_bytes`` bounds the answers of callers that
+    compare results, which are refused rather than cut; ``cell_bytes`` and ``result_bytes``
+    bound the others, which are cut."""
+
+    value_bytes: int = 10_000_000
+    memory_bytes: int = 1 << 30
+    cell_bytes: int = 10_000
+    result_bytes: int = 2_000_000
+    exact_result_bytes: int = 64_000_000
+
+
+_limits_source: Callable[[], QueryLimits] = QueryLimits
+
+
+def set_limits_source(source: Callable[[], QueryLimits]) -> None:
+    """Where every query's limits come from; called once, from core's ``AppConfig.ready``."""
+    global _limits_source
+    _limits_source = source
+
+
+def current_limits() -> QueryLimits:
+    return _limits_source()
 
 
 @dataclass
@@ -126,40 +170,6 @@ _FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = (
     exp.Into,
 )
 
-# Actions SQLite's authorizer reports, named for messages ("PRAGMA is not allowed").
-_ACTION_NAMES = {
-    sqlite3.SQLITE_ATTACH: "ATTACH",
-    sqlite3.SQLITE_DETACH: "DETACH",
-    sqlite3.SQLITE_PRAGMA: "PRAGMA",
-    sqlite3.SQLITE_INSERT: "INSERT",
-    sqlite3.SQLITE_UPDATE: "UPDATE",
-    sqlite3.SQLITE_DELETE: "DELETE",
-    sqlite3.SQLITE_TRANSACTION: "a transaction statement",
-    sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE",
-    sqlite3.SQLITE_ANALYZE: "ANALYZE",
-    sqlite3.SQLITE_REINDEX: "REINDEX",
-    sqlite3.SQLITE_SAVEPOINT: "SAVEPOINT",
-}
-
-# What a plain SELECT needs: nothing else gets past the console's authorizer.
-_SELECT_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-
-# Functions refused even though SQLITE_FUNCTION is allowed: loading native code is never ok.
-_FORBIDDEN_FUNCTIONS = frozenset({"load_extension"})
-
-# Edit scripts may write to their copy but must not reach other files or change the engine.
-_EDIT_FORBIDDEN_KEYWORDS = frozenset({"ATTACH", "DETACH", "PRAGMA", "VACUUM"})
-_EDIT_DENIED_ACTIONS = frozenset(
-    {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
-)
-
-# SQLite calls the progress handler every this many VM instructions; small enough to stop a
-# runaway query within milliseconds of the deadline, large enough to cost nothing.
-_PROGRESS_STEPS = 1000
-
-
 # --- splitting and checking -------------------------------------------------------------
 
 
@@ -212,7 +222,7 @@ def script_statements(script: str) -> list[str]:
     return statements
 
 
-def _first_word(statement: str) -> str:
+def first_word(statement: str) -> str:
     """The statement's first token in upper case (comments skipped), for refusal messages."""
     tokens = _tokens(statement)
     if tokens:
@@ -258,7 +268,7 @@ def check_select(sql: str) -> str:
         raise QueryRefused(f"only one statement may be run; found {len(statements)}")
     statement = statements[0]
 
-    first = _first_word(statement)
+    first = first_word(statement)
     if first in _STATEMENT_KEYWORDS:
         raise QueryRefused(f"{first} is not allowed: the console only runs SELECT")
     if first not in {"SELECT", "WITH"}:
@@ -281,107 +291,142 @@ def check_select(sql: str) -> str:
     return statement
 
 
-# --- connections ------------------------------------------------------------------------
+# --- running in the child ---------------------------------------------------------------
+
+_CHILD = Path(__file__).with_name("sqlchild.py")
+# The parent waits this long past the deadline before killing the child, which stops a
+# looping statement itself at the deadline (and says which statement, for edit scripts).
+KILL_GRACE_S = 0.5
 
 
-def _readonly_uri(db_path: Path) -> str:
-    """A ``mode=ro`` URI: SQLite opens the file read-only and never creates it."""
-    return f"file:{quote(str(Path(db_path).resolve()))}?mode=ro"
+def amount(size: int) -> str:
+    """A byte count for messages: "2 MB", "10 kB", "512 bytes"."""
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:g} MB"
+    if size >= 1_000:
+        return f"{size / 1_000:g} kB"
+    return f"{size} bytes"
 
 
-def _connect_readonly(db_path: Path) -> sqlite3.Connection:
-    """A read-only connection with ``query_only`` on, but no authorizer (for schema reading)."""
-    if not Path(db_path).is_file():
-        raise FileNotFoundError(f"no database file at {db_path}")
-    conn = sqlite3.connect(_readonly_uri(db_path), uri=True, check_same_thread=False)
-    conn.execute("PRAGMA query_only = ON")
-    return conn
+def run_child(request: dict, *, timeout_s: float, limits: QueryLimits) -> dict:
+    """Send ``request`` to a fresh ``sqlchild`` process and return its answer.
 
-
-def open_readonly(db_path: Path, *, denied: list[str] | None = None) -> sqlite3.Connection:
-    """Open ``db_path`` so that nothing but reading can happen on the connection.
-
-    Three independent guards: ``mode=ro`` (SQLite opens the file read-only), ``query_only``
-    and an authorizer that allows only what a plain SELECT needs (SELECT, READ, FUNCTION,
-    RECURSIVE) and denies ATTACH, PRAGMA, writes and everything else. If ``denied`` is given,
-    the name of each refused action is appended to it so callers can say what was refused.
+    The child is killed ``KILL_GRACE_S`` after ``timeout_s`` and whenever the caller stops
+    waiting (an exception here), so no query outlives its request. A child that was killed
+    or died answers ``{"ok": False, "kind": "timeout" | "crash"}``.
     """
-    conn = _connect_readonly(db_path)
+    request = {
+        **request,
+        "timeout_s": float(timeout_s),
+        "value_bytes": limits.value_bytes,
+        "memory_bytes": limits.memory_bytes,
+    }
+    # -I -S: no environment variables, user or site packages; env={}: no secrets either.
+    command = [sys.executable, "-I", "-S", str(_CHILD)]
+    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and script, no shell
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={}
+    )
+    try:
+        out, err = proc.communicate(marshal.dumps(request), timeout=timeout_s + KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "kind": "timeout", "message": ""}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if proc.returncode == -signal.SIGXCPU:  # its CPU limit: a deadline the kernel enforced
+        return {"ok": False, "kind": "timeout", "message": ""}
+    try:
+        answer = marshal.loads(out) if proc.returncode == 0 else None  # noqa: S302 - our child
+    except (EOFError, ValueError, TypeError):
+        answer = None
+    if not isinstance(answer, dict):
+        logger.warning(
+            "SQL child exited %s: %s", proc.returncode, err[-2000:].decode(errors="replace")
+        )
+        return {"ok": False, "kind": "crash", "message": f"exit status {proc.returncode}"}
+    return answer
 
-    def authorizer(action: int, arg1, arg2, db_name, source) -> int:
-        if action in _SELECT_ACTIONS:
-            if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _FORBIDDEN_FUNCTIONS:
-                if denied is not None:
-                    denied.append(f"{arg2}()")
-                return sqlite3.SQLITE_DENY
-            return sqlite3.SQLITE_OK
-        if denied is not None:
-            denied.append(_ACTION_NAMES.get(action, f"SQLite action {action}"))
-        return sqlite3.SQLITE_DENY
 
-    conn.set_authorizer(authorizer)
-    return conn
-
-
-def _install_deadline(conn: sqlite3.Connection, timeout_s: float) -> Callable[[], bool]:
-    """Abort statements on ``conn`` after ``timeout_s`` wall seconds; return "did it fire?"."""
-    deadline = time.monotonic() + timeout_s
-    fired = False
-
-    def progress() -> int:
-        nonlocal fired
-        if time.monotonic() > deadline:
-            fired = True
-            return 1
-        return 0
-
-    conn.set_progress_handler(progress, _PROGRESS_STEPS)
-    return lambda: fired
+def _query_error(answer: dict, timeout_s: float, limits: QueryLimits) -> DomainError:
+    kind, message = answer["kind"], answer.get("message", "")
+    if kind == "timeout":
+        return QueryTimeout(f"stopped after {timeout_s:.1f} s: the console's time limit")
+    if kind == "denied":
+        return QueryRefused(f"{message} is not allowed: the console only runs SELECT")
+    if kind == "value":
+        return QueryRefused(
+            f"a value would be larger than {amount(limits.value_bytes)}, the most one value "
+            f"may hold here (SQLite: {message})"
+        )
+    if kind == "memory":
+        return QueryRefused(
+            f"the query needs more memory than the console allows "
+            f"({amount(limits.memory_bytes // 2)}); narrow it"
+        )
+    if kind == "result":
+        return QueryRefused(
+            f"the result is larger than {amount(limits.exact_result_bytes)} by row "
+            f"{answer.get('rows')}, more than is ever compared or stored; narrow the query"
+        )
+    if kind == "crash":
+        return QueryRefused(f"the query's process ended without an answer ({message})")
+    return QueryRefused(f"SQLite error: {message}")
 
 
-# --- the console ------------------------------------------------------------------------
+def _note(answer: dict, limits: QueryLimits) -> str:
+    notes = []
+    if answer["cut_cells"]:
+        notes.append(
+            f"{answer['cut_cells']} value{'s' if answer['cut_cells'] != 1 else ''} longer than "
+            f"{amount(limits.cell_bytes)} cut (marked “cut”)"
+        )
+    if answer["capped"]:
+        notes.append(
+            f"only the first {len(answer['rows'])} rows are shown: the answer passed "
+            f"{amount(limits.result_bytes)}"
+        )
+    return "; ".join(notes)
 
 
 def run_select(
-    db_path: Path, sql: str, *, timeout_s: float = 5.0, row_cap: int = 500
+    db_path: Path, sql: str, *, timeout_s: float = 5.0, row_cap: int = 500, exact: bool = False
 ) -> QueryResult:
-    """Run one checked SELECT on a read-only connection, with a time limit and a row cap.
+    """Run one checked SELECT on a read-only connection in a child process, within limits.
 
     Only ``row_cap + 1`` rows are ever fetched, so a huge result costs no more than the cap;
-    ``truncated`` says whether more rows existed. SQLite errors (no such column ...) become
+    ``truncated`` says whether more rows existed (or were left off at the byte limit, which
+    ``note`` then says). ``exact`` callers compare the result, so values are never cut: an
+    answer over ``exact_result_bytes`` is refused. SQLite errors (no such column ...) become
     QueryRefused with SQLite's message, because they are the author's to fix.
     """
     if row_cap < 0:
         raise ValueError("row_cap must be >= 0")
     statement = check_select(sql)
-    denied: list[str] = []
-    conn = open_readonly(db_path, denied=denied)
-    try:
-        timed_out = _install_deadline(conn, timeout_s)
-        started = time.perf_counter()
-        try:
-            cursor = conn.execute(statement)
-            rows = cursor.fetchmany(row_cap + 1)
-        except sqlite3.Error as error:
-            if timed_out():
-                raise QueryTimeout(
-                    f"stopped after {timeout_s:.1f} s: the console's time limit"
-                ) from None
-            if denied:
-                raise QueryRefused(
-                    f"{denied[0]} is not allowed: the console only runs SELECT"
-                ) from None
-            raise QueryRefused(f"SQLite error: {error}") from None
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        columns = [d[0] for d in cursor.description or ()]
-        return QueryResult(
-            columns=columns,
-            rows=[tuple(r) for r in rows[:row_cap]],
-            truncated=len(rows) > row_cap,
-            elapsed_ms=elapsed_ms,
-        )
-    finally:
-        conn.close()
+    path = Path(db_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no database file at {db_path}")
+    limits = current_limits()
+    request = {
+        "op": "select",
+        "path": str(path.resolve()),
+        "sql": statement,
+        "row_cap": row_cap,
+        "exact": exact,
+        "cell_bytes": limits.cell_bytes,
+        "result_bytes": limits.exact_result_bytes if exact else limits.result_bytes,
+    }
+    answer = run_child(request, timeout_s=timeout_s, limits=limits)
+    if not answer["ok"]:
+        raise _query_error(answer, timeout_s, limits)
+    return QueryResult(
+        columns=list(answer["columns"]),
+        rows=list(answer["rows"]),
+        truncated=answer["truncated"],
+        elapsed_ms=answer["elapsed_ms"],
+        cut_cells=answer["cut_cells"],
+        note=_note(answer, limits),
+    )
 
 
 # --- schema -----------------------------------------------------------------------------
@@ -399,7 +444,7 @@ def read_schema(db_path: Path) -> list[TableInfo]:
     and foreign_key_list are how SQLite reports a schema; ``mode=ro`` and ``query_only`` still
     keep the file unwritable. SQLite's internal tables (``sqlite_%``) are left out.
     """
-    conn = _connect_readonly(db_path)
+    conn = connect_readonly(db_path)
     try:
         names = [
             row[0]
@@ -458,129 +503,3 @@ def sample_rows(db_path: Path, table: str, *, limit: int = 5) -> QueryResult:
         raise QueryRefused(f"no table named {table!r} in this database")
     sql = f"SELECT * FROM {_quote_ident(name)} LIMIT {int(limit) + 1}"  # noqa: S608 - checked
     return run_select(db_path, sql, row_cap=limit)
-
-
-# --- database-edit scripts --------------------------------------------------------------
-
-# Source hashes keyed by (path, size, mtime, inode): hashing a large BIRD database on every
-# call would dominate; any change to the file changes the key.
-_SOURCE_HASHES: dict[tuple, str] = {}
-
-
-def _source_hash(source: Path) -> str:
-    """sha256 of the file's bytes, memoised while the file is unchanged."""
-    st = source.stat()
-    key = (str(source.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    cached = _SOURCE_HASHES.get(key)
-    if cached is not None:
-        return cached
-    digest = hashlib.sha256()
-    with source.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    if len(_SOURCE_HASHES) > 256:
-        _SOURCE_HASHES.clear()
-    _SOURCE_HASHES[key] = digest.hexdigest()
-    return _SOURCE_HASHES[key]
-
-
-def _snippet(statement: str) -> str:
-    """The statement on one line, cut to 80 characters, for error messages."""
-    return " ".join(statement.split())[:80]
-
-
-def _run_edit_script(conn: sqlite3.Connection, statements: list[str], timeout_s: float) -> None:
-    """Run ``statements`` one at a time on ``conn`` (the copy), naming any that fails."""
-    denied: list[str] = []
-
-    def authorizer(action: int, arg1, arg2, db_name, source) -> int:
-        if action in _EDIT_DENIED_ACTIONS:
-            denied.append(_ACTION_NAMES[action])
-            return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _FORBIDDEN_FUNCTIONS:
-            denied.append(f"{arg2}()")
-            return sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_OK
-
-    conn.set_authorizer(authorizer)
-    timed_out = _install_deadline(conn, timeout_s)
-    for number, statement in enumerate(statements, start=1):
-        where = f"statement {number} ({_snippet(statement)})"
-        first = _first_word(statement)
-        if first in _EDIT_FORBIDDEN_KEYWORDS:
-            raise EditScriptError(f"{where}: {first} is not allowed in a database-edit script")
-        denied.clear()
-        try:
-            conn.execute(statement).fetchall()
-        except sqlite3.Error as error:
-            if timed_out():
-                raise EditScriptError(
-                    f"{where} stopped after {timeout_s:.1f} s: the edit script's time limit"
-                ) from None
-            if denied:
-                raise EditScriptError(
-                    f"{where}: {denied[0]} is not allowed in a database-edit script"
-                ) from None
-            raise EditScriptError(f"{where} failed: {error}") from None
-    conn.set_authorizer(None)
-    conn.set_progress_handler(None, 0)
-    if conn.in_transaction:
-        # A script that opened a transaction and never closed it meant its changes to stay.
-        conn.commit()
-
-
-def edited_database(
-    *, source: Path, edit_script: str, cache_dir: Path, timeout_s: float = 30.0
-) -> Path:
-    """The path of a read-only copy of ``source`` with ``edit_script`` applied.
-
-    An empty script returns ``source`` itself. Otherwise the copy is cached as
-    ``cache_dir/<sha256(source hash + script)>.sqlite``, so an unchanged task reuses its copy
-    and an edited script or database gets a new one. The copy is built in a temporary file in
-    ``cache_dir`` (SQLite's backup API reading ``source`` through a ``mode=ro`` connection, so
-    the source is never opened for writing), the script runs statement by statement under an
-    authorizer that denies ATTACH / DETACH / PRAGMA / load_extension and a time limit, then the
-    file is made read-only (0o444) and moved into place with ``os.replace``. Concurrent builders
-    each write their own temp file and the last atomic rename wins with identical content.
-    Any failure raises EditScriptError and removes the temp file.
-    """
-    script = (edit_script or "").strip()
-    if not script:
-        return source
-    statements = script_statements(script)
-    if not statements:
-        return source
-    key = hashlib.sha256(f"{_source_hash(source)}\n{script}".encode()).hexdigest()
-    cache_dir = Path(cache_dir)
-    target = cache_dir / f"{key}.sqlite"
-    if target.is_file():
-        return target
-
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=f".{key[:16]}-", suffix=".building")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        src = _connect_readonly(source)
-        dst = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            try:
-                src.backup(dst)
-            except sqlite3.Error as error:
-                raise EditScriptError(f"could not copy the task database: {error}") from None
-            src.close()
-            # A scratch copy: no fsync, rollback journal in memory so no side files appear.
-            dst.execute("PRAGMA synchronous = OFF")
-            dst.execute("PRAGMA journal_mode = MEMORY")
-            _run_edit_script(dst, statements, timeout_s)
-            # A plain rollback-journal file, so readers need no -wal / -shm beside it.
-            dst.execute("PRAGMA journal_mode = DELETE")
-        finally:
-            src.close()
-            dst.close()
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target

@@ -124,7 +124,9 @@ class Command(BaseCommand):
         for env in SqlEnvironment.objects.filter(
             task__project=project, golden_output="", database__isnull=False
         ).select_related("database", "task"):
-            result = sqlconsole.run_select(env.database.path, env.gold_sql, row_cap=100_000)
+            result = sqlconsole.run_select(
+                env.database.path, env.gold_sql, row_cap=100_000, exact=True
+            )
             with transaction.atomic():
                 task = Task.objects.select_for_update().get(pk=env.task_id)
                 services.task_touch_environment(
