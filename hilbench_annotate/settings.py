@@ -197,6 +197,20 @@ DATABASE_STORE = Path(os.environ.get("HILBENCH_DATABASE_STORE", VAR_DIR / "datab
 REPOSITORY_STORE = Path(os.environ.get("HILBENCH_REPOSITORY_STORE", VAR_DIR / "repositories"))
 UPLOAD_STORE = Path(os.environ.get("HILBENCH_UPLOAD_STORE", VAR_DIR / "uploads"))
 MAX_UPLOAD_BYTES = int(os.environ.get("HILBENCH_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+# Where a repository named in the import form (a worker clones it on the server) may come
+# from: URLs starting with one of these prefixes, and folders under these server roots
+# (comma-separated). Uploaded repository archives are always accepted. Local paths and
+# file:// URLs are refused unless a root allows them, and never reach the app's own stores.
+REPOSITORY_URL_PREFIXES = [
+    p.strip()
+    for p in os.environ.get("HILBENCH_REPOSITORY_URL_PREFIXES", "https://github.com/").split(",")
+    if p.strip()
+]
+REPOSITORY_LOCAL_ROOTS = [
+    Path(p.strip())
+    for p in os.environ.get("HILBENCH_REPOSITORY_LOCAL_ROOTS", "").split(",")
+    if p.strip()
+]
 # Export bundles: where finished bundles wait for download, and for how long; what an
 # imported bundle may unpack to (bytes, files) before it is refused unread.
 BUNDLE_STORE = Path(os.environ.get("HILBENCH_BUNDLE_STORE", VAR_DIR / "bundles"))

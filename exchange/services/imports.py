@@ -1,5 +1,9 @@
-"""Imports started from the browser: the upload is stored, a worker runs the importer."""
+"""Imports started from the browser: the upload is stored, a worker runs the importer.
 
+Messages name an upload by the file name it was sent as, never by where the server keeps it.
+"""
+
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -14,6 +18,7 @@ from exchange.models import ImportJob
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_send
 from hilbench_annotate.models import Project
+from hilbench_annotate.repositories import borrowed_objects, origin_allowed
 from hilbench_annotate.services import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
 
@@ -35,16 +40,20 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
     """Store the uploaded files and schedule the import once this transaction commits."""
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind {kind!r}.")
+    if kind == ImportJob.Kind.SWEBENCH and files.get("repository") is None:
+        # Refused here, with the form, rather than by the worker later.
+        origin_allowed(options.get("repo_url") or "")
     relative = f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}"
     directory = settings.UPLOAD_STORE / relative
     directory.mkdir(parents=True)
     try:
-        saved = {}
+        saved, names = {}, {}
         for role, upload in files.items():
             if upload is None:
                 continue
             suffix = "".join(Path(upload.name).suffixes[-2:]) or ".bin"
             saved[role] = _save_upload(upload, directory, f"{role}{suffix}").name
+            names[role] = Path(upload.name).name[:200]
     except Exception:
         shutil.rmtree(directory, ignore_errors=True)
         raise
@@ -53,7 +62,7 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
         kind=kind,
         created_by=actor,
         upload_dir=relative,
-        options={**options, "files": saved},
+        options={**options, "files": saved, "names": names},
     )
     event_record(project_id=project.pk, task_id=None, actor=actor, kind="import_queued", job=job.pk)
     job_send(job)
@@ -72,12 +81,32 @@ def _databases_root(extracted: Path) -> Path:
 
 
 def _repository_root(extracted: Path) -> Path:
-    for candidate in sorted(extracted.rglob(".git"), key=lambda p: len(p.parts)):
-        return candidate.parent
-    for candidate in sorted(extracted.rglob("HEAD"), key=lambda p: len(p.parts)):
-        if (candidate.parent / "objects").is_dir():
-            return candidate.parent
-    raise DomainError("The repository archive holds no git repository.")
+    """The uploaded repository: a work tree with its ``.git`` folder, or a bare repository,
+    holding every object itself (a link to a repository elsewhere on the server is refused)."""
+    root = next(
+        (c.parent for c in sorted(extracted.rglob(".git"), key=lambda p: len(p.parts))), None
+    )
+    if root is None:
+        root = next(
+            (
+                c.parent
+                for c in sorted(extracted.rglob("HEAD"), key=lambda p: len(p.parts))
+                if (c.parent / "objects").is_dir()
+            ),
+            None,
+        )
+    if root is None:
+        raise DomainError("The repository archive holds no git repository.")
+    problem = borrowed_objects(root)
+    if problem:
+        raise DomainError(f"The repository archive is refused: {problem}.")
+    return root
+
+
+def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:
+    if not target.exists():
+        extract_archive(files[role], target)
+    return target
 
 
 def _run_importer(job: ImportJob) -> dict:
@@ -87,8 +116,8 @@ def _run_importer(job: ImportJob) -> dict:
     options = job.options
     if job.kind == ImportJob.Kind.BIRD:
         databases = directory / "databases"
-        if "databases" in files and not databases.exists():
-            extract_archive(files["databases"], databases)
+        if "databases" in files:
+            _unpack(job, files, "databases", databases)
         report = import_bird(
             project=job.project,
             questions=files["questions"],
@@ -99,12 +128,12 @@ def _run_importer(job: ImportJob) -> dict:
             actor=job.created_by,
         )
     elif job.kind == ImportJob.Kind.SWEBENCH:
-        repo = options.get("repo_url", "")
         if "repository" in files:
-            extracted = directory / "repository"
-            if not extracted.exists():
-                extract_archive(files["repository"], extracted)
+            extracted = _unpack(job, files, "repository", directory / "repository")
             repo = str(_repository_root(extracted))
+        else:
+            # Checked again: the job may have been queued before the site's rules changed.
+            repo = origin_allowed(options.get("repo_url") or "")
         report = import_swebench(
             project=job.project, instances=files["instances"], repo=repo, actor=job.created_by
         )
@@ -112,9 +141,7 @@ def _run_importer(job: ImportJob) -> dict:
         # The bundle reader checks the archive (limits, paths, links) and the manifest.
         report = import_bundle(project=job.project, path=files["archive"], actor=job.created_by)
     else:
-        extracted = directory / "folders"
-        if not extracted.exists():
-            extract_archive(files["archive"], extracted)
+        extracted = _unpack(job, files, "archive", directory / "folders")
         folders = find_task_folders(extracted)
         root = extracted
         if not folders:
@@ -123,6 +150,44 @@ def _run_importer(job: ImportJob) -> dict:
             root = children[0] if len(children) == 1 else extracted
         report = import_hilbench(project=job.project, root=root, actor=job.created_by)
     return report.as_dict()
+
+
+def _without_server_paths(text: str, job: ImportJob) -> str:
+    """``text`` with every server path replaced by what the user knows: an uploaded file by
+    its name, a folder unpacked from it by that name, the app's stores by "…"."""
+    directory = settings.UPLOAD_STORE / job.upload_dir
+    names = job.options.get("names", {})
+    replacements: dict[str, str] = {}
+    unpacked = {"databases": "databases", "repository": "repository", "archive": "folders"}
+    for role, stored in job.options.get("files", {}).items():
+        label = names.get(role) or role
+        replacements[str(directory / stored)] = label
+        if role in unpacked:
+            replacements[str(directory / unpacked[role])] = label
+    replacements[str(directory)] = "the upload"
+    for own in (
+        settings.UPLOAD_STORE,
+        settings.REPOSITORY_STORE,
+        settings.DATABASE_STORE,
+        settings.BUNDLE_STORE,
+        settings.VAR_DIR,
+        settings.BASE_DIR,
+    ):
+        replacements[str(own)] = "…"
+    # A path may have been resolved on the way (symbolic links in the store's path).
+    for path, label in list(replacements.items()):
+        replacements.setdefault(str(Path(path).resolve()), label)
+    # Whole paths only: BASE_DIR "/app" must not eat the "/app" of "…/org/apple".
+    pattern = re.compile(
+        r"(?<![\w./-])("
+        + "|".join(re.escape(p) for p in sorted(replacements, key=len, reverse=True))
+        + r")(?![\w.-])"
+    )
+    return pattern.sub(lambda m: replacements[m.group(1)], text)
+
+
+def _public_report(report: dict, job: ImportJob) -> dict:
+    return {**report, "notes": [_without_server_paths(n, job) for n in report.get("notes", [])]}
 
 
 def import_execute(*, job_id: int) -> None:
@@ -138,11 +203,17 @@ def import_execute(*, job_id: int) -> None:
     try:
         report = _run_importer(job)
     except ImportRefused as exc:
-        job_fail(ImportJob, job_id, exc.render(limit=200))
+        job_fail(ImportJob, job_id, _without_server_paths(exc.render(limit=200), job))
         return
     except DomainError as exc:
-        job_fail(ImportJob, job_id, str(exc))
+        job_fail(ImportJob, job_id, _without_server_paths(str(exc), job))
         return
+    except Exception as exc:
+        # Failed here, without the paths an OSError's text carries; JobTask then finds the
+        # row finished. The exception still reaches the worker's log in full.
+        job_fail(ImportJob, job_id, _without_server_paths(f"The import crashed: {exc!r}", job))
+        raise
+    report = _public_report(report, job)
     job_finish(ImportJob, job_id, report=report)
     event_record(
         project_id=job.project_id,
