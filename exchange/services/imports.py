@@ -1,22 +1,33 @@
 """Imports started from the browser: the upload is stored, a worker runs the importer.
 
-Messages name an upload by the file name it was sent as, never by where the server keeps it.
+The upload and what it unpacks to are temporary: the job deletes them when it ends, and
+``uploads_sweep`` (the beat) deletes whatever a dead worker left. Messages name an upload by
+the file name it was sent as, never by where the server keeps it.
 """
 
 import re
 import shutil
+import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
 
+from evaluation.models import EvaluationRun
 from exchange.bundles.reader import import_bundle
 from exchange.importers import import_bird, import_hilbench, import_swebench
 from exchange.importers.hilbench import find_task_folders
 from exchange.models import ImportJob
 from hilbench_annotate.errors import DomainError, ImportRefused
-from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_send
+from hilbench_annotate.jobs import (
+    job_claim,
+    job_fail,
+    job_finish,
+    job_heartbeat_while,
+    job_send,
+)
 from hilbench_annotate.models import Project
 from hilbench_annotate.repositories import borrowed_objects, origin_allowed
 from hilbench_annotate.services import event_record
@@ -103,9 +114,25 @@ def _repository_root(extracted: Path) -> Path:
     return root
 
 
+def _upload_dir(job: ImportJob) -> Path | None:
+    """The job's own folder in the upload store; None if the row names none (or names a
+    folder outside the store, which is never deleted)."""
+    if not job.upload_dir:
+        return None
+    store = settings.UPLOAD_STORE.resolve()
+    directory = (settings.UPLOAD_STORE / job.upload_dir).resolve()
+    return directory if directory.parent == store else None
+
+
 def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:
     if not target.exists():
-        extract_archive(files[role], target)
+        extract_archive(
+            files[role],
+            target,
+            max_bytes=settings.UNPACK_MAX_BYTES,
+            max_ratio=settings.UNPACK_MAX_RATIO,
+            label=job.options.get("names", {}).get(role),
+        )
     return target
 
 
@@ -139,7 +166,12 @@ def _run_importer(job: ImportJob) -> dict:
         )
     elif job.kind == ImportJob.Kind.BUNDLE:
         # The bundle reader checks the archive (limits, paths, links) and the manifest.
-        report = import_bundle(project=job.project, path=files["archive"], actor=job.created_by)
+        report = import_bundle(
+            project=job.project,
+            path=files["archive"],
+            actor=job.created_by,
+            label=options.get("names", {}).get("archive"),
+        )
     else:
         extracted = _unpack(job, files, "archive", directory / "folders")
         folders = find_task_folders(extracted)
@@ -195,13 +227,17 @@ def import_execute(*, job_id: int) -> None:
 
     A redelivered message for a job that is running normally or finished does nothing. A
     job taken over from a dead worker runs again safely: the importer writes in one
-    transaction and skips records already present.
+    transaction and skips records already present. Whatever the outcome, the upload is
+    deleted when the job ends.
     """
     if not job_claim(ImportJob, job_id):
         return
     job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
     try:
-        report = _run_importer(job)
+        # A long import is not a dead one: without heartbeats the reaper would hand it to a
+        # second worker, and the first one's clean-up would delete the files it reads.
+        with job_heartbeat_while(ImportJob, job_id):
+            report = _run_importer(job)
     except ImportRefused as exc:
         job_fail(ImportJob, job_id, _without_server_paths(exc.render(limit=200), job))
         return
@@ -213,6 +249,8 @@ def import_execute(*, job_id: int) -> None:
         # row finished. The exception still reaches the worker's log in full.
         job_fail(ImportJob, job_id, _without_server_paths(f"The import crashed: {exc!r}", job))
         raise
+    finally:
+        _upload_delete(job)
     report = _public_report(report, job)
     job_finish(ImportJob, job_id, report=report)
     event_record(
@@ -224,3 +262,51 @@ def import_execute(*, job_id: int) -> None:
         created=len(report["created"]),
         unchanged=len(report["unchanged"]),
     )
+
+
+def _upload_delete(job: ImportJob) -> None:
+    directory = _upload_dir(job)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def uploads_sweep(*, older_than: timedelta | None = None) -> int:
+    """Delete what lies in the upload store for longer than ``older_than`` (default
+    ``UPLOAD_KEEP_HOURS``) and no unfinished job still needs; returns how many entries went.
+
+    A job deletes its own upload when it ends; this catches what a worker that died for
+    good left, and the scratch folders of imports that never ended. An unfinished import's
+    folder and an unfinished results import's pending file are kept whatever their age.
+    """
+    store = settings.UPLOAD_STORE
+    if not store.is_dir():
+        return 0
+    limit = older_than if older_than is not None else timedelta(hours=settings.UPLOAD_KEEP_HOURS)
+    cutoff = time.time() - limit.total_seconds()
+    in_use = {
+        str(store / d)
+        for d in ImportJob.objects.exclude(status__in=ImportJob.FINISHED).values_list(
+            "upload_dir", flat=True
+        )
+    }
+    pending = EvaluationRun.objects.exclude(status__in=EvaluationRun.FINISHED).values_list(
+        "pending", flat=True
+    )
+    in_use |= {str(store / p["file"]) for p in pending if isinstance(p, dict) and p.get("file")}
+    removed = 0
+    for entry in sorted(store.iterdir()):
+        children = (
+            list(entry.iterdir()) if entry.is_dir() and entry.name == "pending-results" else [entry]
+        )
+        for path in children:
+            try:
+                if str(path) in in_use or path.lstat().st_mtime > cutoff:
+                    continue
+            except FileNotFoundError:  # deleted meanwhile by the job that owned it
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed += 1
+    return removed
