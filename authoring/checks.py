@@ -44,7 +44,11 @@ def _sql_findings(task: Task, draft: Mapping[str, Any]) -> tuple[list[lint.Findi
             "warning",
         )
         return [note], None
-    return [], sqlconsole.schema_columns(path)
+    try:
+        return [], sqlconsole.schema_columns(path)
+    except sqlconsole.DatabaseUnreadable as exc:
+        unreadable = lint.Finding("database_unreadable", "environment.database", str(exc), "error")
+        return [unreadable], None
 
 
 def _swe_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:

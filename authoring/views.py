@@ -112,7 +112,9 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
         **_lint_context(task, findings),
     }
     if task.domain == Domain.SQL:
-        context["tables"] = _tables(task, snapshot["environment"].get("edit_script", ""))
+        context["tables"], context["database_error"] = _tables(
+            task, snapshot["environment"].get("edit_script", "")
+        )
         context["business_info_text"] = "\n".join(snapshot["environment"].get("business_info", []))
         context["descriptions"] = sorted(
             (snapshot["environment"].get("descriptions") or {}).items()
@@ -124,12 +126,17 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
     return context
 
 
-def _tables(task, edit_script: str):
+def _tables(task, edit_script: str) -> tuple[list, str]:
+    """The schema to browse, and why there is none when the database cannot be read."""
     try:
         path = checks.edited_database_path(task, edit_script)
     except DomainError:
-        path = checks.edited_database_path(task, "")
-    return sqlconsole.read_schema(path) if path else []
+        path = None
+    try:
+        path = path or checks.edited_database_path(task, "")
+        return (sqlconsole.read_schema(path) if path else []), ""
+    except DomainError as exc:
+        return [], str(exc)
 
 
 @login_required
@@ -422,16 +429,20 @@ def sql_table(request, task_id: int, table: str):
     task = access_task(request.user, task_id)
     if task.domain != Domain.SQL:
         raise Http404("Not a SQL task.")
-    path = checks.edited_database_path(task, task.sql_environment.edit_script)
-    if path is None:
-        raise Http404("No database.")
-    info = next((t for t in sqlconsole.read_schema(path) if t.name == table), None)
-    if info is None:
-        raise Http404("No such table.")
+    try:
+        path = checks.edited_database_path(task, task.sql_environment.edit_script)
+        if path is None:
+            raise Http404("No database.")
+        info = next((t for t in sqlconsole.read_schema(path) if t.name == table), None)
+        if info is None:
+            raise Http404("No such table.")
+        sample = sqlconsole.sample_rows(path, table, limit=8)
+    except DomainError as exc:
+        return render(request, f"{TEMPLATE}#table", {"task": task, "table_error": str(exc)})
     context = {
         "task": task,
         "table": info,
-        "sample": sqlconsole.sample_rows(path, table, limit=8),
+        "sample": sample,
         "description_rows": _description_rows(task.sql_environment.descriptions.get(table, "")),
     }
     return render(request, f"{TEMPLATE}#table", context)

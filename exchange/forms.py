@@ -1,4 +1,5 @@
 from django import forms
+from django.conf import settings
 
 from exchange.models import ImportJob
 from hilbench_annotate.vocabulary import Domain, TaskStatus
@@ -26,9 +27,7 @@ class ImportForm(forms.Form):
     repository = forms.FileField(
         required=False, label="Repository archive (.zip / .tar.gz with its .git)"
     )
-    repo_url = forms.CharField(
-        required=False, label="…or repository URL (https / ssh)", max_length=500
-    )
+    repo_url = forms.CharField(required=False, label="…or repository URL", max_length=500)
     archive = forms.FileField(
         required=False,
         label="HiL-Bench task folders or export bundle (.zip / .tar.gz)",
@@ -46,6 +45,12 @@ class ImportForm(forms.Form):
     def __init__(self, *args, projects=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project"].choices = [(p.pk, p.name) for p in projects]
+        prefixes = settings.REPOSITORY_URL_PREFIXES
+        self.fields["repo_url"].help_text = (
+            f"This site clones URLs starting with {', '.join(prefixes)}"
+            if prefixes
+            else "This site takes uploaded repository archives only"
+        )
 
     def clean(self):
         data = super().clean()

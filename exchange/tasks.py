@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from exchange.services.exports import bundle_export_execute, export_jobs_expire
-from exchange.services.imports import import_execute
+from exchange.services.imports import import_execute, uploads_sweep
 from hilbench_annotate.jobs import JobTask
 
 
@@ -22,3 +22,8 @@ def bundle_export_job(*, job_id: int) -> None:
 @shared_task(name="bundles.expire")
 def export_jobs_expire_task() -> None:
     export_jobs_expire()
+
+
+@shared_task(name="uploads.sweep")
+def uploads_sweep_task() -> None:
+    uploads_sweep()

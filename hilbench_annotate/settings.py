@@ -197,6 +197,27 @@ DATABASE_STORE = Path(os.environ.get("HILBENCH_DATABASE_STORE", VAR_DIR / "datab
 REPOSITORY_STORE = Path(os.environ.get("HILBENCH_REPOSITORY_STORE", VAR_DIR / "repositories"))
 UPLOAD_STORE = Path(os.environ.get("HILBENCH_UPLOAD_STORE", VAR_DIR / "uploads"))
 MAX_UPLOAD_BYTES = int(os.environ.get("HILBENCH_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+# An import's upload and what it unpacks to are deleted when its job ends; anything left in
+# UPLOAD_STORE (a job whose worker died for good) is swept after this many hours.
+UPLOAD_KEEP_HOURS = float(os.environ.get("HILBENCH_UPLOAD_KEEP_HOURS", "24"))
+# What an uploaded archive may unpack to: at most this many bytes, and (past 64 MiB) at most
+# this many times its own size, so a small decompression bomb is refused before it is written.
+UNPACK_MAX_BYTES = int(os.environ.get("HILBENCH_UNPACK_MAX_BYTES", str(4 * 1024**3)))
+UNPACK_MAX_RATIO = float(os.environ.get("HILBENCH_UNPACK_MAX_RATIO", "100"))
+# Where a repository named in the import form (a worker clones it on the server) may come
+# from: URLs starting with one of these prefixes, and folders under these server roots
+# (comma-separated). Uploaded repository archives are always accepted. Local paths and
+# file:// URLs are refused unless a root allows them, and never reach the app's own stores.
+REPOSITORY_URL_PREFIXES = [
+    p.strip()
+    for p in os.environ.get("HILBENCH_REPOSITORY_URL_PREFIXES", "https://github.com/").split(",")
+    if p.strip()
+]
+REPOSITORY_LOCAL_ROOTS = [
+    Path(p.strip())
+    for p in os.environ.get("HILBENCH_REPOSITORY_LOCAL_ROOTS", "").split(",")
+    if p.strip()
+]
 # Export bundles: where finished bundles wait for download, and for how long; what an
 # imported bundle may unpack to (bytes, files) before it is refused unread.
 BUNDLE_STORE = Path(os.environ.get("HILBENCH_BUNDLE_STORE", VAR_DIR / "bundles"))
@@ -365,6 +386,8 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     }
 CELERY_BEAT_SCHEDULE = {
     "delete-expired-bundles": {"task": "bundles.expire", "schedule": 3600.0},
+    # Uploads a dead worker left behind (exchange/services/imports.py, uploads_sweep).
+    "sweep-old-uploads": {"task": "uploads.sweep", "schedule": 3600.0},
     # Every kind of job a broker lost or whose worker died (hilbench_annotate/jobs.py).
     "reap-lost-jobs": {
         "task": "jobs.reap",

@@ -93,14 +93,16 @@ def _bundle_root(extracted: Path) -> Path:
     return extracted
 
 
-def import_bundle(*, project, path: Path, actor=None):
+def import_bundle(*, project, path: Path, actor=None, label: str | None = None):
     """Import a bundle file (``.tar.gz`` / ``.tar`` / ``.zip``) or folder into ``project``.
 
     Returns the ImportReport; raises ImportRefused (nothing imported) on any bad entry.
+    ``label`` names the file in messages (the name it was uploaded as).
     """
     path = Path(path)
+    label = label or path.name
     if not path.exists():
-        raise ImportRefused(f"{path} does not exist.", [])
+        raise ImportRefused(f"{label} does not exist.", [])
     settings.UPLOAD_STORE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=settings.UPLOAD_STORE, prefix=".bundle-") as scratch:
         if path.is_dir():
@@ -112,10 +114,12 @@ def import_bundle(*, project, path: Path, actor=None):
                     Path(scratch) / "bundle",
                     max_members=settings.BUNDLE_MAX_FILES,
                     max_bytes=settings.BUNDLE_MAX_BYTES,
+                    max_ratio=settings.UNPACK_MAX_RATIO,
+                    label=label,
                 )
             except ArchiveRefused as exc:
                 raise ImportRefused(
-                    f"{path.name} refused; nothing was imported.",
+                    f"{label} refused; nothing was imported.",
                     [("archive", p) for p in exc.problems],
                 ) from exc
             except DomainError as exc:

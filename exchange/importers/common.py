@@ -4,11 +4,13 @@ import io
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import ijson
 from django.conf import settings
@@ -115,7 +117,12 @@ def read_descriptions(directory: Path) -> tuple[dict[str, str], list[str]]:
 
 
 def sqlite_problem(path: Path) -> str | None:
-    """Why ``path`` is not a usable SQLite database file, or None."""
+    """Why ``path`` is not a usable SQLite database file, or None.
+
+    The header alone proves nothing (random bytes behind it import, then every page that
+    reads the database fails), so SQLite checks the whole file (``PRAGMA quick_check``) on a
+    read-only connection.
+    """
     try:
         with open(path, "rb") as handle:
             magic = handle.read(len(SQLITE_MAGIC))
@@ -123,6 +130,16 @@ def sqlite_problem(path: Path) -> str | None:
         return f"cannot read {path.name}: {exc.strerror}"
     if magic != SQLITE_MAGIC:
         return f"{path.name} is not a SQLite database file"
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+        try:
+            findings = [row[0] for row in connection.execute("PRAGMA quick_check(5)")]
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        return f"{path.name} is damaged or not a SQLite database ({exc})"
+    if findings != ["ok"]:
+        return f"{path.name} is damaged: {'; '.join(map(str, findings))}"
     return None
 
 

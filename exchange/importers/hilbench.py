@@ -358,7 +358,10 @@ def _create_all(project: Project, items: list[dict[str, Any]], actor) -> ImportR
             if "repository_source" in item:
                 repo_path, commit = item["repository_source"]
                 environment["repository"] = repository_add_commit(
-                    repo_name=environment["repo_name"], source=repo_path, commit=commit
+                    project=project,
+                    repo_name=environment["repo_name"],
+                    source=repo_path,
+                    commit=commit,
                 )
             notes = list(item["notes"])
             if not item.get("from_bundle"):

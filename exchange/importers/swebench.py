@@ -125,10 +125,13 @@ def _validate_records(instances: Path, limit: int | None) -> set[str]:
     return repo_names
 
 
-def _mirrored_repository(*, instances: Path, limit: int | None, repo_name: str, repo: str):
-    """Mirror the repository into the store; refuse the file if a base commit is not in it."""
+def _mirrored_repository(
+    *, project: Project, instances: Path, limit: int | None, repo_name: str, repo: str
+):
+    """Mirror the repository into the project's store; refuse the file if a base commit is
+    not in it."""
     try:
-        repository = repository_mirror(repo_name=repo_name, origin=repo)
+        repository = repository_mirror(project=project, repo_name=repo_name, origin=repo)
     except DomainError as exc:
         raise ImportRefused(str(exc), []) from exc
     problems: list[tuple[object, str]] = []
@@ -228,7 +231,7 @@ def import_swebench(
         return ImportReport(notes=["the file holds no records"])
     (repo_name,) = repo_names
     repository = _mirrored_repository(
-        instances=instances, limit=limit, repo_name=repo_name, repo=repo
+        project=project, instances=instances, limit=limit, repo_name=repo_name, repo=repo
     )
     return _create_tasks(
         project=project,

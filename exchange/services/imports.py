@@ -1,19 +1,35 @@
-"""Imports started from the browser: the upload is stored, a worker runs the importer."""
+"""Imports started from the browser: the upload is stored, a worker runs the importer.
 
+The upload and what it unpacks to are temporary: the job deletes them when it ends, and
+``uploads_sweep`` (the beat) deletes whatever a dead worker left. Messages name an upload by
+the file name it was sent as, never by where the server keeps it.
+"""
+
+import re
 import shutil
+import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
 
+from evaluation.models import EvaluationRun
 from exchange.bundles.reader import import_bundle
 from exchange.importers import import_bird, import_hilbench, import_swebench
 from exchange.importers.hilbench import find_task_folders
 from exchange.models import ImportJob
 from hilbench_annotate.errors import DomainError, ImportRefused
-from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_send
+from hilbench_annotate.jobs import (
+    job_claim,
+    job_fail,
+    job_finish,
+    job_heartbeat_while,
+    job_send,
+)
 from hilbench_annotate.models import Project
+from hilbench_annotate.repositories import borrowed_objects, origin_allowed
 from hilbench_annotate.services import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
 
@@ -35,16 +51,20 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
     """Store the uploaded files and schedule the import once this transaction commits."""
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind {kind!r}.")
+    if kind == ImportJob.Kind.SWEBENCH and files.get("repository") is None:
+        # Refused here, with the form, rather than by the worker later.
+        origin_allowed(options.get("repo_url") or "")
     relative = f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}"
     directory = settings.UPLOAD_STORE / relative
     directory.mkdir(parents=True)
     try:
-        saved = {}
+        saved, names = {}, {}
         for role, upload in files.items():
             if upload is None:
                 continue
             suffix = "".join(Path(upload.name).suffixes[-2:]) or ".bin"
             saved[role] = _save_upload(upload, directory, f"{role}{suffix}").name
+            names[role] = Path(upload.name).name[:200]
     except Exception:
         shutil.rmtree(directory, ignore_errors=True)
         raise
@@ -53,7 +73,7 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
         kind=kind,
         created_by=actor,
         upload_dir=relative,
-        options={**options, "files": saved},
+        options={**options, "files": saved, "names": names},
     )
     event_record(project_id=project.pk, task_id=None, actor=actor, kind="import_queued", job=job.pk)
     job_send(job)
@@ -72,12 +92,48 @@ def _databases_root(extracted: Path) -> Path:
 
 
 def _repository_root(extracted: Path) -> Path:
-    for candidate in sorted(extracted.rglob(".git"), key=lambda p: len(p.parts)):
-        return candidate.parent
-    for candidate in sorted(extracted.rglob("HEAD"), key=lambda p: len(p.parts)):
-        if (candidate.parent / "objects").is_dir():
-            return candidate.parent
-    raise DomainError("The repository archive holds no git repository.")
+    """The uploaded repository: a work tree with its ``.git`` folder, or a bare repository,
+    holding every object itself (a link to a repository elsewhere on the server is refused)."""
+    root = next(
+        (c.parent for c in sorted(extracted.rglob(".git"), key=lambda p: len(p.parts))), None
+    )
+    if root is None:
+        root = next(
+            (
+                c.parent
+                for c in sorted(extracted.rglob("HEAD"), key=lambda p: len(p.parts))
+                if (c.parent / "objects").is_dir()
+            ),
+            None,
+        )
+    if root is None:
+        raise DomainError("The repository archive holds no git repository.")
+    problem = borrowed_objects(root)
+    if problem:
+        raise DomainError(f"The repository archive is refused: {problem}.")
+    return root
+
+
+def _upload_dir(job: ImportJob) -> Path | None:
+    """The job's own folder in the upload store; None if the row names none (or names a
+    folder outside the store, which is never deleted)."""
+    if not job.upload_dir:
+        return None
+    store = settings.UPLOAD_STORE.resolve()
+    directory = (settings.UPLOAD_STORE / job.upload_dir).resolve()
+    return directory if directory.parent == store else None
+
+
+def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:
+    if not target.exists():
+        extract_archive(
+            files[role],
+            target,
+            max_bytes=settings.UNPACK_MAX_BYTES,
+            max_ratio=settings.UNPACK_MAX_RATIO,
+            label=job.options.get("names", {}).get(role),
+        )
+    return target
 
 
 def _run_importer(job: ImportJob) -> dict:
@@ -87,8 +143,8 @@ def _run_importer(job: ImportJob) -> dict:
     options = job.options
     if job.kind == ImportJob.Kind.BIRD:
         databases = directory / "databases"
-        if "databases" in files and not databases.exists():
-            extract_archive(files["databases"], databases)
+        if "databases" in files:
+            _unpack(job, files, "databases", databases)
         report = import_bird(
             project=job.project,
             questions=files["questions"],
@@ -99,22 +155,25 @@ def _run_importer(job: ImportJob) -> dict:
             actor=job.created_by,
         )
     elif job.kind == ImportJob.Kind.SWEBENCH:
-        repo = options.get("repo_url", "")
         if "repository" in files:
-            extracted = directory / "repository"
-            if not extracted.exists():
-                extract_archive(files["repository"], extracted)
+            extracted = _unpack(job, files, "repository", directory / "repository")
             repo = str(_repository_root(extracted))
+        else:
+            # Checked again: the job may have been queued before the site's rules changed.
+            repo = origin_allowed(options.get("repo_url") or "")
         report = import_swebench(
             project=job.project, instances=files["instances"], repo=repo, actor=job.created_by
         )
     elif job.kind == ImportJob.Kind.BUNDLE:
         # The bundle reader checks the archive (limits, paths, links) and the manifest.
-        report = import_bundle(project=job.project, path=files["archive"], actor=job.created_by)
+        report = import_bundle(
+            project=job.project,
+            path=files["archive"],
+            actor=job.created_by,
+            label=options.get("names", {}).get("archive"),
+        )
     else:
-        extracted = directory / "folders"
-        if not extracted.exists():
-            extract_archive(files["archive"], extracted)
+        extracted = _unpack(job, files, "archive", directory / "folders")
         folders = find_task_folders(extracted)
         root = extracted
         if not folders:
@@ -125,24 +184,74 @@ def _run_importer(job: ImportJob) -> dict:
     return report.as_dict()
 
 
+def _without_server_paths(text: str, job: ImportJob) -> str:
+    """``text`` with every server path replaced by what the user knows: an uploaded file by
+    its name, a folder unpacked from it by that name, the app's stores by "…"."""
+    directory = settings.UPLOAD_STORE / job.upload_dir
+    names = job.options.get("names", {})
+    replacements: dict[str, str] = {}
+    unpacked = {"databases": "databases", "repository": "repository", "archive": "folders"}
+    for role, stored in job.options.get("files", {}).items():
+        label = names.get(role) or role
+        replacements[str(directory / stored)] = label
+        if role in unpacked:
+            replacements[str(directory / unpacked[role])] = label
+    replacements[str(directory)] = "the upload"
+    for own in (
+        settings.UPLOAD_STORE,
+        settings.REPOSITORY_STORE,
+        settings.DATABASE_STORE,
+        settings.BUNDLE_STORE,
+        settings.VAR_DIR,
+        settings.BASE_DIR,
+    ):
+        replacements[str(own)] = "…"
+    # A path may have been resolved on the way (symbolic links in the store's path).
+    for path, label in list(replacements.items()):
+        replacements.setdefault(str(Path(path).resolve()), label)
+    # Whole paths only: BASE_DIR "/app" must not eat the "/app" of "…/org/apple".
+    pattern = re.compile(
+        r"(?<![\w./-])("
+        + "|".join(re.escape(p) for p in sorted(replacements, key=len, reverse=True))
+        + r")(?![\w.-])"
+    )
+    return pattern.sub(lambda m: replacements[m.group(1)], text)
+
+
+def _public_report(report: dict, job: ImportJob) -> dict:
+    return {**report, "notes": [_without_server_paths(n, job) for n in report.get("notes", [])]}
+
+
 def import_execute(*, job_id: int) -> None:
     """Claim the job (queued, or running with a dead worker → running) and run it.
 
     A redelivered message for a job that is running normally or finished does nothing. A
     job taken over from a dead worker runs again safely: the importer writes in one
-    transaction and skips records already present.
+    transaction and skips records already present. Whatever the outcome, the upload is
+    deleted when the job ends.
     """
     if not job_claim(ImportJob, job_id):
         return
     job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
     try:
-        report = _run_importer(job)
+        # A long import is not a dead one: without heartbeats the reaper would hand it to a
+        # second worker, and the first one's clean-up would delete the files it reads.
+        with job_heartbeat_while(ImportJob, job_id):
+            report = _run_importer(job)
     except ImportRefused as exc:
-        job_fail(ImportJob, job_id, exc.render(limit=200))
+        job_fail(ImportJob, job_id, _without_server_paths(exc.render(limit=200), job))
         return
     except DomainError as exc:
-        job_fail(ImportJob, job_id, str(exc))
+        job_fail(ImportJob, job_id, _without_server_paths(str(exc), job))
         return
+    except Exception as exc:
+        # Failed here, without the paths an OSError's text carries; JobTask then finds the
+        # row finished. The exception still reaches the worker's log in full.
+        job_fail(ImportJob, job_id, _without_server_paths(f"The import crashed: {exc!r}", job))
+        raise
+    finally:
+        _upload_delete(job)
+    report = _public_report(report, job)
     job_finish(ImportJob, job_id, report=report)
     event_record(
         project_id=job.project_id,
@@ -153,3 +262,51 @@ def import_execute(*, job_id: int) -> None:
         created=len(report["created"]),
         unchanged=len(report["unchanged"]),
     )
+
+
+def _upload_delete(job: ImportJob) -> None:
+    directory = _upload_dir(job)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def uploads_sweep(*, older_than: timedelta | None = None) -> int:
+    """Delete what lies in the upload store for longer than ``older_than`` (default
+    ``UPLOAD_KEEP_HOURS``) and no unfinished job still needs; returns how many entries went.
+
+    A job deletes its own upload when it ends; this catches what a worker that died for
+    good left, and the scratch folders of imports that never ended. An unfinished import's
+    folder and an unfinished results import's pending file are kept whatever their age.
+    """
+    store = settings.UPLOAD_STORE
+    if not store.is_dir():
+        return 0
+    limit = older_than if older_than is not None else timedelta(hours=settings.UPLOAD_KEEP_HOURS)
+    cutoff = time.time() - limit.total_seconds()
+    in_use = {
+        str(store / d)
+        for d in ImportJob.objects.exclude(status__in=ImportJob.FINISHED).values_list(
+            "upload_dir", flat=True
+        )
+    }
+    pending = EvaluationRun.objects.exclude(status__in=EvaluationRun.FINISHED).values_list(
+        "pending", flat=True
+    )
+    in_use |= {str(store / p["file"]) for p in pending if isinstance(p, dict) and p.get("file")}
+    removed = 0
+    for entry in sorted(store.iterdir()):
+        children = (
+            list(entry.iterdir()) if entry.is_dir() and entry.name == "pending-results" else [entry]
+        )
+        for path in children:
+            try:
+                if str(path) in in_use or path.lstat().st_mtime > cutoff:
+                    continue
+            except FileNotFoundError:  # deleted meanwhile by the job that owned it
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed += 1
+    return removed

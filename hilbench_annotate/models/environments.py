@@ -5,9 +5,22 @@ from .tasks import Task
 
 
 class Repository(models.Model):
-    """A bare git mirror in the app's repository store, shared by the tasks on it."""
+    """A bare git mirror in the app's repository store, shared by the tasks on it.
 
-    name = models.CharField(max_length=200, unique=True, help_text='e.g. "ansible/ansible"')
+    A mirror belongs to one project: an import writes only to its own project's mirror of
+    a name, so one project's import never moves another project's branches. A mirror
+    without a project (made before mirrors belonged to projects and used by several, or
+    whose project was deleted) is still read by its tasks but no import writes to it.
+    """
+
+    project = models.ForeignKey(
+        "hilbench_annotate.Project",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="repositories",
+    )
+    name = models.CharField(max_length=200, help_text='e.g. "ansible/ansible"')
     origin = models.CharField(max_length=500, help_text="Where it was mirrored from")
     storage_path = models.CharField(
         max_length=300, help_text="Relative to settings.REPOSITORY_STORE"
@@ -16,7 +29,10 @@ class Repository(models.Model):
 
     class Meta:
         verbose_name_plural = "repositories"
-        ordering = ["name"]
+        ordering = ["name", "project"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="repository_name_per_project")
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -5,18 +5,28 @@ components, no symbolic links, no hard links except to a regular file earlier in
 tar (how a bundle stores a file it carries twice), no devices, no name twice, and bounded
 member count and total size (zip-slip and zip-bomb safe). Sizes are the sizes the headers
 declare, so a sparse member claiming 10 GB is refused from its header, without reading (or
-writing) its data. One bad member refuses the whole archive.
+writing) its data; a zip member's data is cut at its declared size, and one whose data says
+otherwise fails its checksum. Past ``RATIO_FLOOR_BYTES`` an archive may unpack to at most
+``max_ratio`` times its own size (a decompression bomb of a 1 MB zip holding 1 GB of zeros is
+refused). One bad member refuses the whole archive.
+
+Messages name the archive by ``label`` (what the user called the upload) when given, never
+by where it is stored.
 """
 
 import shutil
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from hilbench_annotate.errors import DomainError
 
 MAX_MEMBERS = 50_000
 MAX_TOTAL_BYTES = 4 * 1024**3
+MAX_RATIO = 100.0
+# Below this many unpacked bytes the ratio is not checked: small text archives compress well.
+RATIO_FLOOR_BYTES = 64 * 1024**2
 # How many problems a refusal names (the count is always complete).
 SHOWN_PROBLEMS = 20
 
@@ -24,7 +34,7 @@ SHOWN_PROBLEMS = 20
 class ArchiveRefused(DomainError):
     """An archive with at least one bad member; nothing was extracted."""
 
-    def __init__(self, archive: Path, problems: list[str]):
+    def __init__(self, archive: Path, problems: list[str], *, label: str | None = None):
         self.problems = problems
         shown = "; ".join(problems[:SHOWN_PROBLEMS])
         more = (
@@ -32,7 +42,7 @@ class ArchiveRefused(DomainError):
             if len(problems) > SHOWN_PROBLEMS
             else ""
         )
-        super().__init__(f"{Path(archive).name} refused: {shown}{more}")
+        super().__init__(f"{label or Path(archive).name} refused: {shown}{more}")
 
 
 def _check_name(name: str) -> str | None:
@@ -51,11 +61,18 @@ def _normal(name: str) -> str:
 
 
 def check_archive(
-    archive: Path, *, max_members: int = MAX_MEMBERS, max_bytes: int = MAX_TOTAL_BYTES
+    archive: Path,
+    *,
+    max_members: int = MAX_MEMBERS,
+    max_bytes: int = MAX_TOTAL_BYTES,
+    max_ratio: float = MAX_RATIO,
+    label: str | None = None,
 ) -> list:
     """The archive's members (``ZipInfo`` or ``TarInfo``), or ArchiveRefused naming every
     bad member. Reads headers only; stops counting at ``max_members + 1``."""
     archive = Path(archive)
+    packed = archive.stat().st_size
+    limit = min(max_bytes, max(RATIO_FLOOR_BYTES, int(packed * max_ratio)))
     problems: list[str] = []
     seen: set[str] = set()
     regular: set[str] = set()  # regular files so far: what a hard link may point to
@@ -77,7 +94,9 @@ def check_archive(
         with zipfile.ZipFile(archive) as zf:
             members = zf.infolist()
             if len(members) > max_members:
-                raise ArchiveRefused(archive, [f"{len(members)} members, more than {max_members}"])
+                raise ArchiveRefused(
+                    archive, [f"{len(members)} members, more than {max_members}"], label=label
+                )
             for info in members:
                 mode = (info.external_attr >> 16) & 0o170000
                 check(info.filename, info.file_size, not mode or mode in (0o100000, 0o040000))
@@ -87,54 +106,73 @@ def check_archive(
         except OSError:
             is_tar = False
         if not is_tar:
-            raise ArchiveRefused(archive, ["neither a zip nor a tar archive"])
+            raise ArchiveRefused(archive, ["neither a zip nor a tar archive"], label=label)
         members = []
         try:
             with tarfile.open(archive) as tf:
                 for info in tf:
                     members.append(info)
                     if len(members) > max_members:
-                        raise ArchiveRefused(archive, [f"more than {max_members} members"])
+                        raise ArchiveRefused(
+                            archive, [f"more than {max_members} members"], label=label
+                        )
                     inside = info.islnk() and _normal(info.linkname) in regular
                     check(info.name, info.size, info.isfile() or info.isdir() or inside)
                     if info.isfile():
                         regular.add(_normal(info.name))
                     if info.isfile() and info.sparse is not None:
                         problems.append(f"{info.name!r} is a sparse file")
-                    if total > max_bytes:
+                    if total > limit:
                         # Stop early: a member claiming terabytes need not be followed further.
                         break
         except (tarfile.TarError, EOFError, OSError) as exc:
-            if not problems and total <= max_bytes:
-                raise ArchiveRefused(archive, [f"not a readable archive ({exc})"]) from exc
+            if not problems and total <= limit:
+                raise ArchiveRefused(
+                    archive, [f"not a readable archive ({exc})"], label=label
+                ) from exc
     if total > max_bytes:
         problems.append(f"unpacks to {total} bytes or more, more than {max_bytes}")
+    elif total > limit:
+        problems.append(
+            f"unpacks to {total} bytes or more, more than {max_ratio:g} times the archive's "
+            f"{packed} bytes"
+        )
     if problems:
-        raise ArchiveRefused(archive, problems)
+        raise ArchiveRefused(archive, problems, label=label)
     return members
 
 
 def extract_archive(
-    archive: Path, target: Path, *, max_members: int = MAX_MEMBERS, max_bytes: int = MAX_TOTAL_BYTES
+    archive: Path,
+    target: Path,
+    *,
+    max_members: int = MAX_MEMBERS,
+    max_bytes: int = MAX_TOTAL_BYTES,
+    max_ratio: float = MAX_RATIO,
+    label: str | None = None,
 ) -> Path:
-    """Extract ``archive`` into ``target`` (which must not exist) or raise DomainError."""
-    members = check_archive(archive, max_members=max_members, max_bytes=max_bytes)
-    if zipfile.is_zipfile(archive):
-        target.mkdir(parents=True)
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(target)  # noqa: S202 - every member was checked above
-        return target
+    """Extract ``archive`` into ``target`` (which must not exist) or raise DomainError; a
+    failure part-way removes what was written."""
+    members = check_archive(
+        archive, max_members=max_members, max_bytes=max_bytes, max_ratio=max_ratio, label=label
+    )
     target.mkdir(parents=True)
     try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(target)  # noqa: S202 - every member was checked above
+            return target
         with tarfile.open(archive) as tf:
             # Re-read: the members above belong to a closed archive. Names were checked.
             checked = {m.name for m in members}
             tf.extractall(  # noqa: S202 - checked above, and the data filter checks again
                 target, members=[m for m in tf if m.name in checked], filter="data"
             )
-    except tarfile.TarError as exc:
+    except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         shutil.rmtree(target, ignore_errors=True)
-        raise DomainError(f"{Path(archive).name} refused: {exc}") from exc
+        # OSError's text carries the path written to; the archive's name is enough.
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise DomainError(f"{label or Path(archive).name} refused: {reason}") from exc
     return target
 
 

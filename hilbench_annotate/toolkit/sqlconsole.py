@@ -60,6 +60,10 @@ class StorageFull(DomainError):
     """An edited copy would take more room than its caller allows (a project's quota)."""
 
 
+class DatabaseUnreadable(DomainError):
+    """The database file is damaged or is not a database; the message gives SQLite's reason."""
+
+
 @dataclass
 class QueryResult:
     columns: list[str]
@@ -442,7 +446,8 @@ def read_schema(db_path: Path) -> list[TableInfo]:
 
     Uses a read-only connection without the console's authorizer, because PRAGMA table_info
     and foreign_key_list are how SQLite reports a schema; ``mode=ro`` and ``query_only`` still
-    keep the file unwritable. SQLite's internal tables (``sqlite_%``) are left out.
+    keep the file unwritable. SQLite's internal tables (``sqlite_%``) are left out. A damaged
+    file raises DatabaseUnreadable.
     """
     conn = connect_readonly(db_path)
     try:
@@ -477,6 +482,10 @@ def read_schema(db_path: Path) -> list[TableInfo]:
             (row_count,) = conn.execute(count_sql).fetchone()
             tables.append(TableInfo(name, columns[name], foreign_keys, row_count))
         return tables
+    except sqlite3.DatabaseError as error:
+        raise DatabaseUnreadable(
+            f"The database cannot be read ({error}): it is damaged or not a SQLite database."
+        ) from None
     finally:
         conn.close()
 

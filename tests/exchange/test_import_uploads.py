@@ -1,0 +1,259 @@
+"""Red-team findings on import uploads (issue 19, items 4b and 5b): uploads are temporary,
+decompression bombs are refused, and a database is checked whole before it is imported."""
+
+import io
+import json
+import os
+import time
+import zipfile
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from evaluation.models import EvaluationRun
+from exchange.importers import import_bird
+from exchange.models import ImportJob
+from exchange.tasks import import_job, uploads_sweep_task
+from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.models import SqlDatabase, Task
+
+pytestmark = pytest.mark.django_db
+
+MiB = 1024**2
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _zeros_zip(name: str, size: int) -> bytes:
+    """A zip holding ``size`` bytes of zeros: about a thousandth of that on the wire."""
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf,
+        zf.open(name, "w", force_zip64=True) as member,
+    ):
+        chunk = bytes(MiB)
+        for _ in range(size // MiB):
+            member.write(chunk)
+    return buffer.getvalue()
+
+
+def _databases_zip(demo_data, replace: dict[str, bytes] | None = None) -> bytes:
+    databases = demo_data["sql"]["databases"]
+    files = {
+        str(p.relative_to(databases.parent)): p.read_bytes()
+        for p in databases.rglob("*")
+        if p.is_file()
+    }
+    files.update(replace or {})
+    return _zip(files)
+
+
+def _bird_post(client, project, demo_data, *, questions=None, databases: bytes, name="dbs.zip"):
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": SimpleUploadedFile(
+                "dev.json", questions or demo_data["sql"]["questions"].read_bytes()
+            ),
+            "databases": SimpleUploadedFile(name, databases),
+        },
+    )
+    job = ImportJob.objects.latest("pk")
+    import_job.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+    return job
+
+
+def _store_entries() -> list[str]:
+    store = settings.UPLOAD_STORE
+    return sorted(p.name for p in store.iterdir()) if store.exists() else []
+
+
+# --- item 4b: uploads are temporary ------------------------------------------------------------
+
+
+def test_the_upload_and_what_it_unpacked_are_deleted_when_the_job_ends(
+    client, project, author, demo_data
+):
+    client.force_login(author)
+
+    done = _bird_post(client, project, demo_data, databases=_databases_zip(demo_data))
+    assert done.status == "succeeded", done.error
+    assert _store_entries() == []
+
+    records = json.loads(demo_data["sql"]["questions"].read_text())
+    records[0]["SQL"] = 42
+    failed = _bird_post(
+        client,
+        project,
+        demo_data,
+        questions=json.dumps(records).encode(),
+        databases=_databases_zip(demo_data),
+    )
+    assert failed.status == "failed" and "record 0" in failed.error
+    assert _store_entries() == []
+
+
+def test_a_decompression_bomb_is_refused_before_it_is_written(client, project, author, demo_data):
+    """The finding: a 1 MB zip left a 1 GB file in the upload store. A zip of 100 MiB of
+    zeros (about 100 KB) is refused from its headers, naming the upload."""
+    client.force_login(author)
+    bomb = _zeros_zip("retail_bank/retail_bank.sqlite", 100 * MiB)
+    assert len(bomb) < MiB
+
+    job = _bird_post(client, project, demo_data, databases=bomb, name="small-but-huge.zip")
+
+    assert job.status == "failed"
+    assert "small-but-huge.zip refused: unpacks to" in job.error
+    assert "times the archive's" in job.error
+    assert _store_entries() == [] and not Task.objects.exists()
+
+
+def test_the_unpacked_size_cap_comes_from_the_settings(
+    client, settings, project, author, demo_data
+):
+    settings.UNPACK_MAX_BYTES = MiB
+    client.force_login(author)
+    incompressible = _zip({"retail_bank/retail_bank.sqlite": os.urandom(2 * MiB)})
+
+    job = _bird_post(client, project, demo_data, databases=incompressible)
+
+    assert job.status == "failed"
+    assert f"dbs.zip refused: unpacks to {2 * MiB} bytes or more, more than {MiB}" in job.error
+
+
+def _age(path, hours: float) -> None:
+    then = time.time() - hours * 3600
+    os.utime(path, (then, then))
+
+
+def test_the_sweep_deletes_old_leftovers_and_keeps_what_unfinished_jobs_need(
+    project, author, settings
+):
+    store = settings.UPLOAD_STORE
+    store.mkdir(parents=True)
+    left = store / "20240101-deadworker"
+    (left / "databases").mkdir(parents=True)
+    (left / "databases.zip").write_bytes(b"x" * 1000)
+    scratch = store / ".bundle-abc"
+    scratch.mkdir()
+    queued = store / "20240101-stillqueued"
+    queued.mkdir()
+    fresh = store / "20240101-justnow"
+    fresh.mkdir()
+    ImportJob.objects.create(
+        project=project, kind="bird", created_by=author, upload_dir=queued.name
+    )
+    pending = store / "pending-results"
+    pending.mkdir()
+    (pending / "finished.jsonl").write_text("{}\n")
+    (pending / "waiting.jsonl").write_text("{}\n")
+    for file, status in (("finished.jsonl", "failed"), ("waiting.jsonl", "queued")):
+        EvaluationRun.objects.create(
+            project=project,
+            source=EvaluationRun.Source.IMPORTED,
+            model_name="m",
+            created_by=author,
+            status=status,
+            pending={"file": f"pending-results/{file}"},
+        )
+    for path in (left, scratch, queued, pending / "finished.jsonl", pending / "waiting.jsonl"):
+        _age(path, settings.UPLOAD_KEEP_HOURS + 1)
+
+    uploads_sweep_task.apply()
+
+    assert _store_entries() == ["20240101-justnow", "20240101-stillqueued", "pending-results"]
+    assert sorted(p.name for p in pending.iterdir()) == ["waiting.jsonl"]
+    sweeps = [e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()]
+    assert "uploads.sweep" in sweeps
+
+
+# --- item 5b: a database is checked whole ------------------------------------------------------
+
+
+def _random_behind_the_header(size: int = 16384) -> bytes:
+    return b"SQLite format 3\x00" + os.urandom(size)
+
+
+def test_a_database_with_the_header_and_random_bytes_is_refused_naming_it(
+    project, demo_data, tmp_path
+):
+    databases = tmp_path / "databases"
+    (databases / "retail_bank").mkdir(parents=True)
+    (databases / "retail_bank" / "retail_bank.sqlite").write_bytes(_random_behind_the_header())
+
+    with pytest.raises(ImportRefused) as refused:
+        import_bird(
+            project=project,
+            questions=demo_data["sql"]["questions"],
+            databases=databases,
+            db_id="retail_bank",
+        )
+
+    assert refused.value.problems == [
+        (
+            "database retail_bank",
+            "retail_bank.sqlite is damaged or not a SQLite database (file is not a database)",
+        )
+    ]
+    assert not Task.objects.exists() and not SqlDatabase.objects.exists()
+
+
+def test_a_database_damaged_inside_is_refused_too(project, demo_data, tmp_path):
+    """A valid first page, then garbage: the header and the schema read fine."""
+    original = next(demo_data["sql"]["databases"].rglob("retail_bank.sqlite")).read_bytes()
+    page_size = int.from_bytes(original[16:18], "big")
+    damaged = original[: page_size * 2] + os.urandom(len(original) - page_size * 2)
+    databases = tmp_path / "databases"
+    (databases / "retail_bank").mkdir(parents=True)
+    (databases / "retail_bank" / "retail_bank.sqlite").write_bytes(damaged)
+
+    with pytest.raises(ImportRefused) as refused:
+        import_bird(
+            project=project,
+            questions=demo_data["sql"]["questions"],
+            databases=databases,
+            db_id="retail_bank",
+        )
+
+    ((where, reason),) = refused.value.problems
+    assert where == "database retail_bank" and reason.startswith("retail_bank.sqlite is damaged")
+
+
+def test_a_web_import_of_a_corrupt_database_fails_naming_the_file(
+    client, project, author, demo_data
+):
+    client.force_login(author)
+    corrupt = {"databases/retail_bank/retail_bank.sqlite": _random_behind_the_header()}
+
+    job = _bird_post(client, project, demo_data, databases=_databases_zip(demo_data, corrupt))
+
+    assert job.status == "failed"
+    assert "retail_bank.sqlite is damaged or not a SQLite database" in job.error
+    page = client.get(reverse("import-detail", args=[job.pk])).content.decode()
+    assert "retail_bank.sqlite is damaged" in page and str(settings.UPLOAD_STORE) not in page
+    assert not Task.objects.exists()
+
+
+def test_a_missing_database_is_reported_without_the_servers_paths(
+    client, project, author, demo_data
+):
+    """BIRD's refusal names the folder it looked in: the user sees their archive's name."""
+    client.force_login(author)
+    other = _zip({"databases/elsewhere/elsewhere.sqlite": b""})
+
+    job = _bird_post(client, project, demo_data, databases=other, name="my-dbs.zip")
+
+    assert job.status == "failed" and "my-dbs.zip" in job.error, job.error
+    for server_path in (settings.UPLOAD_STORE, settings.VAR_DIR, settings.BASE_DIR):
+        assert str(server_path) not in job.error
