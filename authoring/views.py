@@ -88,6 +88,11 @@ def _sections(task, spec: dict) -> list[dict]:
     ]
 
 
+def _revision_number(task) -> int:
+    """The number people know a task's saved state by (the version is only the form's lock)."""
+    return task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+
+
 def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> dict:
     """The page for ``snapshot``: the saved task, or a refused save's draft shown again."""
     env = task.environment
@@ -106,6 +111,7 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
             ]
         ),
         "editable": task.status in workflow.EDITABLE,
+        "current_revision": _revision_number(task),
         "returned": changes_requested_context(task),
         "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
         **_vocabulary(task),
@@ -157,7 +163,9 @@ def _expected_version(request) -> int:
     try:
         return int(request.POST.get("expected_version", ""))
     except ValueError:
-        raise DomainError("The form did not say which version it edits; reload the page.") from None
+        raise DomainError(
+            "The form did not say which state of the task it edits; reload it."
+        ) from None
 
 
 @login_required
@@ -311,7 +319,11 @@ def preview(request, task_id: int):
     """The three modes' instruction texts of the saved task, exactly as exported."""
     task = access_task(request.user, task_id)
     texts = task_instructions(task_snapshot(task))
-    context = {"task": task, "modes": [(mode, texts[mode]) for mode in MODES]}
+    context = {
+        "task": task,
+        "modes": [(mode, texts[mode]) for mode in MODES],
+        "current_revision": _revision_number(task),
+    }
     if request.htmx:
         return render(request, f"{TEMPLATE}#preview", context)
     return render(request, "authoring/preview.html", context)

@@ -67,14 +67,17 @@ def task_detail(request, task_id: int):
         (label, task.original_spec.get(key, ""), task.blocked_spec.get(key, ""))
         for key, label in sections_for(task.domain)
     ]
-    revisions = task.revisions.select_related("author").only(
-        "number", "reason", "created_at", "author__username", "task_id"
-    )[:20]
+    revisions = list(
+        task.revisions.select_related("author").only(
+            "number", "reason", "created_at", "author__username", "task_id"
+        )[:20]
+    )
     context = {
         "task": task,
         "env": task.environment,
         "sections": sections,
         "revisions": revisions,
+        "revision": revisions[0] if revisions else None,
         "criteria": QUALITY_CRITERIA,
         "can_edit": can_edit_task(request.user, task),
         "editable": task.status in EDITABLE,

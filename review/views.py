@@ -460,7 +460,7 @@ def workspace_submit(request, task_id: int):
         expected_version = None
     try:
         if expected_version is None:
-            raise DomainError("The form did not say which version it edits; reload the page.")
+            raise DomainError("The form did not say which state of the task it edits; reload it.")
         with transaction.atomic():
             task = access_task(request.user, task_id, for_update=True, edit=True)
             services.task_submit(task=task, actor=request.user, expected_version=expected_version)

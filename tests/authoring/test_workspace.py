@@ -448,3 +448,33 @@ def test_a_refused_waiver_is_said_beside_the_finding_and_keeps_the_reason(client
     assert "Say why the finding does not apply" in finding
     assert 'value="ok"' in finding
     assert not LintWaiver.objects.exists()
+
+
+def test_pages_name_a_task_state_by_its_revision_number_only(client, sql_task, author):
+    """A status change moves the task's version (the form's lock), not its revision: the task
+    page, the workspace and the review page all say "revision N" with the same N."""
+    from review import services as review
+
+    review.task_enter_review(task=sql_task, actor=author)
+    review.review_decide(
+        task=sql_task,
+        reviewer=author,
+        outcome="request_changes",
+        revision_number=1,
+        summary="Plant the blockers first.",
+    )
+    sql_task.refresh_from_db()
+    assert (sql_task.version, sql_task.revisions.count()) == (3, 1)
+    client.force_login(author)
+    pages = {
+        "task page": client.get(reverse("task-detail", args=[sql_task.pk])),
+        "workspace": client.get(reverse("workspace", args=[sql_task.pk])),
+        "preview": client.get(reverse("workspace-preview", args=[sql_task.pk]), **HTMX),
+    }
+    for name, response in pages.items():
+        # What people read: the text, not the form's hidden lock field.
+        words = re.sub(r"<[^>]*>", " ", text(response).split("<main>")[-1]).lower()
+        assert "revision 1" in words, name
+        assert "version" not in words.replace("python version", ""), name
+    saved = save(client, sql_task, form_data(sql_task), **HTMX)
+    assert "Saved · revision 2" in text(saved)
