@@ -26,6 +26,7 @@ from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import Role
 from review import selectors, services
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.timeline import RESTATING_EVENTS, event_text
 
 
 def _layers_for(projects, roles: ProjectRoles):
@@ -281,10 +282,17 @@ def release(request, assignment_id: int):
 def timeline(request, task_id: int):
     """Everything that happened to the task, oldest first. Read-only by construction."""
     task = access_task(request.user, task_id)
+    layer_names = {layer.position: layer.name for layer in services.pipeline_ensure(task.project)}
     entries = []
-    for event in task.events.select_related("actor"):
+    for event in task.events.exclude(kind__in=RESTATING_EVENTS).select_related("actor"):
         entries.append(
-            {"at": event.created_at, "kind": "event", "who": event.actor, "event": event}
+            {
+                "at": event.created_at,
+                "kind": "event",
+                "who": event.actor,
+                "event": event,
+                "text": event_text(event.kind, event.data, layer_names),
+            }
         )
     for revision in task.revisions.select_related("author").defer("snapshot"):
         entries.append(

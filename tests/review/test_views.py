@@ -1,5 +1,8 @@
 """The review screens obey the same rules as the services: independence, roles, locks."""
 
+import html
+import re
+
 import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
@@ -233,6 +236,31 @@ def test_timeline_lists_everything_and_offers_no_edit(client, task_at_layer_2, s
     assert "<form" not in page.split("<main>")[1]
 
 
+def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_layer_2, staff):
+    task = task_at_layer_2
+    layer2 = services.pipeline_ensure(task.project)[1]
+    client.force_login(staff["peer"])
+    client.post(reverse("review-take-next", args=[layer2.pk]))
+    services.comment_add(task=task, author=staff["peer"], body="Looks realistic.")
+    client.force_login(staff["lead"])
+    page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
+    timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
+    lines = [" ".join(re.sub(r"<[^>]*>", " ", li).split()) for li in timeline.split("<li")[1:]]
+    for said in (
+        "imported the task from BIRD",
+        "submitted it for review: draft → in review at layer 1 (Author self-check)",
+        "approved it: in review at layer 1 (Author self-check) → in review at layer 2 "
+        "(Peer review)",
+        "peer took the task at layer 2 (Peer review)",
+    ):
+        assert any(said in line for line in lines), (said, lines)
+    for code in ("status_changed", "review_taken", "workspace_saved", "comment_added", "in_review"):
+        assert code not in timeline
+    # The comment is one line, not also an event restating it.
+    assert sum("Looks realistic." in line for line in lines) == 1
+    assert not any("comment added" in line for line in lines)
+
+
 def test_a_refused_decision_shows_the_page_again_with_everything_typed(
     client, task_at_layer_2, staff
 ):
@@ -342,3 +370,28 @@ def test_a_lock_time_that_is_not_a_number_is_said_plainly(client, project, staff
     assert response.status_code == 400
     assert _messages(response) == "The lock time is a whole number of minutes."
     assert 'name="lock_minutes" value="soon"' in response.content.decode()
+
+
+def test_a_notification_cuts_a_long_title_at_a_word_with_an_ellipsis(
+    client, task_at_layer_2, staff
+):
+    from review.models import Notification
+
+    task = task_at_layer_2
+    title = "Among the clients whose loan contract is running but who are in debt, who paid most"
+    Task.objects.filter(pk=task.pk).update(title=title)
+    task.refresh_from_db()
+    layer2 = services.pipeline_ensure(task.project)[1]
+    services.review_take_next(user=staff["peer"], layer=layer2)
+    services.review_decide(
+        task=task,
+        reviewer=staff["peer"],
+        outcome="request_changes",
+        revision_number=task.revisions.order_by("-number").first().number,
+        summary="Sharpen one question.",
+    )
+    text = Notification.objects.get(user=staff["author"], kind="changes_requested").text
+    assert text == (
+        "Peer review asked for changes on “Among the clients whose loan contract is running "
+        "but who are in debt, who paid…”"
+    )
