@@ -222,6 +222,14 @@ def task_require_editable(task: Task) -> None:
         )
 
 
+def _edited_reason(fields: list[str]) -> str:
+    """A revision's reason as the timeline shows it: "edited golden output and descriptions"."""
+    words = [
+        field.replace("_", " ").replace("blocked spec", "blocked specification") for field in fields
+    ]
+    return "edited " + (plain_list(words, quote=False) or "nothing")
+
+
 def task_bump_version(*, task: Task, expected_version: int) -> None:
     """Claim the next version with ``UPDATE … WHERE version = expected``; refuse stale edits.
 
@@ -260,7 +268,7 @@ def task_update(
         changed.append("blocked_spec")
     if changed:
         Task.objects.filter(pk=task.pk).update(**{f: getattr(task, f) for f in changed})
-    revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
+    revision_create(task=task, actor=actor, reason=_edited_reason(changed))
     task_event(
         task=task,
         actor=actor,
@@ -277,7 +285,7 @@ def task_touch_environment(*, task: Task, actor, expected_version: int, changes:
     task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     changed = environment_update(task=task, changes=changes)
-    revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
+    revision_create(task=task, actor=actor, reason=_edited_reason(changed))
     task_event(
         task=task,
         actor=actor,

@@ -252,9 +252,17 @@ def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_la
         "approved it: in review at layer 1 (Author self-check) → in review at layer 2 "
         "(Peer review)",
         "peer took the task at layer 2 (Peer review)",
+        "saved revision 5 — edited descriptions and golden output",
     ):
         assert any(said in line for line in lines), (said, lines)
-    for code in ("status_changed", "review_taken", "workspace_saved", "comment_added", "in_review"):
+    for code in (
+        "status_changed",
+        "review_taken",
+        "workspace_saved",
+        "comment_added",
+        "in_review",
+        "golden_output",
+    ):
         assert code not in timeline
     # The comment is one line, not also an event restating it.
     assert sum("Looks realistic." in line for line in lines) == 1
