@@ -54,14 +54,19 @@ def task_tags(request, task_id: int):
                 names=request.POST.get("tags", "").replace(",", " ").split(),
             )
     except DomainError as exc:
+        # The page again with the tags as typed, so fixing one name loses none of the others.
         messages.error(request, str(exc))
-    else:
-        messages.success(request, "Tags: " + (", ".join(names) or "none") + ".")
+        return _task_page(request, task_id, typed_tags=request.POST.get("tags", ""), status=400)
+    messages.success(request, "Tags: " + (", ".join(names) or "none") + ".")
     return redirect("task-detail", task_id=task.pk)
 
 
 @login_required
 def task_detail(request, task_id: int):
+    return _task_page(request, task_id)
+
+
+def _task_page(request, task_id: int, *, typed_tags: str | None = None, status: int = 200):
     task = selectors.task_detail(user=request.user, task_id=task_id)
     sections = [
         (label, task.original_spec.get(key, ""), task.blocked_spec.get(key, ""))
@@ -87,8 +92,9 @@ def task_detail(request, task_id: int):
         "threads": task.comments.filter(parent=None)
         .select_related("author")
         .prefetch_related("replies__author"),
+        "typed_tags": typed_tags,
     }
-    return render(request, "tasks/detail.html", context)
+    return render(request, "tasks/detail.html", context, status=status)
 
 
 @login_required
