@@ -23,7 +23,7 @@ from authoring.services import (
 )
 from hilbench_annotate import envspec, workflow
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
-from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.errors import AccessDenied, DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
 from hilbench_annotate.services import task_snapshot
@@ -88,24 +88,30 @@ def _sections(task, spec: dict) -> list[dict]:
     ]
 
 
+def _revision_number(task) -> int:
+    """The number people know a task's saved state by (the version is only the form's lock)."""
+    return task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+
+
 def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> dict:
+    """The page for ``snapshot``: the saved task, or a refused save's draft shown again."""
     env = task.environment
+    pks = list(task.blockers.order_by("position", "id").values_list("pk", flat=True))
     context = {
         "task": task,
         "env": env,
         "snapshot": snapshot,
         "sections": _sections(task, snapshot["blocked_spec"]),
         "blockers": _blocker_rows(
+            # A refused draft names its own rows' pks (None for new ones); a saved snapshot
+            # lists the rows in position order.
             [
-                {**b, "pk": pk}
-                for b, pk in zip(
-                    snapshot["blockers"],
-                    task.blockers.order_by("position", "id").values_list("pk", flat=True),
-                    strict=False,
-                )
+                {"pk": pks[i] if i < len(pks) else None, **b}
+                for i, b in enumerate(snapshot["blockers"])
             ]
         ),
         "editable": task.status in workflow.EDITABLE,
+        "current_revision": _revision_number(task),
         "returned": changes_requested_context(task),
         "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
         **_vocabulary(task),
@@ -164,7 +170,9 @@ def _expected_version(request) -> int:
     try:
         return int(request.POST.get("expected_version", ""))
     except ValueError:
-        raise DomainError("The form did not say which version it edits; reload the page.") from None
+        raise DomainError(
+            "The form did not say which state of the task it edits; reload it."
+        ) from None
 
 
 @login_required
@@ -198,8 +206,15 @@ def workspace_save_view(request, task_id: int):
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)
+        if isinstance(exc, AccessDenied):
+            raise
+        # Without htmx the whole page comes back, showing the refused form as it was sent.
         messages.error(request, str(exc))
-        return redirect("workspace", task_id=task_id)
+        task = access_task(request.user, task_id)
+        draft = _draft(request, task)
+        findings = checks.as_dicts(checks.draft_findings(task, draft))
+        context = _workspace_context(request, task, draft, findings)
+        return render(request, TEMPLATE, context, status=exc.status_code)
     except (OperationalError, InterfaceError):
         # The database went away mid-save: the transaction rolled back, so nothing of this
         # save is stored and the same form (same expected_version) may simply be sent again.
@@ -275,6 +290,7 @@ def blocker_form(request, task_id: int):
 @login_required
 @require_POST
 def waive(request, task_id: int):
+    refused = None
     with transaction.atomic():
         task = _editor_task(request, task_id, for_update=True)
         fingerprint = request.POST.get("fingerprint", "")
@@ -289,12 +305,18 @@ def waive(request, task_id: int):
                     reason=request.POST.get("reason", ""),
                 )
         except DomainError as exc:
-            messages.error(request, str(exc))
+            refused = {
+                "fingerprint": fingerprint,
+                "reason": request.POST.get("reason", ""),
+                "error": str(exc),
+            }
     if request.htmx:
+        # A refusal is said beside the finding, whose reason field keeps what was typed.
         findings = checks.as_dicts(checks.draft_findings(task, _draft(request, task)))
-        return render(
-            request, f"{TEMPLATE}#lint-panel", {"task": task, **_lint_context(task, findings)}
-        )
+        context = {"task": task, "refused": refused, **_lint_context(task, findings)}
+        return render(request, f"{TEMPLATE}#lint-panel", context, status=400 if refused else 200)
+    if refused:
+        messages.error(request, refused["error"])
     return redirect("workspace", task_id=task_id)
 
 
@@ -304,7 +326,11 @@ def preview(request, task_id: int):
     """The three modes' instruction texts of the saved task, exactly as exported."""
     task = access_task(request.user, task_id)
     texts = task_instructions(task_snapshot(task))
-    context = {"task": task, "modes": [(mode, texts[mode]) for mode in MODES]}
+    context = {
+        "task": task,
+        "modes": [(mode, texts[mode]) for mode in MODES],
+        "current_revision": _revision_number(task),
+    }
     if request.htmx:
         return render(request, f"{TEMPLATE}#preview", context)
     return render(request, "authoring/preview.html", context)

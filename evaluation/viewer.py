@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from hilbench_annotate.toolkit.patches import diff_lines
+
 MAX_TABLE_ROWS = 200
 MAX_TEXT = 20_000
 
@@ -57,23 +59,6 @@ def _is_diff(text: str) -> bool:
     )
 
 
-def _diff(text: str) -> list[tuple[str, str]]:
-    lines = []
-    for line in text[:MAX_TEXT].splitlines():
-        if line.startswith(("+++", "---", "diff --git", "index ")):
-            css = "diff-file"
-        elif line.startswith("@@"):
-            css = "diff-hunk"
-        elif line.startswith("+"):
-            css = "diff-add"
-        elif line.startswith("-"):
-            css = "diff-del"
-        else:
-            css = ""
-        lines.append((css, line))
-    return lines
-
-
 def render_output(output: object, *, tool: str | None) -> dict:
     """{"kind": "table" | "diff" | "text", ...} for a tool's output or a message."""
     if output is None:
@@ -84,7 +69,7 @@ def render_output(output: object, *, tool: str | None) -> dict:
             return {"kind": "table", **table}
     text = output if isinstance(output, str) else json.dumps(output, indent=2, default=str)
     if _is_diff(text):
-        return {"kind": "diff", "lines": _diff(text)}
+        return {"kind": "diff", "lines": diff_lines(text[:MAX_TEXT])}
     clipped = len(text) > MAX_TEXT
     return {"kind": "text", "text": text[:MAX_TEXT], "clipped": clipped}
 

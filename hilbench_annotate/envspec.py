@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.wording import plain_list
 
 # Bump when what a build contains changes shape: every environment is then built again.
 BUILD_FORMAT = 1
@@ -102,7 +103,11 @@ def spec_clean(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise DomainError("The environment specification must be an object.")
     unknown = sorted(set(raw) - set(EMPTY))
-    problems = [f"unknown fields {unknown}; known: {sorted(EMPTY)}"] if unknown else []
+    problems = (
+        [f"unknown fields {plain_list(unknown)}; known: {plain_list(sorted(EMPTY))}"]
+        if unknown
+        else []
+    )
     spec = dict(EMPTY)
     language = raw.get("language") or "python"
     if language not in LANGUAGES:

@@ -24,9 +24,11 @@ class StaleVersion(DomainError):
     status_code = 409
 
     def __init__(self, *, expected: int, current: int):
+        # People count a task's states in revisions; ``version`` is only the lock the form
+        # carries (every write, a status change too, moves it), so the message names none.
         super().__init__(
-            f"This task was saved by someone else since you opened it "
-            f"(you edited version {expected}, the current version is {current})."
+            "Someone else changed this task since you opened it; reload it to see their "
+            "changes, then try again."
         )
         self.expected = expected
         self.current = current

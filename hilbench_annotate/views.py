@@ -54,27 +54,35 @@ def task_tags(request, task_id: int):
                 names=request.POST.get("tags", "").replace(",", " ").split(),
             )
     except DomainError as exc:
+        # The page again with the tags as typed, so fixing one name loses none of the others.
         messages.error(request, str(exc))
-    else:
-        messages.success(request, "Tags: " + (", ".join(names) or "none") + ".")
+        return _task_page(request, task_id, typed_tags=request.POST.get("tags", ""), status=400)
+    messages.success(request, "Tags: " + (", ".join(names) or "none") + ".")
     return redirect("task-detail", task_id=task.pk)
 
 
 @login_required
 def task_detail(request, task_id: int):
+    return _task_page(request, task_id)
+
+
+def _task_page(request, task_id: int, *, typed_tags: str | None = None, status: int = 200):
     task = selectors.task_detail(user=request.user, task_id=task_id)
     sections = [
         (label, task.original_spec.get(key, ""), task.blocked_spec.get(key, ""))
         for key, label in sections_for(task.domain)
     ]
-    revisions = task.revisions.select_related("author").only(
-        "number", "reason", "created_at", "author__username", "task_id"
-    )[:20]
+    revisions = list(
+        task.revisions.select_related("author").only(
+            "number", "reason", "created_at", "author__username", "task_id"
+        )[:20]
+    )
     context = {
         "task": task,
         "env": task.environment,
         "sections": sections,
         "revisions": revisions,
+        "revision": revisions[0] if revisions else None,
         "criteria": QUALITY_CRITERIA,
         "can_edit": can_edit_task(request.user, task),
         "editable": task.status in EDITABLE,
@@ -84,8 +92,9 @@ def task_detail(request, task_id: int):
         "threads": task.comments.filter(parent=None)
         .select_related("author")
         .prefetch_related("replies__author"),
+        "typed_tags": typed_tags,
     }
-    return render(request, "tasks/detail.html", context)
+    return render(request, "tasks/detail.html", context, status=status)
 
 
 @login_required

@@ -26,6 +26,7 @@ from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import Role
 from review import selectors, services
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.timeline import RESTATING_EVENTS, event_text
 
 
 def _layers_for(projects, roles: ProjectRoles):
@@ -101,7 +102,8 @@ def take_next(request, layer_id: int):
     return redirect("review-task", task_id=assignment.task_id)
 
 
-def _review_context(request, task: Task) -> dict:
+def _review_context(request, task: Task, typed: dict | None = None) -> dict:
+    """The review page's context; ``typed`` is a refused decision's input, shown again."""
     layers = services.pipeline_ensure(task.project)
     layer = layers[task.review_layer - 1] if task.review_layer else None
     assignment = None
@@ -130,6 +132,8 @@ def _review_context(request, task: Task) -> dict:
         and (layer.self_check or (assignment and assignment.reviewer_id == request.user.pk))
     )
     is_lead = has_role(request.user, task.project_id, Role.LEAD)
+    typed = typed or {}
+    snapshot = current.snapshot if current else task_snapshot(task)
     return {
         "task": task,
         "layer": layer,
@@ -138,7 +142,12 @@ def _review_context(request, task: Task) -> dict:
         "revision": current,
         "judged": judged,
         "changes": changes,
-        "snapshot": current.snapshot if current else task_snapshot(task),
+        "snapshot": snapshot,
+        "blocker_rows": [
+            (b, typed.get("comments", {}).get(b["id"], "")) for b in snapshot["blockers"]
+        ],
+        "checklist_rows": _checklist_rows(layer, typed.get("checklist", [])) if layer else [],
+        "typed": typed,
         "gates": gate_results(task, layer.gates) if layer else [],
         "may_decide": may_decide,
         "why_not": problem,
@@ -162,48 +171,78 @@ def _candidates(task: Task, layer: ReviewLayer):
     return [u for u in users if selectors.independence_problem(task, u, layer) is None]
 
 
+def _typed_decision(request, task: Task, layer: ReviewLayer) -> dict:
+    """The decision form as posted, in the shape ``review_decide`` takes."""
+    try:
+        revision = int(request.POST.get("revision") or 0)
+    except ValueError:
+        revision = 0
+    return {
+        "outcome": request.POST.get("outcome", ""),
+        "revision": revision,
+        "summary": request.POST.get("summary", ""),
+        "reject_reason": request.POST.get("reject_reason", ""),
+        "checklist": [
+            {
+                "item": item,
+                "passed": {"pass": True, "fail": False}.get(request.POST.get(f"check-{i}")),
+                "note": request.POST.get(f"check-{i}-note", ""),
+            }
+            for i, item in enumerate(layer.checklist)
+        ],
+        "comments": {
+            b.key: request.POST.get(f"blocker-comment-{b.key}", "") for b in task.blockers.all()
+        },
+    }
+
+
+def _checklist_rows(layer: ReviewLayer, typed: list[dict]) -> list[dict]:
+    """One row per checklist item, with the answer and note typed before a refusal."""
+    answers = {a["item"]: a for a in typed}
+    return [
+        {
+            "item": item,
+            "passed": answers.get(item, {}).get("passed"),
+            "note": answers.get(item, {}).get("note", ""),
+        }
+        for item in layer.checklist
+    ]
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def review_task(request, task_id: int):
     """The review page: the task as judged, gates, checklist, comments and the decision."""
     if request.method == "POST":
+        typed = {}
         try:
             with transaction.atomic():
                 task = access_task(request.user, task_id, for_update=True)
-                outcome = request.POST.get("outcome", "")
                 layer = services.pipeline_ensure(task.project)[(task.review_layer or 1) - 1]
-                checklist = [
-                    {
-                        "item": item,
-                        "passed": {"pass": True, "fail": False}.get(request.POST.get(f"check-{i}")),
-                        "note": request.POST.get(f"check-{i}-note", ""),
-                    }
-                    for i, item in enumerate(layer.checklist)
-                ]
-                comments = {
-                    b.key: request.POST.get(f"blocker-comment-{b.key}", "")
-                    for b in task.blockers.all()
-                }
+                typed = _typed_decision(request, task, layer)
                 services.review_decide(
                     task=task,
                     reviewer=request.user,
-                    outcome=outcome,
-                    revision_number=int(request.POST.get("revision") or 0),
-                    summary=request.POST.get("summary", ""),
-                    checklist=checklist,
-                    blocker_comments=comments,
-                    reject_reason=request.POST.get("reject_reason", ""),
+                    outcome=typed["outcome"],
+                    revision_number=typed["revision"],
+                    summary=typed["summary"],
+                    checklist=typed["checklist"],
+                    blocker_comments=typed["comments"],
+                    reject_reason=typed["reject_reason"],
                 )
         except DomainError as exc:
+            # The page again, with everything the reviewer typed: a refusal loses nothing.
             messages.error(request, str(exc))
-            return redirect("review-task", task_id=task_id)
+            task = access_task(request.user, task_id)
+            context = _review_context(request, task, typed)
+            return render(request, "review/task.html", context, status=exc.status_code)
         messages.success(
             request,
             {
                 "approve": "Approved.",
                 "request_changes": "Sent back to the author.",
                 "reject": "Rejected.",
-            }[outcome],
+            }[typed["outcome"]],
         )
         return redirect("review-queue")
     task = access_task(request.user, task_id)
@@ -243,10 +282,17 @@ def release(request, assignment_id: int):
 def timeline(request, task_id: int):
     """Everything that happened to the task, oldest first. Read-only by construction."""
     task = access_task(request.user, task_id)
+    layer_names = {layer.position: layer.name for layer in services.pipeline_ensure(task.project)}
     entries = []
-    for event in task.events.select_related("actor"):
+    for event in task.events.exclude(kind__in=RESTATING_EVENTS).select_related("actor"):
         entries.append(
-            {"at": event.created_at, "kind": "event", "who": event.actor, "event": event}
+            {
+                "at": event.created_at,
+                "kind": "event",
+                "who": event.actor,
+                "event": event,
+                "text": event_text(event.kind, event.data, layer_names),
+            }
         )
     for revision in task.revisions.select_related("author").defer("snapshot"):
         entries.append(
@@ -318,65 +364,94 @@ def notifications(request):
     return render(request, "review/notifications.html", {"items": items})
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def pipeline(request, project_id: int):
-    project = access_project(request.user, project_id)
-    is_lead = has_role(request.user, project.pk, Role.LEAD)
-    if request.method == "POST":
-        require_role(request.user, project, Role.LEAD, action="edit the pipeline")
-        layers = []
-        for i in request.POST.getlist("layer"):
-            if request.POST.get(f"layer-{i}-delete"):
-                continue
-            if (
-                not request.POST.get(f"layer-{i}-name", "").strip()
-                and not request.POST.get(f"layer-{i}-checklist", "").strip()
-            ):
-                continue  # the empty "add a layer" row
-            layers.append(
-                {
-                    "name": request.POST.get(f"layer-{i}-name", ""),
-                    "role": request.POST.get(f"layer-{i}-role", ""),
-                    "self_check": bool(request.POST.get(f"layer-{i}-self_check")),
-                    "checklist": request.POST.get(f"layer-{i}-checklist", "").splitlines(),
-                    "gates": request.POST.get(f"layer-{i}-gates", "")
-                    .replace(",", "\n")
-                    .splitlines(),
-                }
-            )
-        try:
-            services.pipeline_update(
-                project=project,
-                actor=request.user,
-                layers=layers,
-                lock_minutes=int(request.POST.get("lock_minutes") or 60),
-                reject_reasons=request.POST.get("reject_reasons", "").splitlines(),
-            )
-            messages.success(request, "Pipeline saved.")
-        except (DomainError, ValueError) as exc:
-            messages.error(request, str(exc))
-        return redirect("review-pipeline", project_id=project.pk)
-    layers = services.pipeline_ensure(project)
+def _posted_layers(request) -> list[dict]:
+    """Every layer row of the pipeline form as typed, the empty "add a layer" row left out."""
+    rows = []
+    for i in request.POST.getlist("layer"):
+        name = request.POST.get(f"layer-{i}-name", "")
+        checklist = request.POST.get(f"layer-{i}-checklist", "")
+        if not name.strip() and not checklist.strip():
+            continue
+        rows.append(
+            {
+                "name": name,
+                "role": request.POST.get(f"layer-{i}-role", ""),
+                "self_check": bool(request.POST.get(f"layer-{i}-self_check")),
+                "checklist": checklist.splitlines(),
+                # Gate names hold no spaces: commas, spaces and lines all separate them.
+                "gates": request.POST.get(f"layer-{i}-gates", "").replace(",", " ").split(),
+                "delete": bool(request.POST.get(f"layer-{i}-delete")),
+            }
+        )
+    return rows
+
+
+def _lock_minutes(request) -> int:
+    try:
+        return int(request.POST.get("lock_minutes") or 60)
+    except ValueError:
+        raise DomainError("The lock time is a whole number of minutes.") from None
+
+
+def _pipeline_page(request, project, *, layers, policy, status: int = 200):
     counts = dict(
         Task.objects.filter(project=project, status=workflow.IN_REVIEW)
         .values_list("review_layer")
         .annotate(n=Count("pk"))
     )
-    for layer in layers:
-        layer.waiting = counts.get(layer.position, 0)
-    return render(
-        request,
-        "review/pipeline.html",
+    for position, layer in enumerate(layers, start=1):
+        layer["position"] = position
+        layer["waiting"] = counts.get(position, 0)
+    context = {
+        "project": project,
+        "layers": layers,
+        "is_lead": has_role(request.user, project.pk, Role.LEAD),
+        "policy": policy,
+        "roles": ["author", "reviewer", "auditor", "lead"],
+        "spare": len(layers),
+    }
+    return render(request, "review/pipeline.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pipeline(request, project_id: int):
+    project = access_project(request.user, project_id)
+    if request.method == "POST":
+        require_role(request.user, project, Role.LEAD, action="edit the pipeline")
+        rows = _posted_layers(request)
+        reject_reasons = request.POST.get("reject_reasons", "").splitlines()
+        try:
+            services.pipeline_update(
+                project=project,
+                actor=request.user,
+                layers=[row for row in rows if not row["delete"]],
+                lock_minutes=_lock_minutes(request),
+                reject_reasons=reject_reasons,
+            )
+        except DomainError as exc:
+            # The form again as the lead typed it (removals still ticked): nothing is lost.
+            messages.error(request, str(exc))
+            typed_policy = {
+                "lock_minutes": request.POST.get("lock_minutes", ""),
+                "reject_reasons": reject_reasons,
+            }
+            return _pipeline_page(
+                request, project, layers=rows, policy=typed_policy, status=exc.status_code
+            )
+        messages.success(request, "Pipeline saved.")
+        return redirect("review-pipeline", project_id=project.pk)
+    layers = [
         {
-            "project": project,
-            "layers": layers,
-            "is_lead": is_lead,
-            "policy": services.policy_for(project),
-            "roles": ["author", "reviewer", "auditor", "lead"],
-            "spare": len(layers),
-        },
-    )
+            "name": layer.name,
+            "role": layer.role,
+            "self_check": layer.self_check,
+            "checklist": layer.checklist,
+            "gates": layer.gates,
+        }
+        for layer in services.pipeline_ensure(project)
+    ]
+    return _pipeline_page(request, project, layers=layers, policy=services.policy_for(project))
 
 
 # Submit for review is pressed in the authoring workspace; its status line answers there.
@@ -393,7 +468,7 @@ def workspace_submit(request, task_id: int):
         expected_version = None
     try:
         if expected_version is None:
-            raise DomainError("The form did not say which version it edits; reload the page.")
+            raise DomainError("The form did not say which state of the task it edits; reload it.")
         with transaction.atomic():
             task = access_task(request.user, task_id, for_update=True, edit=True)
             services.task_submit(task=task, actor=request.user, expected_version=expected_version)

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
+from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import (
     QUALITY_CRITERIA_KEYS,
     SQL_SUBTYPES,
@@ -46,7 +47,9 @@ def blocker_check(
     allowed_types = blocker_types_for(domain)
     # Imported registries are untrusted JSON: a list here must be refused, not hashed.
     if not isinstance(type, str) or type not in allowed_types:
-        problems.append(f"type {type!r} is not a {domain} blocker type {list(allowed_types)}")
+        problems.append(
+            f"type {type!r} is not a {domain} blocker type ({plain_list(allowed_types, last='or')})"
+        )
         type = ""  # noqa: A001 - checked; no subtype check against a bad type
     subtype = subtype or ""
     if not isinstance(subtype, str):
@@ -55,7 +58,8 @@ def blocker_check(
     if domain == Domain.SQL and type in SQL_SUBTYPES:
         if subtype not in SQL_SUBTYPES[type]:
             problems.append(
-                f"subtype {subtype!r} is not a subtype of {type!r} {list(SQL_SUBTYPES[type])}"
+                f"subtype {subtype!r} is not a subtype of {type!r} "
+                f"({plain_list(SQL_SUBTYPES[type], last='or')})"
             )
     elif subtype:
         problems.append(f"subtype {subtype!r} given, but {domain} blockers have no subtype")
@@ -63,14 +67,15 @@ def blocker_check(
         if not isinstance(value, str) or not value.strip():
             problems.append(f"{name} must be non-empty text")
     if surfaces_in and (not isinstance(surfaces_in, str) or surfaces_in not in Surface.values):
-        problems.append(f"surfaces_in {surfaces_in!r} is not one of {Surface.values}")
+        surfaces = plain_list(Surface.values, last="or")
+        problems.append(f"surfaces_in {surfaces_in!r} is not one of {surfaces}")
     if criteria:
         if not isinstance(criteria, dict):
             problems.append("criteria must be an object")
         else:
             unknown = set(criteria) - set(QUALITY_CRITERIA_KEYS)
             if unknown:
-                problems.append(f"criteria has unknown keys {sorted(unknown)}")
+                problems.append(f"criteria has unknown keys {plain_list(sorted(unknown))}")
     questions_ok = isinstance(trigger_questions, list) and all(
         isinstance(q, str) and q.strip() for q in trigger_questions
     )
@@ -156,7 +161,7 @@ def blocker_update(*, blocker: Blocker, actor, expected_version: int, **changes)
     allowed = {"key", "type", "subtype", "description", "resolution", "surfaces_in", "criteria"}
     unknown = set(changes) - allowed
     if unknown:
-        raise DomainError(f"cannot change {sorted(unknown)} of a blocker")
+        raise DomainError(f"cannot change {plain_list(sorted(unknown))} of a blocker")
     task = blocker.task
     merged = {
         name: changes.get(name, getattr(blocker, name))

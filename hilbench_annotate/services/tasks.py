@@ -19,6 +19,7 @@ from hilbench_annotate.models import (
     TaskEvent,
 )
 from hilbench_annotate.spec import sections_for
+from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import Domain
 from hilbench_annotate.workflow import EDITABLE
 
@@ -121,7 +122,7 @@ def environment_update(*, task: Task, changes: dict[str, Any]) -> list[str]:
     allowed = EDITABLE_ENV_FIELDS[task.domain]
     unknown = set(changes) - set(allowed)
     if unknown:
-        raise DomainError(f"environment fields {sorted(unknown)} cannot be edited here")
+        raise DomainError(f"environment fields {plain_list(sorted(unknown))} cannot be edited here")
     env = task.environment
     changed = [name for name, value in changes.items() if getattr(env, name) != value]
     if isinstance(changes.get("business_info"), list) and not all(
@@ -149,12 +150,12 @@ def _check_spec(domain: str, spec: dict[str, Any], field: str) -> dict[str, str]
     unknown = set(spec) - allowed
     if unknown:
         raise DomainError(
-            f"{field} has unknown sections {sorted(unknown)}; "
-            f"a {domain} task has {sorted(allowed)}."
+            f"{field} has unknown sections {plain_list(sorted(unknown))}; "
+            f"a {domain} task has {plain_list(sorted(allowed))}."
         )
     bad = [key for key, value in spec.items() if not isinstance(value, str)]
     if bad:
-        raise DomainError(f"{field} sections {bad} must be text.")
+        raise DomainError(f"{field} sections {plain_list(bad)} must be text.")
     return {key: spec.get(key, "") for key in allowed}
 
 
@@ -221,6 +222,14 @@ def task_require_editable(task: Task) -> None:
         )
 
 
+def _edited_reason(fields: list[str]) -> str:
+    """A revision's reason as the timeline shows it: "edited golden output and descriptions"."""
+    words = [
+        field.replace("_", " ").replace("blocked spec", "blocked specification") for field in fields
+    ]
+    return "edited " + (plain_list(words, quote=False) or "nothing")
+
+
 def task_bump_version(*, task: Task, expected_version: int) -> None:
     """Claim the next version with ``UPDATE … WHERE version = expected``; refuse stale edits.
 
@@ -259,7 +268,7 @@ def task_update(
         changed.append("blocked_spec")
     if changed:
         Task.objects.filter(pk=task.pk).update(**{f: getattr(task, f) for f in changed})
-    revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
+    revision_create(task=task, actor=actor, reason=_edited_reason(changed))
     task_event(
         task=task,
         actor=actor,
@@ -276,7 +285,7 @@ def task_touch_environment(*, task: Task, actor, expected_version: int, changes:
     task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     changed = environment_update(task=task, changes=changes)
-    revision_create(task=task, actor=actor, reason="edited " + ", ".join(changed or ["nothing"]))
+    revision_create(task=task, actor=actor, reason=_edited_reason(changed))
     task_event(
         task=task,
         actor=actor,

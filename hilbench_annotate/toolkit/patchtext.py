@@ -213,6 +213,63 @@ def _skip_hunks(lines: list[str], i: int) -> int:
     return i
 
 
+# Lines before a hunk that describe the file, not its content.
+_FILE_HEADERS = (
+    "diff --git ",
+    "index ",
+    "--- ",
+    "+++ ",
+    "new file mode",
+    "deleted file mode",
+    "old mode",
+    "new mode",
+    "similarity index",
+    "dissimilarity index",
+    "rename from",
+    "rename to",
+    "copy from",
+    "copy to",
+    "Binary files",
+)
+
+
+def diff_lines(text: str) -> list[tuple[str, str]]:
+    """Each line of a patch with the CSS class that colours it.
+
+    ``diff-file`` (headers), ``diff-hunk`` (``@@``), ``diff-add``, ``diff-del``, or ``""``
+    (context and anything else). Hunk bodies are counted as ``@@`` says, as
+    :func:`_skip_hunks` does: a removed line ``-- x`` reads ``--- x`` and is a removal, not
+    a file header.
+    """
+    out: list[tuple[str, str]] = []
+    old = new = 0
+    for line in text.splitlines():
+        if old > 0 or new > 0:
+            if line.startswith("+"):
+                new -= 1
+                out.append(("diff-add", line))
+            elif line.startswith("-"):
+                old -= 1
+                out.append(("diff-del", line))
+            else:
+                if not line.startswith("\\"):  # "\ No newline at end of file" counts nothing
+                    old, new = old - 1, new - 1
+                out.append(("", line))
+            continue
+        match = _HUNK.match(line)
+        if match:
+            old = int(match.group(2)) if match.group(2) is not None else 1
+            new = int(match.group(4)) if match.group(4) is not None else 1
+            out.append(("diff-hunk", line))
+        elif line.startswith(_FILE_HEADERS):
+            out.append(("diff-file", line))
+        elif line.startswith(("+", "-")):  # a fragment without its @@ line
+            out.append(("diff-add" if line[0] == "+" else "diff-del", line))
+        else:
+            out.append(("", line))
+    return out
+
+
 def _parse_git_section(lines: list[str], start: int) -> tuple[dict, int]:
     info: dict = {"names": [], "raw": []}
     header_old, header_new = _git_header_names(lines[start][len("diff --git ") :])

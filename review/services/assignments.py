@@ -11,6 +11,7 @@ from hilbench_annotate.access import has_role, require_role
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event
+from hilbench_annotate.toolkit.wording import shorten
 from hilbench_annotate.vocabulary import Role
 from review.models import ReviewAssignment, ReviewLayer
 from review.selectors import eligible_tasks, independence_problem
@@ -96,7 +97,8 @@ def review_assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
             user=previous.reviewer,
             task=task,
             kind="unassigned",
-            text=f"“{task.title[:80]}” was reassigned to {reviewer.username} by {actor.username}",
+            text=f"“{shorten(task.title, 80)}” was reassigned to {reviewer.username} "
+            f"by {actor.username}",
         )
     ReviewAssignment.objects.filter(task=task, status=ReviewAssignment.Status.ACTIVE).update(
         status=ReviewAssignment.Status.RELEASED
@@ -119,7 +121,7 @@ def review_assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
         user=reviewer,
         task=task,
         kind="assigned",
-        text=f"You were assigned “{task.title[:80]}” at {layer.name}",
+        text=f"You were assigned “{shorten(task.title, 80)}” at {layer.name}",
     )
     return assignment
 

@@ -7,6 +7,7 @@ from hilbench_annotate import workflow
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.toolkit.wording import plain_list, shorten
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
 from review.selectors import independence_problem
 
@@ -99,7 +100,9 @@ def _blocker_comments(task: Task, blocker_comments: dict[str, str]) -> dict[str,
     comments = {k: v.strip() for k, v in blocker_comments.items() if v and v.strip()}
     unknown = set(comments) - set(task.blockers.values_list("key", flat=True))
     if unknown:
-        raise DomainError(f"Comments name blockers the task does not have: {sorted(unknown)}")
+        raise DomainError(
+            f"Comments name blockers the task does not have: {plain_list(sorted(unknown))}."
+        )
     return comments
 
 
@@ -124,7 +127,9 @@ def _require_grounds(
     if outcome == "reject":
         reasons = policy_for(task.project).reject_reasons
         if reject_reason not in reasons:
-            raise DomainError(f"Rejecting needs a reason from the list: {reasons}")
+            raise DomainError(
+                f"Rejecting needs a reason from the list: {plain_list(reasons, last='or')}."
+            )
 
 
 def _apply_decision(task: Task, layer: ReviewLayer, decision: ReviewDecision) -> None:
@@ -156,10 +161,10 @@ def _apply_decision(task: Task, layer: ReviewLayer, decision: ReviewDecision) ->
     if not task.author_id:
         return
     if outcome == "request_changes":
-        text = f"{layer.name} asked for changes on “{task.title[:80]}”"
+        text = f"{layer.name} asked for changes on “{shorten(task.title, 80)}”"
         kind = "changes_requested"
     else:
-        text = f"“{task.title[:80]}” was rejected at {layer.name}: {decision.reject_reason}"
+        text = f"“{shorten(task.title, 80)}” was rejected at {layer.name}: {decision.reject_reason}"
         kind = "rejected"
     notify(user=task.author, task=task, kind=kind, text=text)
 
@@ -180,7 +185,9 @@ def _checklist_answers(layer: ReviewLayer, answers: list[dict], *, strict: bool)
             }
         )
     if strict and missing:
-        raise DomainError(f"Answer every checklist item before approving; missing: {missing}")
+        raise DomainError(
+            f"Answer every checklist item before approving; not answered: {plain_list(missing)}."
+        )
     if strict and any(not a["passed"] for a in result):
         raise DomainError("A failed checklist item cannot be approved; request changes instead.")
     return result

@@ -9,6 +9,7 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_names
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.services import event_record
+from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import Role
 from review.models import DEFAULT_REJECT_REASONS, ReviewLayer, ReviewPolicy
 from review.pipeline import DEFAULT_LAYERS
@@ -65,7 +66,10 @@ def pipeline_update(
         - set(gate_names())
     )
     if unknown:
-        problems.append(f"unknown automated checks {unknown}; known: {sorted(gate_names())}")
+        problems.append(
+            f"unknown automated checks {plain_list(unknown)}; "
+            f"known: {plain_list(sorted(gate_names()))}"
+        )
     if not [r for r in reject_reasons if r.strip()]:
         problems.append("give at least one reject reason")
     if problems:

@@ -6,6 +6,7 @@ from django.utils import timezone
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event
+from hilbench_annotate.toolkit.wording import shorten
 from review.models import Comment, Notification
 
 
@@ -41,7 +42,7 @@ def comment_add(
                 user_id=user_id,
                 task=task,
                 kind="reply",
-                text=f"{author.username} replied on “{task.title[:80]}”",
+                text=f"{author.username} replied on “{shorten(task.title, 80)}”",
             )
     return comment
 
@@ -62,7 +63,8 @@ def comment_set_resolved(*, comment: Comment, actor, resolved: bool) -> Comment:
 
 
 def notify(*, user, task: Task | None, kind: str, text: str) -> Notification:
-    return Notification.objects.create(user=user, task=task, kind=kind, text=text[:300])
+    # Past the column's length the text ends at a word and "…", never mid-word.
+    return Notification.objects.create(user=user, task=task, kind=kind, text=shorten(text, 300))
 
 
 def notifications_mark_read(*, user, ids: list[int] | None = None) -> int:

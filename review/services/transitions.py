@@ -11,6 +11,7 @@ from hilbench_annotate import workflow
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import task_event, task_snapshot
+from hilbench_annotate.toolkit.wording import shorten
 from review.models import ReviewDecision
 
 from .pipeline import pipeline_ensure, pipeline_layer
@@ -73,7 +74,7 @@ def task_enter_review(*, task: Task, actor, **data) -> Task:
                 user=last.reviewer,
                 task=task,
                 kind="resubmitted",
-                text=f"“{task.title[:80]}” is back at "
+                text=f"“{shorten(task.title, 80)}” is back at "
                 f"{pipeline_layer(task, layer).name} after changes",
             )
     return task

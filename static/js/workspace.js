@@ -75,6 +75,26 @@
   });
   window.addEventListener("beforeunload", (e) => { if (dirty) { e.preventDefault(); e.returnValue = ""; } });
 
+  // The save-conflict notice floats in the half of the window with more room beside the field
+  // being typed in, and no taller than that room, so it never covers the field.
+  function placeConflict(notice) {
+    const field = document.activeElement;
+    const height = window.innerHeight;
+    let above = height / 2, below = height / 2;
+    if (field && field !== document.body && field.getBoundingClientRect) {
+      const rect = field.getBoundingClientRect();
+      above = rect.top;
+      below = height - rect.bottom;
+    }
+    const atTop = above > below;
+    notice.classList.toggle("at-top", atTop);
+    notice.style.maxHeight = Math.max((atTop ? above : below) - 24, 160) + "px";
+  }
+  document.addEventListener("htmx:afterSwap", () => {
+    const notice = document.querySelector("#save-status.conflict");
+    if (notice) placeConflict(notice);
+  });
+
   // Conflict view: save mine over theirs = save again, naming the version now current.
   document.addEventListener("click", (e) => {
     const btn = e.target.closest("[data-overwrite]");

@@ -401,3 +401,80 @@ def test_preview_and_revision_diff_pages(client, sql_task, author):
     ).content.decode()
     assert "Revision 1 → 2" in history
     assert "<ins>" in history and "settled" in history
+
+
+def test_a_refused_plain_save_shows_the_page_again_with_the_form_as_sent(client, sql_task, author):
+    """Without htmx (no JavaScript) a refused save comes back whole: nothing typed is lost."""
+    client.force_login(author)
+    bad = [dict(GOOD_BLOCKERS[0]), dict(GOOD_BLOCKERS[1], id=GOOD_BLOCKERS[0]["id"])]
+    response = save(
+        client,
+        sql_task,
+        form_data(sql_task, question="My new <wording> of the loan question?", blockers=bad),
+    )
+    assert response.status_code == 400
+    body = text(response)
+    assert "Blocker 2: id 'clean_finish_status' is also used by blocker 1" in body
+    assert '<li class="error">' in response.content.decode()
+    assert textarea(response, "spec.question") == "My new <wording> of the loan question?"
+    assert textarea(response, "blocker-1-resolution") == GOOD_BLOCKERS[1]["resolution"]
+    assert GOOD_BLOCKERS[1]["questions"][2] in body
+    sql_task.refresh_from_db()
+    assert sql_task.version == 1 and sql_task.blockers.count() == 0
+
+
+def test_a_refused_waiver_is_said_beside_the_finding_and_keeps_the_reason(client, sql_task, author):
+    client.force_login(author)
+    save(client, sql_task, form_data(sql_task, blockers=GOOD_BLOCKERS[:2]), **HTMX)
+    sql_task.refresh_from_db()
+    revision = sql_task.revisions.order_by("-number").first()
+    fingerprint = next(
+        f["fingerprint"] for f in revision.lint_findings if f["rule"] == "blocker_count"
+    )
+    response = client.post(
+        reverse("workspace-waive", args=[sql_task.pk]),
+        {
+            **form_data(sql_task, blockers=GOOD_BLOCKERS[:2]),
+            "fingerprint": fingerprint,
+            "reason": "ok",
+        },
+        **HTMX,
+    )
+    assert response.status_code == 400
+    body = response.content.decode()
+    finding = body[body.index('data-rule="blocker_count"') :]
+    finding = finding[: finding.index("</li>")]
+    assert '<details class="waive" open>' in finding
+    assert "Say why the finding does not apply" in finding
+    assert 'value="ok"' in finding
+    assert not LintWaiver.objects.exists()
+
+
+def test_pages_name_a_task_state_by_its_revision_number_only(client, sql_task, author):
+    """A status change moves the task's version (the form's lock), not its revision: the task
+    page, the workspace and the review page all say "revision N" with the same N."""
+    from review import services as review
+
+    review.task_enter_review(task=sql_task, actor=author)
+    review.review_decide(
+        task=sql_task,
+        reviewer=author,
+        outcome="request_changes",
+        revision_number=1,
+        summary="Plant the blockers first.",
+    )
+    sql_task.refresh_from_db()
+    assert (sql_task.version, sql_task.revisions.count()) == (3, 1)
+    client.force_login(author)
+    pages = {
+        "task page": client.get(reverse("task-detail", args=[sql_task.pk])),
+        "workspace": client.get(reverse("workspace", args=[sql_task.pk])),
+        "preview": client.get(reverse("workspace-preview", args=[sql_task.pk]), **HTMX),
+    }
+    for name, response in pages.items():
+        # What people read: the text, not the form's hidden lock field.
+        words = re.sub(r"<[^>]*>", " ", text(response).split("<main>")[-1]).lower()
+        assert "revision 1" in words, name
+        assert "version" not in words.replace("python version", ""), name
+    saved = save(client, sql_task, form_data(sql_task), **HTMX)
+    assert "Saved · revision 2" in text(saved)

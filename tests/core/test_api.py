@@ -423,7 +423,7 @@ def test_patch_task_with_an_unknown_spec_section_is_400_and_changes_nothing(auth
     )
 
     assert response.status_code == 400
-    assert "unknown sections ['hint']" in response.json()["detail"]
+    assert "unknown sections “hint”" in response.json()["detail"]
     task.refresh_from_db()
     assert task.blocked_spec == {
         "question": "How many loans were granted in the boom year?",

@@ -22,6 +22,7 @@ from hilbench_annotate.toolkit.patches import (
     PatchFile,
     PatchRefused,
     check_applies,
+    diff_lines,
     file_after,
     file_diff,
     parse_patch,
@@ -526,3 +527,46 @@ def test_replace_file_diff_refuses_a_diff_of_another_file():
     diff = file_diff("a.txt", "a\n", "b\n")
     with pytest.raises(DomainError, match="b.txt"):
         replace_file_diff("", "b.txt", diff)
+
+
+def test_diff_lines_colours_a_patch_by_counting_its_hunks():
+    patch = (
+        "diff --git a/src/app.py b/src/app.py\n"
+        "index 1111111..2222222 100644\n"
+        "--- a/src/app.py\n"
+        "+++ b/src/app.py\n"
+        "@@ -1,3 +1,3 @@ def main():\n"
+        " keep\n"
+        "--- a SQL comment, removed\n"
+        "+++ counter += 1\n"
+        " keep\n"
+        "\\ No newline at end of file\n"
+        "diff --git a/README b/README\n"
+        "new file mode 100644\n"
+        "--- /dev/null\n"
+        "+++ b/README\n"
+        "@@ -0,0 +1 @@\n"
+        "+hello\n"
+    )
+    assert diff_lines(patch) == [
+        ("diff-file", "diff --git a/src/app.py b/src/app.py"),
+        ("diff-file", "index 1111111..2222222 100644"),
+        ("diff-file", "--- a/src/app.py"),
+        ("diff-file", "+++ b/src/app.py"),
+        ("diff-hunk", "@@ -1,3 +1,3 @@ def main():"),
+        ("", " keep"),
+        # Inside a hunk, "---" and "+++" are a removed and an added line, not headers.
+        ("diff-del", "--- a SQL comment, removed"),
+        ("diff-add", "+++ counter += 1"),
+        ("", " keep"),
+        ("", "\\ No newline at end of file"),
+        ("diff-file", "diff --git a/README b/README"),
+        ("diff-file", "new file mode 100644"),
+        ("diff-file", "--- /dev/null"),
+        ("diff-file", "+++ b/README"),
+        ("diff-hunk", "@@ -0,0 +1 @@"),
+        ("diff-add", "+hello"),
+    ]
+    # A fragment without its @@ line (a tool's output) is still coloured line by line.
+    assert diff_lines("+x = 2\n-x = 1\n") == [("diff-add", "+x = 2"), ("diff-del", "-x = 1")]
+    assert diff_lines("") == []

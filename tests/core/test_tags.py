@@ -65,6 +65,15 @@ def test_tags_page_form(client, project, author, reviewer):
     assert "Tags: release-1, sql." in response.content.decode()
     assert sorted(task.tags.values_list("name", flat=True)) == ["release-1", "sql"]
 
+    # A refused name: the page again, the field and its details open with what was typed.
+    response = client.post(reverse("task-tags", args=[task.pk]), {"tags": "release-2 q&a finance"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Tag &#x27;q&amp;a&#x27;: use up to 40 letters" in page
+    assert '<details class="tag-edit" open>' in page
+    assert 'name="tags" value="release-2 q&amp;a finance"' in page
+    assert sorted(task.tags.values_list("name", flat=True)) == ["release-1", "sql"]
+
 
 def test_export_selects_by_tag(settings, tmp_path):
     project = seed_demo(settings, tmp_path)

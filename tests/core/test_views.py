@@ -214,3 +214,22 @@ def test_reviewer_cannot_import_and_sees_why(client, project, reviewer):
     response = client.post(reverse("import-list"), {"kind": "hilbench", "project": project.pk})
     assert ImportJob.objects.count() == 0
     assert response.status_code == 200
+
+
+def test_task_page_colours_patches_line_by_line_and_escapes_them(client, project, author):
+    from hilbench_annotate.models import SweEnvironment
+
+    task = TaskFactory(project=project, author=author, swe=True)
+    SweEnvironment.objects.filter(task=task).update(
+        gold_patch=(
+            "--- a/money.py\n+++ b/money.py\n@@ -1,2 +1,2 @@\n"
+            "-return round(x)\n+return round(x, 2)  # <cents>\n keep\n"
+        )
+    )
+    client.force_login(author)
+    page = client.get(reverse("task-detail", args=[task.pk])).content.decode()
+    assert '<span class="diff-file">--- a/money.py</span>' in page
+    assert '<span class="diff-hunk">@@ -1,2 +1,2 @@</span>' in page
+    assert '<span class="diff-del">-return round(x)</span>' in page
+    assert '<span class="diff-add">+return round(x, 2)  # &lt;cents&gt;</span>' in page
+    assert "<span> keep</span>" in page

@@ -162,7 +162,8 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
         "Request changes at layer 3 (Registry audit)",
         "Approve at layer 6 (Final sign-off)",
         "names the calendar",
-        "submit: changes_requested (layer 3) → in_review (layer 3)",
+        "submitted it for review: changes requested at layer 3 (Registry audit) → in review "
+        "at layer 3 (Registry audit)",
     ):
         expect(timeline).to_contain_text(text)
     assert timeline.locator(".tl-decision").count() == 7

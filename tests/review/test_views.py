@@ -1,5 +1,8 @@
 """The review screens obey the same rules as the services: independence, roles, locks."""
 
+import html
+import re
+
 import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
@@ -231,3 +234,172 @@ def test_timeline_lists_everything_and_offers_no_edit(client, task_at_layer_2, s
     assert "Looks realistic." in page
     assert "saved revision 1" in page
     assert "<form" not in page.split("<main>")[1]
+
+
+def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_layer_2, staff):
+    task = task_at_layer_2
+    layer2 = services.pipeline_ensure(task.project)[1]
+    client.force_login(staff["peer"])
+    client.post(reverse("review-take-next", args=[layer2.pk]))
+    services.comment_add(task=task, author=staff["peer"], body="Looks realistic.")
+    client.force_login(staff["lead"])
+    page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
+    timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
+    lines = [" ".join(re.sub(r"<[^>]*>", " ", li).split()) for li in timeline.split("<li")[1:]]
+    for said in (
+        "imported the task from BIRD",
+        "submitted it for review: draft → in review at layer 1 (Author self-check)",
+        "approved it: in review at layer 1 (Author self-check) → in review at layer 2 "
+        "(Peer review)",
+        "peer took the task at layer 2 (Peer review)",
+        "saved revision 5 — edited descriptions and golden output",
+    ):
+        assert any(said in line for line in lines), (said, lines)
+    for code in (
+        "status_changed",
+        "review_taken",
+        "workspace_saved",
+        "comment_added",
+        "in_review",
+        "golden_output",
+    ):
+        assert code not in timeline
+    # The comment is one line, not also an event restating it.
+    assert sum("Looks realistic." in line for line in lines) == 1
+    assert not any("comment added" in line for line in lines)
+
+
+def test_a_refused_decision_shows_the_page_again_with_everything_typed(
+    client, task_at_layer_2, staff
+):
+    """Approve with one item ticked: refused, and summary, comment, tick and note survive."""
+    task = task_at_layer_2
+    layer = services.pipeline_ensure(task.project)[1]
+    client.force_login(staff["peer"])
+    client.post(reverse("review-take-next", args=[layer.pk]))
+    key = task.blockers.first().key
+    response = client.post(
+        reverse("review-task", args=[task.pk]),
+        {
+            "outcome": "approve",
+            "revision": task.revisions.order_by("-number").first().number,
+            "summary": "Realistic & critical <b>blockers</b>.",
+            f"blocker-comment-{key}": "Name the calendar in one question.",
+            "check-0": "pass",
+            "check-0-note": "checked the log",
+            "reject_reason": "Duplicate of another task",
+        },
+    )
+    assert response.status_code == 400
+    page = response.content.decode()
+    # The refusal names the missing items in words, not as a Python list.
+    missing = layer.checklist[1:]
+    message = _messages(response)
+    assert message == (
+        "Answer every checklist item before approving; not answered: "
+        f"“{missing[0]}” and “{missing[1]}”."
+    )
+    assert "['" not in page and message in page.replace("&ldquo;", "“").replace("&rdquo;", "”")
+    assert '<li class="error">' in page
+    # Everything typed is back in the form, escaped.
+    assert ">Realistic &amp; critical &lt;b&gt;blockers&lt;/b&gt;.</textarea>" in page
+    assert f'name="blocker-comment-{key}" rows="2">Name the calendar in one question.<' in page
+    assert 'name="check-0" value="pass" checked' in page
+    assert 'name="check-1" value="pass" checked' not in page
+    assert 'value="checked the log"' in page
+    assert "<option selected>Duplicate of another task</option>" in page
+    # Nothing was decided, and the same form, completed, now goes through.
+    assert not ReviewDecision.objects.filter(task=task, layer=2).exists()
+    assert _post_decision(client, task).status_code == 302
+    task.refresh_from_db()
+    assert task.review_layer == 3
+
+
+def test_a_decision_naming_no_revision_is_refused_not_a_crash(client, task_at_layer_2, staff):
+    client.force_login(staff["peer"])
+    client.post(
+        reverse("review-take-next", args=[services.pipeline_ensure(task_at_layer_2.project)[1].pk])
+    )
+    response = client.post(
+        reverse("review-task", args=[task_at_layer_2.pk]),
+        {"outcome": "approve", "revision": "seven", "summary": "kept"},
+    )
+    assert response.status_code == 400
+    assert "You judged revision 0" in _messages(response)
+    assert ">kept</textarea>" in response.content.decode()
+
+
+def test_a_refused_pipeline_edit_keeps_what_the_lead_typed(client, project, staff):
+    url = reverse("review-pipeline", args=[project.pk])
+    client.force_login(staff["lead"])
+    before = [(layer.name, layer.checklist) for layer in services.pipeline_ensure(project)]
+    response = client.post(
+        url,
+        {
+            "layer": ["0", "1", "2"],
+            "layer-0-name": "Self-check",
+            "layer-0-role": "author",
+            "layer-0-self_check": "on",
+            "layer-0-checklist": "Criteria attested",
+            "layer-1-name": "Old audit",
+            "layer-1-role": "auditor",
+            "layer-1-delete": "on",
+            "layer-1-checklist": "Gone soon",
+            "layer-2-name": "Sign-off",
+            "layer-2-role": "lead",
+            "layer-2-checklist": "Ready\nIndependent",
+            "layer-2-gates": "lint_clean, no_such_check",
+            "reject_reasons": "Not realistic\nDuplicate",
+            "lock_minutes": "15",
+        },
+    )
+    assert response.status_code == 400
+    message = _messages(response)
+    assert "unknown automated checks “no_such_check”; known: “" in message
+    assert "['" not in message
+    page = response.content.decode()
+    assert 'name="layer-0-name" value="Self-check"' in page
+    assert 'name="layer-0-self_check" checked' in page
+    assert 'name="layer-1-delete" checked' in page
+    assert 'name="layer-2-checklist" rows="4">Ready\nIndependent\n</textarea>' in page
+    assert ">lint_clean\nno_such_check\n</textarea>" in page
+    assert ">Not realistic\nDuplicate\n</textarea>" in page
+    assert 'name="lock_minutes" value="15"' in page
+    # Nothing was saved.
+    assert [(layer.name, layer.checklist) for layer in services.pipeline_ensure(project)] == before
+
+
+def test_a_lock_time_that_is_not_a_number_is_said_plainly(client, project, staff):
+    client.force_login(staff["lead"])
+    response = client.post(
+        reverse("review-pipeline", args=[project.pk]),
+        {"layer": ["0"], "layer-0-name": "Only", "layer-0-role": "lead", "lock_minutes": "soon"},
+    )
+    assert response.status_code == 400
+    assert _messages(response) == "The lock time is a whole number of minutes."
+    assert 'name="lock_minutes" value="soon"' in response.content.decode()
+
+
+def test_a_notification_cuts_a_long_title_at_a_word_with_an_ellipsis(
+    client, task_at_layer_2, staff
+):
+    from review.models import Notification
+
+    task = task_at_layer_2
+    title = "Among the clients whose loan contract is running but who are in debt, who paid most"
+    Task.objects.filter(pk=task.pk).update(title=title)
+    task.refresh_from_db()
+    layer2 = services.pipeline_ensure(task.project)[1]
+    services.review_take_next(user=staff["peer"], layer=layer2)
+    services.review_decide(
+        task=task,
+        reviewer=staff["peer"],
+        outcome="request_changes",
+        revision_number=task.revisions.order_by("-number").first().number,
+        summary="Sharpen one question.",
+    )
+    text = Notification.objects.get(user=staff["author"], kind="changes_requested").text
+    assert text == (
+        "Peer review asked for changes on “Among the clients whose loan contract is running "
+        "but who are in debt, who paid…”"
+    )
