@@ -1,7 +1,6 @@
 """The embedded judge with the real model and the shipped weights (loaded once per process)."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +9,9 @@ from judge.base import IRRELEVANT, RegistryBlocker, respond
 from judge.embedded import WEIGHTS, EmbeddedJudge, load_registry, load_weights, registry_domain
 from judge.encoder import get_encoder
 from judge.features import FEATURES, build_index, features
+from tests.conftest import SHARED
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
+EXAMPLES = SHARED / "examples" / "hilbench"
 
 REGISTRY = [
     RegistryBlocker(

@@ -6,8 +6,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from judge.base import IRRELEVANT
+from tests.conftest import SHARED
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
+EXAMPLES = SHARED / "examples" / "hilbench"
 
 
 @pytest.fixture

@@ -1,18 +1,18 @@
 import json
-from pathlib import Path
 
 import pytest
 
 from hilbench_annotate.question_rules import clean, question_parts, reject_reason
+from tests.conftest import SHARED
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "examples"
+EXAMPLES = SHARED / "examples"
 
 
 def _release_questions():
     paths = sorted(
         path
         for folder in ("hilbench", "hilbench-calibration")
-        for path in (SHARED / folder).glob("*/*/shared/ask-human-data/blocker_registry.json")
+        for path in (EXAMPLES / folder).glob("*/*/shared/ask-human-data/blocker_registry.json")
     )
     return [
         question
@@ -26,7 +26,7 @@ def _release_questions():
 def test_release_example_questions_are_never_rejected():
     questions = _release_questions()
     if not questions:
-        pytest.skip(f"no registries under {SHARED}")
+        pytest.skip(f"no registries under {EXAMPLES}")
     assert len(questions) >= 60
     rejected = {q: reject_reason(q) for q in questions if reject_reason(q)}
     assert rejected == {}
