@@ -12,6 +12,7 @@ from hilbench_annotate.celery import app as celery_app
 from hilbench_annotate.vocabulary import Role
 
 from .factories import MembershipFactory, ProjectFactory, UserFactory
+from .skipsummary import pytest_terminal_summary  # noqa: F401 - a hook, registered here
 
 ROOT = Path(__file__).resolve().parents[1]
 # Real third-party data beside the clone; HILBENCH_SHARED_DIR=/nonexistent shows what a fresh
