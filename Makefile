@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo lint format worker e2e clean harbor-check judge-weights
+.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ test: install
 # Only the browser tests (Playwright driving Debian's chromium): journeys and axe-core checks.
 e2e: install
 	$(VENV)/bin/pytest tests/e2e
+
+# Debian's chromium, which the browser tests drive (Playwright downloads no browser).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+e2e-deps:
+	@if [ -x /usr/bin/chromium ]; then echo "chromium is installed: /usr/bin/chromium"; \
+	else $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; fi
 
 # Harbor's own checks (its task loader and `harbor lint`) on exported task folders. Harbor
 # needs Python 3.12: it gets a virtual environment of its own, with Docker Compose v2 (the

@@ -12,9 +12,16 @@ from hilbench_annotate.celery import app as celery_app
 from hilbench_annotate.vocabulary import Role
 
 from .factories import MembershipFactory, ProjectFactory, UserFactory
+from .skipsummary import pytest_terminal_summary  # noqa: F401 - a hook, registered here
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# Real third-party data beside the clone; HILBENCH_SHARED_DIR=/nonexistent shows what a fresh
+# clone runs without it.
+SHARED = Path(os.environ.get("HILBENCH_SHARED_DIR") or ROOT.parent / "shared")
+
+
+# The project's own small data in every format it reads (fixtures/README.md): always here.
+FIXTURES = ROOT / "fixtures"
 
 
 def shared_path(*parts: str) -> Path:
@@ -23,6 +30,20 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not on this machine")
     return path
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("release", id="release", marks=pytest.mark.shared_data),
+    ]
+)
+def release_examples(request) -> Path:
+    """Task folders in the HiL-Bench release's layout (``sql/sql_0``, ``swe/swe_0``…): the
+    project's own (fixtures/hilbench), and the release's five examples where ../shared is."""
+    if request.param == "fixtures":
+        return FIXTURES / "hilbench"
+    return shared_path("examples", "hilbench")
 
 
 def pytest_report_header(config):

@@ -15,7 +15,7 @@ from hilbench_annotate.question_rules import question_parts, reject_reason
 from hilbench_annotate.spec import parse_swe_statement
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS
 
-from ..conftest import shared_path
+from ..conftest import FIXTURES
 
 SCHEMA = {
     "trans": {"trans_id", "account_id", "date", "k_symbol", "amount"},
@@ -691,12 +691,10 @@ def _release_draft(folder) -> dict:
     }
 
 
-@pytest.mark.shared_data
-def test_release_registries_are_clean():
-    root = shared_path("examples", "hilbench")
+def test_release_registries_are_clean(release_examples):
+    root = release_examples
     folders = sorted(root.glob("*/*/shared/ask-human-data/blocker_registry.json"))
-    if not folders:
-        pytest.skip(f"no release registries under {root}")
+    assert folders, f"no release registries under {root}"
     produced = {}
     for registry in folders:
         folder = registry.parents[2]
@@ -715,3 +713,5 @@ def test_release_registries_are_clean():
             ("overlapping_blockers", "blockers[2]"),
         ]
         assert all(produced[name] == [] for name in ("sql_0", "sql_3", "sql_10", "swe_0"))
+    if root.is_relative_to(FIXTURES):  # the project's own fixtures follow every rule
+        assert produced == dict.fromkeys(produced, [])

@@ -10,15 +10,17 @@ from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import task_snapshot
 
-from ..conftest import shared_path
-
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("domain", ["sql", "swe"])
-def test_imported_release_tasks_render_the_release_instruction_texts(project, domain):
-    root = shared_path("examples", "hilbench", domain)
+def test_imported_release_tasks_render_the_release_instruction_texts(
+    project, domain, release_examples
+):
+    root = release_examples / domain
     call_command("import_hilbench", str(root), project=project.slug)
-    for task in Task.objects.filter(project=project):
+    tasks = Task.objects.filter(project=project)
+    assert tasks.count() == len([p for p in root.iterdir() if p.is_dir()]) > 0
+    for task in tasks:
         folder = root / task.source_metadata["folder"]
         rendered = task_instructions(task_snapshot(task))
         for mode in MODES:

@@ -24,7 +24,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 @pytest.fixture(scope="session")
 def browser():
     if not shutil.which(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); .ci/run installs it")
+        pytest.skip(f"{CHROMIUM} is not installed (`make e2e-deps` installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

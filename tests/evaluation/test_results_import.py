@@ -1,5 +1,6 @@
 """Imported results: validated whole before anything is stored; questions judged on import."""
 
+import csv
 import json
 
 import pytest
@@ -12,9 +13,11 @@ from evaluation.services import (
     selection_policy_update,
     support_import,
 )
+from exchange.importers import import_hilbench
 from hilbench_annotate.errors import AccessDenied, DomainError, ImportRefused
 from judge.models import AskHumanCall
 
+from ..conftest import FIXTURES
 from .util import import_results, keep_by_pass_rate
 
 TROUBLED = "Which loan status values count as a troubled loan?"
@@ -235,3 +238,61 @@ def test_per_task_rows(sql_task, lead):
     assert row["ask_precision"] == pytest.approx(0.5)
     assert row["ask_recall"] == pytest.approx(1 / 3)
     assert row["ask_f1"] == pytest.approx(0.4)
+
+
+def _fixture_steps(path) -> list[dict]:
+    """A trajectory file of fixtures/results, read here on its own terms."""
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text().splitlines()]
+    value = json.loads(path.read_text())
+    return value["steps"] if isinstance(value, dict) else value
+
+
+def test_the_results_fixture_imports_with_its_trajectories(project, lead):
+    """fixtures/results: two models on two release-layout fixture tasks, every mode, two
+    passes; trajectories as a JSON array, a {"steps": …} object and JSONL."""
+    import_hilbench(project=project, root=FIXTURES / "hilbench", actor=lead)
+    root = FIXTURES / "results"
+    with (root / "pass_level_metrics.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+
+    runs = results_import_start(project=project, actor=lead, path=root)
+    assert sorted(r.model_name for r in runs) == sorted({row["model"] for row in rows})
+    for run in runs:
+        evaluation_run_execute(run_id=run.pk)
+
+    passes = TaskPass.objects.filter(run__in=runs)
+    assert passes.count() == len(rows)
+    keys = ("role", "content", "tool", "tool_input", "tool_output", "time")
+    for row in rows:
+        task_pass = passes.get(
+            run__model_name=row["model"],
+            task__source_id=row["task"],
+            mode=row["mode"],
+            index=int(row["pass"]),
+        )
+        assert task_pass.resolved == (row["resolved"] == "1")
+        assert task_pass.tokens == int(row["tokens"])
+        folder = root / "trajectories" / row["mode"] / row["model"] / row["task"]
+        (path,) = folder.glob(f"pass_{row['pass']}_trajectory.*")
+        steps = _fixture_steps(path)
+        assert task_pass.trajectory.steps == [{k: s.get(k) for k in keys} for s in steps]
+        asked = [s["tool_input"] for s in steps if s.get("tool") == "ask_human"]
+        questions = [a if isinstance(a, str) else a["question"] for a in asked]
+        if row["mode"] == "ask_human":
+            calls = task_pass.ask_human_run.calls.values_list("question", flat=True)
+            assert list(calls) == questions and questions
+        else:
+            assert task_pass.ask_human_run is None and questions == []
+    # The judge answered them: a trigger question asked word for word finds its blocker, an
+    # off-topic one none.
+    judged = dict(
+        AskHumanCall.objects.filter(run__task_pass__in=passes).values_list(
+            "question", "blocker_key"
+        )
+    )
+    assert judged["Which plan code identifies reading club members?"] == "reading_club_plan_code"
+    assert judged["Does the ellipsis count towards the width of the preview?"] == (
+        "ellipsis_within_width"
+    )
+    assert judged["Is the library open on Sundays?"] is None

@@ -13,7 +13,7 @@ from exchange.bundles import layout
 from exchange.importers import import_swebench
 from exchange.models import ExportJob
 from hilbench_annotate.models import SqlEnvironment, Task
-from tests.conftest import shared_path
+from tests.conftest import FIXTURES, shared_path
 
 from .bundle_helpers import approve_validated, export, extract, members, seed_demo, sql_task, user
 
@@ -64,8 +64,7 @@ def test_a_release_task_records_why_its_oracle_is_not_run(settings, tmp_path):
     from exchange.importers import import_hilbench
 
     project = seed_demo(settings, tmp_path)
-    release = shared_path("examples", "hilbench")
-    import_hilbench(project=project, root=release, actor=user("author"))
+    import_hilbench(project=project, root=FIXTURES / "hilbench", actor=user("author"))
     task = Task.objects.filter(project=project, release_files__isnull=False).distinct().first()
     files = members(export(project, tmp_path / "r.tar.gz", tasks=[task]))
     folder = task.source_metadata["folder"]

@@ -18,7 +18,6 @@ from hilbench_annotate.models import Task
 from validators.leakage import check_leakage, forbidden_texts
 from validators.services import validation_run_execute, validation_run_start
 
-from ..conftest import shared_path
 from .bundle_helpers import (
     approve_validated,
     export,
@@ -68,9 +67,11 @@ def bundle(settings, tmp_path):
 
 
 @pytest.mark.parametrize("domain,release_task", [("sql", "sql_0"), ("swe", "swe_0")])
-def test_exported_folders_have_the_release_layout_and_field_names(bundle, domain, release_task):
+def test_exported_folders_have_the_release_layout_and_field_names(
+    bundle, domain, release_task, release_examples
+):
     root, _tasks = bundle
-    release = shared_path("examples", "hilbench", domain, release_task)
+    release = release_examples / domain / release_task
     ours = root / f"{domain}_0"
     our_files = {p.relative_to(ours).as_posix() for p in ours.rglob("*") if p.is_file()}
     assert _release_files(release) <= our_files

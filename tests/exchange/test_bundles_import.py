@@ -20,7 +20,6 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import TaskSource
 
-from ..conftest import shared_path
 from .bundle_helpers import export, members, seed_demo, sql_task, tar_of
 
 pytestmark = pytest.mark.django_db
@@ -66,8 +65,10 @@ def test_our_bundle_imports_and_a_second_import_changes_nothing(demo_bundle, pro
 
 
 @pytest.mark.parametrize("domain", ["sql", "swe"])
-def test_release_folders_import_as_a_folder_and_as_an_archive(project, domain, tmp_path):
-    root = shared_path("examples", "hilbench", domain)
+def test_release_folders_import_as_a_folder_and_as_an_archive(
+    project, domain, tmp_path, release_examples
+):
+    root = release_examples / domain
     report = import_bundle(project=project, path=root)
     assert len(report.created) == len([p for p in root.iterdir() if p.is_dir()])
     assert set(Task.objects.values_list("source", flat=True)) == {TaskSource.HILBENCH}

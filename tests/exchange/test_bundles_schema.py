@@ -9,7 +9,7 @@ import pytest
 
 from exchange.bundles import layout
 
-from ..conftest import ROOT, shared_path
+from ..conftest import ROOT
 from .bundle_helpers import export, members, plant_swe, seed_demo, sql_task
 
 SCHEMAS = ROOT / "docs" / "bundle"
@@ -64,8 +64,8 @@ def test_every_json_file_of_a_bundle_matches_its_schema(settings, tmp_path):
 
 
 @pytest.mark.parametrize("domain", ["sql", "swe"])
-def test_release_files_match_the_same_schemas(domain):
-    root = shared_path("examples", "hilbench", domain)
+def test_release_files_match_the_same_schemas(domain, release_examples):
+    root = release_examples / domain
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         for relative, schema in (
             (layout.REGISTRY, "blocker_registry"),

@@ -65,7 +65,7 @@ def test_sql_instances_are_what_hil_reads(workspace):
     assert (out / "build_chroma.py").read_text().count("chroma_db") == 1
 
 
-def test_swe_instances_build_their_image_and_load_with_the_release_loader(workspace):
+def test_swe_instances_build_their_image_and_hold_what_the_release_loader_reads(workspace):
     out, _sql, swe = workspace
     [instance] = json.loads((out / "swe_tasks" / "instances.json").read_text())
     assert set(instance) == SWE_INSTANCE and set(instance["extra_fields"]) == SWE_EXTRA
@@ -74,7 +74,22 @@ def test_swe_instances_build_their_image_and_load_with_the_release_loader(worksp
     build = (out / "build_images.sh").read_text().splitlines()[-1].split()
     assert build[:4] == ["docker", "build", "-t", instance["image_name"]]
     assert (Path(build[4]) / "repository.fast-export").is_file()
+    task_dir = out / "swe_tasks" / instance["instance_id"]
+    metadata = json.loads((task_dir / "metadata.json").read_text())
+    assert (metadata["image_name"], metadata["base_commit"]) == (
+        instance["image_name"],
+        instance["base_commit"],
+    )
+    assert metadata["log_parser"] == "pytest"
+    assert (task_dir / "problem_statement.txt").read_text().startswith("# PROBLEM STATEMENT")
 
+
+@pytest.mark.shared_data
+def test_the_releases_own_loader_reads_the_swe_task_folder(workspace):
+    """The release's ``load_instance_from_task_dir`` (third-party code, read from ../shared
+    and never copied here) on the folder ``hil_workspace`` wrote."""
+    out, _sql, _swe = workspace
+    [instance] = json.loads((out / "swe_tasks" / "instances.json").read_text())
     reference = shared_path(
         "examples", "hilbench", "harness-reference", "hil_bench", "utils", "instance_utils.py"
     )

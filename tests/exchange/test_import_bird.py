@@ -1,5 +1,6 @@
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -9,21 +10,43 @@ from exchange.importers import import_bird
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Revision, SqlDatabase, Task
 
-from ..conftest import shared_path
+from ..conftest import FIXTURES, shared_path
 
 pytestmark = pytest.mark.django_db
 
 
-def test_spider_bird_dev_imports_all_125_tasks_with_databases_and_descriptions(project):
-    questions = shared_path("data", "spider-bird", "dev.json")
-    databases = shared_path("data", "spider-bird", "dev_databases")
+@pytest.fixture(
+    params=[
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("spider-bird", id="spider-bird", marks=pytest.mark.shared_data),
+    ]
+)
+def bird_set(request) -> tuple[Path, Path]:
+    """(questions, databases) of a BIRD-format set: the project's own (fixtures/bird), and
+    five real Spider databases in BIRD's layout where ../shared is."""
+    if request.param == "fixtures":
+        return FIXTURES / "bird" / "dev.json", FIXTURES / "bird" / "dev_databases"
+    root = shared_path("data", "spider-bird")
+    return root / "dev.json", root / "dev_databases"
+
+
+def _distinct(records: list[dict]) -> list[dict]:
+    """The records once each: an exact repeat is imported once."""
+    seen = {}
+    for record in records:
+        seen.setdefault((record["db_id"], record["question_id"]), record)
+    return list(seen.values())
+
+
+def test_bird_dev_imports_every_task_with_databases_and_descriptions(project, bird_set):
+    questions, databases = bird_set
+    records = json.loads(questions.read_text())
 
     call_command("import_bird", questions=questions, databases=databases, project=project.slug)
 
     tasks = Task.objects.filter(project=project)
-    assert tasks.count() == 125
-    assert SqlDatabase.objects.count() == 5
-    records = json.loads(questions.read_text())
+    assert tasks.count() == len(_distinct(records))
+    assert SqlDatabase.objects.count() == len({r["db_id"] for r in records})
     first = Task.objects.get(project=project, source_id=f"{records[0]['db_id']}/0")
     env = first.sql_environment
     assert env.database.path.is_file()
@@ -32,42 +55,65 @@ def test_spider_bird_dev_imports_all_125_tasks_with_databases_and_descriptions(p
         p.stem for p in (databases / records[0]["db_id"] / "database_description").glob("*.csv")
     }
     assert first.original_spec["question"] == records[0]["question"]
+    # BIRD's evidence is the answer's hint: kept in the original, withheld from the agent.
+    assert first.original_spec["evidence"] == records[0]["evidence"]
+    assert first.blocked_spec["evidence"] == ""
     # Every imported task starts with one revision.
-    assert Revision.objects.filter(task__project=project).count() == 125
+    assert Revision.objects.filter(task__project=project).count() == tasks.count()
 
 
-def test_reimport_adds_nothing(project):
-    questions = shared_path("data", "spider-bird", "dev.json")
-    databases = shared_path("data", "spider-bird", "dev_databases")
+def test_description_csvs_in_every_encoding_bird_uses_are_read(project):
+    import_bird(
+        project=project,
+        questions=FIXTURES / "bird" / "dev.json",
+        databases=FIXTURES / "bird" / "dev_databases",
+    )
+    library = SqlDatabase.objects.get(db_id="library").descriptions
+    weather = SqlDatabase.objects.get(db_id="weather").descriptions
+    assert library["loan"].startswith("original_column_name,")  # its byte-order mark dropped
+    assert "météo" in weather["station"]  # Windows-1252
+    assert "°C" in weather["reading"]  # UTF-8
+
+
+def test_an_exact_repeat_is_imported_once_and_said(project):
+    records = json.loads((FIXTURES / "bird" / "dev.json").read_text())
+    report = import_bird(
+        project=project,
+        questions=FIXTURES / "bird" / "dev.json",
+        databases=FIXTURES / "bird" / "dev_databases",
+    )
+    assert len(report.created) == len(records) - 1
+    assert report.notes == ["record 6 repeats record 3 (weather/3) exactly; imported once"]
+
+
+def test_reimport_adds_nothing(project, bird_set):
+    questions, databases = bird_set
     import_bird(project=project, questions=questions, databases=databases)
     before = list(Task.objects.order_by("pk").values_list("pk", "version", "updated_at"))
 
     report = import_bird(project=project, questions=questions, databases=databases)
 
     assert report.created == []
-    assert len(report.unchanged) == 125
+    assert len(set(report.unchanged)) == len(before)
     assert list(Task.objects.order_by("pk").values_list("pk", "version", "updated_at")) == before
-    assert Revision.objects.count() == 125
+    assert Revision.objects.count() == len(before)
 
 
-def test_one_malformed_record_imports_nothing_and_is_named(project, tmp_path):
-    records = json.loads(shared_path("data", "spider-bird", "dev.json").read_text())
-    del records[17]["SQL"]
-    records[40]["question"] = ""
+def test_one_malformed_record_imports_nothing_and_is_named(project, tmp_path, bird_set):
+    questions, databases = bird_set
+    records = json.loads(questions.read_text())
+    bad_sql, bad_question = 1, len(records) - 2
+    del records[bad_sql]["SQL"]
+    records[bad_question]["question"] = ""
     bad = tmp_path / "dev-broken.json"
     bad.write_text(json.dumps(records))
 
     with pytest.raises(CommandError) as err:
-        call_command(
-            "import_bird",
-            questions=bad,
-            databases=shared_path("data", "spider-bird", "dev_databases"),
-            project=project.slug,
-        )
+        call_command("import_bird", questions=bad, databases=databases, project=project.slug)
 
     message = str(err.value)
-    assert "record 17: missing field(s) SQL" in message
-    assert "record 40: question must be non-empty text" in message
+    assert f"record {bad_sql}: missing field(s) SQL" in message
+    assert f"record {bad_question}: question must be non-empty text" in message
     assert Task.objects.count() == 0
 
 
@@ -83,34 +129,57 @@ def test_truncated_json_is_refused_naming_where(project, tmp_path, demo_data):
     assert Task.objects.count() == 0
 
 
-def test_minidev_without_databases_is_refused_naming_them(project):
-    questions = shared_path("data", "bird-minidev", "mini_dev_sqlite.json")
-    databases = shared_path("data", "bird-minidev", "database_description")
+@pytest.fixture(
+    params=[
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("bird-minidev", id="bird-minidev", marks=pytest.mark.shared_data),
+    ]
+)
+def without_databases(request, tmp_path) -> tuple[Path, Path]:
+    """(questions, folder of <db_id>/<table>.csv) with no SQLite file, as BIRD mini-dev is
+    published: the fixtures' description CSVs alone, or the real mini-dev where ../shared is."""
+    if request.param == "bird-minidev":
+        root = shared_path("data", "bird-minidev")
+        return root / "mini_dev_sqlite.json", root / "database_description"
+    descriptions = tmp_path / "database_description"
+    for folder in sorted((FIXTURES / "bird" / "dev_databases").iterdir()):
+        shutil.copytree(folder / "database_description", descriptions / folder.name)
+    return FIXTURES / "bird" / "dev.json", descriptions
+
+
+def test_questions_without_databases_are_refused_naming_them(project, without_databases):
+    questions, databases = without_databases
+    names = {r["db_id"] for r in json.loads(questions.read_text())}
 
     with pytest.raises(ImportRefused) as err:
         import_bird(project=project, questions=questions, databases=databases)
 
-    for name in ("california_schools", "financial", "toxicology", "formula_1"):
+    for name in names:
         assert name in err.value.summary
     assert Task.objects.count() == 0
 
 
-def test_minidev_with_skip_missing_databases_imports_and_notes_absence(project):
-    questions = shared_path("data", "bird-minidev", "mini_dev_sqlite.json")
-    databases = shared_path("data", "bird-minidev", "database_description")
+def test_skip_missing_databases_imports_and_notes_absence(project, without_databases):
+    questions, databases = without_databases
+    records = json.loads(questions.read_text())
 
     report = import_bird(
         project=project, questions=questions, databases=databases, skip_missing_databases=True
     )
 
-    # 500 records, two of which repeat earlier ones verbatim.
-    assert len(report.created) == 498
+    # BIRD mini-dev repeats two records verbatim (the fixture one): imported once, said.
+    assert len(report.created) == len(_distinct(records))
     assert any("repeats record" in note for note in report.notes)
-    task = Task.objects.get(project=project, source_id="financial/137")
+    with_evidence = next(r for r in records if r["evidence"])
+    task = Task.objects.get(
+        project=project, source_id=f"{with_evidence['db_id']}/{with_evidence['question_id']}"
+    )
     assert task.sql_environment.database is None
     assert "absent" in task.import_notes
-    # The human-written description CSVs still came in.
-    assert "loan" in task.sql_environment.descriptions
+    # The description CSVs still came in.
+    assert set(task.sql_environment.descriptions) == {
+        p.stem for p in (databases / with_evidence["db_id"]).glob("*.csv")
+    }
     assert task.original_spec["evidence"] and task.blocked_spec["evidence"] == ""
 
 

@@ -9,6 +9,8 @@ from exchange.importers import import_swebench
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Repository, Task
 
+from ..conftest import FIXTURES
+
 pytestmark = pytest.mark.django_db
 
 
@@ -98,3 +100,36 @@ def test_repository_that_is_not_git_is_refused(project, demo_data, tmp_path):
             repo="ext::sh -c touch% /tmp/pwned",
         )
     assert Task.objects.count() == 0
+
+
+def test_swebench_and_pro_records_import_from_a_git_bundle(project):
+    """fixtures/swebench: a SWE-bench record (upper-case lists) and a SWE-Bench Pro record
+    (lower-case JSON strings, requirements, interface) on one repository, given as the git
+    bundle a dataset ships."""
+    instances = FIXTURES / "swebench" / "instances.jsonl"
+    bundle = FIXTURES / "swebench" / "textkit.bundle"
+    swebench, pro = (json.loads(line) for line in instances.read_text().splitlines())
+
+    report = import_swebench(project=project, instances=instances, repo=str(bundle))
+
+    assert report.created == [swebench["instance_id"], pro["instance_id"]]
+    # The repository is not one SWE-bench specifies (and a Pro record names no version).
+    assert report.notes == [
+        f"SWE-bench has no environment for fixture/textkit {version}: fill the task's "
+        "Environment tab before running its tests"
+        for version in ("0.1", "(no version)")
+    ]
+    first = Task.objects.get(source_id=swebench["instance_id"]).swe_environment
+    assert first.fail_to_pass == swebench["FAIL_TO_PASS"]
+    assert first.pass_to_pass == swebench["PASS_TO_PASS"]
+    assert first.test_command == "python -m pytest -rA tests/test_wrap.py"
+    second = Task.objects.get(source_id=pro["instance_id"])
+    assert second.swe_environment.fail_to_pass == json.loads(pro["fail_to_pass"])
+    assert second.swe_environment.pass_to_pass == json.loads(pro["pass_to_pass"])
+    assert second.original_spec["requirements"] == pro["requirements"]
+    assert second.original_spec["interface"] == pro["interface"]
+    assert second.source_metadata["repo_language"] == "python"
+    mirror = git.Repo(first.repository.path)
+    assert first.repository == second.swe_environment.repository
+    for record in (swebench, pro):
+        assert mirror.commit(record["base_commit"]).hexsha == record["base_commit"]

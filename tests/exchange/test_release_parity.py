@@ -1,6 +1,8 @@
-"""Release parity: the five HiL-Bench release examples, imported and exported, give back every
-file the release has, byte for byte (only our annotate/ and provenance/ files are new), through
-a second round trip too; an edited task is rewritten in the release's own style."""
+"""Release parity: task folders in the HiL-Bench release's layout, imported and exported, give
+back every file they had, byte for byte (only our annotate/ and provenance/ files are new),
+through a second round trip too; an edited task is rewritten in the release's own style.
+Run on the project's own release-layout fixtures and, where ../shared is, on the release's
+five examples."""
 
 import json
 
@@ -10,27 +12,27 @@ from django.core.management import call_command
 from exchange.bundles import layout
 from hilbench_annotate import services as core
 from hilbench_annotate.models import Membership, Project, Task
-from tests.conftest import shared_path
 
 from .bundle_helpers import members
 
-pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
+pytestmark = pytest.mark.django_db
 OURS = ("annotate/", "provenance/")
 
 
-def _release_tree():
-    root = shared_path("examples", "hilbench")
+def _folders(root):
+    return [folder for domain in ("sql", "swe") for folder in sorted((root / domain).iterdir())]
+
+
+def _release_tree(root):
     return {
         f"{folder.name}/{path.relative_to(folder).as_posix()}": path.read_bytes()
-        for domain in ("sql", "swe")
-        for folder in sorted((root / domain).iterdir())
+        for folder in _folders(root)
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
 
 
-def _import_release(project, author):
-    root = shared_path("examples", "hilbench")
+def _import_release(project, root):
     for domain in ("sql", "swe"):
         call_command("import_hilbench", str(root / domain), project=project.slug)
     return list(Task.objects.filter(project=project))
@@ -56,10 +58,12 @@ def _compare(release: dict[str, bytes], exported: dict[str, bytes]) -> None:
     assert (missing, different, added) == ([], [], [])
 
 
-def test_the_five_release_examples_round_trip_byte_for_byte(project, author, lead, tmp_path):
-    release = _release_tree()
-    tasks = _import_release(project, author)
-    assert len(tasks) == 5
+def test_release_folders_round_trip_byte_for_byte(
+    project, author, lead, tmp_path, release_examples
+):
+    release = _release_tree(release_examples)
+    tasks = _import_release(project, release_examples)
+    assert len(tasks) == len(_folders(release_examples))
     first = _export(project, tasks, tmp_path / "first.tar.gz")
     _compare(release, first)
     # And again: import our bundle into a new project, export it.
@@ -70,36 +74,43 @@ def test_the_five_release_examples_round_trip_byte_for_byte(project, author, lea
     _compare(release, second)
 
 
-def test_an_edited_task_is_rewritten_in_the_releases_style(project, author, lead, tmp_path):
-    release = _release_tree()
-    _import_release(project, author)
-    task = Task.objects.get(project=project, source_metadata__folder="sql_3")
+def test_an_edited_task_is_rewritten_in_the_releases_style(
+    project, author, lead, tmp_path, release_examples
+):
+    release = _release_tree(release_examples)
+    _import_release(project, release_examples)
+    task = Task.objects.get(project=project, source_metadata__folder="sql_0")
     blocker = task.blockers.order_by("position").first()
+    edit = "Use the value the reviewer confirmed, not the one in the notes."
     core.blocker_update(
-        blocker=blocker,
-        actor=author,
-        expected_version=task.version,
-        resolution="Use the card's printed name, not its face name.",
+        blocker=blocker, actor=author, expected_version=task.version, resolution=edit
     )
     exported = _export(project, [task], tmp_path / "edited.tar.gz")
-    registry = exported["sql_3/" + layout.REGISTRY]
-    original = release["sql_3/" + layout.REGISTRY]
+    registry = exported["sql_0/" + layout.REGISTRY]
+    original = release["sql_0/" + layout.REGISTRY]
     assert registry != original
     edited = json.loads(registry)["blockers"]
     first = json.loads(original)["blockers"][0]
     assert list(edited[0]) == list(first)  # the release's key order
-    assert edited[0]["resolution"] == "Use the card's printed name, not its face name."
+    assert (
+        edited[0]["resolution"] == "Use the value the reviewer confirmed, not the one in the notes."
+    )
     assert registry.splitlines()[1].startswith(original.splitlines()[1][:4])  # its indent
+    assert registry.endswith(b"\n") == original.endswith(b"\n")  # its last line
     # Only what derives from the resolution changed: full_info's text, not the others.
-    assert exported["sql_3/full_info/instruction.md"] != release["sql_3/full_info/instruction.md"]
+    assert exported["sql_0/full_info/instruction.md"] != release["sql_0/full_info/instruction.md"]
     for unchanged in ("baseline/instruction.md", "ask_human/instruction.md", "baseline/task.toml",
-                      "shared/data_archive.json", "baseline/environment/Dockerfile"):  # fmt: skip
-        assert exported[f"sql_3/{unchanged}"] == release[f"sql_3/{unchanged}"], unchanged
+                      "shared/data_archive.json", "baseline/environment/Dockerfile",
+                      "shared/ground_truth.sql"):  # fmt: skip
+        assert exported[f"sql_0/{unchanged}"] == release[f"sql_0/{unchanged}"], unchanged
 
 
-def test_the_data_the_release_keeps_elsewhere_is_said_on_the_task_page(client, project, author):
-    _import_release(project, author)
+def test_the_data_the_release_keeps_elsewhere_is_said_on_the_task_page(
+    client, project, author, release_examples
+):
+    _import_release(project, release_examples)
     task = Task.objects.get(project=project, source_metadata__folder="sql_0")
+    archive = json.loads((release_examples / "sql/sql_0/shared/data_archive.json").read_text())
     client.force_login(author)
     page = client.get(f"/tasks/{task.pk}/").content.decode()
-    assert "the release keeps it at public_sql_0/financial.sqlite" in page
+    assert f"the release keeps it at {archive['db_artifact_path']}" in page

@@ -1,7 +1,7 @@
 """The embedded judge with the real model and the shipped weights (loaded once per process)."""
 
+import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +10,7 @@ from judge.base import IRRELEVANT, RegistryBlocker, respond
 from judge.embedded import WEIGHTS, EmbeddedJudge, load_registry, load_weights, registry_domain
 from judge.encoder import get_encoder
 from judge.features import FEATURES, build_index, features
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
+from tests.conftest import FIXTURES, shared_path
 
 REGISTRY = [
     RegistryBlocker(
@@ -147,13 +146,28 @@ def test_encoder_matches_the_float_model_within_int8_error():
     assert float(rows[0] @ rows[1]) < 0.3
 
 
-@pytest.mark.shared_data
-def test_release_registry_examples(judge):
-    path = EXAMPLES / "sql/sql_0/shared/ask-human-data/blocker_registry.json"
-    if not path.exists():
-        pytest.skip(f"{path} is not on this machine")
+@pytest.mark.parametrize(
+    "root, question, expected",
+    [
+        pytest.param(
+            "fixtures",
+            "Between which two days does the summer term fall?",
+            "summer_term_dates",
+            id="fixtures",
+        ),
+        pytest.param(
+            "release",
+            "Which dates mark the beginning and end of the crisis period?",
+            "undefined_crisis_period",
+            id="release",
+            marks=pytest.mark.shared_data,
+        ),
+    ],
+)
+def test_release_registry_examples(judge, root, question, expected):
+    examples = FIXTURES / "hilbench" if root == "fixtures" else shared_path("examples", "hilbench")
+    path = examples / "sql/sql_0/shared/ask-human-data/blocker_registry.json"
     registry = load_registry(path)
-    assert len(registry) == 5
-    verdict = judge.judge("Which dates mark the beginning and end of the crisis period?", registry)
-    assert verdict.blocker_id == "undefined_crisis_period"
+    assert len(registry) == len(json.loads(path.read_text())["blockers"])
+    assert judge.judge(question, registry).blocker_id == expected
     assert judge.judge("What is the capital of France?", registry).blocker_id is None

@@ -6,18 +6,18 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from judge.base import IRRELEVANT
+from tests.conftest import FIXTURES
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples" / "hilbench"
+LABELLED = FIXTURES / "judge" / "labelled_questions.jsonl"
+REGISTRY = "shared/ask-human-data/blocker_registry.json"
 
 
 @pytest.fixture
 def registries(tmp_path):
-    paths = sorted(EXAMPLES.glob("*/*/shared/ask-human-data/blocker_registry.json"))
-    if not paths:
-        pytest.skip(f"no registries under {EXAMPLES}")
+    """The registries of fixtures/hilbench as judge_batch reads them: ``<task>.json``."""
     folder = tmp_path / "registries"
     folder.mkdir()
-    for path in paths:
+    for path in sorted((FIXTURES / "hilbench").glob(f"*/*/{REGISTRY}")):
         shutil.copy(path, folder / f"{path.parents[2].name}.json")
     return folder
 
@@ -27,28 +27,28 @@ def _write(path: Path, lines: list) -> Path:
     return path
 
 
-@pytest.mark.shared_data
+def _registry(registries, task: str) -> dict:
+    return {b["id"]: b for b in json.loads((registries / f"{task}.json").read_text())["blockers"]}
+
+
 def test_judge_batch_writes_predicted_and_response(registries, tmp_path):
-    sql_0 = json.loads((registries / "sql_0.json").read_text())["blockers"]
-    crisis = next(b for b in sql_0 if b["id"] == "undefined_crisis_period")
+    summer = _registry(registries, "sql_0")["summer_term_dates"]
+    ellipsis = _registry(registries, "swe_1")["ellipsis_within_width"]
     questions = _write(
         tmp_path / "q.jsonl",
         [
-            {
-                "task": "sql_0",
-                "question": "Which dates mark the start and end of the crisis period?",
-            },
+            {"task": "sql_0", "question": summer["example_questions"][0]},
             {"task": "sql_0", "question": "What is the capital of France?", "extra": 7},
-            {"task": "sql_0", "question": "I assume the crisis period is 1996, right?"},
-            {"task": "sql_3", "question": "Which years are considered the modern era?"},
+            {"task": "sql_0", "question": "I assume the summer term is July, right?"},
+            {"task": "swe_1", "question": ellipsis["example_questions"][0]},
         ],
     )
     out = tmp_path / "out" / "judged.jsonl"
     call_command("judge_batch", registries=str(registries), questions=str(questions), out=str(out))
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 4
-    assert lines[0]["predicted"] == "undefined_crisis_period"
-    assert lines[0]["response"] == crisis["resolution"]
+    assert lines[0]["predicted"] == "summer_term_dates"
+    assert lines[0]["response"] == summer["resolution"]
     assert lines[1] == {
         "task": "sql_0",
         "question": "What is the capital of France?",
@@ -57,22 +57,22 @@ def test_judge_batch_writes_predicted_and_response(registries, tmp_path):
         "response": IRRELEVANT,
     }
     assert lines[2]["predicted"] is None and lines[2]["response"] == IRRELEVANT
-    assert lines[3]["predicted"] == "modern_era_cards"
+    assert lines[3]["predicted"] == "ellipsis_within_width"
+    assert lines[3]["response"] == ellipsis["resolution"]
 
 
-@pytest.mark.shared_data
 @pytest.mark.parametrize(
     "bad, reason",
     [
         ("{not json", "not JSON"),
         ('["a list"]', "not a JSON object"),
-        ({"question": "What is the crisis period?"}, "no task"),
+        ({"question": "When does the summer term start?"}, "no task"),
         ({"task": "sql_0"}, "no question"),
-        ({"task": "nope", "question": "What is the crisis period?"}, "unknown task"),
+        ({"task": "nope", "question": "When does the summer term start?"}, "unknown task"),
     ],
 )
 def test_bad_line_is_refused_naming_its_line(registries, tmp_path, bad, reason):
-    good = {"task": "sql_0", "question": "What date range defines the crisis period?"}
+    good = {"task": "sql_0", "question": "Which dates does the summer term cover?"}
     questions = _write(tmp_path / "q.jsonl", [good, "", bad, good])
     out = tmp_path / "judged.jsonl"
     with pytest.raises(CommandError, match=rf"line 3: {reason}"):
@@ -81,6 +81,41 @@ def test_bad_line_is_refused_naming_its_line(registries, tmp_path, bad, reason):
         )
     assert not out.exists()
     assert list(tmp_path.glob("*.tmp")) == []
+
+
+def test_the_labelled_fixture_questions_are_measured(registries, tmp_path, capsys):
+    """fixtures/judge: questions labelled with the blocker they target (or none), worded
+    unlike the trigger questions, on the four release-layout fixture tasks."""
+    labelled = [json.loads(line) for line in LABELLED.read_text().splitlines()]
+    out, report = tmp_path / "judged.jsonl", tmp_path / "report.json"
+    call_command(
+        "judge_batch",
+        registries=str(registries),
+        questions=str(LABELLED),
+        out=str(out),
+        report=str(report),
+    )
+    judged = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [{k: j[k] for k in ("task", "question", "expected")} for j in judged] == labelled
+    figures = json.loads(report.read_text())
+    for domain in ("sql", "swe"):
+        lines = [j for j in judged if j["task"].startswith(domain)]
+        predicted = [j for j in lines if j["predicted"] is not None]
+        correct = [j for j in predicted if j["predicted"] == j["expected"]]
+        positives = [j for j in lines if j["expected"] is not None]
+        assert figures[domain]["positives"] == len(positives)
+        assert figures[domain]["negatives"] == len(lines) - len(positives)
+        assert figures[domain]["precision"] == round(len(correct) / len(predicted), 4)
+        assert figures[domain]["recall"] == round(len(correct) / len(positives), 4)
+    # A matched question is answered with that blocker's resolution, word for word.
+    for line in judged:
+        if line["predicted"] is not None:
+            blocker = _registry(registries, line["task"])[line["predicted"]]
+            assert line["response"] == blocker["resolution"]
+        else:
+            assert line["response"] == IRRELEVANT
+    assert figures["recall_distribution"]["tasks"] == 4
+    assert "recall per task over 4 tasks" in capsys.readouterr().out
 
 
 def test_missing_registries_dir(tmp_path):

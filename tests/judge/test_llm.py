@@ -359,11 +359,9 @@ def test_parse_reply_rejects(content):
         parse_reply(content, {CRISIS.id})
 
 
-@pytest.mark.shared_data
-def test_real_registry_prompt_holds_no_resolution():
-    from tests.conftest import shared_path
-
-    path = shared_path("examples/hilbench/sql/sql_0/shared/ask-human-data/blocker_registry.json")
+@pytest.mark.parametrize("domain", ["sql", "swe"])
+def test_release_registry_prompt_holds_no_resolution(release_examples, domain):
+    path = release_examples / domain / f"{domain}_0/shared/ask-human-data/blocker_registry.json"
     registry = [
         RegistryBlocker(
             id=item["id"],

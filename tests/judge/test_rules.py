@@ -1,19 +1,15 @@
 import json
-from pathlib import Path
 
 import pytest
 
 from hilbench_annotate.question_rules import clean, question_parts, reject_reason
+from tests.conftest import FIXTURES, shared_path
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "examples"
+REGISTRIES = "*/*/shared/ask-human-data/blocker_registry.json"
 
 
-def _release_questions():
-    paths = sorted(
-        path
-        for folder in ("hilbench", "hilbench-calibration")
-        for path in (SHARED / folder).glob("*/*/shared/ask-human-data/blocker_registry.json")
-    )
+def _release_questions(roots):
+    paths = sorted(path for root in roots for path in root.glob(REGISTRIES))
     return [
         question
         for path in paths
@@ -22,12 +18,21 @@ def _release_questions():
     ]
 
 
-@pytest.mark.shared_data
-def test_release_example_questions_are_never_rejected():
-    questions = _release_questions()
-    if not questions:
-        pytest.skip(f"no registries under {SHARED}")
-    assert len(questions) >= 60
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("release", id="release", marks=pytest.mark.shared_data),
+    ],
+)
+def test_release_example_questions_are_never_rejected(source):
+    if source == "fixtures":
+        roots, least = [FIXTURES / "hilbench"], 40
+    else:
+        examples = shared_path("examples")
+        roots, least = [examples / "hilbench", examples / "hilbench-calibration"], 60
+    questions = _release_questions(roots)
+    assert len(questions) >= least
     rejected = {q: reject_reason(q) for q in questions if reject_reason(q)}
     assert rejected == {}
 

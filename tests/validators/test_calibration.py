@@ -1,5 +1,6 @@
 """Checks against work people validated: the HiL-Bench release's tasks (five examples, and the
-98 calibration tasks when present) raise no lint error and no structural failure; and each
+98 calibration tasks when present) and the project's own release-layout fixtures raise no lint
+error and no structural failure; and each
 known fault, planted in the demo's clean blocked task, is caught by its rule.
 
 The history-leakage faults (a gold line in history, refs, reflog, stash, …) are planted in
@@ -16,7 +17,7 @@ from authoring import lint
 from exchange.importers import import_hilbench
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import task_snapshot
-from tests.conftest import shared_path
+from tests.conftest import FIXTURES, shared_path
 from tests.exchange.bundle_helpers import seed_demo, sql_task
 from validators.registry import groups_for, run_group
 from validators.spec import check_spec
@@ -34,13 +35,19 @@ def _structural(task, snapshot) -> dict[str, str]:
     return failures
 
 
-@pytest.mark.shared_data
-@pytest.mark.parametrize("root", ["hilbench", "hilbench-calibration"])
+@pytest.mark.parametrize(
+    "root",
+    [
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("hilbench", marks=pytest.mark.shared_data),
+        pytest.param("hilbench-calibration", marks=pytest.mark.shared_data),
+    ],
+)
 def test_release_tasks_raise_no_lint_error_and_no_structural_failure(root, project, author):
-    path = shared_path("examples", root)
+    path = FIXTURES / "hilbench" if root == "fixtures" else shared_path("examples", root)
     import_hilbench(project=project, root=path, actor=author)
     tasks = list(Task.objects.filter(project=project))
-    assert len(tasks) == (5 if root == "hilbench" else 98)
+    assert len(tasks) == {"fixtures": 4, "hilbench": 5, "hilbench-calibration": 98}[root]
     errors, failures = {}, {}
     for task in tasks:
         snapshot = task_snapshot(task)

@@ -17,7 +17,7 @@ from hilbench_annotate.toolkit.sqlconsole import run_select
 from validators.results import FAILED, PASSED, SKIPPED
 from validators.sql import CHECK_NAMES, check_sql_task
 
-from ..conftest import shared_path
+from ..conftest import FIXTURES, shared_path
 
 # --- compare ----------------------------------------------------------------------------
 
@@ -122,9 +122,8 @@ def test_csv_round_trip():
         parse_csv_table("a,b\n1\n")
 
 
-@pytest.mark.shared_data
-def test_release_golden_outputs_parse():
-    root = shared_path("examples", "hilbench", "sql")
+def test_release_golden_outputs_parse(release_examples):
+    root = release_examples / "sql"
     files = sorted(root.glob("*/shared/golden_output.csv"))
     assert files
     for path in files:
@@ -133,8 +132,7 @@ def test_release_golden_outputs_parse():
         # A table always matches itself, and reversed rows still match.
         assert results_match(columns, rows[::-1], columns, rows) == (True, "")
     columns, rows = parse_csv_table((root / "sql_0" / "shared" / "golden_output.csv").read_text())
-    assert columns == ["A2"]
-    assert ("Teplice",) in rows
+    assert (columns, rows[0]) in ((["A2"], ("Teplice",)), (["full_name"], ("Ada Haas",)))
 
 
 # --- SQL checks -------------------------------------------------------------------------
@@ -342,12 +340,18 @@ def test_missing_golden_output_asks_for_it(database, tmp_path):
     assert golden.details["row_count"] == 2
 
 
-# --- real Spider databases --------------------------------------------------------------
+# --- BIRD-format questions: the fixtures, and real Spider databases ---------------------
 
 
-@pytest.mark.shared_data
-def test_spider_questions_pass_all_checks(tmp_path):
-    root = shared_path("data", "spider-bird")
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("spider-bird", id="spider-bird", marks=pytest.mark.shared_data),
+    ],
+)
+def test_bird_questions_pass_all_checks(tmp_path, source):
+    root = FIXTURES / "bird" if source == "fixtures" else shared_path("data", "spider-bird")
     records = json.loads((root / "dev.json").read_text())
     chosen, seen_dbs = [], set()
     for record in records:
@@ -359,8 +363,7 @@ def test_spider_questions_pass_all_checks(tmp_path):
             seen_dbs.add(record["db_id"])
         if len(chosen) == 3:
             break
-    if len(chosen) < 3:
-        pytest.skip("fewer than three Spider databases are present")
+    assert len({record["db_id"] for record, _db in chosen}) >= 2
     for record, db in chosen:
         result = run_select(db, record["SQL"], row_cap=100_000)
         assert result.rows and not result.truncated
