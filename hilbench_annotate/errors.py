@@ -1,4 +1,4 @@
-"""Domain errors. The API's exception handler maps them to 400 / 403 / 409."""
+"""Domain errors. The API's exception handler maps them to 400 / 403 / 409 / 429."""
 
 
 class DomainError(Exception):
@@ -30,6 +30,20 @@ class StaleVersion(DomainError):
         )
         self.expected = expected
         self.current = current
+
+
+class LimitReached(DomainError):
+    """A caller's limit was reached; ``limit`` names which (the API body says it).
+
+    A rate limit carries ``retry_after`` (seconds): the API answers 429 with a Retry-After
+    header. A cap has none — waiting does not help — and is refused with 403.
+    """
+
+    def __init__(self, message: str, *, limit: str, retry_after: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.retry_after = retry_after
+        self.status_code = 403 if retry_after is None else 429
 
 
 class ImportRefused(DomainError):
