@@ -100,15 +100,26 @@ class Encoder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         lengths = [sum(e.attention_mask) for e in self.tokenizer.encode_batch(texts)]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        batch: list[int] = []
-        for i in sorted(range(len(texts)), key=lambda i: lengths[i]):
-            # Ascending: text i is the longest so far, the length every row is padded to.
-            if batch and (len(batch) == BATCH_SIZE or (len(batch) + 1) * lengths[i] > TOKENS):
-                out[batch] = self._run([texts[j] for j in batch])
-                batch = []
-            batch.append(i)
-        out[batch] = self._run([texts[j] for j in batch])
+        for batch in batches(lengths):
+            out[batch] = self._run([texts[i] for i in batch])
         return out
+
+
+def batches(lengths: list[int]) -> list[list[int]]:
+    """Indexes of texts of these token counts, grouped shortest first: each group at most
+    ``BATCH_SIZE`` texts and, padded to its longest, at most ``TOKENS`` tokens (a text
+    longer than that alone)."""
+    groups: list[list[int]] = []
+    batch: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        # Ascending: text i is the longest so far, the length every row is padded to.
+        if batch and (len(batch) == BATCH_SIZE or (len(batch) + 1) * lengths[i] > TOKENS):
+            groups.append(batch)
+            batch = []
+        batch.append(i)
+    if batch:
+        groups.append(batch)
+    return groups
 
 
 _encoder: Encoder | None = None
