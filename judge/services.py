@@ -16,6 +16,7 @@ from hilbench_annotate.vocabulary import Role
 from . import limits
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
 from .embedded import EmbeddedJudge
+from .encoder import get_encoder
 from .ensemble import EnsembleJudge
 from .llm import PROMPT_VERSION, LLMJudge
 from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry, JudgeCalibration
@@ -108,6 +109,20 @@ def get_judge(name: str | None = None, *, project=None):
             _embedded(project_calibration(project)), _llm(), band=settings.JUDGE_ENSEMBLE_BAND
         )
     raise JudgeError(f"Unknown judge {name!r}; use embedded, llm or ensemble.")
+
+
+def judge_preload() -> str:
+    """Load the configured judge's model now, in a process about to serve (a warm-up in
+    ``hilbench_annotate.warmup``): the encoder, the shipped weights, and one encoding so
+    onnxruntime has set itself up. The LLM judge has nothing to load."""
+    if settings.JUDGE_BACKEND == "llm":
+        return "the LLM judge loads nothing"
+    try:
+        judge = _embedded(None)
+        get_encoder().encode(["Which value should the report use?"])
+    except JudgeError as exc:
+        return f"not loaded, the first judged question will say why: {exc}"
+    return f"judge {judge.version}"
 
 
 def judge_cached(
