@@ -49,8 +49,9 @@ class LimitReached(DomainError):
 class ImportRefused(DomainError):
     """An import file with bad records: nothing was imported.
 
-    ``problems`` lists every bad record as ``(index, reason)``; index is the record's
-    position in the file (0-based) or a folder name.
+    ``problems`` lists every bad record as ``(where, reason)``; where is the record's
+    position in the file (0-based), a folder name, or words naming another thing at fault
+    (``database financial``), shown as they are.
     """
 
     def __init__(self, summary: str, problems: list[tuple[object, str]]):
@@ -61,7 +62,8 @@ class ImportRefused(DomainError):
     def render(self, limit: int = 50) -> str:
         lines = [self.summary]
         for where, reason in self.problems[:limit]:
-            lines.append(f"  record {where}: {reason}")
+            named = isinstance(where, str) and " " in where
+            lines.append(f"  {where if named else f'record {where}'}: {reason}")
         if len(self.problems) > limit:
             lines.append(f"  … and {len(self.problems) - limit} more")
         return "\n".join(lines)

@@ -168,6 +168,38 @@ def test_browser_upload_with_bad_record_fails_naming_it_and_imports_nothing(
     assert "Nothing was imported" in page and "record 3" in page
 
 
+def test_browser_upload_reports_a_bad_record_and_a_missing_database_together(
+    client, project, author, demo_data, settings
+):
+    """Every problem of the file in one pass, in the page's words (its checkbox, not a
+    command-line flag), naming no folder of the server."""
+    records = json.loads(demo_data["sql"]["questions"].read_text())
+    records[3]["SQL"] = 42
+    records.append({**records[0], "question_id": 900, "db_id": "harbour_fees"})
+    _questions, databases = _bird_upload_files(demo_data)
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": _upload("dev.json", json.dumps(records).encode()),
+            "databases": _upload("dbs.zip", databases),
+        },
+    )
+    job = ImportJob.objects.get()
+    import_job.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+
+    assert job.status == "failed" and Task.objects.count() == 0
+    page = client.get(reverse("import-detail", args=[job.pk])).content.decode()
+    assert "record 3: SQL must be non-empty text" in page
+    assert "database harbour_fees: harbour_fees/harbour_fees.sqlite is missing" in page
+    assert "tick “Import questions whose database is absent (noted on the task)”" in page
+    assert "--skip-missing-databases" not in page
+    assert str(settings.UPLOAD_STORE) not in page and "/uploads/" not in page
+
+
 def test_archive_with_path_escape_is_refused(client, project, author, demo_data):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
