@@ -200,6 +200,36 @@ def test_browser_upload_reports_a_bad_record_and_a_missing_database_together(
     assert str(settings.UPLOAD_STORE) not in page and "/uploads/" not in page
 
 
+def test_browser_upload_of_descriptions_only_imports_without_databases_when_ticked(
+    client, project, author, demo_data
+):
+    """BIRD mini-dev ships descriptions without databases: with the box ticked, an archive of
+    them (inside a folder of its own) brings the questions and their descriptions in."""
+    databases = demo_data["sql"]["databases"]
+    described = {
+        f"mini_dev/{p.relative_to(databases)}": p.read_bytes() for p in databases.rglob("*.csv")
+    }
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": _upload("dev.json", demo_data["sql"]["questions"].read_bytes()),
+            "databases": _upload("descriptions.zip", _zip(described)),
+            "skip_missing_databases": "on",
+        },
+    )
+    job = ImportJob.objects.get()
+    import_job.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+
+    assert job.status == "succeeded", job.error
+    task = Task.objects.filter(project=project).first()
+    assert task.sql_environment.database is None and "absent" in task.import_notes
+    assert "loan" in task.sql_environment.descriptions
+
+
 def test_archive_with_path_escape_is_refused(client, project, author, demo_data):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
