@@ -209,6 +209,11 @@ def _service_env() -> dict[str, str]:
         "DJANGO_SECRET_KEY": "load-bench-" + os.urandom(16).hex(),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DJANGO_SECURE_COOKIES": "0",
+        # The harnesses ask far faster than an agent does: limits high enough never to
+        # refuse them, but still checked, so their queries are part of what is measured.
+        "HILBENCH_ASK_HUMAN_RATE_PER_TOKEN": "1000000/60",
+        "HILBENCH_ASK_HUMAN_RUN_RATE_PER_TASK": "1000000/60",
+        "HILBENCH_ASK_HUMAN_SESSION_ANSWER_CAP": "1000000",
     }
 
 

@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 
 from exchange.models import ImportJob
+from exchange.services.imports import SKIP_MISSING_DATABASES_LABEL
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 
@@ -20,9 +21,7 @@ class ImportForm(forms.Form):
         label="BIRD databases (.zip / .tar.gz)",
         help_text="<db_id>/<db_id>.sqlite and <db_id>/database_description/*.csv",
     )
-    skip_missing_databases = forms.BooleanField(
-        required=False, label="Import questions whose database is absent (noted on the task)"
-    )
+    skip_missing_databases = forms.BooleanField(required=False, label=SKIP_MISSING_DATABASES_LABEL)
     instances = forms.FileField(required=False, label="SWE-bench instances (.json / .jsonl)")
     repository = forms.FileField(
         required=False, label="Repository archive (.zip / .tar.gz with its .git)"

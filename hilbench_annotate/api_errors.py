@@ -4,13 +4,13 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from hilbench_annotate.errors import DomainError, StaleVersion, Unavailable
+from hilbench_annotate.errors import DomainError, LimitReached, StaleVersion, Unavailable
 
 MAX_INT64 = 2**63 - 1
 
 
 def exception_handler(exc, context):
-    """Domain errors become 400 / 403 / 409 with a message naming what is wrong."""
+    """Domain errors become 400 / 403 / 409 / 429 with a message naming what is wrong."""
     if isinstance(exc, StaleVersion):
         return Response(
             {"detail": str(exc), "current_version": exc.current},
@@ -20,6 +20,15 @@ def exception_handler(exc, context):
         # E.g. the judge could not decide: say so, never a silent "irrelevant question".
         return Response(
             {"detail": f"{exc.what} error: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+    if isinstance(exc, LimitReached):
+        body = {"detail": str(exc), "limit": exc.limit}
+        if exc.retry_after is None:
+            return Response(body, status=exc.status_code)
+        return Response(
+            {**body, "retry_after": exc.retry_after},
+            status=exc.status_code,
+            headers={"Retry-After": str(exc.retry_after)},
         )
     if isinstance(exc, DomainError):
         return Response({"detail": str(exc)}, status=exc.status_code)

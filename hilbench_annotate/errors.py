@@ -1,4 +1,4 @@
-"""Domain errors. The API's exception handler maps them to 400 / 403 / 409."""
+"""Domain errors. The API's exception handler maps them to 400 / 403 / 409 / 429."""
 
 
 class DomainError(Exception):
@@ -34,11 +34,26 @@ class StaleVersion(DomainError):
         self.current = current
 
 
+class LimitReached(DomainError):
+    """A caller's limit was reached; ``limit`` names which (the API body says it).
+
+    A rate limit carries ``retry_after`` (seconds): the API answers 429 with a Retry-After
+    header. A cap has none — waiting does not help — and is refused with 403.
+    """
+
+    def __init__(self, message: str, *, limit: str, retry_after: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.retry_after = retry_after
+        self.status_code = 403 if retry_after is None else 429
+
+
 class ImportRefused(DomainError):
     """An import file with bad records: nothing was imported.
 
-    ``problems`` lists every bad record as ``(index, reason)``; index is the record's
-    position in the file (0-based) or a folder name.
+    ``problems`` lists every bad record as ``(where, reason)``; where is the record's
+    position in the file (0-based), a folder name, or words naming another thing at fault
+    (``database financial``), shown as they are.
     """
 
     def __init__(self, summary: str, problems: list[tuple[object, str]]):
@@ -49,7 +64,8 @@ class ImportRefused(DomainError):
     def render(self, limit: int = 50) -> str:
         lines = [self.summary]
         for where, reason in self.problems[:limit]:
-            lines.append(f"  record {where}: {reason}")
+            named = isinstance(where, str) and " " in where
+            lines.append(f"  {where if named else f'record {where}'}: {reason}")
         if len(self.problems) > limit:
             lines.append(f"  … and {len(self.problems) - limit} more")
         return "\n".join(lines)

@@ -26,6 +26,20 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _rate(name: str, default: str) -> tuple[int, int] | None:
+    """``N/S``: at most N in any S seconds; ``0`` or ``off``: no limit."""
+    value = os.environ.get(name, default).strip().lower()
+    if value in {"", "0", "off"}:
+        return None
+    try:
+        count, seconds = (int(part) for part in value.split("/"))
+    except ValueError:
+        count = seconds = 0
+    if count < 1 or seconds < 1:
+        raise ImproperlyConfigured(f"{name} must be N/SECONDS (e.g. 10/60) or 0, got {value!r}")
+    return count, seconds
+
+
 DEBUG = _env_bool("DJANGO_DEBUG", True)
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
@@ -412,8 +426,23 @@ JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))
 # HILBENCH_JUDGE=ensemble: the LLM judge decides the questions whose embedded logit lies
 # within this band of the threshold (about 1 in 6 of the calibration questions at 1.5).
 JUDGE_ENSEMBLE_BAND = float(os.environ.get("HILBENCH_JUDGE_ENSEMBLE_BAND", "1.5"))
+# Web and worker processes load the judge's model when they start (hilbench_annotate/warmup.py),
+# not inside the first request that needs it.
+PRELOAD = _env_bool("HILBENCH_PRELOAD", True)
 # The release harness answers at most 3 questions per task instance; 0 means no cap.
 ASK_HUMAN_ANSWER_CAP = int(os.environ.get("HILBENCH_ASK_HUMAN_ANSWER_CAP", "3"))
+
+
+# A new run must not buy three more answers: across the runs one harness session (one API
+# token; a signed-in caller's own runs) starts for a task, at most this many answered
+# questions (10 passes of pass@k at the per-run cap). 0: no cap. Runs the app starts itself
+# (built-in runner, imported results) are bounded by their evaluation run's passes instead.
+ASK_HUMAN_SESSION_ANSWER_CAP = int(os.environ.get("HILBENCH_ASK_HUMAN_SESSION_ANSWER_CAP", "30"))
+# Rate limits of harness callers, counted from the run and call rows in the database so every
+# web process sees the same counts: requests (runs started + questions) per API token, and
+# new runs of one task per caller (whichever of their tokens they use).
+ASK_HUMAN_RATE_PER_TOKEN = _rate("HILBENCH_ASK_HUMAN_RATE_PER_TOKEN", "300/60")
+ASK_HUMAN_RUN_RATE_PER_TASK = _rate("HILBENCH_ASK_HUMAN_RUN_RATE_PER_TASK", "10/60")
 # Judge recall on a task's held-out questions: expand trigger phrases below this…
 JUDGE_RECALL_EXPANSION_BELOW = float(
     os.environ.get("HILBENCH_JUDGE_RECALL_EXPANSION_BELOW", "0.80")

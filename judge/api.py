@@ -2,12 +2,13 @@
 
 from django.db import transaction
 from django.urls import path
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .access import access_ask_human_run, task_for_ask_human
+from .limits import harness_session
 from .mcp import McpApi
 from .services import ask_human, ask_human_run_start
 
@@ -34,8 +35,22 @@ class AskOut(serializers.Serializer):
     response = serializers.CharField()
 
 
+class LimitOut(serializers.Serializer):
+    detail = serializers.CharField()
+    limit = serializers.ChoiceField(
+        choices=["rate_per_token", "run_rate_per_task", "session_answer_cap"]
+    )
+    retry_after = serializers.IntegerField(required=False, help_text="Seconds (rate limits)")
+
+
+LIMITS = {
+    403: OpenApiResponse(LimitOut, description="The session's answer cap for the task"),
+    429: OpenApiResponse(LimitOut, description="A rate limit; Retry-After says when to retry"),
+}
+
+
 class AskHumanRunApi(APIView):
-    @extend_schema(request=RunIn, responses={201: RunOut})
+    @extend_schema(request=RunIn, responses={201: RunOut, **LIMITS})
     def post(self, request):
         data = RunIn(data=request.data)
         data.is_valid(raise_exception=True)
@@ -43,7 +58,10 @@ class AskHumanRunApi(APIView):
         task = task_for_ask_human(request.user, data.validated_data["task"])
         with transaction.atomic():
             run = ask_human_run_start(
-                task=task, actor=request.user, label=data.validated_data.get("label", "")
+                task=task,
+                actor=request.user,
+                label=data.validated_data.get("label", ""),
+                session=harness_session(request.user, request.auth),
             )
         body = {
             "run": run.pk,
@@ -56,7 +74,7 @@ class AskHumanRunApi(APIView):
 
 
 class AskHumanApi(APIView):
-    @extend_schema(request=AskIn, responses=AskOut)
+    @extend_schema(request=AskIn, responses={200: AskOut, **LIMITS})
     def post(self, request):
         data = AskIn(data=request.data)
         data.is_valid(raise_exception=True)

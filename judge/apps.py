@@ -6,6 +6,10 @@ class JudgeConfig(AppConfig):
     verbose_name = "ask_human judge"
 
     def ready(self) -> None:
+        from hilbench_annotate.warmup import register_warmup
+
         from . import gates  # models are loaded only now
+        from .services import judge_preload
 
         gates.register()
+        register_warmup("judge", judge_preload)

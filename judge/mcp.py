@@ -14,13 +14,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.errors import DomainError, LimitReached
 
 from .access import access_ask_human_run, task_for_ask_human
 from .base import JudgeError
+from .limits import harness_session
 from .services import ask_human, ask_human_run_start
 
 PROTOCOL_VERSION = "2025-06-18"
+RATE_LIMITED = -32029  # JSON-RPC's server-error range; HTTP 429 carries it too
 MAX_BATCH = 20  # each message may call the judge
 TOOLS = [
     {
@@ -50,8 +52,9 @@ TOOLS = [
 ]
 
 
-def _error(request_id, code: int, message: str) -> dict:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+def _error(request_id, code: int, message: str, data: dict | None = None) -> dict:
+    error = {"code": code, "message": message, **({"data": data} if data else {})}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def _result(request_id, result: dict) -> dict:
@@ -69,7 +72,7 @@ def _int(arguments: dict, name: str) -> int:
     return value
 
 
-def _call(user, name: str, arguments: dict) -> dict:
+def _call(user, session: str, name: str, arguments: dict) -> dict:
     if name == "start_ask_human_run":
         try:
             task = task_for_ask_human(user, _int(arguments, "task"))
@@ -77,7 +80,7 @@ def _call(user, name: str, arguments: dict) -> dict:
             raise DomainError("No such task.") from None
         with transaction.atomic():
             run = ask_human_run_start(
-                task=task, actor=user, label=str(arguments.get("label", ""))[:200]
+                task=task, actor=user, label=str(arguments.get("label", ""))[:200], session=session
             )
         return _text(str(run.pk))
     if name == "ask_human":
@@ -92,8 +95,9 @@ def _call(user, name: str, arguments: dict) -> dict:
     raise KeyError(name)
 
 
-def handle(user, message: object) -> dict | None:
-    """One JSON-RPC message -> its response (None for a notification)."""
+def handle(user, message: object, session: str = "") -> dict | None:
+    """One JSON-RPC message -> its response (None for a notification). ``session``: the
+    caller's harness session (``limits.harness_session``)."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return _error(None, -32600, "Invalid Request: expected a JSON-RPC 2.0 object")
     request_id = message.get("id")
@@ -121,7 +125,12 @@ def handle(user, message: object) -> dict | None:
         if not isinstance(arguments, dict):
             return _error(request_id, -32602, "arguments must be an object")
         try:
-            return _result(request_id, _call(user, name, arguments))
+            return _result(request_id, _call(user, session, name, arguments))
+        except LimitReached as error:
+            if error.retry_after is None:  # a cap: the tool refuses, naming it
+                return _result(request_id, _text(str(error), error=True))
+            data = {"limit": error.limit, "retry_after": error.retry_after}
+            return _error(request_id, RATE_LIMITED, str(error), data)
         except KeyError:
             return _error(request_id, -32602, f"Unknown tool {name!r}")
         except JudgeError as error:
@@ -134,15 +143,33 @@ def handle(user, message: object) -> dict | None:
 class McpApi(APIView):
     """MCP (Model Context Protocol) endpoint for the ask_human tool."""
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 202: None})
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 202: None, 429: OpenApiTypes.OBJECT},
+    )
     def post(self, request):
         payload = request.data
+        session = harness_session(request.user, request.auth)
         if isinstance(payload, list):  # a JSON-RPC batch
             if len(payload) > MAX_BATCH:
                 return Response(
                     _error(None, -32600, f"A batch holds at most {MAX_BATCH} messages.")
                 )
-            answers = [a for a in (handle(request.user, m) for m in payload) if a is not None]
-            return Response(answers) if answers else Response(status=202)
-        answer = handle(request.user, payload)
-        return Response(answer) if answer is not None else Response(status=202)
+            answers = [a for a in (handle(request.user, m, session) for m in payload) if a]
+            if not answers:
+                return Response(status=202)
+            # Other messages of the batch may have been answered: 200, but say when to retry.
+            waits = [_retry_after(a) for a in answers if _retry_after(a)]
+            return Response(answers, headers={"Retry-After": str(max(waits))} if waits else None)
+        answer = handle(request.user, payload, session)
+        if answer is None:
+            return Response(status=202)
+        wait = _retry_after(answer)
+        if wait:
+            return Response(answer, status=429, headers={"Retry-After": str(wait)})
+        return Response(answer)
+
+
+def _retry_after(answer: dict) -> int | None:
+    error = answer.get("error") or {}
+    return error.get("data", {}).get("retry_after") if error.get("code") == RATE_LIMITED else None

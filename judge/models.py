@@ -35,10 +35,22 @@ class AskHumanRun(models.Model):
     judge_version = models.CharField(max_length=100)
     answer_cap = models.PositiveSmallIntegerField(help_text="Answered questions allowed; 0: no cap")
     label = models.CharField(max_length=200, blank=True, help_text="Model / pass, for the caller")
+    # What the per-task cap across runs and the rate limits count by (judge/limits.py).
+    session = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="Harness session: token:<id> (an API token), user:<id> (a signed-in "
+        "caller); empty for runs the app starts itself (built-in runner, imported results)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["session", "task"], name="ask_run_session_task"),
+            models.Index(fields=["session", "created_at"], name="ask_run_session_time"),
+            models.Index(fields=["created_by", "task", "created_at"], name="ask_run_caller_task"),
+        ]
 
     def __str__(self) -> str:
         return f"ask_human run {self.pk} of task {self.task_id}"

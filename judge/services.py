@@ -9,12 +9,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from hilbench_annotate.access import require_role
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import AccessDenied, DomainError, LimitReached
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.vocabulary import Role
 
+from . import limits
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
 from .embedded import EmbeddedJudge
+from .encoder import get_encoder
 from .ensemble import EnsembleJudge
 from .llm import PROMPT_VERSION, LLMJudge
 from .models import AskHumanCall, AskHumanRun, JudgeCacheEntry, JudgeCalibration
@@ -109,6 +111,20 @@ def get_judge(name: str | None = None, *, project=None):
     raise JudgeError(f"Unknown judge {name!r}; use embedded, llm or ensemble.")
 
 
+def judge_preload() -> str:
+    """Load the configured judge's model now, in a process about to serve (a warm-up in
+    ``hilbench_annotate.warmup``): the encoder, the shipped weights, and one encoding so
+    onnxruntime has set itself up. The LLM judge has nothing to load."""
+    if settings.JUDGE_BACKEND == "llm":
+        return "the LLM judge loads nothing"
+    try:
+        judge = _embedded(None)
+        get_encoder().encode(["Which value should the report use?"])
+    except JudgeError as exc:
+        return f"not loaded, the first judged question will say why: {exc}"
+    return f"judge {judge.version}"
+
+
 def judge_cached(
     *, judge, registry: list[RegistryBlocker], question: str, domain: str | None = None
 ) -> Verdict:
@@ -135,11 +151,20 @@ def judge_cached(
 
 
 @transaction.atomic
-def ask_human_run_start(*, task: Task, actor, label: str = "") -> AskHumanRun:
+def ask_human_run_start(*, task: Task, actor, label: str = "", session: str = "") -> AskHumanRun:
+    """``session``: the harness session of an API caller (``limits.harness_session``);
+    empty for runs the app starts itself, which no rate limit or session cap counts."""
     require_role(actor, task.project, Role.HARNESS, Role.LEAD, action="start ask_human runs")
     revision = task.revisions.order_by("-number").first()
     if revision is None:
         raise DomainError("The task has no revision to evaluate.")
+    if session:
+        limits.caller_lock(actor.pk)
+        limits.rate_per_token_check(session)
+        limits.run_rate_per_task_check(user=actor, task=task)
+        refusal = limits.session_cap_refusal(session=session, task_id=task.pk)
+        if refusal:
+            raise LimitReached(refusal, limit=limits.SESSION_ANSWER_CAP)
     judge = get_judge(project=task.project)
     return AskHumanRun.objects.create(
         task=task,
@@ -148,12 +173,40 @@ def ask_human_run_start(*, task: Task, actor, label: str = "") -> AskHumanRun:
         judge_version=judge.version,
         answer_cap=settings.ASK_HUMAN_ANSWER_CAP,
         label=label[:200],
+        session=session,
     )
+
+
+def _cap_reached(run: AskHumanRun) -> tuple[str, str] | None:
+    """(limit, reason) when the run may get no more answers: its own cap (silent, as in the
+    release: the agent reads "irrelevant question"), or its session's cap for the task."""
+    answered = run.calls.exclude(blocker_key=None).count()
+    if run.answer_cap and answered >= run.answer_cap:
+        return "run_answer_cap", f"answer cap of {run.answer_cap} reached"
+    refusal = limits.session_cap_refusal(session=run.session, task_id=run.task_id)
+    return (limits.SESSION_ANSWER_CAP, refusal) if refusal else None
+
+
+def _capped(run: AskHumanRun, question: str, client_time: str, cap: tuple[str, str]):
+    """Log a question the caps refused (it counts as a call, as in Ask-F1); the session
+    cap is then raised so the caller reads which limit it hit."""
+    limit, reason = cap
+    call = AskHumanCall.objects.create(
+        run=run,
+        question=question,
+        response=IRRELEVANT,
+        capped=True,
+        reason=reason,
+        client_time=client_time[:40],
+    )
+    if limit == limits.SESSION_ANSWER_CAP:
+        raise LimitReached(reason, limit=limit)
+    return call
 
 
 def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") -> AskHumanCall:
     """Answer one agent question and log it. A judge failure is logged and raised, never
-    turned into "irrelevant question"."""
+    turned into "irrelevant question"; so is a question refused by the session cap."""
     if run.created_by_id != actor.pk and not actor.is_superuser:
         raise AccessDenied("This ask_human run belongs to another caller.")
     question = (question or "").strip()
@@ -161,17 +214,11 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         raise DomainError("The question is empty.")
     if len(question) > 4000:
         raise DomainError("The question is longer than 4,000 characters.")
+    limits.rate_per_token_check(run.session)
     registry = registry_from_snapshot(Revision.objects.get(pk=run.revision_id).snapshot)
-    answered = run.calls.exclude(blocker_key=None).count()
-    if run.answer_cap and answered >= run.answer_cap:
-        return AskHumanCall.objects.create(
-            run=run,
-            question=question,
-            response=IRRELEVANT,
-            capped=True,
-            reason=f"answer cap of {run.answer_cap} reached",
-            client_time=client_time[:40],
-        )
+    cap = _cap_reached(run)
+    if cap:
+        return _capped(run, question, client_time, cap)
     judge = get_judge(project=run.task.project)
     if judge.version != run.judge_version:
         raise DomainError(
@@ -186,23 +233,30 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
             run=run, question=question, error=str(exc), client_time=client_time[:40]
         )
         raise
-    duplicate = (
-        bool(verdict.blocker_id) and run.calls.filter(blocker_key=verdict.blocker_id).exists()
-    )
     response = IRRELEVANT
     if verdict.blocker_id:
         response = next((b.resolution for b in registry if b.id == verdict.blocker_id), None)
         if response is None:
             raise JudgeError(f"The judge named an unknown blocker {verdict.blocker_id!r}.")
-    return AskHumanCall.objects.create(
-        run=run,
-        question=question,
-        blocker_key=verdict.blocker_id,
-        response=response,
-        duplicate=duplicate,
-        reason=verdict.reason[:2000],
-        client_time=client_time[:40],
-    )
+    with transaction.atomic():
+        # The judge ran unlocked; whether an answer still fits under the caps is decided
+        # under the caller's lock, so simultaneous questions cannot all take the last one.
+        limits.caller_lock(run.created_by_id)
+        cap = _cap_reached(run) if verdict.blocker_id else None
+        if cap is None:
+            duplicate = bool(verdict.blocker_id) and (
+                run.calls.filter(blocker_key=verdict.blocker_id).exists()
+            )
+            return AskHumanCall.objects.create(
+                run=run,
+                question=question,
+                blocker_key=verdict.blocker_id,
+                response=response,
+                duplicate=duplicate,
+                reason=verdict.reason[:2000],
+                client_time=client_time[:40],
+            )
+    return _capped(run, question, client_time, cap)  # logged outside the block it raises from
 
 
 def ask_human_reject(*, run: AskHumanRun, question: str, reason: str) -> AskHumanCall:

@@ -243,23 +243,34 @@ def label(request, task_id: int, question_id: int):
     return redirect("judge-questions", task_id=task_id)
 
 
+def _measured(request, task: Task, **context):
+    """The measurement card: alone for htmx (the page keeps the rest), else the page."""
+    if request.htmx:
+        context = {"task": task, "may_edit": can_edit_task(request.user, task), **context}
+        return render(request, "judge/questions.html#measure", context)
+    if context.get("measure_error"):
+        messages.error(request, context["measure_error"])
+        return redirect("judge-questions", task_id=task.pk)
+    return _page(request, task, **context)
+
+
 @login_required
 @require_POST
 def measure(request, task_id: int):
     task = access_task(request.user, task_id)
     if not task.revisions.exists():
-        messages.error(request, "The task has no saved revision to measure the judge on.")
-        return redirect("judge-questions", task_id=task_id)
+        return _measured(
+            request, task, measure_error="The task has no saved revision to measure the judge on."
+        )
     try:
         report = judge_recall(task=task, judge=get_judge(project=task.project))
     except JudgeError as exc:
-        messages.error(request, f"The judge failed: {exc}")
-        return redirect("judge-questions", task_id=task_id)
+        return _measured(request, task, measure_error=f"The judge failed: {exc}")
     # Recorded as a validation run of judge_recall on the current revision: what the final
     # sign-off's and the export's gate read (the verdicts are cached, so this is quick).
     run = validation_run_inline(task=task, actor=request.user, checks=["judge_recall"])
     suggestions = expansion_suggestions(report) if report.needs_expansion else []
-    return _page(request, task, measured=report, suggestions=suggestions, recorded=run)
+    return _measured(request, task, measured=report, suggestions=suggestions, recorded=run)
 
 
 @login_required

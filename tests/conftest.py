@@ -133,6 +133,9 @@ def worker_env(broker: str) -> dict[str, str]:
         "HILBENCH_DATABASE_STORE": str(settings.DATABASE_STORE),
         "HILBENCH_REPOSITORY_STORE": str(settings.REPOSITORY_STORE),
         "HILBENCH_SANDBOX_ROOT": str(settings.SANDBOX_ROOT),
+        # These processes judge little or nothing: they load the judge's model when a test
+        # needs it, not at start (tests/judge/test_preload.py starts them with it).
+        "HILBENCH_PRELOAD": "0",
     }
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):

@@ -80,12 +80,18 @@ class _Databases:
     missing: dict[str, int] = field(default_factory=dict)  # db_id -> questions naming it
 
 
+Problems = list[tuple[object, str]]
+# How a command-line user imports questions whose database is absent; the Import page names
+# its checkbox instead (exchange/services/imports.py).
+MISSING_DATABASES_ADVICE_CLI = "pass --skip-missing-databases to import its questions without it"
+
+
 def _validate_records(
     questions: Path, db_id: str | None, limit: int | None
-) -> tuple[list[str], Counter[str]]:
-    """Pass 1 over the records: refuse the file on any bad record; the exact repeats and
-    how many records name each database."""
-    problems: list[tuple[object, str]] = []
+) -> tuple[Problems, list[str], Counter[str]]:
+    """Pass 1 over the records: every bad record, the exact repeats, and how many good
+    records name each database."""
+    problems: Problems = []
     seen: dict[str, tuple[int, dict]] = {}
     repeats: list[str] = []
     used_databases: Counter[str] = Counter()
@@ -110,19 +116,17 @@ def _validate_records(
             used_databases[record["db_id"]] += 1
     except RecordStreamError as exc:
         problems.append((exc.index, exc.reason))
-    if problems:
-        raise ImportRefused(
-            f"{questions.name}: {len(problems)} bad record(s); nothing was imported.", problems
-        )
-    return repeats, used_databases
+    return problems, repeats, used_databases
 
 
 def _check_databases(
-    databases: Path, used_databases: Counter[str], *, skip_missing_databases: bool
-) -> _Databases:
-    """Read every named database's descriptions and check its SQLite file; refuse the
-    import on an unusable one, or on a missing one unless ``skip_missing_databases``."""
-    problems: list[tuple[object, str]] = []
+    databases: Path, used_databases: Counter[str], *, skip_missing_databases: bool, advice: str
+) -> tuple[_Databases, Problems]:
+    """Read every named database's descriptions and check its SQLite file: the usable
+    ones, and the problems (an unusable one; a missing one unless
+    ``skip_missing_databases``). Paths are named inside ``databases`` only: on the Import
+    page that folder is the server's."""
+    problems: Problems = []
     found = _Databases()
     for name, count in sorted(used_databases.items()):
         desc, desc_problems = read_descriptions(_description_dir(databases, name))
@@ -131,23 +135,36 @@ def _check_databases(
         path = _database_dir(databases, name) / f"{name}.sqlite"
         if not path.is_file():
             found.missing[name] = count
+            if not skip_missing_databases:
+                problems.append(
+                    (
+                        f"database {name}",
+                        f"{name}/{name}.sqlite is missing ({count} question(s) use it); "
+                        f"add it, or {advice}",
+                    )
+                )
             continue
         problem = sqlite_problem(path)
         if problem:
             problems.append((f"database {name}", problem))
         found.files[name] = path
-    if problems:
-        raise ImportRefused("Some databases are unusable; nothing was imported.", problems)
-    missing = found.missing
-    if missing and not skip_missing_databases:
-        listing = ", ".join(f"{n} ({c} question(s))" for n, c in sorted(missing.items()))
-        raise ImportRefused(
-            f"Missing database file(s) under {databases}: {listing}. Expected "
-            f"<databases>/<db_id>/<db_id>.sqlite. Nothing was imported; pass "
-            f"--skip-missing-databases to import these questions without their databases.",
-            [(f"database {n}", f"{databases / n / (n + '.sqlite')} not found") for n in missing],
-        )
-    return found
+    return found, problems
+
+
+def _refusal(
+    file_name: str, records: Problems, databases: Problems, missing: list[str]
+) -> ImportRefused:
+    """Every problem of the file at once: bad records, missing and unusable databases."""
+    parts = []
+    if records:
+        parts.append(f"{len(records)} bad record(s)")
+    if missing:
+        parts.append(f"missing database file(s) {', '.join(missing)}")
+    if len(databases) > len(missing):
+        parts.append(f"{len(databases) - len(missing)} problem(s) with the databases' files")
+    return ImportRefused(
+        f"{file_name}: {'; '.join(parts)}. Nothing was imported.", records + databases
+    )
 
 
 def _bird_task_create(
@@ -244,23 +261,32 @@ def import_bird(
     db_id: str | None = None,
     limit: int | None = None,
     skip_missing_databases: bool = False,
+    missing_databases_advice: str = MISSING_DATABASES_ADVICE_CLI,
     actor=None,
 ) -> ImportReport:
     """Import BIRD records with their SQLite databases and description CSVs.
 
     Pass 1 streams the file and checks every record and every database it names; any
-    problem refuses the whole file. Pass 2 streams it again and writes in one transaction.
+    problem refuses the whole file, naming all of them at once. Pass 2 streams it again and
+    writes in one transaction. ``missing_databases_advice`` tells the user how to import
+    questions without their database, in the words of the caller's interface.
     """
     questions, databases = Path(questions), Path(databases)
     if not questions.is_file():
         raise ImportRefused(f"Questions file {questions} does not exist.", [])
     if not databases.is_dir():
         raise ImportRefused(f"Databases directory {databases} does not exist.", [])
-    repeats, used_databases = _validate_records(questions, db_id, limit)
-    report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
-    found = _check_databases(
-        databases, used_databases, skip_missing_databases=skip_missing_databases
+    record_problems, repeats, used_databases = _validate_records(questions, db_id, limit)
+    found, database_problems = _check_databases(
+        databases,
+        used_databases,
+        skip_missing_databases=skip_missing_databases,
+        advice=missing_databases_advice,
     )
+    if record_problems or database_problems:
+        missing = [] if skip_missing_databases else sorted(found.missing)
+        raise _refusal(questions.name, record_problems, database_problems, missing)
+    report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
     for name, count in sorted(found.missing.items()):
         report.notes.append(f"database {name} absent: {count} question(s) imported without it")
     _create_tasks(

@@ -33,6 +33,12 @@ from hilbench_annotate.repositories import borrowed_objects, origin_allowed
 from hilbench_annotate.services import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
 
+# The Import page's checkbox; a refusal for missing databases names it in these words.
+SKIP_MISSING_DATABASES_LABEL = "Import questions whose database is absent (noted on the task)"
+MISSING_DATABASES_ADVICE_PAGE = (
+    f"tick “{SKIP_MISSING_DATABASES_LABEL}” to import its questions without it"
+)
+
 
 def _save_upload(upload, directory: Path, name: str) -> Path:
     if upload.size > settings.MAX_UPLOAD_BYTES:
@@ -81,14 +87,15 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
 
 
 def _databases_root(extracted: Path) -> Path:
-    """The shallowest folder holding ``<db_id>/<db_id>.sqlite`` entries."""
+    """The shallowest folder holding ``<db_id>/<db_id>.sqlite`` (or, in an archive of
+    descriptions only, ``<db_id>/database_description/``) entries; else the archive's top,
+    so each database the records name is reported missing with the records' problems."""
     candidates = sorted(
-        (p.parent.parent for p in extracted.rglob("*.sqlite") if p.stem == p.parent.name),
+        [p.parent.parent for p in extracted.rglob("*.sqlite") if p.stem == p.parent.name]
+        + [p.parent.parent for p in extracted.rglob("database_description") if p.is_dir()],
         key=lambda p: len(p.parts),
     )
-    if not candidates:
-        raise DomainError("The databases archive holds no <db_id>/<db_id>.sqlite file.")
-    return candidates[0]
+    return candidates[0] if candidates else extracted
 
 
 def _repository_root(extracted: Path) -> Path:
@@ -152,6 +159,7 @@ def _run_importer(job: ImportJob) -> dict:
             db_id=options.get("db_id") or None,
             limit=options.get("limit") or None,
             skip_missing_databases=bool(options.get("skip_missing_databases")),
+            missing_databases_advice=MISSING_DATABASES_ADVICE_PAGE,
             actor=job.created_by,
         )
     elif job.kind == ImportJob.Kind.SWEBENCH:

@@ -168,6 +168,68 @@ def test_browser_upload_with_bad_record_fails_naming_it_and_imports_nothing(
     assert "Nothing was imported" in page and "record 3" in page
 
 
+def test_browser_upload_reports_a_bad_record_and_a_missing_database_together(
+    client, project, author, demo_data, settings
+):
+    """Every problem of the file in one pass, in the page's words (its checkbox, not a
+    command-line flag), naming no folder of the server."""
+    records = json.loads(demo_data["sql"]["questions"].read_text())
+    records[3]["SQL"] = 42
+    records.append({**records[0], "question_id": 900, "db_id": "harbour_fees"})
+    _questions, databases = _bird_upload_files(demo_data)
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": _upload("dev.json", json.dumps(records).encode()),
+            "databases": _upload("dbs.zip", databases),
+        },
+    )
+    job = ImportJob.objects.get()
+    import_job.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+
+    assert job.status == "failed" and Task.objects.count() == 0
+    page = client.get(reverse("import-detail", args=[job.pk])).content.decode()
+    assert "record 3: SQL must be non-empty text" in page
+    assert "database harbour_fees: harbour_fees/harbour_fees.sqlite is missing" in page
+    assert "tick “Import questions whose database is absent (noted on the task)”" in page
+    assert "--skip-missing-databases" not in page
+    assert str(settings.UPLOAD_STORE) not in page and "/uploads/" not in page
+
+
+def test_browser_upload_of_descriptions_only_imports_without_databases_when_ticked(
+    client, project, author, demo_data
+):
+    """BIRD mini-dev ships descriptions without databases: with the box ticked, an archive of
+    them (inside a folder of its own) brings the questions and their descriptions in."""
+    databases = demo_data["sql"]["databases"]
+    described = {
+        f"mini_dev/{p.relative_to(databases)}": p.read_bytes() for p in databases.rglob("*.csv")
+    }
+    client.force_login(author)
+    client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": _upload("dev.json", demo_data["sql"]["questions"].read_bytes()),
+            "databases": _upload("descriptions.zip", _zip(described)),
+            "skip_missing_databases": "on",
+        },
+    )
+    job = ImportJob.objects.get()
+    import_job.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+
+    assert job.status == "succeeded", job.error
+    task = Task.objects.filter(project=project).first()
+    assert task.sql_environment.database is None and "absent" in task.import_notes
+    assert "loan" in task.sql_environment.descriptions
+
+
 def test_archive_with_path_escape_is_refused(client, project, author, demo_data):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tf:

@@ -71,3 +71,35 @@ def screenshot_path():
     folder = Path(__file__).resolve().parents[2] / "var" / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / "judge-labelling.png"
+
+
+def test_measure_the_judge_shows_it_is_working_from_the_click(browser, live_server, demo):
+    """The measurement can take seconds on a busy machine: from the click, the button is
+    disabled and a progress indicator says what is happening, until the results replace it."""
+    task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
+    context = browser.new_context(viewport={"width": 1400, "height": 950})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    login(page, live_server, "lead", "lead-demo")
+    page.goto(f"{live_server.url}/tasks/{task.pk}/judge/")
+    page.evaluate("window.__sameDocument = true")
+    indicator = page.locator("#measuring")
+    button = page.locator("#measure button", has_text="Measure the judge")
+    expect(indicator).to_be_hidden()
+
+    # Hold the request in the browser, as a slow server would, to see the page meanwhile.
+    held = []
+    page.route("**/judge/measure/", lambda route: held.append(route))
+    button.click()
+    expect(indicator).to_be_visible()
+    expect(indicator).to_contain_text("Measuring")
+    expect(button).to_be_disabled()
+    assert len(held) == 1
+    held[0].continue_()
+
+    expect(page.locator("#measured")).to_contain_text("passes")
+    expect(page.locator("text=Recorded as validation run")).to_be_visible()
+    expect(indicator).to_be_hidden()
+    expect(button).to_be_enabled()
+    assert page.evaluate("window.__sameDocument") is True
+    context.close()

@@ -205,10 +205,10 @@ def test_one_bad_task_folder_imports_nothing(settings, tmp_path):
     assert not Task.objects.filter(project=target).exists()
 
 
-def test_import_command_reports_a_refusal(demo_bundle, tmp_path, db):
+def test_import_command_reports_a_refusal(demo_bundle, tmp_path, project):
     evil = _with_extra(demo_bundle, tmp_path, "../x")
     with pytest.raises(CommandError, match="leaves the archive's folder"):
-        call_command("import_bundle", str(evil), project="somewhere")
+        call_command("import_bundle", str(evil), project=project.slug)
 
 
 def test_bundle_upload_on_the_import_page(client, demo_bundle, project, author):

@@ -48,11 +48,11 @@ def test_sql_and_swe_demo_tasks_survive_a_round_trip_byte_for_byte(settings, tmp
     assert "swe_0/shared/repository.fast-export" in first_files
 
     _empty_the_database(settings)
-    call_command("import_bundle", str(first), project="again")
-    again = Project.objects.get(slug="again")
+    again = Project.objects.create(name="Again", slug="again")
     Membership.objects.create(
         project=again, user=get_user_model().objects.get(username="lead"), role="lead"
     )
+    call_command("import_bundle", str(first), project="again")
     imported = {t.source_id: t for t in Task.objects.filter(project=again)}
     assert set(imported) == set(before)
     for source_id, snapshot in before.items():

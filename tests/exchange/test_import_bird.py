@@ -218,3 +218,59 @@ def test_db_id_with_path_separator_is_refused(project, tmp_path, demo_data):
     with pytest.raises(ImportRefused) as err:
         import_bird(project=project, questions=bad, databases=demo_data["sql"]["databases"])
     assert err.value.problems == [(2, "db_id '../etc' is not a plain database name")]
+
+
+def _bad_record_and_unknown_database(demo_data, tmp_path):
+    """The demo questions with one bad record and one naming a database not supplied."""
+    records = json.loads(demo_data["sql"]["questions"].read_text())
+    records[3]["SQL"] = 42
+    records.append({**records[0], "question_id": 900, "db_id": "harbour_fees"})
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_a_bad_record_and_a_missing_database_are_reported_together(project, tmp_path, demo_data):
+    questions = _bad_record_and_unknown_database(demo_data, tmp_path)
+    databases = tmp_path / "dbs"
+    shutil.copytree(demo_data["sql"]["databases"], databases)
+
+    with pytest.raises(ImportRefused) as err:
+        import_bird(project=project, questions=questions, databases=databases)
+
+    assert err.value.problems == [
+        (3, "SQL must be non-empty text"),
+        (
+            "database harbour_fees",
+            "harbour_fees/harbour_fees.sqlite is missing (1 question(s) use it); add it, or "
+            "pass --skip-missing-databases to import its questions without it",
+        ),
+    ]
+    text = err.value.render()
+    assert text.startswith("dev.json: 1 bad record(s); missing database file(s) harbour_fees.")
+    assert "  record 3: SQL must be non-empty text" in text
+    assert "  database harbour_fees: harbour_fees/harbour_fees.sqlite is missing" in text
+    assert str(tmp_path) not in text  # folders are named inside the databases folder only
+    assert Task.objects.count() == 0
+
+
+def test_the_command_must_name_an_existing_project(project, tmp_path, demo_data):
+    """Made on the fly, a project had no members: nobody saw the imported tasks."""
+    files = {
+        "questions": demo_data["sql"]["questions"],
+        "databases": demo_data["sql"]["databases"],
+    }
+    with pytest.raises(CommandError) as unnamed:
+        call_command("import_bird", **files)
+    with pytest.raises(CommandError) as unknown:
+        call_command("import_bird", **files, project="imports")
+
+    assert str(unnamed.value).startswith("Name the project to import into. Give --project SLUG.")
+    assert str(unknown.value).startswith("No project 'imports'. Give --project SLUG.")
+    for err in (unnamed, unknown):
+        assert f"Existing projects: {project.slug} ({project.name})." in str(err.value)
+    assert not type(project).objects.filter(slug="imports").exists()
+    assert Task.objects.count() == 0
+
+    call_command("import_bird", **files, project=project.slug)
+    assert Task.objects.filter(project=project).count() == 6

@@ -81,7 +81,12 @@ def test_unknown_base_commit_and_bad_records_import_nothing(project, demo_data, 
     not_object = ["just", "a", "list"]
     path.write_text(json.dumps([good, no_tests, not_object]))
     with pytest.raises(CommandError) as cmd_err:
-        call_command("import_swebench", instances=path, repo=str(demo_data["swe"]["repo"]))
+        call_command(
+            "import_swebench",
+            instances=path,
+            repo=str(demo_data["swe"]["repo"]),
+            project=project.slug,
+        )
     assert "record 1: FAIL_TO_PASS is empty" in str(cmd_err.value)
     assert "record 2: expected an object, got list" in str(cmd_err.value)
     assert Task.objects.count() == 0

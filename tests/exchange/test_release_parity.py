@@ -67,9 +67,9 @@ def test_release_folders_round_trip_byte_for_byte(
     first = _export(project, tasks, tmp_path / "first.tar.gz")
     _compare(release, first)
     # And again: import our bundle into a new project, export it.
-    call_command("import_bundle", str(tmp_path / "first.tar.gz"), project="again")
-    again = Project.objects.get(slug="again")
+    again = Project.objects.create(name="Again", slug="again")
     Membership.objects.create(project=again, user=lead, role="lead")
+    call_command("import_bundle", str(tmp_path / "first.tar.gz"), project="again")
     second = _export(again, list(Task.objects.filter(project=again)), tmp_path / "second.tar.gz")
     _compare(release, second)
 

@@ -8,7 +8,7 @@ import pytest
 
 from judge.base import IRRELEVANT, RegistryBlocker, respond
 from judge.embedded import WEIGHTS, EmbeddedJudge, load_registry, load_weights, registry_domain
-from judge.encoder import get_encoder
+from judge.encoder import BATCH_SIZE, TOKENS, batches, get_encoder
 from judge.features import FEATURES, build_index, features
 from tests.conftest import FIXTURES, shared_path
 
@@ -144,6 +144,31 @@ def test_encoder_matches_the_float_model_within_int8_error():
     assert rows.shape == (2, 384)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert float(rows[0] @ rows[1]) < 0.3
+
+
+def test_encoder_batches_by_tokens_and_gives_each_text_its_own_embedding():
+    """A long resolution among short questions: batched by length so few padding tokens
+    are computed, and every row is the text's embedding as if it were encoded alone."""
+    texts = [
+        "Which year?",
+        "The report counts every loan whose status is D, the defaulted ones, and every "
+        "account whose district lies in a region that the bank flagged as distressed in "
+        "its 1997 review, whatever their balance; closed accounts are left out. " * 3,
+        "Which status means a clean settlement?",
+        "Which calendar is the review year counted in?",
+    ]
+    encoder = get_encoder()
+    rows = encoder.encode(texts)
+    alone = np.vstack([encoder.encode([text]) for text in texts])
+    assert np.array_equal(rows, alone)
+
+    lengths = [3, 200, 9, 9, 120, 30, 2, 60] + [8] * 40
+    groups = batches(lengths)
+    assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
+    for group in groups:
+        padded = len(group) * max(lengths[i] for i in group)
+        assert len(group) <= BATCH_SIZE and (padded <= TOKENS or len(group) == 1)
+    assert [i for i, n in enumerate(lengths) if n == 200] in groups  # too long to share
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ from judge.embedded import EmbeddedJudge
 from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import NEGATIVES, label_add, question_add
 
+from ..factories import TaskFactory
+
 urlpatterns = [path("", include("hilbench_annotate.urls")), path("", include("judge.urls"))]
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.judge.test_views")]
@@ -202,6 +204,30 @@ def test_measure_then_accept_suggestions_retires_them(client, labelled, author, 
     response = client.post(measure)
     assert response.context["measured"].passes
     assert "passes" in response.content.decode()
+
+
+def test_measure_with_htmx_swaps_only_its_card_with_the_busy_indicator(
+    client, labelled, author, reviewer, project
+):
+    task = labelled
+    page = _as(client, reviewer).get(reverse("judge-questions", args=[task.pk])).content.decode()
+    # The button is disabled and the indicator shown from the click (htmx), until the card
+    # comes back; without JavaScript the same form posts and the page reloads.
+    assert 'hx-indicator="#measuring"' in page and 'hx-disabled-elt="find button"' in page
+    assert 'id="measuring" class="htmx-indicator' in page
+
+    response = client.post(reverse("judge-measure", args=[task.pk]), HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" not in html
+    assert html.lstrip().startswith('<section class="card" id="measure"')
+    assert 'id="measured"' in html and "64%" in html and "below the floor" in html
+    assert "Labelling progress" not in html  # the rest of the page is not sent again
+
+    untouched = TaskFactory(project=project, author=author)
+    refused = client.post(reverse("judge-measure", args=[untouched.pk]), HTTP_HX_REQUEST="true")
+    text = refused.content.decode()
+    assert 'role="alert"' in text and "no saved revision to measure" in text
+    assert 'id="measured"' not in text
 
 
 def test_report_shows_per_domain_numbers_and_kappa(client, labelled, reviewer):

@@ -1,6 +1,5 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.text import slugify
 
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project
@@ -12,20 +11,12 @@ class ImportCommand(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--project",
-            default="imports",
-            help="Slug of the project to import into (made if absent; default: imports)",
+            help="Slug of the project to import into (required; its members see the tasks)",
         )
         parser.add_argument("--as-user", help="Username recorded as the tasks' author")
 
     def project_and_actor(self, options):
-        slug = slugify(options["project"])
-        if not slug:
-            raise CommandError("--project must be a slug")
-        project, created = Project.objects.get_or_create(
-            slug=slug, defaults={"name": options["project"].replace("-", " ").title()}
-        )
-        if created:
-            self.stdout.write(f"Made project {project.name} ({project.slug}).")
+        project = self._project(options.get("project"))
         actor = None
         if options.get("as_user"):
             try:
@@ -33,6 +24,25 @@ class ImportCommand(BaseCommand):
             except get_user_model().DoesNotExist:
                 raise CommandError(f"No user {options['as_user']!r}.") from None
         return project, actor
+
+    @staticmethod
+    def _project(slug: str | None) -> Project:
+        """The project named by ``--project``. Never made here: a project made by an import
+        has no members, so nobody would see the tasks."""
+        found = Project.objects.filter(slug=slug).first() if slug else None
+        if found is not None:
+            return found
+        projects = list(Project.objects.order_by("slug").values_list("slug", "name"))
+        listing = (
+            "Existing projects: " + ", ".join(f"{s} ({n})" for s, n in projects) + "."
+            if projects
+            else "There is no project yet."
+        )
+        problem = f"No project {slug!r}." if slug else "Name the project to import into."
+        raise CommandError(
+            f"{problem} Give --project SLUG. {listing} A new project and its members are "
+            "made in the admin (/admin/), so the people who work on the tasks can see them."
+        )
 
     def run_import(self, function, **kwargs):
         try:
