@@ -217,7 +217,7 @@ def test_repeated_failed_logins_lock_the_username_even_with_the_right_password(c
 
 
 def test_the_lock_is_in_the_database_so_every_web_process_sees_it(client, throttle):
-    """Another client from another address (another process, as far as state goes) is
+    """Another client from the same address (another process, as far as state goes) is
     refused too: the failures live in AccessAttempt rows, not in process memory."""
     from django.test import Client
 
@@ -226,21 +226,47 @@ def test_the_lock_is_in_the_database_so_every_web_process_sees_it(client, thrott
         _login(client, "alice", "wrong", ip="10.0.0.1")
     assert AccessAttempt.objects.filter(username="alice").exists()
 
-    elsewhere = _login(Client(), "alice", "right-password", ip="10.9.9.9")
+    elsewhere = _login(Client(), "alice", "right-password", ip="10.0.0.1")
 
     assert elsewhere.status_code == 429
 
 
-def test_repeated_failures_from_one_address_lock_that_address(client, throttle):
+def test_one_users_failures_do_not_lock_out_colleagues_behind_the_same_address(client, throttle):
+    """The red-team's finding: auditor2's typos locked author2 out, both behind one office
+    address. The lock is on the (username, address) pair: only the failing user is locked."""
+    from django.test import Client
+
+    UserFactory(username="auditor2", password="auditor2-password")
+    UserFactory(username="author2", password="author2-password")
+    for _ in range(3):
+        _login(client, "auditor2", "wrong", ip="10.6.6.6")
+
+    colleague = _login(Client(), "author2", "author2-password", ip="10.6.6.6")
+    failing_user = _login(Client(), "auditor2", "auditor2-password", ip="10.6.6.6")
+
+    assert colleague.status_code == 302
+    assert failing_user.status_code == 429
+
+
+def test_guessing_many_usernames_from_one_address_locks_each_guessed_pair_only(client, throttle):
     UserFactory(username="bob", password="bobs-password")
     for name in ("x1", "x2", "x3"):
-        _login(client, name, "guess", ip="10.6.6.6")
+        for _ in range(3):
+            _login(client, name, "guess", ip="10.6.6.6")
 
-    from_there = _login(client, "bob", "bobs-password", ip="10.6.6.6")
-    from_elsewhere = _login(client, "bob", "bobs-password", ip="10.7.7.7")
+    assert _login(client, "x1", "guess", ip="10.6.6.6").status_code == 429
+    assert _login(client, "bob", "bobs-password", ip="10.6.6.6").status_code == 302
 
-    assert from_there.status_code == 429
-    assert from_elsewhere.status_code == 302
+
+def test_lockout_by_setting_reads_pairs_and_alternatives():
+    from django.conf import settings
+
+    from hilbench_annotate.settings import _lockout_parameters
+
+    assert settings.AXES_LOCKOUT_PARAMETERS == [["username", "ip_address"]]
+    assert _lockout_parameters("username") == [["username"]]
+    assert _lockout_parameters("username, ip_address") == [["username"], ["ip_address"]]
+    assert _lockout_parameters(" username + ip_address ") == [["username", "ip_address"]]
 
 
 def test_a_success_below_the_limit_resets_the_count(client, throttle):
