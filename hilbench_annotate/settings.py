@@ -26,12 +26,17 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-DEBUG = _env_bool("DJANGO_DEBUG", True)
+# Off unless asked for: a deployment that forgets the variable must not serve tracebacks and
+# URL lists to strangers. `make run` and the test settings (tests/settings.py) turn it on.
+DEBUG = _env_bool("DJANGO_DEBUG", False)
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (the default). On a laptop, "
+            "`make run` turns DJANGO_DEBUG on; elsewhere set DJANGO_DEBUG=1 for development."
+        )
     # Development only: a key that is obviously not a secret, never used with DEBUG off.
     SECRET_KEY = "dev-insecure-key-only-for-local-debug"  # noqa: S105
 

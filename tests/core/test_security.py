@@ -179,6 +179,61 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
     assert "DJANGO_SECRET_KEY must be set" in result.stderr
 
 
+def _debug_in(env: dict[str, str]) -> str:
+    probe = "from django.conf import settings; print('DEBUG', settings.DEBUG)"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return result.stdout + result.stderr
+
+
+def test_debug_is_off_when_django_debug_is_unset(tmp_path):
+    """A deployment that forgets DJANGO_DEBUG serves no tracebacks: the default is off."""
+    env = _production_env(tmp_path)
+    del env["DJANGO_DEBUG"]
+
+    assert "DEBUG False" in _debug_in(env)
+
+
+def test_debug_unset_without_a_secret_key_says_what_to_set(tmp_path):
+    env = _production_env(tmp_path)
+    del env["DJANGO_DEBUG"], env["DJANGO_SECRET_KEY"]
+
+    output = _debug_in(env)
+
+    assert "DJANGO_SECRET_KEY must be set" in output
+    assert "make run" in output
+
+
+def test_make_run_turns_debug_on_for_itself_and_what_it_runs_first(tmp_path):
+    """`make run` works with no secret configured: its targets (migrate, demo, run, worker)
+    set DJANGO_DEBUG=1 unless the caller set it. The probe stands in for the venv's python,
+    so the commands print the variable instead of running (-o: no reinstall)."""
+    code = 'import os; print(os.environ.get("DJANGO_DEBUG"))'
+    probe = f"{sys.executable} -c '{code}'"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MAKE"))}
+
+    def make(target, **extra):
+        result = subprocess.run(
+            ["make", "-s", "-o", ".venv/.installed", target, f"PY={probe}"],
+            cwd=ROOT,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout.split()
+
+    assert make("demo") == ["1", "1"]  # migrate, then seed_demo
+    assert make("demo", DJANGO_DEBUG="0") == ["0", "0"]
+
+
 # --- login throttling ---------------------------------------------------------------------
 
 
