@@ -29,6 +29,7 @@ __all__ = [
     "access_trigger_question",
     "can_edit_task",
     "has_role",
+    "is_machine_user",
     "member_project_ids",
     "not_found",
     "require_role",
@@ -89,6 +90,11 @@ def require_role(user, project: Project | int, *roles: str, action: str = "") ->
     raise AccessDenied(
         prefix + "." if prefix else f"You need the {needed} role in {name}.",
     )
+
+
+def is_machine_user(user) -> bool:
+    """A harness account: it calls the API with a token and never logs in with a password."""
+    return Membership.objects.filter(user=user, role=Role.HARNESS).exists()
 
 
 def member_project_ids(user, *roles: str):

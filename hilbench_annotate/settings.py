@@ -161,9 +161,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 # django-axes first: it refuses a login attempt while that username is locked out at that address.
+# Then passwords, for people only: machine users (harness role) are refused (API tokens only).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "hilbench_annotate.authentication.PasswordBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "task-list"

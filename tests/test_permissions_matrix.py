@@ -17,7 +17,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
@@ -357,6 +357,42 @@ def test_permission_matrix(world, operation, role, expected):
     assert got == expected, f"{role}: {response.status_code} {response.content[:300]!r}"
     if expected != "2xx":
         assert (_task_state(world.task), _task_state(world.in_review)) == before
+
+
+# --- a hidden object answers exactly as a missing one -------------------------------------------
+
+
+def _missing_twin(url: str) -> str:
+    """``url`` with every id in its path replaced by one that exists nowhere."""
+    path, _, query = url.partition("?")
+    match = resolve(path)
+    twin = reverse(match.url_name, kwargs={name: 987654 for name in match.kwargs})
+    return twin + ("?" + query if query else "")
+
+
+HIDDEN_FROM_OUTSIDER = [
+    pytest.param(op, id=f"{op[0]} {op[1]}")
+    for op, row in MATRIX.items()
+    if "{" in op[1] and dict(zip(ROLES, row.split(), strict=True))["outsider"] == "404"
+]
+
+
+@pytest.mark.parametrize("operation", HIDDEN_FROM_OUTSIDER)
+def test_a_hidden_object_answers_exactly_as_a_missing_one(world, operation):
+    """The red-team's finding: a comment or assignment of another project answered "No such
+    task." where a missing one answered "No such comment.", so ids could be probed. Whatever
+    the id names, an object the caller may not see gets the same status and body as none."""
+    url, body, fmt = REQUESTS[operation](world)
+    answers = []
+    for target in (url, _missing_twin(url)):
+        client = APIClient()
+        client.force_authenticate(world.users["outsider"])
+        method = getattr(client, operation[0].lower())
+        response = method(target, body, format=fmt) if body is not None else method(target)
+        answers.append((response.status_code, response.content))
+
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 404
 
 
 # --- the table covers every operation ------------------------------------------------------
