@@ -23,7 +23,7 @@ from authoring.services import (
 )
 from hilbench_annotate import envspec, workflow
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
-from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.errors import AccessDenied, DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
 from hilbench_annotate.services import task_snapshot
@@ -188,6 +188,8 @@ def workspace_save_view(request, task_id: int):
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-conflict", context, status=409)
         return render(request, "authoring/conflict.html", context, status=409)
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a save error
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)

@@ -94,6 +94,8 @@ def take_next(request, layer_id: int):
     layer = access_review_layer(request.user, layer_id)
     try:
         assignment = services.review_take_next(user=request.user, layer=layer)
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("review-queue")
@@ -196,6 +198,8 @@ def review_task(request, task_id: int):
                     blocker_comments=comments,
                     reject_reason=request.POST.get("reject_reason", ""),
                 )
+        except AccessDenied:
+            raise  # a 403 (AccessDeniedMiddleware), not a message
         except DomainError as exc:
             messages.error(request, str(exc))
             return redirect("review-task", task_id=task_id)
@@ -216,10 +220,14 @@ def review_task(request, task_id: int):
 @require_POST
 def assign(request, task_id: int):
     task = access_task(request.user, task_id)
+    # Before the user lookup, so that only leads learn which usernames exist.
+    require_role(request.user, task.project, Role.LEAD, action="assign reviewers")
     reviewer = get_object_or_404(get_user_model(), username=request.POST.get("reviewer", ""))
     try:
         services.review_assign(task=task, reviewer=reviewer, actor=request.user)
         messages.success(request, f"Assigned to {reviewer.username}.")
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-task", task_id=task_id)
@@ -232,6 +240,8 @@ def release(request, assignment_id: int):
     try:
         services.review_release(assignment=assignment, actor=request.user)
         messages.info(request, "Released: the task is back in the queue.")
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-queue")

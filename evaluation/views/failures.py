@@ -222,10 +222,13 @@ def llm_labelling_start(request, project_id: int):
 @require_http_methods(["GET", "POST"])
 def taxonomy_edit(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
+    if request.method == "POST":
+        # Before taxonomy(): it stores the default entries on first use, and a refused
+        # request stores nothing.
+        require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
     entries = taxonomy(project)
     is_lead = has_role(request.user, project.pk, Role.LEAD)
     if request.method == "POST":
-        require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
         changes = {
             e.pk: {
                 "name": request.POST.get(f"name-{e.pk}", e.name),

@@ -213,4 +213,5 @@ def test_reviewer_cannot_import_and_sees_why(client, project, reviewer):
     assert "You need the author or lead role" in page
     response = client.post(reverse("import-list"), {"kind": "hilbench", "project": project.pk})
     assert ImportJob.objects.count() == 0
-    assert response.status_code == 200
+    assert response.status_code == 403
+    assert "Only authors and leads import tasks." in response.content.decode()
