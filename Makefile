@@ -7,6 +7,11 @@ PORT ?= 8000
 
 .PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights
 
+# The app runs with DEBUG off unless told otherwise. These targets are for a laptop: DEBUG on
+# (a development secret key, localhost only, the demo users), unless DJANGO_DEBUG is set.
+# Prerequisites built for them (run → demo → migrate) get it too.
+migrate demo run worker: export DJANGO_DEBUG ?= 1
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip

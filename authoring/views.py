@@ -203,6 +203,8 @@ def workspace_save_view(request, task_id: int):
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-conflict", context, status=409)
         return render(request, "authoring/conflict.html", context, status=409)
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a save error
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)

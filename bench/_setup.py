@@ -17,6 +17,9 @@ def configure(sqlite_name: str) -> None:
     os.environ.setdefault("HILBENCH_VAR_DIR", str(ROOT / "var" / "bench"))
     os.environ.setdefault("HILBENCH_SQLITE_PATH", str(ROOT / "var" / "bench" / sqlite_name))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+    # A development run on a throwaway database (the app defaults to DEBUG off and then wants a
+    # secret key); a bench that measures as deployed sets DJANGO_DEBUG=0 before this.
+    os.environ.setdefault("DJANGO_DEBUG", "1")
 
 
 def fresh_database(*, drop_broker: bool = False) -> None:

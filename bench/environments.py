@@ -34,6 +34,7 @@ def main() -> int:
     os.environ["HILBENCH_VAR_DIR"] = str(var)
     os.environ.pop("DATABASE_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+    os.environ.setdefault("DJANGO_DEBUG", "1")  # a throwaway database, not a deployment
     sys.path.insert(0, str(ROOT))
     import django
 

@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
 from exchange.forms import ExportForm, ImportForm
@@ -26,6 +26,8 @@ def _import_projects(user):
 @require_http_methods(["GET", "POST"])
 def import_list(request):
     projects = list(_import_projects(request.user))
+    if request.method == "POST" and not projects:
+        raise AccessDenied("Only authors and leads import tasks.")
     form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -62,6 +64,7 @@ def import_list(request):
 
 
 @login_required
+@require_GET
 def import_detail(request, job_id: int):
     job = get_object_or_404(
         ImportJob.objects.select_related("project", "created_by"),
@@ -134,6 +137,7 @@ def export_list(request):
 
 
 @login_required
+@require_GET
 def export_detail(request, job_id: int):
     job = access_export_job(request.user, job_id)
     if request.htmx:
@@ -146,6 +150,7 @@ def export_detail(request, job_id: int):
 
 
 @login_required
+@require_GET
 def export_download(request, job_id: int):
     job = access_export_job(request.user, job_id)
     if job.status == ExportJob.Status.EXPIRED or (job.path and not job.path.is_file()):

@@ -4,15 +4,17 @@
   reported as absent (404), so ids do not leak which tasks exist in other projects.
 - ``has_role`` / ``require_role`` answer "may this user act here"; a user who sees the object
   but may not change it gets ``AccessDenied`` (403), with a message naming the missing role.
-- ``AccessDeniedMiddleware`` turns ``AccessDenied`` into a 403 page for HTML views, as the API's
-  exception handler does for the API: views and services raise, nothing else maps.
+- ``AccessDeniedMiddleware`` turns ``AccessDenied`` into a 403 (and ``Http404`` into a 404) for
+  HTML views, htmx fragments included, as the API's exception handler does for the API: views
+  and services raise, nothing else maps.
 
 Feature apps build their own ``access_<entity>`` on these (``judge/access.py``,
 ``evaluation/access.py``); none re-implements a role check.
 """
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponse
+from django.utils.html import format_html
 from django.views.defaults import permission_denied
 
 from hilbench_annotate.errors import AccessDenied
@@ -29,6 +31,7 @@ __all__ = [
     "access_trigger_question",
     "can_edit_task",
     "has_role",
+    "is_machine_user",
     "member_project_ids",
     "not_found",
     "require_role",
@@ -89,6 +92,11 @@ def require_role(user, project: Project | int, *roles: str, action: str = "") ->
     raise AccessDenied(
         prefix + "." if prefix else f"You need the {needed} role in {name}.",
     )
+
+
+def is_machine_user(user) -> bool:
+    """A harness account: it calls the API with a token and never logs in with a password."""
+    return Membership.objects.filter(user=user, role=Role.HARNESS).exists()
 
 
 def member_project_ids(user, *roles: str):
@@ -173,11 +181,22 @@ def access_trigger_question(user, question_id: int, *, for_update: bool = False)
     return question
 
 
-class AccessDeniedMiddleware:
-    """HTML views: ``AccessDenied`` from a view or a service is a 403 page naming the reason.
+# What an htmx request is told for a 404: the same words whether the object is missing or
+# hidden, so they reveal nothing about which ids exist.
+NOT_FOUND_TEXT = "Not found: it does not exist, or you may not see it."
 
-    The API maps it in its exception handler (``api_errors``), which DRF calls before any
-    middleware sees the exception.
+
+class AccessDeniedMiddleware:
+    """HTML views: the one place where a refusal raised by a view or a service becomes a
+    response. ``AccessDenied`` (and Django's ``PermissionDenied``) is a 403 naming the reason,
+    ``Http404`` a 404.
+
+    A page request gets the 403 page (a 404 is left to Django's own page). An htmx request gets
+    a one-line fragment with the same status instead: the workspace swaps 4xx fragments into
+    the panel that asked, where a whole page would nest a page in a page.
+
+    The API maps the same errors in its exception handler (``api_errors``), which DRF calls
+    before any middleware sees the exception.
     """
 
     def __init__(self, get_response):
@@ -187,6 +206,15 @@ class AccessDeniedMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if isinstance(exception, AccessDenied):
-            return permission_denied(request, PermissionDenied(str(exception)))
+        if isinstance(exception, AccessDenied | PermissionDenied):
+            status, text = 403, str(exception) or "You may not do this here."
+        elif isinstance(exception, Http404):
+            status, text = 404, NOT_FOUND_TEXT
+        else:
+            return None
+        if getattr(request, "htmx", False):
+            fragment = format_html('<p class="error-report" role="alert">{}</p>', text)
+            return HttpResponse(fragment, status=status)
+        if status == 403:
+            return permission_denied(request, PermissionDenied(text))
         return None

@@ -1,8 +1,22 @@
+from django.contrib.auth.backends import ModelBackend
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from hilbench_annotate.access import is_machine_user
 from hilbench_annotate.models import ApiToken
+
+
+class PasswordBackend(ModelBackend):
+    """Username and password, for people only: a machine user (the harness role) is refused
+    even when someone gave it a password, so its only way in is an API token, which can be
+    revoked on its own and never opens a web session."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is not None and is_machine_user(user):
+            return None
+        return user
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):

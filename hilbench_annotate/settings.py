@@ -40,12 +40,17 @@ def _rate(name: str, default: str) -> tuple[int, int] | None:
     return count, seconds
 
 
-DEBUG = _env_bool("DJANGO_DEBUG", True)
+# Off unless asked for: a deployment that forgets the variable must not serve tracebacks and
+# URL lists to strangers. `make run` and the test settings (tests/settings.py) turn it on.
+DEBUG = _env_bool("DJANGO_DEBUG", False)
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (the default). On a laptop, "
+            "`make run` turns DJANGO_DEBUG on; elsewhere set DJANGO_DEBUG=1 for development."
+        )
     # Development only: a key that is obviously not a secret, never used with DEBUG off.
     SECRET_KEY = "dev-insecure-key-only-for-local-debug"  # noqa: S105
 
@@ -169,10 +174,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# django-axes first: it refuses a login attempt while its username or address is locked out.
+# django-axes first: it refuses a login attempt while that username is locked out at that address.
+# Then passwords, for people only: machine users (harness role) are refused (API tokens only).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "hilbench_annotate.authentication.PasswordBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "task-list"
@@ -286,18 +292,27 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 # Login throttling (django-axes, attempts stored in the database so every web process sees
-# them): after LOGIN_FAILURE_LIMIT failures for one username, or from one address, further
-# attempts are refused (429) for the cool-off time. A success resets that username's count.
+# them): after LOGIN_FAILURE_LIMIT failures for one username from one address, further attempts
+# for that username from that address are refused (429) for the cool-off time. A success resets
+# the count. Locking by address alone would lock every colleague behind the same office NAT
+# or proxy out after one person's typos; locking by username alone would let anyone lock
+# anyone out from anywhere.
 AXES_ENABLED = _env_bool("HILBENCH_LOGIN_THROTTLE", True)
 AXES_FAILURE_LIMIT = int(os.environ.get("HILBENCH_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("HILBENCH_LOGIN_COOLOFF_MINUTES", "15")))
-# Behind a reverse proxy every attempt comes from the proxy's address (REMOTE_ADDR): there,
-# lock by username only (HILBENCH_LOGIN_LOCKOUT_BY=username).
-AXES_LOCKOUT_PARAMETERS = [
-    p.strip()
-    for p in os.environ.get("HILBENCH_LOGIN_LOCKOUT_BY", "username,ip_address").split(",")
-    if p.strip()
-]
+
+
+def _lockout_parameters(value: str) -> list[list[str]]:
+    """``username+ip_address`` locks the pair; ``a,b`` locks by a and by b apart (axes' list)."""
+    keys = [key for key in value.split(",") if key.strip()]
+    return [[part.strip() for part in key.split("+") if part.strip()] for key in keys]
+
+
+# Behind a reverse proxy every attempt comes from the proxy's address, so the pair amounts to
+# a lock by username there.
+AXES_LOCKOUT_PARAMETERS = _lockout_parameters(
+    os.environ.get("HILBENCH_LOGIN_LOCKOUT_BY", "username+ip_address")
+)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "login_locked.html"
 AXES_VERBOSE = False

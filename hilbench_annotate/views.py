@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from hilbench_annotate import selectors, services
 from hilbench_annotate.access import access_task, can_edit_task
@@ -22,6 +22,7 @@ PAGE_SIZE = 25
 
 
 @login_required
+@require_GET
 def task_list(request):
     filters = {key: request.GET.get(key, "").strip() for key in selectors.TASK_FILTERS}
     tasks = selectors.task_list(user=request.user, filters=filters)
@@ -62,6 +63,7 @@ def task_tags(request, task_id: int):
 
 
 @login_required
+@require_GET
 def task_detail(request, task_id: int):
     return _task_page(request, task_id)
 

@@ -6,7 +6,6 @@ do what at which layer is decided by the services, which raise AccessDenied / Do
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.http import Http404
 from django.urls import path
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -18,6 +17,7 @@ from hilbench_annotate import workflow
 from hilbench_annotate.access import ProjectRoles, access_project, access_task, require_task_editor
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
+from review.access import access_assignment, access_comment
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
 from review.selectors import eligible_tasks
 from review.serializers import (
@@ -232,24 +232,10 @@ class AssignmentReleaseApi(APIView):
     )
     def post(self, request, assignment_id: int):
         with transaction.atomic():
-            assignment = _access_assignment(request.user, assignment_id)
+            assignment = access_assignment(request.user, assignment_id, for_update=True)
             review_release(assignment=assignment, actor=request.user)
         assignment.refresh_from_db(fields=["status"])
         return Response(AssignmentOut(assignment).data)
-
-
-def _access_assignment(user, assignment_id: int) -> ReviewAssignment:
-    """The assignment if ``user`` may read its task; locks the task row (caller is atomic)."""
-    try:
-        task_id = ReviewAssignment.objects.values_list("task_id", flat=True).get(pk=assignment_id)
-    except ReviewAssignment.DoesNotExist:
-        raise _not_found("assignment") from None
-    task = access_task(user, task_id, for_update=True)
-    assignment = ReviewAssignment.objects.select_related("reviewer", "assigned_by").get(
-        pk=assignment_id
-    )
-    assignment.task = task
-    return assignment
 
 
 # --- decisions ----------------------------------------------------------------------------------
@@ -333,13 +319,7 @@ class CommentResolveApi(APIView):
     def post(self, request, comment_id: int):
         data = _valid(ResolveIn, request.data)
         with transaction.atomic():
-            try:
-                comment = Comment.objects.select_related("parent__author", "author").get(
-                    pk=comment_id
-                )
-            except Comment.DoesNotExist:
-                raise _not_found("comment") from None
-            access_task(request.user, comment.task_id)
+            comment = access_comment(request.user, comment_id)
             root = comment_set_resolved(
                 comment=comment, actor=request.user, resolved=data["resolved"]
             )
@@ -386,10 +366,6 @@ def _valid(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
-
-
-def _not_found(what: str) -> Http404:
-    return Http404(f"No such {what}.")
 
 
 urlpatterns = [

@@ -16,16 +16,19 @@ from hilbench_annotate.access import (
     access_project,
     access_task,
     has_role,
+    not_found,
     require_role,
 )
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Project, Task
+from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import Role
 from review import selectors, services
-from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.access import access_assignment, access_comment, access_review_layer
+from review.models import Notification, ReviewAssignment, ReviewLayer
 from review.timeline import RESTATING_EVENTS, event_text
 
 
@@ -89,10 +92,11 @@ def queue(request):
 @login_required
 @require_POST
 def take_next(request, layer_id: int):
-    layer = get_object_or_404(ReviewLayer.objects.select_related("project"), pk=layer_id)
-    access_project(request.user, layer.project_id)
+    layer = access_review_layer(request.user, layer_id)
     try:
         assignment = services.review_take_next(user=request.user, layer=layer)
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("review-queue")
@@ -230,6 +234,8 @@ def review_task(request, task_id: int):
                     blocker_comments=typed["comments"],
                     reject_reason=typed["reject_reason"],
                 )
+        except AccessDenied:
+            raise  # a 403 (AccessDeniedMiddleware), not a message
         except DomainError as exc:
             # The page again, with everything the reviewer typed: a refusal loses nothing.
             messages.error(request, str(exc))
@@ -253,10 +259,14 @@ def review_task(request, task_id: int):
 @require_POST
 def assign(request, task_id: int):
     task = access_task(request.user, task_id)
+    # Before the user lookup, so that only leads learn which usernames exist.
+    require_role(request.user, task.project, Role.LEAD, action="assign reviewers")
     reviewer = get_object_or_404(get_user_model(), username=request.POST.get("reviewer", ""))
     try:
         services.review_assign(task=task, reviewer=reviewer, actor=request.user)
         messages.success(request, f"Assigned to {reviewer.username}.")
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-task", task_id=task_id)
@@ -265,13 +275,12 @@ def assign(request, task_id: int):
 @login_required
 @require_POST
 def release(request, assignment_id: int):
-    assignment = get_object_or_404(
-        ReviewAssignment.objects.select_related("task__project"), pk=assignment_id
-    )
-    access_task(request.user, assignment.task_id)
+    assignment = access_assignment(request.user, assignment_id)
     try:
         services.review_release(assignment=assignment, actor=request.user)
         messages.info(request, "Released: the task is back in the queue.")
+    except AccessDenied:
+        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-queue")
@@ -329,7 +338,9 @@ def comment_add(request, task_id: int):
     task = access_task(request.user, task_id)
     parent = None
     if request.POST.get("parent"):
-        parent = get_object_or_404(Comment, pk=request.POST["parent"], task=task)
+        parent = access_comment(request.user, request.POST["parent"])
+        if parent.task_id != task.pk:
+            raise not_found("comment")
     try:
         services.comment_add(
             task=task,
@@ -340,18 +351,17 @@ def comment_add(request, task_id: int):
         )
     except DomainError as exc:
         messages.error(request, str(exc))
-    return redirect(request.POST.get("next") or f"/tasks/{task.pk}/#threads")
+    return redirect_next(request, f"/tasks/{task.pk}/#threads")
 
 
 @login_required
 @require_POST
 def comment_resolve(request, comment_id: int):
-    comment = get_object_or_404(Comment.objects.select_related("task__project"), pk=comment_id)
-    access_task(request.user, comment.task_id)
+    comment = access_comment(request.user, comment_id)
     services.comment_set_resolved(
         comment=comment, actor=request.user, resolved=request.POST.get("resolved") == "1"
     )
-    return redirect(request.POST.get("next") or f"/tasks/{comment.task_id}/#threads")
+    return redirect_next(request, f"/tasks/{comment.task_id}/#threads")
 
 
 @login_required

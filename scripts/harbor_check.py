@@ -27,6 +27,8 @@ def _export(work: Path) -> list[Path]:
     os.environ["HILBENCH_VAR_DIR"] = str(work / "var")
     os.environ.pop("DATABASE_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+    # A throwaway database with the demo users (seed_demo wants DEBUG on, as `make run` has).
+    os.environ.setdefault("DJANGO_DEBUG", "1")
     sys.path.insert(0, str(ROOT))
     import django
 

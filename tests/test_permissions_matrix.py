@@ -1,4 +1,4 @@
-"""Every API operation × every role: the exact status class each one gets.
+"""Every API operation, page and htmx fragment × every role: the exact status class each gets.
 
 The operations are enumerated from the OpenAPI schema (and the URL resolver, for the
 endpoints the schema leaves out), so an endpoint added without a row in ``MATRIX`` fails
@@ -10,14 +10,19 @@ makes one request that would succeed for a role that is allowed.
 Classes: ``2xx`` (allowed), ``401`` (no credentials), ``403`` (may see, may not do),
 ``404`` (may not even see: other projects' objects, and tasks for the harness).
 A refused request must also leave the fixture task as it was.
+
+The second half does the same for HTML (``HTML_MATRIX``, every route of the resolver outside
+/api/ and /admin/), and both halves check that an object of another project answers exactly
+as one that does not exist.
 """
 
 import io
 import json
+from functools import cached_property
 from types import SimpleNamespace
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
@@ -359,6 +364,43 @@ def test_permission_matrix(world, operation, role, expected):
         assert (_task_state(world.task), _task_state(world.in_review)) == before
 
 
+# --- a hidden object answers exactly as a missing one -------------------------------------------
+
+
+def _missing_twin(url: str) -> str:
+    """``url`` with every id in its path (``*_id``) replaced by one that exists nowhere."""
+    path, _, query = url.partition("?")
+    match = resolve(path)
+    kwargs = {k: 987654 if k.endswith("_id") else v for k, v in match.kwargs.items()}
+    twin = reverse(match.url_name, kwargs=kwargs)
+    return twin + ("?" + query if query else "")
+
+
+HIDDEN_FROM_OUTSIDER = [
+    pytest.param(op, id=f"{op[0]} {op[1]}")
+    for op, row in MATRIX.items()
+    if "{" in op[1] and dict(zip(ROLES, row.split(), strict=True))["outsider"] == "404"
+]
+
+
+@pytest.mark.parametrize("operation", HIDDEN_FROM_OUTSIDER)
+def test_a_hidden_object_answers_exactly_as_a_missing_one(world, operation):
+    """The red-team's finding: a comment or assignment of another project answered "No such
+    task." where a missing one answered "No such comment.", so ids could be probed. Whatever
+    the id names, an object the caller may not see gets the same status and body as none."""
+    url, body, fmt = REQUESTS[operation](world)
+    answers = []
+    for target in (url, _missing_twin(url)):
+        client = APIClient()
+        client.force_authenticate(world.users["outsider"])
+        method = getattr(client, operation[0].lower())
+        response = method(target, body, format=fmt) if body is not None else method(target)
+        answers.append((response.status_code, response.content))
+
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 404
+
+
 # --- the table covers every operation ------------------------------------------------------
 
 
@@ -448,3 +490,545 @@ def test_mcp_ask_on_another_callers_run_is_a_tool_error(world):
 
     assert response.json()["result"]["isError"] is True
     assert "another caller" in response.json()["result"]["content"][0]["text"]
+
+
+# === HTML: every page and htmx fragment × every role ==========================================
+#
+# Every route outside /api/ and /admin/ (Django's own, staff only) is enumerated from the URL
+# resolver; ``test_every_html_route_has_a_row`` fails when one has no row here, and
+# ``test_methods_without_a_row_are_refused`` when a view answers a method the table does not
+# list. Classes: ``200`` (2xx), ``302`` (a redirect within the app: done, or sent back to the
+# page with a message), ``login`` (anonymous: to the login page), ``400`` (the view's own
+# check of the input, past every access check), ``403``, ``404``. A refused request is also
+# sent as htmx (HX-Request): same status, and a one-line fragment instead of a page. The
+# harness row is a harness that somehow had a web session (it cannot log in with a password).
+
+PUBLIC_HTML = {"login", "logout"}
+
+# fmt: off
+HTML_MATRIX: dict[tuple[str, str], str] = {
+    # --- core: tasks, tags, tokens
+    ("GET", "task-list"):                         "login 200 200 200 200 200 200",
+    ("GET", "task-detail"):                       "login 404 200 200 200 200 404",
+    ("POST", "task-tags"):                        "login 404 302 403 403 302 404",
+    ("GET", "token-list"):                        "login 200 200 200 200 200 200",
+    ("POST", "token-list"):                       "login 200 200 200 200 200 200",
+    # --- authoring workspace (reviewers opening it are sent to the read-only task page)
+    ("GET", "workspace"):                         "login 404 200 302 302 200 404",
+    ("POST", "workspace-save"):                   "login 404 302 403 403 302 404",
+    ("POST", "workspace-lint"):                   "login 404 200 403 403 200 404",
+    ("POST", "workspace-spec-diff"):              "login 404 200 403 403 200 404",
+    ("GET", "workspace-blocker-form"):            "login 404 200 403 403 200 404",
+    ("POST", "workspace-waive"):                  "login 404 302 403 403 302 404",
+    ("GET", "workspace-preview"):                 "login 404 200 200 200 200 404",
+    ("GET", "workspace-revisions"):               "login 404 200 200 200 200 404",
+    ("POST", "workspace-sql-query"):              "login 404 200 200 200 200 404",
+    ("POST", "workspace-sql-format"):             "login 404 200 403 403 200 404",
+    ("POST", "workspace-sql-golden"):             "login 404 200 403 403 200 404",
+    ("GET", "workspace-sql-table"):               "login 404 200 200 200 200 404",
+    ("GET", "workspace-repo"):                    "login 404 200 200 200 200 404",
+    ("POST", "workspace-repo-edit"):              "login 404 200 403 403 200 404",
+    ("POST", "workspace-setup-patch-upload"):     "login 404 200 403 403 200 404",
+    ("POST", "workspace-submit"):                 "login 404 302 403 403 302 404",
+    # --- review
+    ("GET", "review-queue"):                      "login 200 200 200 200 200 200",
+    ("POST", "review-take-next"):                 "login 404 403 403 302 403 404",
+    ("POST", "review-release"):                   "login 404 403 403 302 302 404",
+    ("GET", "review-task"):                       "login 404 200 200 200 200 404",
+    ("POST", "review-task"):                      "login 404 403 403 302 403 404",
+    ("POST", "review-assign"):                    "login 404 403 403 403 302 404",
+    ("GET", "task-timeline"):                     "login 404 200 200 200 200 404",
+    ("POST", "comment-add"):                      "login 404 302 302 302 302 404",
+    ("POST", "comment-resolve"):                  "login 404 302 302 302 302 404",
+    ("GET", "notifications"):                     "login 200 200 200 200 200 200",
+    ("POST", "notifications"):                    "login 302 302 302 302 302 302",
+    ("GET", "review-pipeline"):                   "login 404 200 200 200 200 404",
+    ("POST", "review-pipeline"):                  "login 404 403 403 403 302 404",
+    ("GET", "review-dashboard"):                  "login 404 403 403 403 200 404",
+    # --- validators: runs of task code are started by the task's editors
+    ("POST", "validation-start"):                 "login 404 302 403 403 302 404",
+    ("GET", "validation-run"):                    "login 404 200 200 200 200 404",
+    ("POST", "environment-build-start"):          "login 404 302 403 403 302 404",
+    ("GET", "environment-build"):                 "login 404 200 200 200 200 404",
+    ("GET", "environment-card"):                  "login 404 200 200 200 200 404",
+    # --- judge validation
+    ("GET", "judge-questions"):                   "login 404 200 200 200 200 404",
+    ("POST", "judge-question-add"):               "login 404 302 302 302 302 404",
+    ("POST", "judge-generate"):                   "login 404 302 302 302 302 404",
+    ("POST", "judge-label"):                      "login 404 302 302 302 302 404",
+    ("POST", "judge-measure"):                    "login 404 200 200 200 200 404",
+    ("POST", "judge-accept"):                     "login 404 302 403 403 302 404",
+    ("GET", "judge-report"):                      "login 404 200 200 200 200 404",
+    ("POST", "judge-calibrate"):                  "login 404 403 403 403 302 404",
+    # --- evaluation (a user reading one project is sent to it)
+    ("GET", "evaluation-home"):                   "login 302 302 302 302 302 200",
+    ("GET", "evaluation-project"):                "login 404 200 200 200 200 404",
+    ("POST", "evaluation-endpoint-add"):          "login 404 403 403 403 302 404",
+    ("POST", "evaluation-run-start"):             "login 404 403 403 403 302 404",
+    ("POST", "evaluation-study-start"):           "login 404 403 403 403 302 404",
+    ("POST", "evaluation-results-upload"):        "login 404 403 403 403 302 404",
+    ("POST", "evaluation-scores-upload"):         "login 404 403 403 403 302 404",
+    ("POST", "evaluation-policy"):                "login 404 403 403 403 302 404",
+    ("GET", "evaluation-leaderboard-csv"):        "login 404 200 200 200 200 404",
+    ("GET", "evaluation-run"):                    "login 404 200 200 200 200 404",
+    ("GET", "evaluation-task-selection"):         "login 404 200 200 200 200 404",
+    ("GET", "evaluation-pass"):                   "login 404 200 200 200 200 404",
+    ("POST", "evaluation-pass-label"):            "login 404 302 302 302 302 404",
+    ("GET", "evaluation-compare"):                "login 404 200 200 200 200 404",
+    ("GET", "evaluation-failures"):               "login 404 200 200 200 200 404",
+    ("GET", "evaluation-failures-csv"):           "login 404 200 200 200 200 404",
+    ("GET", "evaluation-taxonomy"):               "login 404 200 200 200 200 404",
+    ("POST", "evaluation-taxonomy"):              "login 404 403 403 403 302 404",
+    ("POST", "evaluation-llm-labelling"):         "login 404 403 403 403 302 404",
+    # --- imports (authors and leads) and exports (leads)
+    ("GET", "import-list"):                       "login 200 200 200 200 200 200",
+    ("POST", "import-list"):                      "login 200 200 403 403 200 403",
+    ("GET", "import-detail"):                     "login 404 200 200 200 200 404",
+    ("GET", "export-list"):                       "login 200 200 200 200 200 200",
+    ("POST", "export-list"):                      "login 403 403 403 403 302 403",
+    ("GET", "export-detail"):                     "login 404 404 404 404 200 404",
+    ("GET", "export-download"):                   "login 404 404 404 404 200 404",
+}
+# fmt: on
+
+
+class HtmlWorld:
+    """The API matrix's world, and what only pages read: made on first use, so each case
+    builds only what its request needs (a SWE task with its repository, a SQL task with its
+    database, imported results…)."""
+
+    def __init__(self, w, demo_data):
+        self.__dict__.update(vars(w))
+        self._demo_data = demo_data
+
+    @cached_property
+    def layer3(self):
+        from review.services import pipeline_ensure
+
+        return pipeline_ensure(self.project)[2]
+
+    @cached_property
+    def validation_run(self):
+        from validators.models import ValidationRun
+
+        return ValidationRun.objects.create(
+            task=self.task,
+            revision=self.task.revisions.order_by("-number").first(),
+            checks=["spec"],
+            created_by=self.users["author"],
+        )
+
+    @cached_property
+    def validation_question(self):
+        from judge.validation import question_add
+
+        text = "Does the count include loans that are still running?"
+        return question_add(task=self.task, actor=self.users["lead"], text=text, source="reviewer")
+
+    @cached_property
+    def swe_task(self):
+        from exchange.importers import import_swebench
+
+        import_swebench(
+            project=self.project,
+            instances=self._demo_data["swe"]["instances"],
+            repo=str(self._demo_data["swe"]["repo"]),
+            actor=self.users["author"],
+        )
+        return Task.objects.get(project=self.project, domain="swe")
+
+    @cached_property
+    def sql_task(self):
+        from exchange.importers import import_bird
+
+        import_bird(
+            project=self.project,
+            questions=self._demo_data["sql"]["questions"],
+            databases=self._demo_data["sql"]["databases"],
+            actor=self.users["author"],
+            limit=1,
+        )
+        return Task.objects.filter(project=self.project, source="bird").latest("pk")
+
+    @cached_property
+    def build(self):
+        from validators.models import EnvironmentBuild
+
+        env = self.swe_task.swe_environment
+        return EnvironmentBuild.objects.create(
+            key="0" * 64, task=self.swe_task, repository=env.repository, commit=env.base_commit
+        )
+
+    @cached_property
+    def task_pass(self):
+        from tests.evaluation.util import keep_by_pass_rate
+
+        (run,) = keep_by_pass_rate(self.task)
+        return run.task_passes.filter(resolved=False).first() or run.task_passes.first()
+
+    @cached_property
+    def endpoint(self):
+        from evaluation.models import ModelEndpoint
+
+        return ModelEndpoint.objects.create(
+            project=self.project,
+            name="local",
+            base_url="http://127.0.0.1:9/v1",
+            model="m",
+            created_by=self.users["lead"],
+        )
+
+    @cached_property
+    def import_job(self):
+        from exchange.models import ImportJob
+
+        return ImportJob.objects.create(
+            project=self.project, kind="bird", upload_dir="matrix", created_by=self.users["author"]
+        )
+
+    @cached_property
+    def finished_export(self):
+        from django.conf import settings
+
+        settings.BUNDLE_STORE.mkdir(parents=True, exist_ok=True)
+        (settings.BUNDLE_STORE / "matrix.tar.gz").write_bytes(b"\x1f\x8b not really a bundle")
+        ExportJob.objects.filter(pk=self.job.pk).update(
+            status=ExportJob.Status.SUCCEEDED, file_path="matrix.tar.gz"
+        )
+        return self.job
+
+
+def _upload(name: str, content: bytes):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, content)
+
+
+def _task_url(name, task, **kwargs):
+    return reverse(name, kwargs={"task_id": task.pk, **kwargs})
+
+
+def _project_url(name, w):
+    return reverse(name, args=[w.project.pk])
+
+
+# (method, url name) -> w -> (url, POST data or None)
+HTML_REQUESTS = {
+    ("GET", "task-list"): lambda w: (reverse("task-list"), None),
+    ("GET", "task-detail"): lambda w: (_task_url("task-detail", w.task), None),
+    ("POST", "task-tags"): lambda w: (_task_url("task-tags", w.task), {"tags": "loans"}),
+    ("GET", "token-list"): lambda w: (reverse("token-list"), None),
+    ("POST", "token-list"): lambda w: (reverse("token-list"), {"name": "script"}),
+    ("GET", "workspace"): lambda w: (_task_url("workspace", w.task), None),
+    ("POST", "workspace-save"): lambda w: (
+        _task_url("workspace-save", w.task),
+        {"expected_version": _version(w.task), "spec.question": "How many loans?"},
+    ),
+    ("POST", "workspace-lint"): lambda w: (
+        _task_url("workspace-lint", w.task),
+        {"spec.question": "How many loans?"},
+    ),
+    ("POST", "workspace-spec-diff"): lambda w: (
+        _task_url("workspace-spec-diff", w.task, section="question"),
+        {"spec.question": "How many loans were settled?"},
+    ),
+    ("GET", "workspace-blocker-form"): lambda w: (
+        _task_url("workspace-blocker-form", w.task) + "?index=3",
+        None,
+    ),
+    ("POST", "workspace-waive"): lambda w: (
+        _task_url("workspace-waive", w.task),
+        {"fingerprint": "none-such", "reason": "Checked by hand."},
+    ),
+    ("GET", "workspace-preview"): lambda w: (_task_url("workspace-preview", w.task), None),
+    ("GET", "workspace-revisions"): lambda w: (_task_url("workspace-revisions", w.task), None),
+    ("POST", "workspace-sql-query"): lambda w: (
+        _task_url("workspace-sql-query", w.task),
+        {"console_sql": "SELECT 1"},
+    ),
+    ("POST", "workspace-sql-format"): lambda w: (
+        _task_url("workspace-sql-format", w.task),
+        {"env.gold_sql": "select count(*) from loan"},
+    ),
+    ("POST", "workspace-sql-golden"): lambda w: (
+        _task_url("workspace-sql-golden", w.task),
+        {"env.gold_sql": "SELECT 1"},
+    ),
+    ("GET", "workspace-sql-table"): lambda w: (
+        _task_url("workspace-sql-table", w.sql_task, table="loan"),
+        None,
+    ),
+    ("GET", "workspace-repo"): lambda w: (_task_url("workspace-repo", w.swe_task), None),
+    ("POST", "workspace-repo-edit"): lambda w: (
+        _task_url("workspace-repo-edit", w.swe_task),
+        {"path": "NOTES.md", "content": "A note.\n"},
+    ),
+    ("POST", "workspace-setup-patch-upload"): lambda w: (
+        _task_url("workspace-setup-patch-upload", w.swe_task),
+        {"patch_file": _upload("setup.patch", b"")},
+    ),
+    ("POST", "workspace-submit"): lambda w: (
+        _task_url("workspace-submit", w.task),
+        {"expected_version": _version(w.task)},
+    ),
+    ("GET", "review-queue"): lambda w: (reverse("review-queue"), None),
+    ("POST", "review-take-next"): lambda w: (reverse("review-take-next", args=[w.layer3.pk]), {}),
+    ("POST", "review-release"): lambda w: (reverse("review-release", args=[w.assignment.pk]), {}),
+    ("GET", "review-task"): lambda w: (_task_url("review-task", w.in_review), None),
+    ("POST", "review-task"): lambda w: (
+        _task_url("review-task", w.in_review),
+        {"outcome": "request_changes", "revision": 1, "summary": "Say which status is clean."},
+    ),
+    ("POST", "review-assign"): lambda w: (
+        _task_url("review-assign", w.in_review),
+        {"reviewer": "auditor2"},
+    ),
+    ("GET", "task-timeline"): lambda w: (_task_url("task-timeline", w.task), None),
+    ("POST", "comment-add"): lambda w: (_task_url("comment-add", w.task), {"body": "Agreed."}),
+    ("POST", "comment-resolve"): lambda w: (
+        reverse("comment-resolve", args=[w.comment.pk]),
+        {"resolved": "1"},
+    ),
+    ("GET", "notifications"): lambda w: (reverse("notifications"), None),
+    ("POST", "notifications"): lambda w: (reverse("notifications"), {}),
+    ("GET", "review-pipeline"): lambda w: (_project_url("review-pipeline", w), None),
+    ("POST", "review-pipeline"): lambda w: (
+        _project_url("review-pipeline", w),
+        {"lock_minutes": "30"},
+    ),
+    ("GET", "review-dashboard"): lambda w: (_project_url("review-dashboard", w), None),
+    ("POST", "validation-start"): lambda w: (
+        _task_url("validation-start", w.task),
+        {"checks": ["spec"]},
+    ),
+    ("GET", "validation-run"): lambda w: (
+        _task_url("validation-run", w.task, run_id=w.validation_run.pk),
+        None,
+    ),
+    ("POST", "environment-build-start"): lambda w: (
+        _task_url("environment-build-start", w.swe_task),
+        {},
+    ),
+    ("GET", "environment-build"): lambda w: (reverse("environment-build", args=[w.build.pk]), None),
+    ("GET", "environment-card"): lambda w: (_task_url("environment-card", w.swe_task), None),
+    ("GET", "judge-questions"): lambda w: (_task_url("judge-questions", w.task), None),
+    ("POST", "judge-question-add"): lambda w: (
+        _task_url("judge-question-add", w.task),
+        {"text": "Are loans that are still running counted as settled?"},
+    ),
+    ("POST", "judge-generate"): lambda w: (_task_url("judge-generate", w.task), {}),
+    ("POST", "judge-label"): lambda w: (
+        _task_url("judge-label", w.task, question_id=w.validation_question.pk),
+        {"blocker_key": "__none__"},
+    ),
+    ("POST", "judge-measure"): lambda w: (_task_url("judge-measure", w.task), {}),
+    ("POST", "judge-accept"): lambda w: (_task_url("judge-accept", w.task), {}),
+    ("GET", "judge-report"): lambda w: (_project_url("judge-report", w), None),
+    ("POST", "judge-calibrate"): lambda w: (_project_url("judge-calibrate", w), {}),
+    ("GET", "evaluation-home"): lambda w: (reverse("evaluation-home"), None),
+    ("GET", "evaluation-project"): lambda w: (_project_url("evaluation-project", w), None),
+    ("POST", "evaluation-endpoint-add"): lambda w: (
+        _project_url("evaluation-endpoint-add", w),
+        {"name": "other", "base_url": "http://127.0.0.1:9/v1", "model": "m"},
+    ),
+    ("POST", "evaluation-run-start"): lambda w: (
+        _project_url("evaluation-run-start", w),
+        {"endpoint": w.endpoint.pk, "modes": ["baseline"], "passes": 1},
+    ),
+    ("POST", "evaluation-study-start"): lambda w: (
+        _project_url("evaluation-study-start", w),
+        {"endpoint": w.endpoint.pk, "method": "direct_ask"},
+    ),
+    ("POST", "evaluation-results-upload"): lambda w: (
+        _project_url("evaluation-results-upload", w),
+        {"model": "model-b", "file": _results_file(w)},
+    ),
+    ("POST", "evaluation-scores-upload"): lambda w: (
+        _project_url("evaluation-scores-upload", w),
+        {"model": "model-b", "file": _upload("scores.jsonl", b"")},
+    ),
+    ("POST", "evaluation-policy"): lambda w: (
+        _project_url("evaluation-policy", w),
+        {"k": 3, "full_info_min": 1, "baseline_max": 0, "min_models": 1},
+    ),
+    ("GET", "evaluation-leaderboard-csv"): lambda w: (
+        _project_url("evaluation-leaderboard-csv", w),
+        None,
+    ),
+    ("GET", "evaluation-run"): lambda w: (
+        reverse("evaluation-run", args=[w.task_pass.run_id]),
+        None,
+    ),
+    ("GET", "evaluation-task-selection"): lambda w: (
+        _task_url("evaluation-task-selection", w.task),
+        None,
+    ),
+    ("GET", "evaluation-pass"): lambda w: (reverse("evaluation-pass", args=[w.task_pass.pk]), None),
+    ("POST", "evaluation-pass-label"): lambda w: (
+        reverse("evaluation-pass-label", args=[w.task_pass.pk]),
+        {"dimension": "", "mode": "", "note": ""},
+    ),
+    ("GET", "evaluation-compare"): lambda w: (
+        reverse("evaluation-compare") + f"?left={w.task_pass.pk}&right={w.task_pass.pk}",
+        None,
+    ),
+    ("GET", "evaluation-failures"): lambda w: (_project_url("evaluation-failures", w), None),
+    ("GET", "evaluation-failures-csv"): lambda w: (
+        _project_url("evaluation-failures-csv", w),
+        None,
+    ),
+    ("GET", "evaluation-taxonomy"): lambda w: (_project_url("evaluation-taxonomy", w), None),
+    ("POST", "evaluation-taxonomy"): lambda w: (_project_url("evaluation-taxonomy", w), {}),
+    ("POST", "evaluation-llm-labelling"): lambda w: (
+        _project_url("evaluation-llm-labelling", w),
+        {"endpoint": w.endpoint.pk},
+    ),
+    ("GET", "import-list"): lambda w: (reverse("import-list"), None),
+    ("POST", "import-list"): lambda w: (reverse("import-list"), {"kind": "bird"}),
+    ("GET", "import-detail"): lambda w: (reverse("import-detail", args=[w.import_job.pk]), None),
+    ("GET", "export-list"): lambda w: (reverse("export-list"), None),
+    ("POST", "export-list"): lambda w: (
+        reverse("export-list"),
+        {"project": w.project.pk, "draft": "on"},
+    ),
+    ("GET", "export-detail"): lambda w: (reverse("export-detail", args=[w.job.pk]), None),
+    ("GET", "export-download"): lambda w: (
+        reverse("export-download", args=[w.finished_export.pk]),
+        None,
+    ),
+}
+
+
+def _html_class(response) -> str:
+    if response.status_code in (301, 302):
+        return "login" if response["Location"].startswith(reverse("login")) else "302"
+    return "200" if 200 <= response.status_code < 300 else str(response.status_code)
+
+
+def _row_counts() -> dict[str, int]:
+    """How many rows every table of the apps holds (sessions and login attempts aside)."""
+    from django.apps import apps
+
+    skip = {"sessions", "axes", "admin", "contenttypes"}
+    return {
+        model._meta.label: model._default_manager.count()
+        for model in apps.get_models()
+        if model._meta.app_label not in skip
+    }
+
+
+def _html_client(w, role):
+    from django.test import Client
+
+    client = Client()
+    if role != "anonymous":
+        client.force_login(w.users[role])
+    return client
+
+
+def _send(client, method, url, data, *, htmx=False):
+    headers = {"HX-Request": "true"} if htmx else {}
+    if method == "GET":
+        return client.get(url, headers=headers)
+    return client.post(url, data or {}, headers=headers)
+
+
+HTML_CASES = [
+    pytest.param(op, role, expected, id=f"{op[0]} {op[1]} as {role}")
+    for op, row in HTML_MATRIX.items()
+    for role, expected in zip(ROLES, row.split(), strict=True)
+]
+
+
+@pytest.fixture
+def html_world(world, demo_data):
+    return HtmlWorld(world, demo_data)
+
+
+@pytest.mark.parametrize("operation, role, expected", HTML_CASES)
+def test_html_permission_matrix(html_world, operation, role, expected):
+    w = html_world
+    method, _name = operation
+    url, data = HTML_REQUESTS[operation](w)
+    before = _row_counts(), _task_state(w.task), _task_state(w.in_review)
+
+    response = _send(_html_client(w, role), method, url, data)
+
+    got = _html_class(response)
+    assert got == expected, f"{role}: {response.status_code} {response.content[:300]!r}"
+    if expected in ("200", "302"):
+        return
+    assert (_row_counts(), _task_state(w.task), _task_state(w.in_review)) == before
+    # The same refusal asked by htmx: the same status, and a fragment, not a page in a page.
+    url, data = HTML_REQUESTS[operation](w)
+    fragment = _send(_html_client(w, role), method, url, data, htmx=True)
+    assert _html_class(fragment) == expected
+    if expected in ("403", "404"):
+        assert b"<html" not in fragment.content.lower()
+        assert b'role="alert"' in fragment.content
+
+
+# --- the HTML table covers every route and method ------------------------------------------------
+
+
+def _html_routes(resolver=None, prefix="") -> dict[str, str]:
+    """url name -> route, for every route outside /api/ and /admin/."""
+    resolver = resolver or get_resolver()
+    found = {}
+    for entry in resolver.url_patterns:
+        route = prefix + str(entry.pattern)
+        if route.startswith(("api/", "admin/")):
+            continue
+        if isinstance(entry, URLResolver):
+            found |= _html_routes(entry, route)
+        elif isinstance(entry, URLPattern):
+            assert entry.name, f"{route} has no name: the matrix names routes"
+            found[entry.name] = route
+    return found
+
+
+def test_every_html_route_has_a_row():
+    names = set(_html_routes()) - PUBLIC_HTML
+    covered = {name for _method, name in HTML_MATRIX}
+
+    assert sorted(names - covered) == [], "add these pages and fragments to HTML_MATRIX"
+    assert sorted(covered - names) == [], "HTML_MATRIX names routes that are gone"
+    assert set(HTML_REQUESTS) == set(HTML_MATRIX)
+
+
+@pytest.mark.parametrize("name", sorted(set(_html_routes()) - PUBLIC_HTML), ids=lambda name: name)
+def test_methods_without_a_row_are_refused(html_world, name):
+    """A view that answers a method the table does not list would be a door nobody checked:
+    for a lead (who may do most), GET or POST without a row is 405."""
+    w = html_world
+    listed = {method for method, n in HTML_MATRIX if n == name}
+    some = next(op for op in HTML_MATRIX if op[1] == name)
+    url, data = HTML_REQUESTS[some](w)
+    for method in {"GET", "POST"} - listed:
+        response = _send(_html_client(w, "lead"), method, url, data)
+        assert response.status_code == 405, f"{method} {name}: {response.status_code}"
+
+
+HTML_HIDDEN_FROM_OUTSIDER = [
+    pytest.param(op, id=f"{op[0]} {op[1]}")
+    for op, row in HTML_MATRIX.items()
+    if "_id>" in _html_routes()[op[1]]
+    and dict(zip(ROLES, row.split(), strict=True))["outsider"] == "404"
+]
+
+
+@pytest.mark.parametrize("operation", HTML_HIDDEN_FROM_OUTSIDER)
+def test_a_hidden_page_answers_exactly_as_a_missing_one(html_world, operation):
+    """Pages and htmx fragments too: another project's object and no object at all get the
+    same status and the same body, so a page cannot be used to probe which ids exist."""
+    w = html_world
+    method = operation[0]
+    for htmx in (False, True):
+        answers = []
+        for twin in (False, True):
+            url, data = HTML_REQUESTS[operation](w)
+            target = _missing_twin(url) if twin else url
+            response = _send(_html_client(w, "outsider"), method, target, data, htmx=htmx)
+            answers.append((response.status_code, response.content))
+        assert answers[0] == answers[1]
+        assert answers[0][0] == 404

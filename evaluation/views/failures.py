@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.access import access_task_pass
@@ -30,6 +31,7 @@ from evaluation.services import (
 from evaluation.viewer import csv_safe, view_steps
 from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
 from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.vocabulary import Role
 
 QUEUE_ROWS = 100
@@ -109,10 +111,7 @@ def pass_label(request, pass_id: int):
         messages.error(request, str(error))
     else:
         messages.success(request, "Label saved.")
-    next_url = request.POST.get("next") or ""
-    if next_url.startswith("/") and not next_url.startswith("//"):
-        return redirect(next_url)
-    return redirect("evaluation-pass", pass_id=task_pass.pk)
+    return redirect_next(request, reverse("evaluation-pass", args=[task_pass.pk]))
 
 
 def _queue(project, request) -> tuple[list[dict], dict]:
@@ -223,10 +222,13 @@ def llm_labelling_start(request, project_id: int):
 @require_http_methods(["GET", "POST"])
 def taxonomy_edit(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
+    if request.method == "POST":
+        # Before taxonomy(): it stores the default entries on first use, and a refused
+        # request stores nothing.
+        require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
     entries = taxonomy(project)
     is_lead = has_role(request.user, project.pk, Role.LEAD)
     if request.method == "POST":
-        require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
         changes = {
             e.pk: {
                 "name": request.POST.get(f"name-{e.pk}", e.name),

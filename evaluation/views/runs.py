@@ -193,10 +193,11 @@ def _form_errors(form) -> str:
     )
 
 
-def _lead_post(request, project_id: int, form_class, action, **form_kwargs):
-    """Validate a lead's form and run ``action(project, data)``; errors become messages."""
+def _lead_post(request, project_id: int, form_class, action, form_kwargs=None):
+    """Validate a lead's form and run ``action(project, data)``; errors become messages.
+    ``form_kwargs(project)`` gives the form's extra arguments (the project's endpoints)."""
     project = access_project(request.user, project_id, roles=(Role.LEAD,))
-    form = form_class(request.POST, request.FILES, **form_kwargs(project) if form_kwargs else {})
+    form = form_class(request.POST, request.FILES, **(form_kwargs(project) if form_kwargs else {}))
     if not form.is_valid():
         messages.error(request, _form_errors(form))
         return redirect("evaluation-project", project_id=project.pk)

@@ -478,3 +478,50 @@ def test_pages_name_a_task_state_by_its_revision_number_only(client, sql_task, a
         assert "version" not in words.replace("python version", ""), name
     saved = save(client, sql_task, form_data(sql_task), **HTMX)
     assert "Saved · revision 2" in text(saved)
+
+
+# The red-team's list: a reviewer's htmx requests to these answered an AccessDenied traceback.
+REFUSED_FRAGMENTS = [
+    ("sql", "POST", "workspace-lint", {}),
+    ("sql", "POST", "workspace-spec-diff", {"section": "question"}),
+    ("sql", "GET", "workspace-blocker-form", {}),
+    ("sql", "POST", "workspace-waive", {}),
+    ("sql", "POST", "workspace-sql-format", {}),
+    ("sql", "POST", "workspace-sql-golden", {}),
+    ("swe", "POST", "workspace-repo-edit", {}),
+    ("swe", "POST", "workspace-setup-patch-upload", {}),
+]
+
+
+@pytest.mark.parametrize(
+    "domain, method, url_name, kwargs", REFUSED_FRAGMENTS, ids=[r[2] for r in REFUSED_FRAGMENTS]
+)
+def test_a_reviewers_htmx_request_to_the_workspace_is_a_403_fragment(
+    client, request, reviewer, domain, method, url_name, kwargs
+):
+    """403 with a one-line fragment naming the reason (the workspace swaps 4xx fragments into
+    the panel that asked), not a 500 and not a whole page inside the panel; nothing stored.
+    The test client re-raises an exception no middleware handled, as the server would 500."""
+    task = request.getfixturevalue(f"{domain}_task")
+    before = (task.version, Revision.objects.count(), LintWaiver.objects.count())
+    client.force_login(reviewer)
+    url = reverse(url_name, kwargs={"task_id": task.pk, **kwargs})
+    data = {
+        "fingerprint": "x",
+        "reason": "y",
+        "env.gold_sql": "SELECT 1",
+        "path": "a.py",
+        "content": "x = 1\n",
+        "spec.question": "How many?",
+    }
+
+    response = client.get(url, **HTMX) if method == "GET" else client.post(url, data, **HTMX)
+
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert body == (
+        '<p class="error-report" role="alert">'
+        "Only the task&#x27;s author or a project lead may change this task.</p>"
+    )
+    task.refresh_from_db()
+    assert (task.version, Revision.objects.count(), LintWaiver.objects.count()) == before

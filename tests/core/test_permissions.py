@@ -491,3 +491,124 @@ def test_an_access_refusal_in_an_html_view_is_a_403_page_naming_the_reason(clien
         response.content
     )
     assert b"<h1>Not allowed</h1>" in response.content
+
+
+# --- machine users log in with a token only -------------------------------------------------
+
+
+def test_a_machine_user_cannot_log_in_with_a_password_even_if_one_was_set(
+    client, rf, objs, harness
+):
+    """The red-team's finding: the harness logged in to the web UI with its password. A
+    machine user is refused at login (and by ``authenticate`` anywhere, the admin's login too);
+    its API token still works."""
+    from django.contrib.auth import authenticate
+
+    harness.set_password("a-password-someone-set")
+    harness.save()
+
+    response = client.post(
+        reverse("login"), {"username": "harness", "password": "a-password-someone-set"}
+    )
+
+    assert response.status_code == 200  # the form again, with the usual error
+    assert "enter a correct username and password" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    assert client.get(reverse("task-list")).status_code == 302  # still anonymous
+    login_request = rf.post("/admin/login/")
+    assert (
+        authenticate(login_request, username="harness", password="a-password-someone-set") is None
+    )
+    _token, key = api_token_create(user=harness, name="harness")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert api.get(reverse("api-project-list")).status_code == 200
+
+
+def test_people_still_log_in_with_their_password(client, objs, author):
+    author.set_password("authors-password")
+    author.save()
+
+    response = client.post(reverse("login"), {"username": "author", "password": "authors-password"})
+
+    assert response.status_code == 302
+    assert client.get(reverse("task-list")).status_code == 200
+
+
+# --- redirects after a form stay on this site ---------------------------------------------
+
+
+OFF_SITE = [
+    "https://evil.example/phish",
+    "//evil.example/phish",
+    "/\\evil.example/phish",
+    "\\\\evil.example/phish",
+    "http:/evil.example",
+    "javascript:alert(1)",
+]
+
+
+def _thread(objs, author):
+    from review.models import Comment
+
+    return Comment.objects.create(task=objs.task, author=author, body="Which year is the boom?")
+
+
+@pytest.mark.parametrize("next_url", OFF_SITE)
+def test_comment_forms_never_redirect_off_site(client, objs, author, next_url):
+    """The red-team's finding: ``?next=https://evil.example`` on a comment form sent the
+    browser there after posting. Only a path on this site is followed."""
+    thread = _thread(objs, author)
+    client.force_login(author)
+    task_page = f"/tasks/{objs.task.pk}/#threads"
+
+    added = client.post(
+        reverse("comment-add", args=[objs.task.pk]), {"body": "1997.", "next": next_url}
+    )
+    resolved = client.post(
+        reverse("comment-resolve", args=[thread.pk]), {"resolved": "1", "next": next_url}
+    )
+
+    assert (added.status_code, added["Location"]) == (302, task_page)
+    assert (resolved.status_code, resolved["Location"]) == (302, task_page)
+
+
+def test_comment_forms_return_to_the_page_they_were_posted_from(client, objs, author):
+    thread = _thread(objs, author)
+    client.force_login(author)
+    review_page = f"/tasks/{objs.task.pk}/review/?tab=threads#threads"
+
+    added = client.post(
+        reverse("comment-add", args=[objs.task.pk]), {"body": "1997.", "next": review_page}
+    )
+    resolved = client.post(
+        reverse("comment-resolve", args=[thread.pk]), {"resolved": "1", "next": review_page}
+    )
+
+    assert added["Location"] == review_page
+    assert resolved["Location"] == review_page
+
+
+@pytest.mark.parametrize("next_url", OFF_SITE)
+def test_login_never_redirects_off_site(client, objs, author, next_url):
+    author.set_password("authors-password")
+    author.save()
+
+    response = client.post(
+        reverse("login"),
+        {"username": "author", "password": "authors-password", "next": next_url},
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("task-list")
+
+
+@pytest.mark.parametrize("next_url", OFF_SITE)
+def test_redirect_next_follows_only_paths_on_this_host(rf, next_url):
+    from hilbench_annotate.redirects import redirect_next
+
+    hostile = rf.post("/x/", {"next": next_url})
+    same_site = rf.post("/x/", {"next": "/evaluation/passes/3/?left=1"})
+
+    assert redirect_next(hostile, "/fallback/")["Location"] == "/fallback/"
+    assert redirect_next(same_site, "/fallback/")["Location"] == "/evaluation/passes/3/?left=1"

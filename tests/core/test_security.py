@@ -179,6 +179,61 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
     assert "DJANGO_SECRET_KEY must be set" in result.stderr
 
 
+def _debug_in(env: dict[str, str]) -> str:
+    probe = "from django.conf import settings; print('DEBUG', settings.DEBUG)"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return result.stdout + result.stderr
+
+
+def test_debug_is_off_when_django_debug_is_unset(tmp_path):
+    """A deployment that forgets DJANGO_DEBUG serves no tracebacks: the default is off."""
+    env = _production_env(tmp_path)
+    del env["DJANGO_DEBUG"]
+
+    assert "DEBUG False" in _debug_in(env)
+
+
+def test_debug_unset_without_a_secret_key_says_what_to_set(tmp_path):
+    env = _production_env(tmp_path)
+    del env["DJANGO_DEBUG"], env["DJANGO_SECRET_KEY"]
+
+    output = _debug_in(env)
+
+    assert "DJANGO_SECRET_KEY must be set" in output
+    assert "make run" in output
+
+
+def test_make_run_turns_debug_on_for_itself_and_what_it_runs_first(tmp_path):
+    """`make run` works with no secret configured: its targets (migrate, demo, run, worker)
+    set DJANGO_DEBUG=1 unless the caller set it. The probe stands in for the venv's python,
+    so the commands print the variable instead of running (-o: no reinstall)."""
+    code = 'import os; print(os.environ.get("DJANGO_DEBUG"))'
+    probe = f"{sys.executable} -c '{code}'"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MAKE"))}
+
+    def make(target, **extra):
+        result = subprocess.run(
+            ["make", "-s", "-o", ".venv/.installed", target, f"PY={probe}"],
+            cwd=ROOT,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout.split()
+
+    assert make("demo") == ["1", "1"]  # migrate, then seed_demo
+    assert make("demo", DJANGO_DEBUG="0") == ["0", "0"]
+
+
 # --- login throttling ---------------------------------------------------------------------
 
 
@@ -217,7 +272,7 @@ def test_repeated_failed_logins_lock_the_username_even_with_the_right_password(c
 
 
 def test_the_lock_is_in_the_database_so_every_web_process_sees_it(client, throttle):
-    """Another client from another address (another process, as far as state goes) is
+    """Another client from the same address (another process, as far as state goes) is
     refused too: the failures live in AccessAttempt rows, not in process memory."""
     from django.test import Client
 
@@ -226,21 +281,47 @@ def test_the_lock_is_in_the_database_so_every_web_process_sees_it(client, thrott
         _login(client, "alice", "wrong", ip="10.0.0.1")
     assert AccessAttempt.objects.filter(username="alice").exists()
 
-    elsewhere = _login(Client(), "alice", "right-password", ip="10.9.9.9")
+    elsewhere = _login(Client(), "alice", "right-password", ip="10.0.0.1")
 
     assert elsewhere.status_code == 429
 
 
-def test_repeated_failures_from_one_address_lock_that_address(client, throttle):
+def test_one_users_failures_do_not_lock_out_colleagues_behind_the_same_address(client, throttle):
+    """The red-team's finding: auditor2's typos locked author2 out, both behind one office
+    address. The lock is on the (username, address) pair: only the failing user is locked."""
+    from django.test import Client
+
+    UserFactory(username="auditor2", password="auditor2-password")
+    UserFactory(username="author2", password="author2-password")
+    for _ in range(3):
+        _login(client, "auditor2", "wrong", ip="10.6.6.6")
+
+    colleague = _login(Client(), "author2", "author2-password", ip="10.6.6.6")
+    failing_user = _login(Client(), "auditor2", "auditor2-password", ip="10.6.6.6")
+
+    assert colleague.status_code == 302
+    assert failing_user.status_code == 429
+
+
+def test_guessing_many_usernames_from_one_address_locks_each_guessed_pair_only(client, throttle):
     UserFactory(username="bob", password="bobs-password")
     for name in ("x1", "x2", "x3"):
-        _login(client, name, "guess", ip="10.6.6.6")
+        for _ in range(3):
+            _login(client, name, "guess", ip="10.6.6.6")
 
-    from_there = _login(client, "bob", "bobs-password", ip="10.6.6.6")
-    from_elsewhere = _login(client, "bob", "bobs-password", ip="10.7.7.7")
+    assert _login(client, "x1", "guess", ip="10.6.6.6").status_code == 429
+    assert _login(client, "bob", "bobs-password", ip="10.6.6.6").status_code == 302
 
-    assert from_there.status_code == 429
-    assert from_elsewhere.status_code == 302
+
+def test_lockout_by_setting_reads_pairs_and_alternatives():
+    from django.conf import settings
+
+    from hilbench_annotate.settings import _lockout_parameters
+
+    assert settings.AXES_LOCKOUT_PARAMETERS == [["username", "ip_address"]]
+    assert _lockout_parameters("username") == [["username"]]
+    assert _lockout_parameters("username, ip_address") == [["username"], ["ip_address"]]
+    assert _lockout_parameters(" username + ip_address ") == [["username", "ip_address"]]
 
 
 def test_a_success_below_the_limit_resets_the_count(client, throttle):

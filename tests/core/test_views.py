@@ -276,7 +276,8 @@ def test_reviewer_cannot_import_and_sees_why(client, project, reviewer):
     assert "You need the author or lead role" in page
     response = client.post(reverse("import-list"), {"kind": "hilbench", "project": project.pk})
     assert ImportJob.objects.count() == 0
-    assert response.status_code == 200
+    assert response.status_code == 403
+    assert "Only authors and leads import tasks." in response.content.decode()
 
 
 def test_task_page_colours_patches_line_by_line_and_escapes_them(client, project, author):

@@ -154,3 +154,36 @@ def test_evaluation_home_lists_only_projects_the_user_reads(client, project, aut
     client.force_login(harness)  # a machine user reads no evaluation page
     response = client.get(reverse("evaluation-home"))
     assert response.status_code == 200 and project.name not in response.content.decode()
+
+
+def test_a_lead_starts_a_model_run_and_a_study_from_the_page(client, sql_task, lead):
+    """Both forms answered 500 (TypeError in the view's form set-up) before the HTML
+    permission matrix asked them as a lead."""
+    from evaluation.models import SupportStudy
+
+    endpoint = ModelEndpoint.objects.create(
+        project=sql_task.project,
+        name="local",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        created_by=lead,
+    )
+    client.force_login(lead)
+    project = sql_task.project.pk
+
+    run = client.post(
+        reverse("evaluation-run-start", args=[project]),
+        {"endpoint": endpoint.pk, "tasks": str(sql_task.pk), "modes": ["baseline"], "passes": 2},
+    )
+    study = client.post(
+        reverse("evaluation-study-start", args=[project]),
+        {"endpoint": endpoint.pk, "tasks": str(sql_task.pk), "method": "direct_ask"},
+    )
+
+    started = EvaluationRun.objects.get(endpoint=endpoint)
+    assert run.status_code == 302 and run["Location"] == reverse(
+        "evaluation-run", args=[started.pk]
+    )
+    assert (started.passes, started.modes) == (2, ["baseline"])
+    assert study.status_code == 302
+    assert SupportStudy.objects.get(project=sql_task.project).method == "direct_ask"

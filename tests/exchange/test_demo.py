@@ -30,7 +30,7 @@ def test_seed_demo_makes_tasks_and_every_demo_user_can_log_in(client, settings, 
     assert {gold_label(q)[0] for q in questions} == {"agreed"}
     # Enough of them to measure the judge (three per blocker, ten in all).
     assert labelling_progress(blocked)["shortfall"] == []
-    users = {name: password for name, (_roles, password) in DEMO_USERS.items()}
+    users = {name: password for name, (_roles, password) in DEMO_USERS.items() if password}
     users |= {"admin": "admin-demo", "outsider": "outsider-demo"}
     for username, password in users.items():
         response = client.post(reverse("login"), {"username": username, "password": password})
@@ -38,6 +38,26 @@ def test_seed_demo_makes_tasks_and_every_demo_user_can_log_in(client, settings, 
         assert client.get(reverse("task-list")).status_code == 200
         client.post(reverse("logout"))
         assert client.get(reverse("task-list")).status_code == 302
+    # The harness is a machine user: no password at all, so no web session (API tokens only).
+    from django.contrib.auth import get_user_model
+
+    harness = get_user_model().objects.get(username="harness")
+    assert DEMO_USERS["harness"][1] is None
+    assert not harness.has_usable_password()
+    response = client.post(reverse("login"), {"username": "harness", "password": "harness-demo"})
+    assert response.status_code == 200 and "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db
+def test_seed_demo_takes_the_password_of_a_harness_seeded_before(settings, tmp_path):
+    from django.contrib.auth import get_user_model
+
+    settings.VAR_DIR = tmp_path
+    get_user_model().objects.create_user(username="harness", password="harness-demo")
+
+    call_command("seed_demo", force=True)
+
+    assert not get_user_model().objects.get(username="harness").has_usable_password()
 
 
 @pytest.mark.django_db

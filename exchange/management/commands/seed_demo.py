@@ -22,6 +22,8 @@ from judge.models import ValidationQuestion
 from judge.validation import label_add, question_add
 
 # username → (roles in the demo project, password). Demo only: refused with DEBUG off.
+# The harness is a machine user: no password (it could not log in with one anyway); it calls
+# the API with a token from `manage.py create_api_token harness`.
 DEMO_USERS = {
     "author": ((Role.AUTHOR,), "author-demo"),
     "author2": ((Role.AUTHOR,), "author2-demo"),
@@ -29,7 +31,7 @@ DEMO_USERS = {
     "auditor": ((Role.AUDITOR,), "auditor-demo"),
     "auditor2": ((Role.AUDITOR,), "auditor2-demo"),
     "lead": ((Role.LEAD,), "lead-demo"),
-    "harness": ((Role.HARNESS,), "harness-demo"),
+    "harness": ((Role.HARNESS,), None),
 }
 
 
@@ -64,8 +66,12 @@ class Command(BaseCommand):
             users = {}
             for username, (roles, password) in DEMO_USERS.items():
                 user, created = User.objects.get_or_create(username=username)
-                if created:
+                if created and password:
                     user.set_password(password)
+                    user.save()
+                elif password is None and user.has_usable_password():
+                    # Also for a demo database seeded before machine users lost their password.
+                    user.set_unusable_password()
                     user.save()
                 for role in roles:
                     Membership.objects.get_or_create(project=project, user=user, role=role)
@@ -104,6 +110,12 @@ class Command(BaseCommand):
         self.stdout.write("\nDemo users (username / password):")
         self.stdout.write("  admin / admin-demo  (site admin)")
         for username, (roles, password) in DEMO_USERS.items():
+            if password is None:
+                self.stdout.write(
+                    f"  {username}  ({', '.join(roles)} in Demo benchmark; a machine user with no "
+                    f"password: make its API token with `manage.py create_api_token {username}`)"
+                )
+                continue
             self.stdout.write(f"  {username} / {password}  ({', '.join(roles)} in Demo benchmark)")
         self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
 
