@@ -18,6 +18,7 @@ COPY review ./review
 COPY validators ./validators
 COPY judge ./judge
 COPY evaluation ./evaluation
+COPY exchange ./exchange
 COPY templates ./templates
 COPY static ./static
 COPY docs ./docs
