@@ -543,7 +543,7 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("GET", "notifications"):                     "login 200 200 200 200 200 200",
     ("POST", "notifications"):                    "login 302 302 302 302 302 302",
     ("GET", "review-pipeline"):                   "login 404 200 200 200 200 404",
-    ("POST", "review-pipeline"):                  "login 404 403 403 403 302 404",
+    ("POST", "review-pipeline"):                  "login 404 403 403 403 400 404",
     ("GET", "review-dashboard"):                  "login 404 403 403 403 200 404",
     # --- validators: runs of task code are started by the task's editors
     ("POST", "validation-start"):                 "login 404 302 403 403 302 404",
