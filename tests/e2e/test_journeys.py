@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from hilbench_annotate.models import Task
 
-from .conftest import login, new_page
+from .conftest import new_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
