@@ -1,0 +1,123 @@
+"""Many tasks at once: what ``task_create`` writes, in a fixed number of statements a chunk.
+
+An import of 10,000 records through ``task_create`` costs some ten queries a task; here a
+chunk of tasks costs one INSERT per table (tasks, environments, blockers, trigger
+questions, revisions, events), batched further only where the database caps the number of
+parameters a statement may carry (SQLite: 999).
+"""
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from hilbench_annotate.models import (
+    Blocker,
+    Project,
+    Revision,
+    SqlEnvironment,
+    SweEnvironment,
+    Task,
+    TaskEvent,
+    TriggerQuestion,
+)
+from hilbench_annotate.vocabulary import Domain
+
+from .tasks import _snapshot, _task_row
+
+
+def _chunks(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def _blocker_rows(task: Task, blockers: list[dict[str, Any]]) -> list[tuple[Blocker, list[str]]]:
+    rows = []
+    for position, fields in enumerate(blockers):
+        fields = dict(fields)
+        questions = list(fields.pop("trigger_questions", ()))
+        rows.append((Blocker(task=task, position=position, **fields), questions))
+    return rows
+
+
+def _create_chunk(
+    *, project: Project, records: list[dict[str, Any]], author, reason: str
+) -> list[Task]:
+    actor = author if getattr(author, "is_authenticated", False) else None
+    tasks, envs, blockers = [], [], []
+    for record in records:
+        task = _task_row(
+            project=project,
+            author=author,
+            blocker_count=len(record.get("blockers", ())),
+            **{k: v for k, v in record.items() if k not in ("environment", "blockers")},
+        )
+        env_model = SqlEnvironment if task.domain == Domain.SQL else SweEnvironment
+        tasks.append(task)
+        envs.append(env_model(task=task, **record["environment"]))
+        blockers.append(_blocker_rows(task, record.get("blockers", [])))
+    Task.objects.bulk_create(tasks)
+    for env_model in (SqlEnvironment, SweEnvironment):
+        # bulk_create takes each task's primary key, set by the INSERT above.
+        env_model.objects.bulk_create([env for env in envs if isinstance(env, env_model)])
+    Blocker.objects.bulk_create([b for rows in blockers for b, _ in rows])
+    TriggerQuestion.objects.bulk_create(
+        TriggerQuestion(blocker=blocker, position=i, text=text)
+        for rows in blockers
+        for blocker, questions in rows
+        for i, text in enumerate(questions)
+    )
+    Revision.objects.bulk_create(
+        Revision(
+            task=task,
+            number=1,
+            snapshot=_snapshot(task, env, rows),
+            author=actor,
+            reason=reason,
+            lint_findings=[],
+        )
+        for task, env, rows in zip(tasks, envs, blockers, strict=True)
+    )
+    TaskEvent.objects.bulk_create(
+        TaskEvent(
+            project_id=project.pk,
+            task_id=task.pk,
+            actor=actor,
+            kind=reason,
+            data={"source": task.source, "source_id": task.source_id},
+        )
+        for task in tasks
+    )
+    return tasks
+
+
+def task_create_many(
+    *,
+    project: Project,
+    records: Iterable[dict[str, Any]],
+    author=None,
+    reason: str = "created",
+    chunk_size: int | None = None,
+    on_chunk=None,
+) -> list[Task]:
+    """``task_create`` for each record (its keyword arguments but ``project``, ``author``
+    and ``reason``), all or nothing, a chunk of ``chunk_size`` (``IMPORT_CHUNK_SIZE``) at a
+    time; ``on_chunk(done)`` is called after each chunk with the tasks written so far.
+
+    The caller checked the records (as importers do in their first pass); a record that
+    still fails (a bad domain or spec, a constraint) rolls back every chunk.
+    """
+    size = chunk_size or settings.IMPORT_CHUNK_SIZE
+    created: list[Task] = []
+    with transaction.atomic():
+        for chunk in _chunks(records, size):
+            with transaction.atomic():
+                created.extend(
+                    _create_chunk(project=project, records=chunk, author=author, reason=reason)
+                )
+            if on_chunk is not None:
+                on_chunk(len(created))
+    return created
