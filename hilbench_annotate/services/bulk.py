@@ -1,9 +1,9 @@
 """Many tasks at once: what ``task_create`` writes, in a fixed number of statements a chunk.
 
 An import of 10,000 records through ``task_create`` costs some ten queries a task; here a
-chunk of tasks costs one INSERT per table (tasks, environments, blockers, trigger
-questions, revisions, events), batched further only where the database caps the number of
-parameters a statement may carry (SQLite: 999).
+chunk of tasks costs a savepoint, one prepared INSERT per table run for every row
+(``executemany``: tasks, environments, revisions, events), one SELECT of the new tasks'
+ids, and ``bulk_create`` for blockers and trigger questions when there are any.
 """
 
 from collections.abc import Iterable, Iterator
