@@ -71,7 +71,7 @@ def seed(count: int):
     from exchange.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
     from exchange.importers import import_bird
     from hilbench_annotate.models import Membership, Project, Task
-    from hilbench_annotate.services import task_create
+    from hilbench_annotate.services import task_create_many
     from hilbench_annotate.toolkit.compare import golden_output_csv
     from hilbench_annotate.toolkit.sqlconsole import run_select
     from hilbench_annotate.vocabulary import Role
@@ -97,20 +97,23 @@ def seed(count: int):
         "golden_output": golden_output_csv(result.columns, result.rows),
     }
     started = time.perf_counter()
-    ids = []
-    for n in range(count):
-        task = task_create(
-            project=project,
-            domain="sql",
-            source="manual",
-            source_id=f"bench/{n:05d}",
-            title=f"{BLOCKED_QUESTION} (#{n})",
-            original_spec={"question": BLOCKED_QUESTION, "evidence": ""},
-            environment=dict(environment),
-            blockers=[dict(b) for b in DEMO_BLOCKERS],
-            author=lead,
-        )
-        ids.append(task.pk)
+    tasks = task_create_many(
+        project=project,
+        records=(
+            {
+                "domain": "sql",
+                "source": "manual",
+                "source_id": f"bench/{n:05d}",
+                "title": f"{BLOCKED_QUESTION} (#{n})",
+                "original_spec": {"question": BLOCKED_QUESTION, "evidence": ""},
+                "environment": dict(environment),
+                "blockers": [dict(b) for b in DEMO_BLOCKERS],
+            }
+            for n in range(count)
+        ),
+        author=lead,
+    )
+    ids = [task.pk for task in tasks]
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     return project, lead, ids
 

@@ -404,6 +404,8 @@ JOB_MAX_ATTEMPTS = int(os.environ.get("HILBENCH_JOB_MAX_ATTEMPTS", "3"))
 VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
 EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
 IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
+# Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
+IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))
 EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
 # Builds heartbeat every 10 s, even inside one long install step.
 ENVIRONMENT_STALE_S = int(os.environ.get("HILBENCH_ENVIRONMENT_STALE_S", "120"))

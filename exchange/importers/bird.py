@@ -3,11 +3,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
-
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project, SqlDatabase, Task
-from hilbench_annotate.services import task_create
+from hilbench_annotate.services import task_create_many
 from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
@@ -167,27 +165,21 @@ def _refusal(
     )
 
 
-def _bird_task_create(
-    *,
-    project: Project,
-    record: dict[str, Any],
-    database: SqlDatabase | None,
-    found: _Databases,
-    file_name: str,
-    actor,
-) -> None:
+def _bird_task_record(
+    *, record: dict[str, Any], database: SqlDatabase | None, found: _Databases, file_name: str
+) -> dict[str, Any]:
+    """``task_create``'s arguments for one BIRD record (``task_create_many`` writes them)."""
     name = record["db_id"]
     evidence = record.get("evidence", "") or ""
-    task_create(
-        project=project,
-        domain=Domain.SQL,
-        source=TaskSource.BIRD,
-        source_id=bird_source_id(record),
-        title=record["question"].strip(),
-        original_spec={"question": record["question"], "evidence": evidence},
+    return {
+        "domain": Domain.SQL,
+        "source": TaskSource.BIRD,
+        "source_id": bird_source_id(record),
+        "title": record["question"].strip(),
+        "original_spec": {"question": record["question"], "evidence": evidence},
         # BIRD's evidence is withheld from the blocked task by default.
-        blocked_spec={"question": record["question"], "evidence": ""},
-        environment={
+        "blocked_spec": {"question": record["question"], "evidence": ""},
+        "environment": {
             "db_id": name,
             "database": database,
             "descriptions": found.descriptions[name],
@@ -195,23 +187,21 @@ def _bird_task_create(
             "gold_sql": record["SQL"],
             "difficulty": record.get("difficulty", "") or "",
         },
-        source_metadata={
+        "source_metadata": {
             "question_id": record["question_id"],
             "db_id": name,
             "difficulty": record.get("difficulty", ""),
             "file": file_name,
         },
-        import_notes=(
+        "import_notes": (
             f"Database {name} was absent at import; attach it before validation."
             if name in found.missing
             else ""
         ),
-        author=actor,
-        reason="imported",
-    )
+    }
 
 
-def _create_tasks(
+def _new_task_records(
     *,
     project: Project,
     questions: Path,
@@ -219,38 +209,31 @@ def _create_tasks(
     limit: int | None,
     found: _Databases,
     report: ImportReport,
-    actor,
-) -> None:
-    """Pass 2: stream the records again and create the tasks not there yet, storing each
-    database once, all in one transaction."""
+):
+    """Pass 2: stream the records again; yield the tasks not there yet, storing each
+    database once (by content hash) when its first question comes."""
     existing = set(
         Task.objects.filter(project=project, source=TaskSource.BIRD).values_list(
             "source_id", flat=True
         )
     )
-    with transaction.atomic():
-        stored: dict[str, SqlDatabase] = {}
-        for _index, record in _selected(questions, db_id, limit):
-            key = bird_source_id(record)
-            if key in existing:
-                if key not in report.created:
-                    report.unchanged.append(key)
-                continue
-            existing.add(key)
-            name = record["db_id"]
-            if name in found.files and name not in stored:
-                stored[name] = database_store(
-                    db_id=name, source=found.files[name], descriptions=found.descriptions[name]
-                )
-            _bird_task_create(
-                project=project,
-                record=record,
-                database=stored.get(name),
-                found=found,
-                file_name=questions.name,
-                actor=actor,
+    stored: dict[str, SqlDatabase] = {}
+    for _index, record in _selected(questions, db_id, limit):
+        key = bird_source_id(record)
+        if key in existing:
+            if key not in report.created:
+                report.unchanged.append(key)
+            continue
+        existing.add(key)
+        name = record["db_id"]
+        if name in found.files and name not in stored:
+            stored[name] = database_store(
+                db_id=name, source=found.files[name], descriptions=found.descriptions[name]
             )
-            report.created.append(key)
+        report.created.append(key)
+        yield _bird_task_record(
+            record=record, database=stored.get(name), found=found, file_name=questions.name
+        )
 
 
 def import_bird(
@@ -263,6 +246,7 @@ def import_bird(
     skip_missing_databases: bool = False,
     missing_databases_advice: str = MISSING_DATABASES_ADVICE_CLI,
     actor=None,
+    on_chunk=None,
 ) -> ImportReport:
     """Import BIRD records with their SQLite databases and description CSVs.
 
@@ -270,6 +254,7 @@ def import_bird(
     problem refuses the whole file, naming all of them at once. Pass 2 streams it again and
     writes in one transaction. ``missing_databases_advice`` tells the user how to import
     questions without their database, in the words of the caller's interface.
+    ``on_chunk(done)`` is told how many tasks are written after each chunk.
     """
     questions, databases = Path(questions), Path(databases)
     if not questions.is_file():
@@ -289,13 +274,19 @@ def import_bird(
     report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
     for name, count in sorted(found.missing.items()):
         report.notes.append(f"database {name} absent: {count} question(s) imported without it")
-    _create_tasks(
+    # One transaction for the file (task_create_many), a savepoint and a few INSERTs a chunk.
+    task_create_many(
         project=project,
-        questions=questions,
-        db_id=db_id,
-        limit=limit,
-        found=found,
-        report=report,
-        actor=actor,
+        records=_new_task_records(
+            project=project,
+            questions=questions,
+            db_id=db_id,
+            limit=limit,
+            found=found,
+            report=report,
+        ),
+        author=actor,
+        reason="imported",
+        on_chunk=on_chunk,
     )
     return report

@@ -3,8 +3,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
-
 from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, Task
@@ -13,7 +11,7 @@ from hilbench_annotate.repositories import (
     repository_has_tags,
     repository_mirror,
 )
-from hilbench_annotate.services import task_create
+from hilbench_annotate.services import task_create_many
 from hilbench_annotate.spec import swe_title
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
@@ -174,48 +172,69 @@ def _environment(normal: dict, repo_name: str, has_tags: bool, report: ImportRep
     return spec, normal["test_command"] or test_command
 
 
-def _create_tasks(
-    *, project: Project, instances: Path, limit: int | None, repository, repo_name: str, actor
-) -> ImportReport:
-    """Pass 2: stream the records again and create the tasks not there yet, in one
-    transaction."""
-    report = ImportReport()
+def _new_task_records(
+    *,
+    project: Project,
+    instances: Path,
+    limit: int | None,
+    repository,
+    repo_name: str,
+    report: ImportReport,
+):
+    """Pass 2: stream the records again; yield ``task_create``'s arguments for each task
+    not there yet."""
     existing = set(
         Task.objects.filter(project=project, source=TaskSource.SWEBENCH).values_list(
             "source_id", flat=True
         )
     )
     has_tags = repository_has_tags(repository)
-    with transaction.atomic():
-        for _index, record in islice(iter_records(instances), limit):
-            normal = _normalise(record)
-            if normal["instance_id"] in existing:
-                report.unchanged.append(normal["instance_id"])
-                continue
-            spec, test_command = _environment(normal, repo_name, has_tags, report)
-            task_create(
-                project=project,
-                domain=Domain.SWE,
-                source=TaskSource.SWEBENCH,
-                source_id=normal["instance_id"],
-                title=swe_title(normal["sections"]),
-                original_spec=normal["sections"],
-                environment={
-                    "repository": repository,
-                    "repo_name": repo_name,
-                    "base_commit": normal["base_commit"],
-                    "gold_patch": normal["patch"],
-                    "test_patch": normal["test_patch"],
-                    "fail_to_pass": normal["fail_to_pass"],
-                    "pass_to_pass": normal["pass_to_pass"],
-                    "test_command": test_command,
-                    "environment_spec": spec,
-                },
-                source_metadata={"instance_id": normal["instance_id"], **normal["extra"]},
-                author=actor,
-                reason="imported",
-            )
-            report.created.append(normal["instance_id"])
+    for _index, record in islice(iter_records(instances), limit):
+        normal = _normalise(record)
+        if normal["instance_id"] in existing:
+            report.unchanged.append(normal["instance_id"])
+            continue
+        spec, test_command = _environment(normal, repo_name, has_tags, report)
+        report.created.append(normal["instance_id"])
+        yield {
+            "domain": Domain.SWE,
+            "source": TaskSource.SWEBENCH,
+            "source_id": normal["instance_id"],
+            "title": swe_title(normal["sections"]),
+            "original_spec": normal["sections"],
+            "environment": {
+                "repository": repository,
+                "repo_name": repo_name,
+                "base_commit": normal["base_commit"],
+                "gold_patch": normal["patch"],
+                "test_patch": normal["test_patch"],
+                "fail_to_pass": normal["fail_to_pass"],
+                "pass_to_pass": normal["pass_to_pass"],
+                "test_command": test_command,
+                "environment_spec": spec,
+            },
+            "source_metadata": {"instance_id": normal["instance_id"], **normal["extra"]},
+        }
+
+
+def _create_tasks(
+    *, project: Project, instances: Path, limit: int | None, repository, repo_name: str, actor
+) -> ImportReport:
+    """Pass 2, written in chunks by ``task_create_many``, all in one transaction."""
+    report = ImportReport()
+    task_create_many(
+        project=project,
+        records=_new_task_records(
+            project=project,
+            instances=instances,
+            limit=limit,
+            repository=repository,
+            repo_name=repo_name,
+            report=report,
+        ),
+        author=actor,
+        reason="imported",
+    )
     return report
 
 

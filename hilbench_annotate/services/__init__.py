@@ -8,6 +8,7 @@ from .blockers import (
     trigger_question_delete,
     trigger_question_update,
 )
+from .bulk import task_create_many
 from .tasks import (
     event_record,
     revision_create,
@@ -26,6 +27,7 @@ __all__ = [
     "event_record",
     "revision_create",
     "task_create",
+    "task_create_many",
     "task_event",
     "task_snapshot",
     "task_tags_set",

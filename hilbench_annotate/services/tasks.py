@@ -63,6 +63,17 @@ def task_event(*, task: Task, actor, kind: str, **data) -> TaskEvent:
 
 def task_snapshot(task: Task) -> dict[str, Any]:
     """Everything an author can change, as plain JSON: what a revision freezes."""
+    blockers = [
+        (blocker, [q.text for q in blocker.trigger_questions.all()])
+        for blocker in task.blockers.prefetch_related("trigger_questions")
+    ]
+    return _snapshot(task, task.environment, blockers)
+
+
+def _snapshot(task: Task, env, blockers: list[tuple[Blocker, list[str]]]) -> dict[str, Any]:
+    """``task_snapshot`` of rows in hand (no query): blockers in position order, each with
+    its trigger questions' texts. Shared with ``task_create_many``, which has the rows
+    before they are saved."""
     snapshot: dict[str, Any] = {
         "version": task.version,
         "title": task.title,
@@ -79,12 +90,11 @@ def task_snapshot(task: Task) -> dict[str, Any]:
                 "resolution": blocker.resolution,
                 "surfaces_in": blocker.surfaces_in,
                 "criteria": blocker.criteria,
-                "trigger_questions": [q.text for q in blocker.trigger_questions.all()],
+                "trigger_questions": questions,
             }
-            for blocker in task.blockers.prefetch_related("trigger_questions")
+            for blocker, questions in blockers
         ],
     }
-    env = task.environment
     if isinstance(env, SqlEnvironment):
         snapshot["environment"] = {f: getattr(env, f) for f in SQL_ENV_FIELDS}
         snapshot["environment"]["database_sha256"] = env.database.sha256 if env.database else None
@@ -159,6 +169,42 @@ def _check_spec(domain: str, spec: dict[str, Any], field: str) -> dict[str, str]
     return {key: spec.get(key, "") for key in allowed}
 
 
+def _task_row(
+    *,
+    project: Project,
+    domain: str,
+    source: str,
+    source_id: str,
+    title: str,
+    original_spec: dict[str, str],
+    blocked_spec: dict[str, str] | None = None,
+    source_metadata: dict[str, Any] | None = None,
+    import_notes: str = "",
+    author=None,
+    blocker_count: int = 0,
+) -> Task:
+    """The task row ``task_create`` saves, checked and unsaved (no query)."""
+    if domain not in Domain.values:
+        raise DomainError(f"Unknown domain {domain!r}; expected one of {Domain.values}.")
+    original = _check_spec(domain, original_spec, "original_spec")
+    blocked = _check_spec(
+        domain, blocked_spec if blocked_spec is not None else original_spec, "blocked_spec"
+    )
+    return Task(
+        project=project,
+        domain=domain,
+        source=source,
+        source_id=source_id,
+        title=title[:300] or source_id,
+        original_spec=original,
+        blocked_spec=blocked,
+        source_metadata=source_metadata or {},
+        import_notes=import_notes,
+        author=author if getattr(author, "is_authenticated", False) else None,
+        blocker_count=blocker_count,
+    )
+
+
 @transaction.atomic
 def task_create(
     *,
@@ -177,25 +223,20 @@ def task_create(
     reason: str = "created",
 ) -> Task:
     """Make a task with its environment and (optionally) its blockers, and revision 1."""
-    if domain not in Domain.values:
-        raise DomainError(f"Unknown domain {domain!r}; expected one of {Domain.values}.")
-    original = _check_spec(domain, original_spec, "original_spec")
-    blocked = _check_spec(
-        domain, blocked_spec if blocked_spec is not None else original_spec, "blocked_spec"
-    )
-    task = Task.objects.create(
+    task = _task_row(
         project=project,
         domain=domain,
         source=source,
         source_id=source_id,
-        title=title[:300] or source_id,
-        original_spec=original,
-        blocked_spec=blocked,
-        source_metadata=source_metadata or {},
+        title=title,
+        original_spec=original_spec,
+        blocked_spec=blocked_spec,
+        source_metadata=source_metadata,
         import_notes=import_notes,
-        author=author if getattr(author, "is_authenticated", False) else None,
+        author=author,
         blocker_count=len(blockers),
     )
+    task.save()
     env_model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
     env_model.objects.create(task=task, **environment)
     for position, blocker in enumerate(blockers):

@@ -1,0 +1,122 @@
+"""The bulk import path: a fixed number of queries a chunk, whatever the number of records."""
+
+import json
+import math
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from exchange.importers import import_bird
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Project, Revision, Task, TaskEvent
+from hilbench_annotate.services import task_create_many, task_snapshot
+
+from ..conftest import FIXTURES
+
+pytestmark = pytest.mark.django_db
+
+DATABASES = FIXTURES / "bird" / "dev_databases"
+# A chunk of BIRD tasks: SAVEPOINT, INSERT tasks, SELECT their ids, INSERT environments,
+# revisions, events, RELEASE.
+QUERIES_PER_CHUNK = 7
+CHUNK = 40  # small enough that no table's INSERT is split by SQLite's 999 parameters
+
+
+def _questions(tmp_path, count: int, name: str):
+    path = tmp_path / f"{name}.json"
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "question_id": i,
+                    "db_id": "library",
+                    "question": f"How many books were lent in week {i}?",
+                    "evidence": f"week {i} refers to loan_week = {i}",
+                    "SQL": "SELECT COUNT(*) FROM loan",
+                    "difficulty": "simple",
+                }
+                for i in range(count)
+            ]
+        )
+    )
+    return path
+
+
+def _import_counting(tmp_path, count: int) -> int:
+    project = Project.objects.create(name=f"Bulk {count}", slug=f"bulk-{count}")
+    questions = _questions(tmp_path, count, f"dev-{count}")
+    with CaptureQueriesContext(connection) as queries:
+        report = import_bird(project=project, questions=questions, databases=DATABASES)
+    assert len(report.created) == count
+    assert Revision.objects.filter(task__project=project, number=1).count() == count
+    assert TaskEvent.objects.filter(project=project, kind="imported").count() == count
+    return len(queries.captured_queries)
+
+
+def test_import_queries_do_not_grow_with_records_beyond_one_set_per_chunk(tmp_path, settings):
+    settings.IMPORT_CHUNK_SIZE = CHUNK
+    _import_counting(tmp_path, 1)  # stores the shared database once, for both runs below
+    small = _import_counting(tmp_path, 50)
+    large = _import_counting(tmp_path, 500)
+    extra_chunks = math.ceil(500 / CHUNK) - math.ceil(50 / CHUNK)
+    # Per-row writes would add some 450 × 4 queries; only the extra chunks may cost more.
+    assert large - small <= extra_chunks * QUERIES_PER_CHUNK, (small, large)
+    assert small <= 2 * QUERIES_PER_CHUNK + 10, small
+
+
+def test_bulk_revision_is_the_snapshot_of_the_saved_task(project, author):
+    task_create_many(
+        project=project,
+        records=[
+            {
+                "domain": "sql",
+                "source": "bird",
+                "source_id": "library/1",
+                "title": "Mystery books",
+                "original_spec": {"question": "How many?", "evidence": "e"},
+                "environment": {"db_id": "library", "gold_sql": "SELECT 1"},
+                "blockers": [
+                    {
+                        "key": "cutoff-year",
+                        "type": "business info",
+                        "subtype": "missing_information",
+                        "description": "The year is not given.",
+                        "resolution": "1950",
+                        "trigger_questions": ["Which year?", "Before when?"],
+                    }
+                ],
+            }
+        ],
+        author=author,
+        reason="imported",
+    )
+    task = Task.objects.get(project=project, source_id="library/1")
+    revision = task.revisions.get()
+    assert revision.number == 1 and revision.author == author
+    assert revision.snapshot == task_snapshot(task)
+    assert task.blocker_count == 1
+    assert [q.text for q in task.blockers.get().trigger_questions.all()] == [
+        "Which year?",
+        "Before when?",
+    ]
+    event = TaskEvent.objects.get(task=task)
+    assert (event.kind, event.data) == ("imported", {"source": "bird", "source_id": "library/1"})
+
+
+def test_a_bad_record_in_a_later_chunk_rolls_back_every_chunk(project):
+    records = [
+        {
+            "domain": "sql" if i < 25 else "cobol",
+            "source": "bird",
+            "source_id": f"library/{i}",
+            "title": f"Question {i}",
+            "original_spec": {"question": "q", "evidence": ""},
+            "environment": {"db_id": "library"},
+        }
+        for i in range(26)
+    ]
+    with pytest.raises(DomainError, match="cobol"):
+        task_create_many(project=project, records=records, chunk_size=10)
+    assert not Task.objects.filter(project=project).exists()
+    assert not TaskEvent.objects.filter(project=project).exists()
