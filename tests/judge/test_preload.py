@@ -66,9 +66,9 @@ def test_a_worker_process_loads_it_when_it_starts(worker_broker, tmp_path):
             assert worker.poll() is None, log.read_text()
             time.sleep(0.5)
         text = log.read_text()
+        # No job was sent: the process loaded it when it started. (Each pool process loads it
+        # before its loop takes a job; the main process may say "ready." before or after.)
         assert "Preloaded judge in" in text and "judge embedded-2-" in text
-        # Before the worker says it is ready to take jobs.
-        assert text.index("Preloaded judge") < text.index("ready.")
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=30)
