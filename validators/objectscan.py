@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.toolkit.gitrepo import git_dir, git_env
+from hilbench_annotate.toolkit.gitrepo import git_dir, git_env, run_git
 
 try:  # a C library in the wheel; the scan works without it, slower
     import hyperscan
@@ -64,16 +64,8 @@ def read_objects(repo: Path, home: Path, oids: Iterable[str]) -> dict[str, bytes
     wanted = list(dict.fromkeys(oids))
     if not wanted:
         return {}
-    done = subprocess.run(
-        _git(repo, "cat-file", "--batch"),
-        input=("\n".join(wanted) + "\n").encode(),
-        capture_output=True,
-        env=git_env(home),
-        cwd=home,
-        timeout=TIMEOUT,
-    )
-    if done.returncode != 0:
-        raise DomainError(f"git cat-file failed: {done.stderr.decode(errors='replace')}")
+    request = ("\n".join(wanted) + "\n").encode()
+    done = run_git(repo, ["cat-file", "--batch"], home=home, input=request, timeout=TIMEOUT)
     out, data, position = {}, done.stdout, 0
     while position < len(data):
         end = data.index(b"\n", position)
