@@ -110,8 +110,19 @@ def _kind_of_task(name: str) -> JobKind:
     return next(kind for kind in KINDS.values() if kind.task == name)
 
 
+_TASK_MODULES_LOCK = threading.Lock()
+
+
 def _task(kind: JobKind):
-    celery_app.loader.import_default_modules()  # the apps' tasks modules, in a web process too
+    """The kind's Celery task, its app's tasks module imported first (in a web process too).
+
+    Celery's autodiscovery returns at once, importing nothing, to a thread that calls it while
+    another thread is inside it (its ``_RACE_PROTECTION`` flag), so the threads of a web server
+    sending their first jobs at the same time take turns here.
+    """
+    if kind.task not in celery_app.tasks:
+        with _TASK_MODULES_LOCK:
+            celery_app.loader.import_default_modules()
     return celery_app.tasks[kind.task]
 
 

@@ -1,6 +1,8 @@
 """The job kit (hilbench_annotate/jobs.py): one claim, heartbeat, finish and fail path, one task
 base that marks a crashed job, and one reaper with an attempts cap, for every kind of job."""
 
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -125,3 +127,32 @@ def test_the_reaper_resends_a_silent_job_below_the_cap(job, settings, crashing_k
     assert jobs_reap()["exchange.ImportJob"] == 1
     job.refresh_from_db()
     assert job.status == "failed" and "the importer fell over" in job.error  # it ran again
+
+
+def test_threads_sending_their_first_jobs_at_once_all_find_their_tasks():
+    """A web server's threads send their first jobs together (the load bench saw it): Celery's
+    autodiscovery imports nothing for a thread that calls it while another is inside it, so
+    without taking turns one of them found no task ('NotRegistered: validators.run')."""
+    script = """
+import threading, django
+django.setup()
+from hilbench_annotate.jobs import KINDS, _task
+kinds = list(KINDS.values()) * 3
+barrier = threading.Barrier(len(kinds))
+errors = []
+def send(kind):
+    barrier.wait()
+    try:
+        _task(kind)
+    except Exception as exc:
+        errors.append(f"{kind.task}: {exc!r}")
+threads = [threading.Thread(target=send, args=(k,)) for k in kinds]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("\\n".join(errors) or "ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "ok", done.stdout
