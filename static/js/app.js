@@ -37,14 +37,16 @@
       if (button) { event.preventDefault(); button.click(); }
     }
   });
-  let labelled = false;
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    labelled = event.target instanceof HTMLElement && event.target.matches(".label-buttons");
-  });
-  document.addEventListener("htmx:afterSettle", function () {
-    if (!labelled) return;
-    labelled = false;
-    const rows = awaiting();
-    if (rows.length) rows[0].focus();
+  // After a label's response has settled (its row and the progress card are swapped out of
+  // band), the first row still awaiting a label takes the focus. Which request settled is
+  // read from the event itself: a flag set when the request starts was lost whenever another
+  // request started meanwhile. The focus waits one task, after htmx's own settling.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const source = event.detail && event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!(source instanceof HTMLElement && source.matches(".label-buttons"))) return;
+    setTimeout(function () {
+      const rows = awaiting();
+      if (rows.length && !rows.includes(document.activeElement)) rows[0].focus();
+    }, 0);
   });
 })();
