@@ -2,18 +2,32 @@
 Registered in ``AuthoringConfig.ready``."""
 
 from hilbench_annotate.gates import register_gate
-from hilbench_annotate.services import task_snapshot
+from hilbench_annotate.services import task_snapshots
 
-from .checks import as_dicts, draft_findings
-from .services import open_findings
+from .lint_cache import snapshot_findings
+from .services import open_findings_many
 
 
 def _lint_clean(task) -> tuple[bool, str]:
-    blocking = open_findings(task, as_dicts(draft_findings(task, task_snapshot(task))))
-    if blocking:
-        return False, f"{len(blocking)} lint error(s) neither fixed nor waived"
-    return True, "no open lint errors"
+    return _lint_clean_many([task])[task.pk]
+
+
+def _lint_clean_many(tasks) -> dict[int, tuple[bool, str]]:
+    """Lint errors of each task's saved state (linted once per state, ``lint_cache``) not
+    covered by a waiver: what blocks submission and export."""
+    blocking = open_findings_many(snapshot_findings(tasks, task_snapshots(tasks)))
+    return {
+        pk: (False, f"{len(errors)} lint error(s) neither fixed nor waived")
+        if errors
+        else (True, "no open lint errors")
+        for pk, errors in blocking.items()
+    }
 
 
 def register() -> None:
-    register_gate("lint_clean", _lint_clean, description="no open lint error (fixed or waived)")
+    register_gate(
+        "lint_clean",
+        _lint_clean,
+        description="no open lint error (fixed or waived)",
+        check_many=_lint_clean_many,
+    )

@@ -25,3 +25,16 @@ class LintWaiver(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fingerprint} waived on task {self.task_id}"
+
+
+class LintResult(models.Model):
+    """Lint findings of a saved task state, kept by a hash of everything they depend on
+    (``authoring.lint_cache``): an export reads the lint gate of thousands of tasks, and a
+    task that has not changed since it was last linted is not linted again."""
+
+    key = models.CharField(max_length=64, unique=True)
+    findings = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"lint {self.key[:12]}"

@@ -86,8 +86,22 @@ def workspace_save(
 
 def open_findings(task: Task, findings: list[dict[str, str]]) -> list[dict[str, str]]:
     """Errors not covered by a waiver: what blocks submission."""
-    waived = set(task.lint_waivers.values_list("fingerprint", flat=True))
-    return [f for f in findings if f["severity"] == "error" and f["fingerprint"] not in waived]
+    return open_findings_many({task.pk: findings})[task.pk]
+
+
+def open_findings_many(findings: dict[int, list[dict[str, str]]]) -> dict[int, list[dict]]:
+    """``open_findings`` of many tasks (task id -> findings), the waivers read at once."""
+    waived: dict[int, set[str]] = {task_id: set() for task_id in findings}
+    for task_id, fingerprint in LintWaiver.objects.filter(task_id__in=list(findings)).values_list(
+        "task_id", "fingerprint"
+    ):
+        waived[task_id].add(fingerprint)
+    return {
+        task_id: [
+            f for f in found if f["severity"] == "error" and f["fingerprint"] not in waived[task_id]
+        ]
+        for task_id, found in findings.items()
+    }
 
 
 @transaction.atomic

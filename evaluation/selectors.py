@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from hilbench_annotate.models import Revision
+from hilbench_annotate.selectors import current_revisions
 from judge.models import AskHumanCall
 from judge.validation import cohen_kappa
 
@@ -263,19 +264,40 @@ def selection_policy(project) -> SelectionPolicy:
 
 
 def task_selection(task) -> dict:
-    """keep / drop / undecided for one task, with the per-model evidence.
+    """keep / drop / undecided for one task, with the per-model evidence."""
+    return task_selections([task])[task.pk]
+
+
+def task_selections(tasks: list) -> dict[int, dict]:
+    """keep / drop / undecided for each task (of one or more projects), with the per-model
+    evidence, in a fixed number of queries.
 
     Each model that has at least k passes in both baseline and full_info on the task's
     current revision contributes its pass@k in each; the task is kept when the mean over
     those models is ≥ full_info_min for full_info and ≤ baseline_max for baseline.
     """
-    policy = selection_policy(task.project)
-    current = task.revisions.order_by("-number").values_list("pk", flat=True).first()
-    rows = [
-        r
-        for r in _latest_passes(TaskPass.objects.filter(task=task))
-        if r.revision_id == current and r.mode in (Mode.BASELINE, Mode.FULL_INFO)
-    ]
+    policies = {
+        project_id: selection_policy(project)
+        for project_id, project in {t.project_id: t.project for t in tasks}.items()
+    }
+    current = {pk: rev for pk, (rev, _n) in current_revisions(t.pk for t in tasks).items()}
+    passes = _group(
+        [
+            r
+            for r in _latest_passes(TaskPass.objects.filter(task__in=[t.pk for t in tasks]))
+            if r.revision_id == current.get(r.task_id) and r.mode in (Mode.BASELINE, Mode.FULL_INFO)
+        ],
+        "task_id",
+    )
+    return {
+        task.pk: _selection(
+            policies[task.project_id], current.get(task.pk), passes.get((task.pk,), [])
+        )
+        for task in tasks
+    }
+
+
+def _selection(policy, current: int | None, rows: list[PassRow]) -> dict:
     evidence = []
     for (model,), passes in sorted(_group(rows, "model").items()):
         by_mode = {

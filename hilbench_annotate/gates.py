@@ -1,6 +1,8 @@
 """The automated gates a review layer or an export can require, by name.
 
-A gate is ``check(task) -> (green, message)`` on the task's current revision. Each app that
+A gate is ``check(task) -> (green, message)`` on the task's current revision, and may also
+give ``check_many(tasks) -> {task id: (green, message)}``: the same verdicts for many tasks
+in a fixed number of queries (an export reads every gate of thousands of tasks). Each app that
 owns a kind of evidence registers its gates in its ``AppConfig.ready`` (``authoring/gates.py``:
 lint; ``validators/gates.py``: the structural check groups; ``judge/gates.py``: the judge's
 recall; ``evaluation/gates.py``: the pass-rate selection). The review pipeline and the
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 GateCheck = Callable[[object], tuple[bool, str]]
+GateCheckMany = Callable[[list], dict[int, tuple[bool, str]]]
 
 
 @dataclass(frozen=True)
@@ -20,14 +23,22 @@ class Gate:
     name: str
     check: GateCheck
     description: str  # one line for the pipeline editor
+    check_many: GateCheckMany | None = None
+
+    def verdicts(self, tasks: list) -> dict[int, tuple[bool, str]]:
+        if self.check_many is not None:
+            return self.check_many(tasks)
+        return {task.pk: self.check(task) for task in tasks}
 
 
 _GATES: dict[str, Gate] = {}
 
 
-def register_gate(name: str, check: GateCheck, *, description: str) -> None:
+def register_gate(
+    name: str, check: GateCheck, *, description: str, check_many: GateCheckMany | None = None
+) -> None:
     """Register (or, on a second ``ready``, replace) the gate ``name``."""
-    _GATES[name] = Gate(name=name, check=check, description=description)
+    _GATES[name] = Gate(name=name, check=check, description=description, check_many=check_many)
 
 
 def gate_names() -> list[str]:
@@ -40,12 +51,19 @@ def gate_descriptions() -> dict[str, str]:
 
 def gate_results(task, names: list[str]) -> list[tuple[str, bool, str]]:
     """``(name, green, message)`` for each gate named; an unknown name is red, saying so."""
-    results = []
+    return gate_results_many([task], names)[task.pk]
+
+
+def gate_results_many(tasks: list, names: list[str]) -> dict[int, list[tuple[str, bool, str]]]:
+    """``gate_results`` of every task for the same gates, each gate asked once for all."""
+    verdicts = {}
     for name in names:
         gate = _GATES.get(name)
-        if gate is None:
-            results.append((name, False, f"no automated check is called {name!r}"))
-        else:
-            green, message = gate.check(task)
-            results.append((name, green, message))
-    return results
+        verdicts[name] = (
+            gate.verdicts(tasks)
+            if gate is not None
+            else dict.fromkeys(
+                (t.pk for t in tasks), (False, f"no automated check is called {name!r}")
+            )
+        )
+    return {task.pk: [(name, *verdicts[name][task.pk]) for name in names] for task in tasks}

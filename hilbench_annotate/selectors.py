@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from django.db.models import Prefetch, QuerySet
 
 from hilbench_annotate.access import access_task
-from hilbench_annotate.models import Blocker, Project, Task, TriggerQuestion
+from hilbench_annotate.models import Blocker, Project, Revision, Task, TriggerQuestion
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 TASK_FILTERS = ("project", "domain", "status", "author", "resource", "tag", "q")
@@ -67,3 +67,15 @@ def filter_choices(*, user) -> dict[str, list]:
 
 def _distinct(tasks: QuerySet[Task], field: str) -> list[str]:
     return [v for v in tasks.order_by(field).values_list(field, flat=True).distinct() if v]
+
+
+def current_revisions(task_ids) -> dict[int, tuple[int, int]]:
+    """Task id -> (primary key, number) of its current (latest) revision, in one query."""
+    current: dict[int, tuple[int, int]] = {}
+    for task_id, pk, number in (
+        Revision.objects.filter(task_id__in=list(task_ids))
+        .order_by("task_id", "number")
+        .values_list("task_id", "pk", "number")
+    ):
+        current[task_id] = (pk, number)
+    return current

@@ -14,7 +14,7 @@ from django.conf import settings
 from hilbench_annotate.gates import register_gate
 from validators.registry import register_group
 from validators.results import FAILED, PASSED, CheckResult
-from validators.services import gate_for
+from validators.services import gate_for, gate_many_for
 
 from .services import get_judge
 from .validation import judge_recall, labelling_progress
@@ -107,4 +107,5 @@ def register() -> None:
         gate_for("judge_recall"),
         description=f"the judge's recall on held-out questions is at least the floor "
         f"({settings.JUDGE_RECALL_FLOOR:.0%})",
+        check_many=gate_many_for("judge_recall"),
     )

@@ -4,17 +4,26 @@
 from hilbench_annotate.gates import register_gate
 
 from .registry import GROUPS, groups_for
-from .services import gate_for
+from .services import gate_for, gate_many_for, group_verdicts
 
 
 def _structural(task) -> tuple[bool, str]:
-    """Every structural check group of the task's domain passed on the current revision."""
-    reds = []
-    for group in groups_for(task.domain):
-        green, message = gate_for(group)(task)
-        if not green:
-            reds.append(f"{group}: {message}")
-    return (not reds, "; ".join(reds) or "every structural check passed on the current revision")
+    return _structural_many([task])[task.pk]
+
+
+def _structural_many(tasks) -> dict[int, tuple[bool, str]]:
+    """Every structural check group of each task's domain passed on its current revision."""
+    verdicts = {}
+    for domain in {task.domain for task in tasks}:
+        groups = groups_for(domain)
+        of_domain = [task for task in tasks if task.domain == domain]
+        for pk, by_group in group_verdicts(of_domain, groups).items():
+            reds = [f"{g}: {by_group[g][1]}" for g in groups if not by_group[g][0]]
+            verdicts[pk] = (
+                not reds,
+                "; ".join(reds) or "every structural check passed on the current revision",
+            )
+    return verdicts
 
 
 def register() -> None:
@@ -22,9 +31,13 @@ def register() -> None:
         "structural",
         _structural,
         description="every structural check of the task's domain passed on this revision",
+        check_many=_structural_many,
     )
     for name, group in GROUPS.items():
         if group.structural:
             register_gate(
-                name, gate_for(name), description=f"the {name} checks passed on this revision"
+                name,
+                gate_for(name),
+                description=f"the {name} checks passed on this revision",
+                check_many=gate_many_for(name),
             )

@@ -1,6 +1,7 @@
 """Validation runs: start one (scheduled on commit), execute it idempotently (``jobs.py``)."""
 
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
@@ -9,6 +10,7 @@ from django.utils import timezone
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import job_claim, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Task
+from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services import event_record, task_event
 
 from .models import ValidationResult, ValidationRun
@@ -138,19 +140,61 @@ def latest_run(task: Task) -> ValidationRun | None:
     return task.validation_runs.select_related("revision").prefetch_related("results").first()
 
 
+def group_verdicts(tasks: list[Task], groups: list[str]) -> dict[int, dict[str, tuple[bool, str]]]:
+    """For each task and check group: green when the latest finished run on the task's
+    current revision that included the group passed it. Three queries, whatever the number
+    of tasks: the current revisions, the runs on them, their results that did not pass."""
+    current = {pk: rev for pk, (rev, _number) in current_revisions(t.pk for t in tasks).items()}
+    runs: dict[int, list[tuple[int, list]]] = defaultdict(list)
+    for run_id, task_id, checks in (
+        ValidationRun.objects.filter(
+            revision_id__in=current.values(), status__in=ValidationRun.FINISHED
+        )
+        .order_by("-created_at", "-id")
+        .values_list("pk", "task_id", "checks")
+    ):
+        runs[task_id].append((run_id, checks))
+    chosen = {
+        (task.pk, group): next((run for run, checks in runs[task.pk] if group in checks), None)
+        for task in tasks
+        for group in groups
+    }
+    bad: dict[tuple[int, str], list[tuple[str, str]]] = defaultdict(list)
+    for run_id, group, name, message in (
+        ValidationResult.objects.filter(run_id__in={r for r in chosen.values() if r})
+        .exclude(outcome__in=["passed", "skipped"])
+        .values_list("run_id", "group", "check_name", "message")
+    ):
+        bad[(run_id, group)].append((name, message))
+    verdicts: dict[int, dict[str, tuple[bool, str]]] = {}
+    for task in tasks:
+        verdicts[task.pk] = {}
+        for group in groups:
+            run = chosen[(task.pk, group)]
+            if run is None:
+                verdict = (False, f"no finished validation run of {group} on the current revision")
+            elif bad[(run, group)]:
+                verdict = (False, "; ".join(f"{n}: {m[:120]}" for n, m in bad[(run, group)][:3]))
+            else:
+                verdict = (True, f"passed in run {run}")
+            verdicts[task.pk][group] = verdict
+    return verdicts
+
+
 def gate_for(group: str):
     """A review gate: green when the latest finished run on the current revision
     passed ``group``."""
 
     def check(task: Task) -> tuple[bool, str]:
-        current = task.revisions.order_by("-number").values_list("pk", flat=True).first()
-        runs = task.validation_runs.filter(revision_id=current, status__in=ValidationRun.FINISHED)
-        run = next((r for r in runs.order_by("-created_at", "-id") if group in r.checks), None)
-        if run is None:
-            return False, f"no finished validation run of {group} on the current revision"
-        bad = run.results.filter(group=group).exclude(outcome__in=["passed", "skipped"])
-        if bad.exists():
-            return False, "; ".join(f"{r.check_name}: {r.message[:120]}" for r in bad[:3])
-        return True, f"passed in run {run.pk}"
+        return group_verdicts([task], [group])[task.pk][group]
 
     return check
+
+
+def gate_many_for(group: str):
+    """``gate_for(group)`` for many tasks at once (``register_gate``'s ``check_many``)."""
+
+    def check_many(tasks: list[Task]) -> dict[int, tuple[bool, str]]:
+        return {pk: groups[group] for pk, groups in group_verdicts(tasks, [group]).items()}
+
+    return check_many

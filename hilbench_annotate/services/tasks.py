@@ -17,6 +17,7 @@ from hilbench_annotate.models import (
     Tag,
     Task,
     TaskEvent,
+    TriggerQuestion,
 )
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.toolkit.wording import plain_list
@@ -63,11 +64,22 @@ def task_event(*, task: Task, actor, kind: str, **data) -> TaskEvent:
 
 def task_snapshot(task: Task) -> dict[str, Any]:
     """Everything an author can change, as plain JSON: what a revision freezes."""
-    blockers = [
-        (blocker, [q.text for q in blocker.trigger_questions.all()])
-        for blocker in task.blockers.prefetch_related("trigger_questions")
-    ]
-    return _snapshot(task, task.environment, blockers)
+    return task_snapshots([task])[task.pk]
+
+
+def task_snapshots(tasks: list[Task]) -> dict[int, dict[str, Any]]:
+    """``task_snapshot`` of many tasks (their environments loaded with them) in two queries:
+    the blockers, and their trigger questions."""
+    blockers: dict[int, list[tuple[Blocker, list[str]]]] = {task.pk: [] for task in tasks}
+    by_id: dict[int, list[str]] = {}
+    for blocker in Blocker.objects.filter(task__in=[t.pk for t in tasks]):
+        by_id[blocker.pk] = []
+        blockers[blocker.task_id].append((blocker, by_id[blocker.pk]))
+    for blocker_id, text in TriggerQuestion.objects.filter(blocker_id__in=by_id).values_list(
+        "blocker_id", "text"
+    ):
+        by_id[blocker_id].append(text)
+    return {task.pk: _snapshot(task, task.environment, blockers[task.pk]) for task in tasks}
 
 
 def _snapshot(task: Task, env, blockers: list[tuple[Blocker, list[str]]]) -> dict[str, Any]:
