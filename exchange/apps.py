@@ -12,3 +12,12 @@ class ExchangeConfig(AppConfig):
         register(
             JobKind("exchange.ExportJob", "bundles.export", "job_id", "EXPORT_STALE_S", "export")
         )
+        register(
+            JobKind(
+                "exchange.ExportChunk",
+                "bundles.export_chunk",
+                "chunk_id",
+                "EXPORT_CHUNK_STALE_S",
+                "export step",
+            )
+        )

@@ -59,6 +59,14 @@ class ExportJob(Job):
         default=False,
         help_text="Let the tasks' containers reach the internet (task.toml allow_internet)",
     )
+    phase = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="The step the workers are at: check, write or assemble (exchange.services)",
+    )
+    out_path = models.CharField(
+        max_length=500, blank=True, help_text="Where the command writes the bundle, if not here"
+    )
     file_path = models.CharField(max_length=300, blank=True, help_text="Relative to BUNDLE_STORE")
     size_bytes = models.BigIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
@@ -74,6 +82,37 @@ class ExportJob(Job):
     @property
     def path(self):
         return settings.BUNDLE_STORE / self.file_path if self.file_path else None
+
+
+class ExportChunk(Job):
+    """One step of an export over a chunk of its tasks, which any worker may take: check
+    (which tasks a bundle that is not a draft carries), write (their files into a part of the
+    archive) or assemble (the parts joined into the bundle). The row is the truth the reaper
+    reads, as for every job; ``result`` is what the step hands to the next one."""
+
+    class Phase(models.TextChoices):
+        CHECK = "check", "Check"
+        WRITE = "write", "Write"
+        ASSEMBLE = "assemble", "Assemble"
+
+    export = models.ForeignKey(ExportJob, on_delete=models.CASCADE, related_name="chunks")
+    phase = models.CharField(max_length=20, choices=Phase.choices)
+    number = models.PositiveIntegerField()
+    tasks = models.JSONField(
+        default=list, help_text="Task ids (check) or [task id, folder] pairs (write), in order"
+    )
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta(Job.Meta):
+        ordering = ["export", "phase", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["export", "phase", "number"], name="one_export_chunk_per_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.phase} chunk {self.number} of export #{self.export_id}"
 
 
 class ReleaseFile(models.Model):

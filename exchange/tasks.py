@@ -2,7 +2,11 @@
 
 from celery import shared_task
 
-from exchange.services.exports import bundle_export_execute, export_jobs_expire
+from exchange.services.exports import (
+    bundle_export_execute,
+    export_chunk_execute,
+    export_jobs_expire,
+)
 from exchange.services.imports import import_execute, uploads_sweep
 from hilbench_annotate.jobs import JobTask
 
@@ -16,7 +20,12 @@ def import_job(*, job_id: int) -> None:
 
 @shared_task(name="bundles.export", base=JobTask, acks_late=True)
 def bundle_export_job(*, job_id: int) -> None:
-    bundle_export_execute(job_id=job_id)
+    bundle_export_execute(job_id=job_id, fan_out=True)
+
+
+@shared_task(name="bundles.export_chunk", base=JobTask, acks_late=True)
+def export_chunk_job(*, chunk_id: int) -> None:
+    export_chunk_execute(chunk_id=chunk_id, fan_out=True)
 
 
 @shared_task(name="bundles.expire")

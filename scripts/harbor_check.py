@@ -35,9 +35,9 @@ def _export(work: Path) -> list[Path]:
     django.setup()
     from django.core.management import call_command
 
-    from exchange.bundles.writer import write_bundle
     from exchange.importers import import_swebench
-    from hilbench_annotate.models import Project, Task
+    from exchange.services.exports import bundle_export_create, bundle_export_execute
+    from hilbench_annotate.models import Membership, Project, Task
 
     call_command("migrate", verbosity=0)
     call_command("seed_demo", verbosity=0)
@@ -57,7 +57,11 @@ def _export(work: Path) -> list[Path]:
         )
         tasks.append(Task.objects.get(project=project, source_id=INSTANCE))
     out = work / "bundle.tar.gz"
-    report = write_bundle(task_ids=[t.pk for t in tasks], out=out, draft=True, project=project)
+    lead = Membership.objects.filter(project=project, role="lead").order_by("pk").first().user
+    job = bundle_export_create(
+        project=project, actor=lead, selection={"tasks": [t.pk for t in tasks]}, draft=True
+    )
+    report = bundle_export_execute(job_id=job.pk, out=out).report
     with tarfile.open(out) as archive:
         archive.extractall(work / "bundle", filter="data")
     return [

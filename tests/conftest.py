@@ -132,6 +132,7 @@ def worker_env(broker: str) -> dict[str, str]:
         "HILBENCH_UPLOAD_STORE": str(settings.UPLOAD_STORE),
         "HILBENCH_DATABASE_STORE": str(settings.DATABASE_STORE),
         "HILBENCH_REPOSITORY_STORE": str(settings.REPOSITORY_STORE),
+        "HILBENCH_BUNDLE_STORE": str(settings.BUNDLE_STORE),
         "HILBENCH_SANDBOX_ROOT": str(settings.SANDBOX_ROOT),
         # These processes judge little or nothing: they load the judge's model when a test
         # needs it, not at start (tests/judge/test_preload.py starts them with it).

@@ -32,7 +32,7 @@ from validators.sandbox import (
 )
 
 from .modes import AGENT_PATCH, SUBMISSION
-from .tarstream import file_sha256
+from .tarstream import file_sha256_cached
 
 MODE = "baseline"  # every mode shares the solution and the verifier
 SANDBOX_HOME = "/tmp"  # noqa: S108 - a path inside the sandbox
@@ -47,7 +47,7 @@ def _digest(entries: dict[str, Any], extra: str) -> str:
     digest = hashlib.sha256(extra.encode())
     for name in sorted(entries):
         value = entries[name]
-        data = file_sha256(value).encode() if isinstance(value, Path) else value
+        data = file_sha256_cached(value).encode() if isinstance(value, Path) else value
         digest.update(name.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()
 

@@ -7,11 +7,12 @@ project's layers and every decision with the revision it judged. Reviewers are p
 opts in to names. No timestamps: only the manifest carries those.
 """
 
+from collections import defaultdict
 from typing import Any
 
 from django.conf import settings
 
-from hilbench_annotate.gates import gate_results
+from hilbench_annotate.gates import gate_results_many
 from hilbench_annotate.models import Task
 from judge.services import get_judge
 from review.models import ReviewDecision, ReviewLayer
@@ -22,11 +23,12 @@ from validators.registry import groups_for
 def validated_gate_names(task: Task) -> list[str]:
     """The gates a task must pass to be exported: every gate of its project's pipeline and
     ``settings.EXPORT_REQUIRED_GATES`` (lint, structural checks, the judge's recall)."""
+    return _gate_names(task.project_id)
 
+
+def _gate_names(project_id: int) -> list[str]:
     names: list[str] = []
-    for gates in ReviewLayer.objects.filter(project_id=task.project_id).values_list(
-        "gates", flat=True
-    ):
+    for gates in ReviewLayer.objects.filter(project_id=project_id).values_list("gates", flat=True):
         names.extend(g for g in gates if g not in names)
     for required in settings.EXPORT_REQUIRED_GATES:
         if required not in names:
@@ -35,18 +37,30 @@ def validated_gate_names(task: Task) -> list[str]:
 
 
 def gate_report(task: Task) -> list[dict[str, Any]]:
-    return [
-        {"gate": name, "green": green, "message": message}
-        for name, green, message in gate_results(task, validated_gate_names(task))
-    ]
+    return gate_reports([task])[task.pk]
 
 
-def _judge(task: Task, recall_details: dict | None) -> dict[str, Any]:
-    version = None
+def gate_reports(tasks: list[Task]) -> dict[int, list[dict[str, Any]]]:
+    """``gate_report`` of many tasks: each project's gates asked once for all its tasks."""
+    reports: dict[int, list[dict[str, Any]]] = {}
+    for project_id in {task.project_id for task in tasks}:
+        ours = [task for task in tasks if task.project_id == project_id]
+        for pk, results in gate_results_many(ours, _gate_names(project_id)).items():
+            reports[pk] = [
+                {"gate": name, "green": green, "message": message}
+                for name, green, message in results
+            ]
+    return reports
+
+
+def judge_version(project) -> str | None:
     try:
-        version = get_judge(project=task.project).version
+        return get_judge(project=project).version
     except Exception:  # noqa: BLE001 - an unconfigured judge is reported as null, not a crash
-        version = None
+        return None
+
+
+def _judge(version: str | None, recall_details: dict | None) -> dict[str, Any]:
     details = recall_details or {}
     return {
         "version": version,
@@ -59,12 +73,46 @@ def _judge(task: Task, recall_details: dict | None) -> dict[str, Any]:
 def validation_document(
     task: Task, *, revision_number: int, gates: list[dict], pass_rate: dict | None
 ) -> dict[str, Any]:
-    runs = (
-        ValidationRun.objects.filter(task=task, status__in=ValidationRun.FINISHED)
+    return validation_documents(
+        [task],
+        revision_numbers={task.pk: revision_number},
+        gates={task.pk: gates},
+        pass_rates={task.pk: pass_rate},
+    )[task.pk]
+
+
+def validation_documents(
+    tasks: list[Task],
+    *,
+    revision_numbers: dict[int, int],
+    gates: dict[int, list[dict]],
+    pass_rates: dict[int, dict | None],
+) -> dict[int, dict[str, Any]]:
+    """``provenance/validation.json`` of many tasks, their finished runs read at once."""
+    runs: dict[int, list[ValidationRun]] = defaultdict(list)
+    for run in (
+        ValidationRun.objects.filter(task__in=tasks, status__in=ValidationRun.FINISHED)
         .select_related("revision")
         .prefetch_related("results")
         .order_by("-created_at", "-id")
-    )
+    ):
+        runs[run.task_id].append(run)
+    projects = {task.project_id: task.project for task in tasks}
+    versions = {pk: judge_version(project) for pk, project in projects.items()}
+    return {
+        task.pk: _validation(
+            task,
+            runs[task.pk],
+            revision_number=revision_numbers[task.pk],
+            gates=gates[task.pk],
+            pass_rate=pass_rates[task.pk],
+            judge_version=versions[task.project_id],
+        )
+        for task in tasks
+    }
+
+
+def _validation(task, runs, *, revision_number, gates, pass_rate, judge_version) -> dict:
     checks: list[dict[str, Any]] = []
     recall_details = None
     wanted = groups_for(task.domain, structural_only=False)
@@ -98,7 +146,7 @@ def validation_document(
         "checks": checks,
         "groups_never_run": [g for g in wanted if g not in covered],
         "gates": gates,
-        "judge": _judge(task, recall_details),
+        "judge": _judge(judge_version, recall_details),
         # Filled by the evaluation app's pass-rate selection (``_pass_rate_evidence``);
         # null until then.
         "pass_rate": pass_rate,
@@ -106,24 +154,57 @@ def validation_document(
 
 
 def review_document(task: Task, *, revision_number: int, reveal_reviewers: bool) -> dict:
-    layers = [
-        {"position": layer.position, "name": layer.name, "role": layer.role, "gates": layer.gates}
-        for layer in ReviewLayer.objects.filter(project_id=task.project_id).order_by("position")
-    ]
-    names: dict[int, str] = {}
-    decisions = []
+    return review_documents(
+        [task], revision_numbers={task.pk: revision_number}, reveal_reviewers=reveal_reviewers
+    )[task.pk]
+
+
+def review_documents(
+    tasks: list[Task], *, revision_numbers: dict[int, int], reveal_reviewers: bool
+) -> dict[int, dict]:
+    """``provenance/review.json`` of many tasks: layers once a project, decisions at once."""
+    layers = {
+        project_id: [
+            {
+                "position": layer.position,
+                "name": layer.name,
+                "role": layer.role,
+                "gates": layer.gates,
+            }
+            for layer in ReviewLayer.objects.filter(project_id=project_id).order_by("position")
+        ]
+        for project_id in {task.project_id for task in tasks}
+    }
+    decisions: dict[int, list[ReviewDecision]] = defaultdict(list)
     for decision in (
-        ReviewDecision.objects.filter(task=task)
+        ReviewDecision.objects.filter(task__in=tasks)
         .select_related("reviewer", "revision")
         .order_by("created_at", "id")
     ):
+        decisions[decision.task_id].append(decision)
+    return {
+        task.pk: {
+            "revision": revision_numbers[task.pk],
+            "status": task.status,
+            "reviewers_named": reveal_reviewers,
+            "layers": layers[task.project_id],
+            "decisions": _decisions(decisions[task.pk], reveal_reviewers),
+        }
+        for task in tasks
+    }
+
+
+def _decisions(decisions: list, reveal_reviewers: bool) -> list[dict]:
+    names: dict[int, str] = {}
+    written = []
+    for decision in decisions:
         if decision.reviewer_id not in names:
             names[decision.reviewer_id] = (
                 decision.reviewer.get_username()
                 if reveal_reviewers
                 else f"reviewer-{len(names) + 1}"
             )
-        decisions.append(
+        written.append(
             {
                 "layer": decision.layer,
                 "layer_name": decision.layer_name,
@@ -136,10 +217,4 @@ def review_document(task: Task, *, revision_number: int, reveal_reviewers: bool)
                 "blocker_comments": decision.blocker_comments,
             }
         )
-    return {
-        "revision": revision_number,
-        "status": task.status,
-        "reviewers_named": reveal_reviewers,
-        "layers": layers,
-        "decisions": decisions,
-    }
+    return written

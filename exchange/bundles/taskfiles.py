@@ -21,7 +21,7 @@ from judge.services import project_calibration
 from . import layout, modes, release
 from .layout import APPLIED_EDIT_SCRIPT
 from .repository import repository_export, sanitized_base
-from .tarstream import file_sha256
+from .tarstream import file_sha256_cached
 
 # source_metadata key under which an imported SQL task keeps the database-edit script its
 # shipped database already carries (see reader.read_annotate).
@@ -92,8 +92,12 @@ def _annotate(task: Task, snapshot: dict) -> dict:
 
 
 def _judge_settings(task: Task) -> dict:
+    return judge_settings_for(task.project)
+
+
+def judge_settings_for(project) -> dict:
     """The embedded judge's settings the ask-human sidecar uses: the project's calibration."""
-    calibration = project_calibration(task.project)
+    calibration = project_calibration(project)
     if calibration is None:
         return {}
     return {"version": calibration.version, "thresholds": calibration.thresholds}
@@ -138,7 +142,9 @@ def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: st
     return task_id, attempt, f"{task_id}_{attempt}"
 
 
-def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
+def sql_files(
+    task: Task, snapshot: dict, files: TaskFiles, index: int, *, judge_settings: dict | None = None
+) -> None:
     env = task.sql_environment
     annotate = layout.dumps(_annotate(task, snapshot))
     registry = layout.dumps(_registry(snapshot, task.domain))
@@ -153,7 +159,7 @@ def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
         if database is None
         else env.database.sha256
         if Path(database) == env.database.path
-        else file_sha256(database)
+        else file_sha256_cached(Path(database))
     )
     task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, data_sha)
     for table, text in sorted(env.descriptions.items()):
@@ -188,7 +194,7 @@ def sql_files(task: Task, snapshot: dict, files: TaskFiles, index: int) -> None:
     data["business_info.json"] = files.entries[f"{files.folder}/{layout.SQL_BUSINESS_INFO}"]
     if database is not None:
         data["database.sqlite"] = Path(database)
-    judge_settings = _judge_settings(task)
+    judge_settings = _judge_settings(task) if judge_settings is None else judge_settings
     _modes(
         files,
         task=task,
@@ -264,7 +270,15 @@ def _swe_metadata(
     }
 
 
-def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir: Path) -> None:
+def swe_files(
+    task: Task,
+    snapshot: dict,
+    files: TaskFiles,
+    index: int,
+    workdir: Path,
+    *,
+    judge_settings: dict | None = None,
+) -> None:
     env = task.swe_environment
     document = _annotate(task, snapshot)
     if env.repository is not None:
@@ -301,7 +315,7 @@ def swe_files(task: Task, snapshot: dict, files: TaskFiles, index: int, workdir:
         "test_command": env.test_command,
         "log_parser": spec.get("log_parser") or "pytest",
     }
-    judge_settings = _judge_settings(task)
+    judge_settings = _judge_settings(task) if judge_settings is None else judge_settings
     _modes(
         files,
         task=task,

@@ -1,32 +1,62 @@
-"""Write tasks as a HiL-Bench bundle (``.tar.gz``), streamed, byte-for-byte reproducible.
+"""Write tasks as a HiL-Bench bundle (``.tar.gz``), in chunks, byte-for-byte reproducible.
 
-One entry point, :func:`write_bundle`, used by the export job (browser, API) and by
-``manage.py export_bundle``. Task files never carry timestamps, ids of this database or
-anything else that would change when the same task is exported from another installation
-(after ``import_bundle``): only ``manifest.json`` does.
+An export is a few steps that any worker can take, each over a chunk of tasks
+(``EXPORT_CHUNK_SIZE``); ``exchange.services.exports`` runs them one after the other in one
+process (``manage.py export_bundle``) or spreads them over the Celery workers:
+
+1. *Plan* (:func:`export_order`): the selected tasks in (domain, source, source id) order.
+2. *Check* (:func:`chunk_check`, only for a bundle that is not a draft): which tasks are
+   validated — approved, every gate green, the oracle scoring 1 — and why the others are
+   left out. Folder names follow (:func:`export_folders`): a release task keeps its name,
+   the others are numbered ``sql_0``, ``sql_1`` … over the tasks written, with no gap.
+3. *Write* (:func:`chunk_write`): each task's files into a chunk of the archive
+   (``tarstream.ChunkSpool``); a chunk's tasks are read with a fixed number of queries.
+4. *Assemble* (:func:`bundle_assemble`): the chunks joined, then ``manifest.json``.
+
+Task files never carry timestamps, ids of this database or anything else that would
+change when the same task is exported from another installation (after ``import_bundle``):
+only ``manifest.json`` does. The chunk size fixes the bytes; the number of workers does not.
 """
+
+from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from importlib import metadata as package_metadata
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
-from evaluation.selectors import task_selection
-from hilbench_annotate.models import Revision, Task
-from hilbench_annotate.services.tasks import task_snapshot
+from evaluation.selectors import task_selections
+from hilbench_annotate.models import Task
+from hilbench_annotate.selectors import current_revisions
+from hilbench_annotate.services.tasks import task_snapshots
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout
 from .oracle import oracle_runs, oracle_verdict
-from .provenance import gate_report, review_document, validation_document
-from .tarstream import BundleTar
-from .taskfiles import TaskFiles, release_task_files, sql_files, swe_files
+from .provenance import gate_reports, review_documents, validation_documents
+from .tarstream import ChunkRecord, ChunkSpool, Entry, assemble
+from .taskfiles import TaskFiles, judge_settings_for, release_task_files, sql_files, swe_files
 
 EXPORTABLE_STATES = (TaskStatus.APPROVED, TaskStatus.EXPORTED)
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What a lead chose for the bundle."""
+
+    draft: bool = False
+    reveal_reviewers: bool = False
+    allow_internet: bool = False
+
+    def as_dict(self) -> dict[str, bool]:
+        return asdict(self)
 
 
 def app_version() -> str:
@@ -34,16 +64,6 @@ def app_version() -> str:
         return package_metadata.version("hilbench-annotate")
     except package_metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _pass_rate_evidence(task: Task) -> dict:
-    """Pass-rate evidence for validation.json: the project's thresholds, each model's
-    pass@k in baseline and full_info on the current revision, and the keep / drop decision
-    (``evaluation.selectors.task_selection``, what the ``pass_rate`` gate reads)."""
-
-    selection = task_selection(task)
-    selection.pop("revision_id", None)  # the revision is named by validation.json itself
-    return selection
 
 
 def validation_verdict(task: Task, gates: list[dict]) -> tuple[bool, str]:
@@ -57,89 +77,189 @@ def validation_verdict(task: Task, gates: list[dict]) -> tuple[bool, str]:
     return True, "approved, every gate green"
 
 
-def _load(task_id: int) -> Task:
-    return Task.objects.select_related(
-        "project",
-        "sql_environment__database",
-        "swe_environment__repository",
-    ).get(pk=task_id)
+def chunks(items: list, size: int | None = None) -> list[list]:
+    size = size or settings.EXPORT_CHUNK_SIZE
+    iterator = iter(items)
+    return list(iter(lambda: list(islice(iterator, size)), []))
 
 
-def write_bundle(
-    *,
-    task_ids: Iterable[int],
-    out: Path,
-    draft: bool = False,
-    reveal_reviewers: bool = False,
-    project=None,
-    selection: dict | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    allow_internet: bool = False,
-) -> dict[str, Any]:
-    """Write the selected tasks to ``out`` (a ``.tar.gz``); return the report.
+# --- 1. plan -------------------------------------------------------------------------------
 
-    Tasks are exported in (domain, source, source id) order and numbered per domain
-    (``sql_0``, ``sql_1``, ``swe_0`` …), so the same tasks get the same folders anywhere.
-    Without ``draft`` a task is exported only if :func:`validation_verdict` says so; the
-    others are listed in the report with the reason. ``progress(done, total)`` is called
-    after each task.
-    """
-    ordered = list(
+
+def export_order(task_ids: Iterable[int]) -> list[int]:
+    """The tasks in the bundle's order, so the same tasks get the same folders anywhere."""
+    return list(
         Task.objects.filter(pk__in=list(task_ids))
         .order_by("domain", "source", "source_id", "pk")
         .values_list("pk", flat=True)
     )
-    tar = BundleTar(out)
-    exported: list[dict] = []
-    skipped: list[dict] = []
+
+
+def export_folders(ordered: list[int]) -> dict[int, str]:
+    """Task id -> its folder, for the tasks written, in order: a task from the release keeps
+    its release folder (the first task claiming a name keeps it); the others take the next
+    free number of their domain, around those names."""
+    domains = dict(Task.objects.filter(pk__in=ordered).values_list("pk", "domain"))
+    kept = _release_folders(ordered)
     counters = {Domain.SQL: 0, Domain.SWE: 0}
-    # A task from the release keeps its folder name (sql_3, swe_5); the others are numbered
-    # around those names.
-    kept_names = _release_folders(ordered)
-    exported_names: set[str] = set()
-    try:
-        for done, task_id in enumerate(ordered, start=1):
-            task = _load(task_id)
-            gates = gate_report(task)
+    used: set[str] = set()
+    folders = {}
+    for pk in ordered:
+        name = kept.get(pk)
+        if not name or name in used:
+            while True:
+                name = f"{domains[pk]}_{counters[domains[pk]]}"
+                counters[domains[pk]] += 1
+                if name not in used and name not in kept.values():
+                    break
+        used.add(name)
+        folders[pk] = name
+    return folders
+
+
+def _release_folders(task_ids: list[int]) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for pk, metadata in (
+        Task.objects.filter(pk__in=task_ids, release_files__isnull=False)
+        .distinct()
+        .order_by("pk")
+        .values_list("pk", "source_metadata")
+    ):
+        name = str(metadata.get("folder") or "")
+        if re.fullmatch(r"(sql|swe)_\d+", name) and name not in names.values():
+            names[pk] = name
+    return names
+
+
+# --- the tasks of a chunk, read at once ------------------------------------------------
+
+
+class _Chunk:
+    """A chunk's tasks with what their files and provenance need, in a fixed number of
+    queries whatever the number of tasks."""
+
+    def __init__(self, task_ids: list[int]):
+        loaded = {
+            task.pk: task
+            for task in Task.objects.filter(pk__in=task_ids)
+            .select_related("project", "sql_environment__database", "swe_environment__repository")
+            .prefetch_related("release_files")
+        }
+        self.tasks = [loaded[pk] for pk in task_ids if pk in loaded]
+        self.snapshots = task_snapshots(self.tasks)
+        self.revisions = {pk: number for pk, (_, number) in current_revisions(task_ids).items()}
+        self._gates: dict[int, list[dict]] | None = None
+        self._judge_settings: dict[int, dict] = {}
+
+    @property
+    def gates(self) -> dict[int, list[dict]]:
+        if self._gates is None:
+            self._gates = gate_reports(self.tasks)
+        return self._gates
+
+    def revision(self, task: Task) -> int:
+        return self.revisions.get(task.pk, 0)
+
+    def judge_settings(self, task: Task) -> dict:
+        if task.project_id not in self._judge_settings:
+            self._judge_settings[task.project_id] = judge_settings_for(task.project)
+        return self._judge_settings[task.project_id]
+
+    def files(self, task: Task, folder: str, allow_internet: bool, scratch: Path) -> TaskFiles:
+        """The task's files but its provenance (``taskfiles``)."""
+        snapshot = self.snapshots[task.pk]
+        files = TaskFiles(folder, allow_internet=allow_internet)
+        index = int(folder.rsplit("_", 1)[1])
+        if task.release_files.exists():
+            release_task_files(task, snapshot, files)
+        elif task.domain == Domain.SQL:
+            sql_files(task, snapshot, files, index, judge_settings=self.judge_settings(task))
+        else:
+            swe_files(
+                task, snapshot, files, index, scratch, judge_settings=self.judge_settings(task)
+            )
+        return files
+
+
+# --- 2. check --------------------------------------------------------------------------------
+
+
+def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dict]:
+    """For a bundle that is not a draft: each task's gates, oracle runs and whether it is
+    written (``write``) or left out (``reason``). Keys are task ids as text (JSON)."""
+    chunk = _Chunk(task_ids)
+    verdicts: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
+        for task in chunk.tasks:
+            gates = chunk.gates[task.pk]
             validated, reason = validation_verdict(task, gates)
-            if not validated and not draft:
-                skipped.append({"task": task.pk, "title": task.title, "reason": reason})
+            verdict = {"gates": gates, "validated": validated, "reason": reason, "write": False}
+            if validated:
+                # Any folder name will do: the oracle's files never name their folder.
+                files = chunk.files(task, f"{task.domain}_0", options.allow_internet, Path(scratch))
+                verdict["oracle"] = oracle_runs(task, files.entries)
+                refused = oracle_verdict(verdict["oracle"])
+                verdict["write"] = refused is None
+                if refused:
+                    verdict["reason"] = f"{refused} (only a draft can be exported)"
+            verdicts[str(task.pk)] = verdict
+    return verdicts
+
+
+def skipped_entry(task_id: int, title: str, reason: str) -> dict:
+    return {"task": task_id, "title": title, "reason": reason}
+
+
+# --- 3. write --------------------------------------------------------------------------------
+
+
+def chunk_write(
+    *,
+    work: Path,
+    name: str,
+    folders: list[tuple[int, str]],
+    options: ExportOptions,
+    checked: dict[str, dict] | None = None,
+) -> dict[str, Any]:
+    """Write the tasks (``(task id, folder)`` in bundle order) into the chunk ``name`` under
+    ``work``; ``checked``: their verdicts from :func:`chunk_check` (a draft has none).
+    Returns the chunk's record and its report entries."""
+    chunk = _Chunk([pk for pk, _ in folders])
+    names = dict(folders)
+    revisions = {task.pk: chunk.revision(task) for task in chunk.tasks}
+    gates = {
+        t.pk: checked[str(t.pk)]["gates"] if checked else chunk.gates[t.pk] for t in chunk.tasks
+    }
+    passes = task_selections(chunk.tasks)
+    for selection in passes.values():
+        selection.pop("revision_id", None)  # the revision is named by validation.json itself
+    validations = validation_documents(
+        chunk.tasks, revision_numbers=revisions, gates=gates, pass_rates=passes
+    )
+    reviews = review_documents(
+        chunk.tasks, revision_numbers=revisions, reveal_reviewers=options.reveal_reviewers
+    )
+    spool = ChunkSpool(work, name)
+    written: list[list[Entry]] = []
+    exported = []
+    for task in chunk.tasks:
+        folder = names[task.pk]
+        # Each task's scratch files (a SWE repository stream) are gone once its entries are
+        # made: the spool keeps a file from disk compressed among its blobs.
+        with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
+            files = chunk.files(task, folder, options.allow_internet, Path(scratch))
+            if checked:
+                runs = checked[str(task.pk)]["oracle"]
+                validated, reason = True, checked[str(task.pk)]["reason"]
             else:
-                folder = _folder(task, kept_names, exported_names, counters)
-                written = _write_task(
-                    task,
-                    folder,
-                    int(folder.rsplit("_", 1)[1]),
-                    gates,
-                    reveal_reviewers=reveal_reviewers,
-                    tar=tar,
-                    allow_internet=allow_internet,
-                    refuse_failing_oracle=not draft,
-                )
-                if isinstance(written, str):
-                    skipped.append({"task": task.pk, "title": task.title, "reason": written})
-                    _release_folder(folder, kept_names, counters)
-                else:
-                    exported_names.add(folder)
-                    revision, oracle = written
-                    exported.append(_entry(task, folder, revision, validated, reason, oracle))
-            if progress:
-                progress(done, len(ordered))
-        manifest = _manifest(
-            draft=draft,
-            reveal_reviewers=reveal_reviewers,
-            allow_internet=allow_internet,
-            project=project,
-            selection=selection,
-            exported=exported,
-        )
-        files = tar.count
-        tar.add_manifest(layout.MANIFEST, manifest)
-        tar.close()
-    except BaseException:
-        tar.abort()
-        raise
-    return {"exported": exported, "skipped": skipped, "files": files}
+                runs = oracle_runs(task, files.entries)
+                validated, reason = validation_verdict(task, gates[task.pk])
+            files.add(layout.VALIDATION, layout.dumps({**validations[task.pk], "oracle": runs}))
+            files.add(layout.REVIEW, layout.dumps(reviews[task.pk]))
+            written.append([spool.entry(n, files.entries[n]) for n in sorted(files.entries)])
+        exported.append(_entry(task, folder, revisions[task.pk], validated, reason, runs))
+    record = spool.write(written)
+    return {"record": record.as_dict(), "exported": exported}
 
 
 def _oracle_summary(runs: dict) -> str:
@@ -167,95 +287,51 @@ def _entry(
     }
 
 
-def _manifest(*, draft, reveal_reviewers, allow_internet, project, selection, exported) -> dict:
+# --- 4. assemble -----------------------------------------------------------------------------
+
+
+def bundle_manifest(
+    *, options: ExportOptions, project, selection: dict | None, exported: list[dict]
+) -> dict:
     return {
         "format": layout.FORMAT,
         "format_version": layout.FORMAT_VERSION,
         "app_version": app_version(),
         "created_at": timezone.now().isoformat(timespec="seconds"),
-        "draft": draft,
-        "reviewers_named": reveal_reviewers,
-        "allow_internet": allow_internet,
+        "draft": options.draft,
+        "reviewers_named": options.reveal_reviewers,
+        "allow_internet": options.allow_internet,
         "project": {"slug": project.slug, "name": project.name} if project else None,
         "selection": selection or {},
         "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
     }
 
 
-def _folder(task: Task, kept: dict[int, str], used: set[str], counters: dict) -> str:
-    """The task's folder: its release name if it has one, else the next free number."""
-    name = kept.get(task.pk)
-    if name and name not in used:
-        return name
-    while True:
-        name = f"{task.domain}_{counters[task.domain]}"
-        counters[task.domain] += 1
-        if name not in used and name not in kept.values():
-            return name
+def bundle_assemble(
+    *, out: Path, work: Path, written: list[dict], options: ExportOptions, project, selection
+) -> dict[str, Any]:
+    """Join the written chunks (``chunk_write``'s results, in order) into ``out``."""
+    exported = [entry for chunk in written for entry in chunk["exported"]]
+    manifest = bundle_manifest(
+        options=options, project=project, selection=selection, exported=exported
+    )
+    records = [ChunkRecord.from_dict(chunk["record"]) for chunk in written]
+    archive = assemble(out, work, records, manifest)
+    return {**archive, "exported": exported}
 
 
-def _release_folder(folder: str, kept: dict[int, str], counters: dict) -> None:
-    """Give back a numbered folder that was not written (it was the last one handed out)."""
-    if folder not in kept.values():
-        domain, number = folder.rsplit("_", 1)
-        counters[domain] = int(number)
+def skipped_entries(ordered: list[int], checked: dict[str, dict]) -> list[dict]:
+    """The report's entries of the tasks the check left out, in bundle order."""
+    left_out = [pk for pk in ordered if not checked[str(pk)]["write"]]
+    titles = dict(Task.objects.filter(pk__in=left_out).values_list("pk", "title"))
+    return [skipped_entry(pk, titles[pk], checked[str(pk)]["reason"]) for pk in left_out]
 
 
-def _release_folders(task_ids: list[int]) -> dict[int, str]:
-    """Task id -> the folder name it had in the release, for tasks kept from the release
-    (the first task claiming a name keeps it)."""
-    names: dict[int, str] = {}
-    for task in Task.objects.filter(pk__in=task_ids, release_files__isnull=False).distinct():
-        name = str(task.source_metadata.get("folder") or "")
-        if re.fullmatch(r"(sql|swe)_\d+", name) and name not in names.values():
-            names[task.pk] = name
-    return names
-
-
-def _write_task(
-    task: Task,
-    folder: str,
-    index: int,
-    gates: list[dict],
-    *,
-    reveal_reviewers: bool,
-    tar: BundleTar,
-    allow_internet: bool = False,
-    refuse_failing_oracle: bool = False,
-) -> tuple[int, dict] | str:
-    """Add one task's files to ``tar`` in path order; return the revision number and the
-    oracle runs, or why the task was not written (its oracle run fails and
-    ``refuse_failing_oracle``)."""
-    snapshot = task_snapshot(task)
-    revision = (
-        Revision.objects.filter(task=task).order_by("-number").values_list("number", flat=True)
-    ).first() or 0
-    files = TaskFiles(folder, allow_internet=allow_internet)
-    with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
-        if task.release_files.exists():
-            release_task_files(task, snapshot, files)
-        elif task.domain == Domain.SQL:
-            sql_files(task, snapshot, files, index)
-        else:
-            swe_files(task, snapshot, files, index, Path(scratch))
-        runs = oracle_runs(task, files.entries)
-        refused = oracle_verdict(runs)
-        if refused and refuse_failing_oracle:
-            return f"{refused} (only a draft can be exported)"
-        validation = validation_document(
-            task, revision_number=revision, gates=gates, pass_rate=_pass_rate_evidence(task)
-        )
-        files.add(layout.VALIDATION, layout.dumps({**validation, "oracle": runs}))
-        files.add(
-            layout.REVIEW,
-            layout.dumps(
-                review_document(task, revision_number=revision, reveal_reviewers=reveal_reviewers)
-            ),
-        )
-        for name in sorted(files.entries):
-            content = files.entries[name]
-            if isinstance(content, Path):
-                tar.add_file(name, content)
-            else:
-                tar.add_bytes(name, content)
-    return revision, runs
+__all__ = [
+    "ExportOptions",
+    "bundle_assemble",
+    "chunk_check",
+    "chunk_write",
+    "export_folders",
+    "export_order",
+]

@@ -5,6 +5,8 @@ The browser, the API and ``manage.py export_bundle`` all go through ``bundle_exp
 """
 
 import contextlib
+import re
+import shutil
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -12,13 +14,28 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
-from exchange.bundles.tarstream import file_sha256
-from exchange.bundles.writer import write_bundle
-from exchange.models import ExportJob
+from exchange.bundles.writer import (
+    ExportOptions,
+    bundle_assemble,
+    chunk_check,
+    chunk_write,
+    export_folders,
+    export_order,
+    skipped_entries,
+)
+from exchange.bundles.writer import chunks as writer_chunks
+from exchange.models import ExportChunk, ExportJob
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_heartbeat, job_send
+from hilbench_annotate.jobs import (
+    job_claim,
+    job_fail,
+    job_finish,
+    job_heartbeat_while,
+    job_send,
+)
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.services.tasks import event_record, tag_names_clean
 from hilbench_annotate.vocabulary import Domain, TaskStatus
@@ -115,62 +132,255 @@ def bundle_export_start(
     return job
 
 
-def bundle_export_execute(*, job_id: int, out: Path | None = None) -> ExportJob | None:
-    """Claim the job (queued, or running with a dead worker) and write its bundle.
+def _work_dir(job_id: int) -> Path:
+    return settings.BUNDLE_STORE / "work" / f"export-{int(job_id)}"
 
+
+def _target(job: ExportJob) -> Path:
+    return Path(job.out_path) if job.out_path else settings.BUNDLE_STORE / job.file_path
+
+
+def bundle_export_execute(
+    *, job_id: int, out: Path | None = None, fan_out: bool = False
+) -> ExportJob | None:
+    """Claim the job (queued, or running with a dead worker) and export it.
+
+    The export runs in steps over chunks of tasks (``bundles.writer``), each an
+    ``ExportChunk`` row: with ``fan_out`` (the Celery task) every chunk is sent to the
+    workers and the last one of a step starts the next; without it (the command, and the
+    tests) the same steps run here, one after the other, and the job is finished on return.
     ``out`` is where the command wants the file; the browser's jobs write under
-    BUNDLE_STORE. A redelivered message for a running or finished job does nothing.
+    BUNDLE_STORE. A redelivered message for a running or finished job does nothing; a job
+    taken over from a dead worker goes on from its chunks.
     """
     if not job_claim(ExportJob, job_id):
         return None
-    job = ExportJob.objects.select_related("project", "created_by").get(pk=job_id)
+    job = ExportJob.objects.get(pk=job_id)
+    if job.phase:
+        _resume(job, fan_out=fan_out)
+        return ExportJob.objects.get(pk=job_id)
     relative = (
         f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}/{job.project.slug}-export-{job.pk}.tar.gz"
     )
-    target = Path(out) if out else settings.BUNDLE_STORE / relative
-    task_ids = list(
+    ordered = export_order(
         export_selection_tasks(project=job.project, selection=job.selection).values_list(
             "pk", flat=True
         )
     )
-
-    def progress(done: int, total: int) -> None:
-        job_heartbeat(ExportJob, job_id, done=done, total=total)
-
-    try:
-        report = write_bundle(
-            task_ids=task_ids,
-            out=target,
-            draft=job.draft,
-            reveal_reviewers=job.reveal_reviewers,
-            allow_internet=job.allow_internet,
-            project=job.project,
-            selection=job.selection,
-            progress=progress,
+    shutil.rmtree(_work_dir(job_id), ignore_errors=True)
+    with transaction.atomic():
+        ExportJob.objects.filter(pk=job_id).update(
+            file_path="" if out else relative,
+            out_path=str(out) if out else "",
+            total=len(ordered),
+            done=0,
         )
+        if job.draft:
+            chunks = _write_chunks(job, {}, ordered)
+        else:
+            ExportJob.objects.filter(pk=job_id).update(phase=ExportChunk.Phase.CHECK)
+            chunks = [
+                ExportChunk.objects.create(
+                    export=job,
+                    phase=ExportChunk.Phase.CHECK,
+                    number=number,
+                    tasks=part,
+                    created_by_id=job.created_by_id,
+                )
+                for number, part in enumerate(writer_chunks(ordered))
+            ]
+    _dispatch(chunks, fan_out=fan_out)
+    return ExportJob.objects.get(pk=job_id)
+
+
+def _write_chunks(job: ExportJob, checked: dict, ordered: list[int]) -> list[ExportChunk]:
+    """The write step's chunks (caller is in a transaction): the tasks to write, each with
+    its folder; an empty export still has one (empty) chunk, so the bundle is assembled."""
+    ExportJob.objects.filter(pk=job.pk).update(phase=ExportChunk.Phase.WRITE)
+    folders = export_folders(ordered)
+    parts = writer_chunks(ordered) or [[]]
+    return [
+        ExportChunk.objects.create(
+            export=job,
+            phase=ExportChunk.Phase.WRITE,
+            number=number,
+            tasks=[[pk, folders[pk]] for pk in part],
+            result={"checked": {str(pk): checked[str(pk)] for pk in part}} if checked else {},
+            created_by_id=job.created_by_id,
+        )
+        for number, part in enumerate(parts)
+    ]
+
+
+def _dispatch(chunks: list[ExportChunk], *, fan_out: bool) -> None:
+    if fan_out:
+        for chunk in chunks:
+            job_send(chunk)
+        return
+    for chunk in chunks:
+        export_chunk_execute(chunk_id=chunk.pk, fan_out=False)
+
+
+def _resume(job: ExportJob, *, fan_out: bool) -> None:
+    """A job taken over from a dead worker: a failed chunk fails it; otherwise its
+    unfinished chunks are sent again (a chunk runs once however often it is sent) and, if
+    none is left, the next step starts."""
+    chunks = list(job.chunks.filter(phase=job.phase))
+    failed = next((c for c in chunks if c.status == ExportChunk.Status.FAILED), None)
+    if failed is not None:
+        job_fail(ExportJob, job.pk, failed.error or f"{failed} failed")
+        return
+    unfinished = [c for c in chunks if not c.is_finished]
+    if unfinished:
+        if fan_out:
+            _dispatch(unfinished, fan_out=True)
+        else:
+            for chunk in unfinished:
+                ExportChunk.objects.filter(pk=chunk.pk).update(status=ExportChunk.Status.QUEUED)
+            _dispatch(unfinished, fan_out=False)
+        return
+    _advance(job.pk, job.phase, fan_out=fan_out)
+
+
+def export_chunk_execute(*, chunk_id: int, fan_out: bool = True) -> None:
+    """Claim one chunk of an export and take its step; the last chunk of a step starts the
+    next one. A failure fails the whole export, with its reason."""
+    if not job_claim(ExportChunk, chunk_id):
+        return
+    chunk = ExportChunk.objects.select_related("export__project").get(pk=chunk_id)
+    job = chunk.export
+    if job.is_finished:
+        job_fail(ExportChunk, chunk_id, f"export #{job.pk} had already ended")
+        return
+    try:
+        # The export's heartbeat too: a long step must not make the export look dead.
+        with job_heartbeat_while(ExportChunk, chunk_id), job_heartbeat_while(ExportJob, job.pk):
+            result = _step(chunk, job)
     except DomainError as exc:
-        job_fail(ExportJob, job_id, str(exc))
-        return ExportJob.objects.get(pk=job_id)
-    if not report["exported"]:
+        job_fail(ExportChunk, chunk_id, str(exc))
+        job_fail(ExportJob, job.pk, str(exc))
+        shutil.rmtree(_work_dir(job.pk), ignore_errors=True)
+        return
+    except BaseException as exc:
+        job_fail(ExportJob, job.pk, f"The export crashed in {chunk}: {exc!r}")
+        shutil.rmtree(_work_dir(job.pk), ignore_errors=True)
+        raise
+    if result is None:  # the assembly: the export is finished
+        return
+    job_finish(ExportChunk, chunk_id, result=result)
+    # Progress within the step (the page names the step): tasks checked, or written.
+    ExportJob.objects.filter(pk=job.pk).update(
+        done=F("done") + len(chunk.tasks), heartbeat_at=timezone.now()
+    )
+    _advance(job.pk, chunk.phase, fan_out=fan_out)
+
+
+def _options(job: ExportJob) -> ExportOptions:
+    return ExportOptions(
+        draft=job.draft, reveal_reviewers=job.reveal_reviewers, allow_internet=job.allow_internet
+    )
+
+
+def _step(chunk: ExportChunk, job: ExportJob) -> dict | None:
+    if chunk.phase == ExportChunk.Phase.CHECK:
+        return {"checked": chunk_check(task_ids=chunk.tasks, options=_options(job))}
+    if chunk.phase == ExportChunk.Phase.WRITE:
+        written = chunk_write(
+            work=_work_dir(job.pk),
+            name=f"chunk-{chunk.number:05d}",
+            folders=[(pk, folder) for pk, folder in chunk.tasks],
+            options=_options(job),
+            checked=chunk.result.get("checked") or None,
+        )
+        return {**chunk.result, **written}
+    _assemble(chunk, job)
+    return None
+
+
+def _advance(job_id: int, phase: str, *, fan_out: bool) -> None:
+    """Start the step after ``phase`` once every chunk of it has succeeded; of the chunks
+    that may see that at the same time, the one whose conditional update wins starts it."""
+    following = {
+        ExportChunk.Phase.CHECK: ExportChunk.Phase.WRITE,
+        ExportChunk.Phase.WRITE: ExportChunk.Phase.ASSEMBLE,
+    }[phase]
+    with transaction.atomic():
+        chunks = ExportChunk.objects.filter(export_id=job_id, phase=phase)
+        if chunks.exclude(status=ExportChunk.Status.SUCCEEDED).exists():
+            return
+        if not ExportJob.objects.filter(
+            pk=job_id, phase=phase, status=ExportJob.Status.RUNNING
+        ).update(phase=following):
+            return
+        job = ExportJob.objects.get(pk=job_id)
+        if following == ExportChunk.Phase.WRITE:
+            checked = {}
+            for result in chunks.order_by("number").values_list("result", flat=True):
+                checked.update(result["checked"])
+            ordered = [pk for part in chunks.order_by("number").values_list("tasks", flat=True)
+                       for pk in part]  # fmt: skip
+            written = [pk for pk in ordered if checked[str(pk)]["write"]]
+            ExportJob.objects.filter(pk=job_id).update(done=len(ordered) - len(written))
+            next_chunks = _write_chunks(job, checked, written)
+        else:
+            next_chunks = [
+                ExportChunk.objects.create(
+                    export=job,
+                    phase=ExportChunk.Phase.ASSEMBLE,
+                    number=0,
+                    created_by_id=job.created_by_id,
+                )
+            ]
+    _dispatch(next_chunks, fan_out=fan_out)
+
+
+def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
+    """Join the written chunks into the bundle and finish the export (and this chunk)."""
+    work = _work_dir(job.pk)
+    written = [
+        c.result for c in job.chunks.filter(phase=ExportChunk.Phase.WRITE).order_by("number")
+    ]
+    checked = {}
+    for result in job.chunks.filter(phase=ExportChunk.Phase.CHECK).values_list("result", flat=True):
+        checked.update(result["checked"])
+    ordered = [pk for c in job.chunks.filter(phase=ExportChunk.Phase.CHECK).order_by("number")
+               for pk in c.tasks]  # fmt: skip
+    skipped = skipped_entries(ordered, checked) if checked else []
+    target = _target(job)
+    exported = [entry for part in written for entry in part["exported"]]
+    if not exported:
         target.unlink(missing_ok=True)
-        job_fail(
-            ExportJob,
-            job_id,
+        message = (
             "No selected task is validated (approved with every gate green); "
             "export a draft bundle to include them anyway.\n"
-            + "\n".join(f"task {s['task']}: {s['reason']}" for s in report["skipped"][:50]),
+            + "\n".join(f"task {s['task']}: {s['reason']}" for s in skipped[:50])
         )
-        return ExportJob.objects.get(pk=job_id)
+        job_fail(ExportChunk, chunk.pk, message)
+        job_fail(ExportJob, job.pk, message)
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    archive = bundle_assemble(
+        out=target,
+        work=work,
+        written=written,
+        options=_options(job),
+        project=job.project,
+        selection=job.selection,
+    )
+    report = {"exported": exported, "skipped": skipped, "files": archive["files"]}
     finished = timezone.now()
     with transaction.atomic():
+        job_finish(ExportChunk, chunk.pk)
         job_finish(
             ExportJob,
-            job_id,
-            file_path="" if out else relative,
-            size_bytes=target.stat().st_size,
-            sha256=file_sha256(target),
+            job.pk,
+            size_bytes=archive["size"],
+            sha256=archive["sha256"],
             report=report,
-            expires_at=None if out else finished + timedelta(hours=settings.BUNDLE_KEEP_HOURS),
+            done=job.total,
+            expires_at=None
+            if job.out_path
+            else finished + timedelta(hours=settings.BUNDLE_KEEP_HOURS),
         )
         _mark_exported(job, report)
         event_record(
@@ -178,12 +388,12 @@ def bundle_export_execute(*, job_id: int, out: Path | None = None) -> ExportJob 
             task_id=None,
             actor=job.created_by,
             kind="export_finished",
-            job=job_id,
+            job=job.pk,
             exported=len(report["exported"]),
             skipped=len(report["skipped"]),
             draft=job.draft,
         )
-    return ExportJob.objects.get(pk=job_id)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _mark_exported(job: ExportJob, report: dict) -> None:
@@ -199,6 +409,21 @@ def export_jobs_expire(*, now=None) -> int:
     """Delete bundle files past their time; the jobs stay, marked expired."""
     now = now or timezone.now()
     count = 0
+    # What the steps of an export left behind when it failed or its worker died for good.
+    work = settings.BUNDLE_STORE / "work"
+    folders = {
+        int(p.name.removeprefix("export-")): p
+        for p in (work.iterdir() if work.is_dir() else ())
+        if re.fullmatch(r"export-\d+", p.name)
+    }
+    unfinished = set(
+        ExportJob.objects.filter(pk__in=list(folders))
+        .exclude(status__in=ExportJob.FINISHED)
+        .values_list("pk", flat=True)
+    )
+    for job_id, folder in folders.items():
+        if job_id not in unfinished:
+            shutil.rmtree(folder, ignore_errors=True)
     for job in ExportJob.objects.filter(status=ExportJob.Status.SUCCEEDED, expires_at__lt=now):
         if job.path is not None:
             job.path.unlink(missing_ok=True)

@@ -2,7 +2,8 @@
 
 Every member is checked before anything is written: no absolute paths, no ``..``
 components, no symbolic links, no hard links except to a regular file earlier in the same
-tar (how a bundle stores a file it carries twice), no devices, no name twice, and bounded
+tar, directly or through links before it (how a bundle stores a file it carries twice), no
+devices, no name twice, and bounded
 member count and total size (zip-slip and zip-bomb safe). Sizes are the sizes the headers
 declare, so a sparse member claiming 10 GB is refused from its header, without reading (or
 writing) its data; a zip member's data is cut at its declared size, and one whose data says
@@ -75,7 +76,7 @@ def check_archive(
     limit = min(max_bytes, max(RATIO_FLOOR_BYTES, int(packed * max_ratio)))
     problems: list[str] = []
     seen: set[str] = set()
-    regular: set[str] = set()  # regular files so far: what a hard link may point to
+    regular: set[str] = set()  # files so far, or links to them: what a hard link may name
     total = 0
 
     def check(name: str, size: int, is_regular_or_dir: bool) -> None:
@@ -116,9 +117,12 @@ def check_archive(
                         raise ArchiveRefused(
                             archive, [f"more than {max_members} members"], label=label
                         )
+                    # A hard link may lead to a link earlier in the archive (an export's
+                    # chunks link to their first copy, which may link to the bundle's): it
+                    # is followed as far as a regular file, never outside the archive.
                     inside = info.islnk() and _normal(info.linkname) in regular
                     check(info.name, info.size, info.isfile() or info.isdir() or inside)
-                    if info.isfile():
+                    if info.isfile() or inside:
                         regular.add(_normal(info.name))
                     if info.isfile() and info.sparse is not None:
                         problems.append(f"{info.name!r} is a sparse file")

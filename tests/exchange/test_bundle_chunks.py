@@ -1,0 +1,177 @@
+"""An export written in chunks (by one process or by many workers) is the bundle one chunk
+would give: the same files, each content stored once, readable by tar, tarfile and our own
+importer; its headers are tarfile's; its queries are a fixed number a chunk."""
+
+import json
+import subprocess
+import tarfile
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from exchange.bundles import layout
+from exchange.bundles.reader import import_bundle
+from exchange.bundles.tarstream import tar_header
+from exchange.models import ExportChunk, ExportJob
+from exchange.services.exports import bundle_export_create, bundle_export_execute
+from hilbench_annotate.models import Project, SqlEnvironment, Task
+
+from ..conftest import start_worker
+from .bundle_helpers import members, seed_demo, user
+
+pytestmark = pytest.mark.django_db
+
+
+def _ustar(name: str, size: int, link: str = "") -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, layout.TAR_MTIME, layout.FILE_MODE
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    if link:
+        info.type, info.linkname = tarfile.LNKTYPE, link
+    return info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "manifest.json",
+        "sql_0/ask_human/environment/sidecars/ask-human/judge/features.py",
+        "x" * 100,
+        "sql_12/" + "/".join(["d" * 30] * 6) + "/f.py",  # 197 bytes: ustar's prefix field
+    ],
+)
+@pytest.mark.parametrize("size", [0, 1, 513, 10**9])
+def test_headers_are_tarfiles_own_ustar_headers(name, size):
+    assert tar_header(name, size) == _ustar(name, size)
+    assert tar_header(name, 0, "sql_0/shared/data/database.sqlite") == _ustar(
+        name, 0, "sql_0/shared/data/database.sqlite"
+    )
+
+
+@pytest.mark.parametrize("name", ["swe_3/" + "e" * 120, "sql_0/shared/données.csv"])
+def test_a_name_ustar_cannot_hold_gets_a_pax_header(tmp_path, name):
+    archive = tmp_path / "a.tar"
+    archive.write_bytes(tar_header(name, 3) + b"abc" + b"\0" * 509 + b"\0" * 1024)
+    with tarfile.open(archive) as tf:
+        member = tf.next()
+        assert member.name == name and tf.extractfile(member).read() == b"abc"
+
+
+def _export(project, tasks, out, *, draft=True) -> ExportJob:
+    job = bundle_export_create(
+        project=project, actor=user("lead"), selection={"tasks": [t.pk for t in tasks]}, draft=draft
+    )
+    return bundle_export_execute(job_id=job.pk, out=out)
+
+
+def _files(bundle) -> dict[str, bytes]:
+    files = members(bundle)
+    manifest = json.loads(files.pop(layout.MANIFEST))
+    manifest.pop("created_at")
+    return {**files, layout.MANIFEST: json.dumps(manifest, sort_keys=True).encode()}
+
+
+def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))
+    settings.EXPORT_CHUNK_SIZE = 100
+    whole = _export(project, tasks, tmp_path / "whole.tar.gz")
+    settings.EXPORT_CHUNK_SIZE = 2
+    chunked = _export(project, tasks, tmp_path / "chunked.tar.gz")
+    assert ExportChunk.objects.filter(export=chunked, phase="write").count() == 3
+
+    assert _files(tmp_path / "whole.tar.gz") == _files(tmp_path / "chunked.tar.gz")
+    assert chunked.report["files"] == whole.report["files"]
+    with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
+        stored = [m for m in tf if m.isfile()]
+    database = SqlEnvironment.objects.get(task=tasks[0]).database.path.read_bytes()
+    with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
+        copies = [m.name for m in stored if tf.extractfile(m).read() == database]
+    # Six tasks share the database, each in seven places: one copy in the whole bundle, at
+    # its first name (a task's files go in path order).
+    assert copies == ["sql_0/ask_human/environment/sidecars/sql-tools/data/database.sqlite"]
+    sidecar = [m.name for m in stored if m.name.endswith("sidecars/sql-tools/sql_tools.py")]
+    assert sidecar == ["sql_0/ask_human/environment/sidecars/sql-tools/sql_tools.py"]
+
+    # tar follows the links (some lead to a chunk's first copy, itself a link) …
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "-xzf", str(tmp_path / "chunked.tar.gz"), "-C", str(out)], check=True)
+    assert (out / "sql_5/full_info/tests/database.sqlite").read_bytes() == database
+    # … and so does our own importer, which checks every link first.
+    other = Project.objects.create(name="Other", slug="other")
+    report = import_bundle(project=other, path=tmp_path / "chunked.tar.gz", actor=user("lead"))
+    assert len(report.created) == len(tasks)
+
+
+def test_export_queries_are_a_fixed_number_a_chunk(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))
+    settings.EXPORT_CHUNK_SIZE = 100
+    _export(project, tasks, tmp_path / "warm.tar.gz")  # the oracle and lint caches filled
+
+    def queries(count: int) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            job = _export(project, tasks[:count], tmp_path / f"{count}.tar.gz")
+        assert job.status == "succeeded", job.error
+        return len(captured.captured_queries)
+
+    two, six = queries(2), queries(6)
+    # Before chunks, every task cost some 27 queries: four more tasks would add ~110.
+    assert six - two <= 8, (two, six)
+
+
+def test_a_failing_chunk_fails_the_export_with_its_reason(settings, tmp_path):
+    project = seed_demo(settings, tmp_path)
+    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))
+    env = SqlEnvironment.objects.get(task=tasks[-1])
+    SqlEnvironment.objects.filter(pk=env.pk).update(
+        descriptions={**env.descriptions, "../escape": "a,b\n"}
+    )
+    settings.EXPORT_CHUNK_SIZE = 2
+    job = _export(project, tasks, tmp_path / "bad.tar.gz")
+    assert job.status == "failed"
+    assert "is not a file name" in job.error
+    assert not (tmp_path / "bad.tar.gz").exists()
+    assert not (settings.BUNDLE_STORE / "work" / f"export-{job.pk}").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_real_workers_write_the_chunks_of_one_export(settings, tmp_path, worker_broker):
+    """The Export page's path: the job is sent to the workers, each chunk to whichever is
+    free, the last chunk assembles; the bundle is the one a single process writes."""
+    project = seed_demo(settings, tmp_path)
+    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))
+    settings.EXPORT_CHUNK_SIZE = 2
+    inline = _export(project, tasks, tmp_path / "inline.tar.gz")
+    env = {"HILBENCH_EXPORT_CHUNK_SIZE": "2"}
+    workers = [start_worker(worker_broker, tmp_path / f"worker-{n}.log", env=env) for n in range(2)]
+    try:
+        from exchange.services.exports import bundle_export_start
+
+        job = bundle_export_start(
+            project=project, actor=user("lead"), selection={"tasks": [t.pk for t in tasks]},
+            draft=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            job.refresh_from_db()
+            if job.is_finished:
+                break
+            time.sleep(0.3)
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait(timeout=30)
+    logs = "".join((tmp_path / f"worker-{n}.log").read_text() for n in range(2))
+    assert job.status == "succeeded", f"{job.status}: {job.error}\n{logs[-3000:]}"
+    # The same files and the same manifest (but for its time of creation).
+    assert _files(job.path) == _files(tmp_path / "inline.tar.gz")
+    assert job.report["files"] == inline.report["files"]
+    chunks = ExportChunk.objects.filter(export=job)
+    assert sorted(chunks.values_list("phase", flat=True)) == ["assemble"] + ["write"] * 3
+    assert set(chunks.values_list("status", flat=True)) == {"succeeded"}
