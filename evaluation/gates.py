@@ -3,12 +3,18 @@ with full information and fail without). Registered in ``EvaluationConfig.ready`
 
 from hilbench_annotate.gates import register_gate
 
-from .selectors import task_selection
+from .selectors import task_selections
 
 
 def _pass_rate(task) -> tuple[bool, str]:
-    selection = task_selection(task)
-    return selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}"
+    return _pass_rate_many([task])[task.pk]
+
+
+def _pass_rate_many(tasks) -> dict[int, tuple[bool, str]]:
+    return {
+        pk: (selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}")
+        for pk, selection in task_selections(tasks).items()
+    }
 
 
 def register() -> None:
@@ -16,4 +22,5 @@ def register() -> None:
         "pass_rate",
         _pass_rate,
         description="model runs keep the task: solved with full information, not without",
+        check_many=_pass_rate_many,
     )
