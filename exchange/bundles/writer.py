@@ -21,6 +21,7 @@ only ``manifest.json`` does. The chunk size fixes the bytes; the number of worke
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -166,7 +167,8 @@ class _Chunk:
         return self._judge_settings[task.project_id]
 
     def files(self, task: Task, folder: str, allow_internet: bool, scratch: Path) -> TaskFiles:
-        """The task's files but its provenance (``taskfiles``)."""
+        """The task's files but its provenance (``taskfiles``); a SWE task writes its
+        repository stream into ``scratch`` (made here)."""
         snapshot = self.snapshots[task.pk]
         files = TaskFiles(folder, allow_internet=allow_internet)
         index = int(folder.rsplit("_", 1)[1])
@@ -175,6 +177,7 @@ class _Chunk:
         elif task.domain == Domain.SQL:
             sql_files(task, snapshot, files, index, judge_settings=self.judge_settings(task))
         else:
+            scratch.mkdir(parents=True, exist_ok=True)
             swe_files(
                 task, snapshot, files, index, scratch, judge_settings=self.judge_settings(task)
             )
@@ -196,8 +199,10 @@ def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dic
             verdict = {"gates": gates, "validated": validated, "reason": reason, "write": False}
             if validated:
                 # Any folder name will do: the oracle's files never name their folder.
-                files = chunk.files(task, f"{task.domain}_0", options.allow_internet, Path(scratch))
+                own = Path(scratch) / str(task.pk)
+                files = chunk.files(task, f"{task.domain}_0", options.allow_internet, own)
                 verdict["oracle"] = oracle_runs(task, files.entries)
+                shutil.rmtree(own, ignore_errors=True)
                 refused = oracle_verdict(verdict["oracle"])
                 verdict["write"] = refused is None
                 if refused:
@@ -242,12 +247,13 @@ def chunk_write(
     spool = ChunkSpool(work, name)
     written: list[list[Entry]] = []
     exported = []
-    for task in chunk.tasks:
-        folder = names[task.pk]
-        # Each task's scratch files (a SWE repository stream) are gone once its entries are
-        # made: the spool keeps a file from disk compressed among its blobs.
-        with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
-            files = chunk.files(task, folder, options.allow_internet, Path(scratch))
+    with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
+        for task in chunk.tasks:
+            folder = names[task.pk]
+            # A task's scratch files (a SWE repository stream) go once its entries are made:
+            # the spool keeps a file from disk compressed among its blobs.
+            own = Path(scratch) / str(task.pk)
+            files = chunk.files(task, folder, options.allow_internet, own)
             if checked:
                 runs = checked[str(task.pk)]["oracle"]
                 validated, reason = True, checked[str(task.pk)]["reason"]
@@ -257,7 +263,8 @@ def chunk_write(
             files.add(layout.VALIDATION, layout.dumps({**validations[task.pk], "oracle": runs}))
             files.add(layout.REVIEW, layout.dumps(reviews[task.pk]))
             written.append([spool.entry(n, files.entries[n]) for n in sorted(files.entries)])
-        exported.append(_entry(task, folder, revisions[task.pk], validated, reason, runs))
+            shutil.rmtree(own, ignore_errors=True)
+            exported.append(_entry(task, folder, revisions[task.pk], validated, reason, runs))
     record = spool.write(written)
     return {"record": record.as_dict(), "exported": exported}
 
