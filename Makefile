@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights
+.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv
 
 # The app runs with DEBUG off unless told otherwise. These targets are for a laptop: DEBUG on
 # (a development secret key, localhost only, the demo users), unless DJANGO_DEBUG is set.
@@ -70,6 +70,11 @@ harbor-check: install $(HARBOR_VENV)/.installed
 # ../shared/examples/hilbench-calibration and cross-validated; the same data gives the same file.
 judge-weights: install
 	$(PY) scripts/train_judge.py
+
+# Leave-one-group-out cross-validation of the judge (each database or repository judged by a
+# judge fitted on all the others); a report only, the weights file is not touched.
+judge-cv: install
+	$(PY) scripts/train_judge.py --leave-group-out
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -100,7 +100,8 @@ def main() -> None:
             print(
                 f"cross-validated {domain}: precision {figures['precision']['mean']:.3f} "
                 f"(min {figures['precision']['min']:.3f}), recall {figures['recall']['mean']:.3f}"
-                f" (min {figures['recall']['min']:.3f}) over {cv['halvings']} halvings"
+                f" (min {figures['recall']['min']:.3f}) over {cv['halvings']} seeds of the"
+                " halving (2 distinct partitions of the calibration tasks: docs/quality.md)"
             )
     held_out = weights.get("release_examples", {}).get("all")
     if held_out:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import groupby
+from itertools import groupby, pairwise
 
 # --- pass@k ---------------------------------------------------------------------------
 
@@ -254,12 +254,39 @@ def delta_burden_curve(records: Sequence[SupportRecord]) -> list[tuple[float, fl
     return [(k / n, float(sums[k] / n)) for k in range(n + 1)]
 
 
+def _clipped_area(sums: list[Fraction]) -> Fraction:
+    """N² × the area between the points (k, S(k)) and the x-axis where the curve is above it:
+    a trapezoid where a segment is above, its positive triangle where it crosses (the
+    segment is linear, so it crosses at S(k) / (S(k) − S(k+1)) of its width), nothing
+    where it is below."""
+    area = Fraction(0)
+    for left, right in pairwise(sums):
+        if left >= 0 and right >= 0:
+            area += (left + right) / 2
+        elif left > 0 or right > 0:
+            high, low = max(left, right), min(left, right)
+            area += high * high / (2 * (high - low))
+    return area
+
+
 def audbc(records: Sequence[SupportRecord]) -> float | None:
-    """Area Under the Delta-Burden Curve, as "I Need Help!" defines it: the area under
-    (burden, Δ) for burden 0..1 (trapezoids between the curve's points, which is exact: the
-    curve is linear between them), divided by the largest square it fits in — burden 1 by the
-    curve's maximum Δ — so it lies in [0, 1]. A random (or constant) scorer gives 0.5 when
-    support never hurts; a perfect scorer on one helped and one unhelped task gives 0.75.
+    """Area Under the Delta-Burden Curve, normalised to [0, 1] as "I Need Help!" says: the
+    area under (burden, Δ) for burden 0..1 divided by the largest square it fits in —
+    burden 1 by the curve's maximum Δ. Between its points the curve is linear (inside a tie
+    group it is the expected curve, also linear), so the area is exact.
+
+    Support can hurt (right without it, wrong with it), and when such tasks are asked first
+    the curve dips below 0 before it rises; the paper, whose curves stay above 0, does not
+    say what to do there. Here the area is that of the part of the square [0, 1] × [0, peak]
+    under the curve: stretches below 0 add nothing rather than a negative area. So AUDBC stays
+    in [0, 1] (a signed area over the same square gave −0.167 with the hurt task first), is
+    the share of the square the curve covers — the paper's picture —, never rises when the
+    curve is pushed down anywhere for the same peak, and leaves every curve that stays at or
+    above 0 exactly as before: a random (or constant) scorer still gives 0.5 whenever
+    support helps on the whole, a perfect scorer on one helped and one unhelped task 0.75.
+    Asking the hurt tasks early still costs: the curve starts rising later. Normalising over
+    [lowest Δ, peak] instead was rejected: a deeper dip would enlarge the box and could
+    raise the score.
 
     ``None`` when there are no records or the curve never rises above 0 (support helps no
     prefix of the tasks), where the normalisation is meaningless.
@@ -272,10 +299,8 @@ def audbc(records: Sequence[SupportRecord]) -> float | None:
     peak = max(sums)
     if peak <= 0:
         return None
-    # Trapezoids of width 1/N: area = (S(0)/2 + S(1) + … + S(N-1) + S(N)/2) / N², over the
-    # square of side 1 by peak/N.
-    area = sum(sums) - (sums[0] + sums[-1]) / 2
-    return float(area / (n * peak))
+    # In units of 1/N both ways: the area is _clipped_area / N², the square 1 × peak / N.
+    return float(_clipped_area(sums) / (n * peak))
 
 
 def ask_pr_curve(records: Sequence[SupportRecord]) -> list[tuple[float, float, float]]:

@@ -5,6 +5,7 @@ resolutions; the caller turns the verdict into the response: the matched blocker
 resolution verbatim, or exactly ``irrelevant question``.
 """
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -12,6 +13,18 @@ from hilbench_annotate.errors import Unavailable
 from hilbench_annotate.question_rules import clean
 
 IRRELEVANT = "irrelevant question"
+# The ``judge_version`` columns (verdict cache, ask_human runs) and calibration versions.
+VERSION_MAX_LENGTH = 100
+
+
+def version_fit(version: str) -> str:
+    """``version`` as stored with every verdict: itself when it fits the columns, else its
+    start and a hash of all of it, so two long versions never share one (the start keeps it
+    recognisable; the judge keeps the long form as ``long_version``)."""
+    if len(version) <= VERSION_MAX_LENGTH:
+        return version
+    digest = hashlib.sha256(version.encode()).hexdigest()[:16]
+    return f"{version[: VERSION_MAX_LENGTH - len(digest) - 1]}#{digest}"
 
 
 class JudgeError(Unavailable):

@@ -15,10 +15,11 @@ caller answers with that blocker's resolution verbatim (``judge.base.respond``).
 resolution is read to *recognise* the blocker (the words a question about it uses), never
 returned by the judge.
 
-The version (``embedded-2-<weights id>``, plus the project's thresholds when it calibrated
-them) is stored with every verdict, so cached verdicts of one judge are never served under
-another. Registry indexes are cached (LRU) by their content and domain; one judge per
-configuration per process (``judge.services.get_judge``).
+The version (``embedded-2-<weights id>``; with thresholds other than the fitted ones, the
+name of the project's calibration or else ``/t<hash of the thresholds>``) is stored with every
+verdict, so cached verdicts of one judge are never served under another. Registry indexes
+are cached (LRU) by their content and domain; one judge per configuration per process
+(``judge.services.get_judge``).
 """
 
 from __future__ import annotations
@@ -81,11 +82,14 @@ class EmbeddedJudge:
     ):
         """``weights``: the fitted model (default: the shipped file); ``thresholds``: per
         domain, instead of the fitted ones (a project's calibration); ``version``: the name
-        of that calibration; ``embed``: texts -> normalised rows (default: the encoder)."""
+        of that calibration (default: derived from the thresholds when they differ from the
+        fitted ones, so verdicts under other thresholds never share a version);
+        ``embed``: texts -> normalised rows (default: the encoder)."""
         self._embed = embed
         weights = weights or load_weights()
         self.model = Model.from_json(weights)
         self.weights_id = str(weights.get("version", "unversioned"))
+        fitted = dict(self.model.thresholds)
         if thresholds:
             self.model = Model(
                 self.model.mean,
@@ -95,6 +99,11 @@ class EmbeddedJudge:
                 {**self.model.thresholds, **{k: float(v) for k, v in thresholds.items()}},
             )
         self.version = version or f"embedded-2-{self.weights_id}"
+        if not version and self.model.thresholds != fitted:
+            digest = hashlib.sha256(
+                json.dumps(sorted(self.model.thresholds.items())).encode()
+            ).hexdigest()[:10]
+            self.version += f"/t{digest}"
         self._cache: OrderedDict[str, RegistryIndex] = OrderedDict()
         self._lock = threading.Lock()
 

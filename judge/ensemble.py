@@ -3,21 +3,24 @@
 When the embedded judge's best logit lies within ``band`` of its threshold — the questions
 it is least sure of — the LLM judge decides; elsewhere (and for questions the form rules turn
 away, or multi-topic messages) the embedded verdict stands. The LLM's failures propagate
-(``JudgeError``), never an "irrelevant". The version names both judges and the band.
+(``JudgeError``), never an "irrelevant". The version names both judges and the band
+(``long_version``); what is stored with verdicts is that, or when it passes the columns'
+100 characters (a long model name), its start and a hash of it (``base.version_fit``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .base import RegistryBlocker, Verdict
+from .base import RegistryBlocker, Verdict, version_fit
 from .embedded import EmbeddedJudge, registry_domain
 
 
 class EnsembleJudge:
     def __init__(self, embedded: EmbeddedJudge, llm, *, band: float):
         self.embedded, self.llm, self.band = embedded, llm, band
-        self.version = f"ensemble-{embedded.version}+{llm.version}:{band:g}"
+        self.long_version = f"ensemble-{embedded.version}+{llm.version}:{band:g}"
+        self.version = version_fit(self.long_version)
 
     def judge(
         self, question: str, registry: Sequence[RegistryBlocker], domain: str | None = None

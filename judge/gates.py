@@ -17,7 +17,7 @@ from validators.results import FAILED, PASSED, CheckResult
 from validators.services import gate_for, gate_many_for
 
 from .services import get_judge
-from .validation import judge_recall, labelling_progress
+from .validation import judge_recall, labelling_progress, trigger_copies_note
 
 
 def _judge_recall(task, snapshot, workdir: Path):
@@ -32,13 +32,16 @@ def _judge_recall(task, snapshot, workdir: Path):
         "needs_expansion": report.needs_expansion,
         "per_blocker": report.per_blocker,
         "shortfall": report.shortfall,
+        "trigger_copies": report.trigger_copies,
     }
+    copies = len(report.trigger_copies)
     if report.recall is None:
         return [
             CheckResult(
                 "judge_recall",
                 FAILED,
-                "No settled held-out question targets a blocker: label some first.",
+                "No settled held-out question targets a blocker: label some first."
+                + (" " + trigger_copies_note(copies) if copies else ""),
                 details,
             )
         ]
@@ -49,7 +52,8 @@ def _judge_recall(task, snapshot, workdir: Path):
         else f"Judge recall {report.recall:.0%} on {report.positives} held-out questions"
     )
     if report.passes:
-        return [CheckResult("judge_recall", PASSED, summary + ".", details)]
+        note = " " + trigger_copies_note(copies, advise=False) if copies else ""
+        return [CheckResult("judge_recall", PASSED, summary + "." + note, details)]
     if report.shortfall and report.recall >= settings.JUDGE_RECALL_FLOOR:
         return [
             CheckResult(
@@ -57,8 +61,13 @@ def _judge_recall(task, snapshot, workdir: Path):
                 FAILED,
                 f"{summary}, but on too few questions to count — "
                 + "; ".join(report.shortfall)
-                + ". Questions that became trigger phrases no longer count: add and label "
-                "fresh ones.",
+                + ". "
+                + (
+                    trigger_copies_note(copies)
+                    if copies
+                    else "Questions that became trigger phrases no longer count: add and "
+                    "label fresh ones."
+                ),
                 details,
             )
         ]
@@ -76,7 +85,8 @@ def _judge_recall(task, snapshot, workdir: Path):
                 " Too few questions, too: " + "; ".join(report.shortfall) + "."
                 if report.shortfall
                 else ""
-            ),
+            )
+            + (" " + trigger_copies_note(copies) if copies else ""),
             details,
         )
     ]

@@ -3,12 +3,14 @@ from django.db import models
 
 from hilbench_annotate.models import Revision, Task
 
+from .base import VERSION_MAX_LENGTH
+
 
 class JudgeCacheEntry(models.Model):
     """A judge's verdict, kept so the same (judge version, registry, question) always gets the
     same answer — the judge is deterministic by construction, not only by hope."""
 
-    judge_version = models.CharField(max_length=100)
+    judge_version = models.CharField(max_length=VERSION_MAX_LENGTH)
     registry_hash = models.CharField(max_length=64)
     question = models.TextField(help_text="Normalised question")
     blocker_key = models.CharField(max_length=120, null=True, blank=True)
@@ -32,7 +34,7 @@ class AskHumanRun(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="ask_human_runs")
     revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
-    judge_version = models.CharField(max_length=100)
+    judge_version = models.CharField(max_length=VERSION_MAX_LENGTH)
     answer_cap = models.PositiveSmallIntegerField(help_text="Answered questions allowed; 0: no cap")
     label = models.CharField(max_length=200, blank=True, help_text="Model / pass, for the caller")
     # What the per-task cap across runs and the rate limits count by (judge/limits.py).
@@ -141,7 +143,7 @@ class JudgeCalibration(models.Model):
     project = models.ForeignKey(
         "hilbench_annotate.Project", on_delete=models.CASCADE, related_name="judge_calibrations"
     )
-    version = models.CharField(max_length=100, unique=True)
+    version = models.CharField(max_length=VERSION_MAX_LENGTH, unique=True)
     thresholds = models.JSONField(
         default=dict, help_text="Logit threshold per domain (sql, swe) of the embedded judge"
     )

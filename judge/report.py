@@ -63,6 +63,7 @@ class TaskRow:
 @dataclass
 class ProjectJudgeReport:
     judge_version: str
+    judge_long_version: str = ""  # the ensemble's in full, when the stored one is shortened
     overall: Tally = field(default_factory=Tally)
     by_domain: dict[str, Tally] = field(default_factory=dict)
     by_type: dict[str, Tally] = field(default_factory=dict)
@@ -116,7 +117,9 @@ def _task_tallies(task, report, golds: list, types: dict[str, str]) -> dict[str,
 
 
 def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
-    result = ProjectJudgeReport(judge_version=judge.version)
+    result = ProjectJudgeReport(
+        judge_version=judge.version, judge_long_version=getattr(judge, "long_version", "")
+    )
     counts = [0] * len(BUCKETS)
     for task in project.tasks.order_by("id"):
         held_out = list(

@@ -14,7 +14,7 @@ from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.vocabulary import Role
 
 from . import limits
-from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict
+from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict, version_fit
 from .embedded import EmbeddedJudge
 from .encoder import get_encoder
 from .ensemble import EnsembleJudge
@@ -91,7 +91,7 @@ def _llm() -> LLMJudge:
         api_key_env="JUDGE_LLM_API_KEY",
         timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
         # The cache key: a new model or prompt never reuses another's verdicts.
-        version=f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}",
+        version=version_fit(f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}"),
     )
 
 

@@ -8,7 +8,10 @@ trigger and a test item. A task passes at the floor (85%) — and only when enou
 held-out questions remain to measure it: ``JUDGE_MIN_HELD_OUT_PER_BLOCKER`` targeting each
 blocker and ``JUDGE_MIN_HELD_OUT_PER_TASK`` in all. Retiring the misses therefore cannot lift
 a task over the floor by itself: fresh questions must be written and labelled in their place.
-A held-out question too close to a trigger question is refused when added.
+A held-out question too close to a trigger question is refused when added, and one that a
+trigger question comes to match later (typed into the registry editor, or an edited trigger)
+stops counting, by the same closeness: otherwise copying the misses into the registry by hand
+would lift recall with every held-out question still counted.
 """
 
 import difflib
@@ -62,6 +65,30 @@ def closest_trigger(text: str, triggers: list[str]) -> tuple[float, str]:
 
 def _triggers(task: Task) -> list[str]:
     return list(TriggerQuestion.objects.filter(blocker__task=task).values_list("text", flat=True))
+
+
+def trigger_copies(questions, triggers: list[str]) -> dict[int, tuple[float, str]]:
+    """Of ``questions``, those as close to one of ``triggers`` as ``question_add`` refuses,
+    by id: (similarity, that trigger). Measured each time rather than stored, because a
+    trigger can get there by any path (an accepted suggestion, the registry editor, an edit,
+    an import), and a question counts again once its trigger is gone."""
+    out = {}
+    for question in questions:
+        similarity, trigger = closest_trigger(question.text, triggers)
+        if similarity >= settings.JUDGE_HELD_OUT_MAX_SIMILARITY:
+            out[question.pk] = (similarity, trigger)
+    return out
+
+
+def trigger_copies_note(count: int, *, advise: bool = True) -> str:
+    """What is said of ``count`` held-out questions left out as copies of trigger questions."""
+    if not count:
+        return ""
+    what = "question now matches" if count == 1 else "questions now match"
+    counts = "counts" if count == 1 else "count"
+    return f"{count} held-out {what} trigger questions and no longer {counts}" + (
+        "; add fresh ones." if advise else "."
+    )
 
 
 def question_add(*, task: Task, actor, text: str, source: str = "author") -> ValidationQuestion:
@@ -174,6 +201,8 @@ class RecallReport:
     settled: int = 0
     per_blocker: dict[str, dict] = field(default_factory=dict)  # key -> {held_out, correct}
     shortfall: list[str] = field(default_factory=list)  # why there are too few questions
+    # Held-out questions a trigger question now (nearly) copies: not counted.
+    trigger_copies: list[dict] = field(default_factory=list)  # {question, text, trigger, …}
 
     @property
     def passes(self) -> bool:
@@ -182,6 +211,10 @@ class RecallReport:
             and self.recall >= settings.JUDGE_RECALL_FLOOR
             and not self.shortfall
         )
+
+    @property
+    def trigger_copies_note(self) -> str:
+        return trigger_copies_note(len(self.trigger_copies), advise=not self.passes)
 
     @property
     def needs_expansion(self) -> bool:
@@ -209,9 +242,16 @@ def labelling_progress(task: Task) -> dict:
     """Held-out questions by state, and per blocker how many settled ones target it."""
     states: Counter = Counter()
     per_blocker: Counter = Counter()
-    for question in task.validation_questions.filter(
-        split=ValidationQuestion.Split.HELD_OUT
-    ).prefetch_related("labels"):
+    questions = list(
+        task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).prefetch_related(
+            "labels"
+        )
+    )
+    # The recall does not count them, so neither do the labelling's minimums.
+    copies = trigger_copies(questions, _triggers(task))
+    for question in questions:
+        if question.pk in copies:
+            continue
         state, gold = gold_label(question)
         states[state] += 1
         if state in ("agreed", "adjudicated") and gold is not None:
@@ -234,19 +274,28 @@ def labelling_progress(task: Task) -> dict:
         ],
         "task_needed": settings.JUDGE_MIN_HELD_OUT_PER_TASK,
         "shortfall": held_out_shortfall(task, dict(per_blocker), settled),
+        "trigger_copies": len(copies),
     }
 
 
 def judge_recall(*, task: Task, judge) -> RecallReport:
     """The judge's precision and recall on the task's settled held-out questions, per
-    blocker too, and what is missing for the measurement to count."""
+    blocker too, and what is missing for the measurement to count. Questions that a
+    trigger question of the judged registry copies are left out (``trigger_copies``)."""
     snapshot = task.revisions.order_by("-number").first().snapshot
     registry = registry_from_snapshot(snapshot)
-    questions = task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT)
+    questions = list(
+        task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).prefetch_related(
+            "labels"
+        )
+    )
+    copies = trigger_copies(questions, [q for b in registry for q in b.trigger_questions])
     positives = matches = correct = unsettled = settled = 0
     misses, false_matches = [], []
     per_blocker: dict[str, dict] = {}
-    for question in questions.prefetch_related("labels"):
+    for question in questions:
+        if question.pk in copies:
+            continue
         state, gold = gold_label(question)
         if state not in ("agreed", "adjudicated"):
             unsettled += 1
@@ -286,6 +335,16 @@ def judge_recall(*, task: Task, judge) -> RecallReport:
         settled=settled,
         per_blocker=per_blocker,
         shortfall=held_out_shortfall(task, counts_per_blocker, settled),
+        trigger_copies=[
+            {
+                "question": q.pk,
+                "text": q.text,
+                "trigger": copies[q.pk][1],
+                "similarity": copies[q.pk][0],
+            }
+            for q in questions
+            if q.pk in copies
+        ],
     )
 
 

@@ -2,17 +2,24 @@
 
     .venv/bin/python scripts/train_judge.py [--data DIR] [--out judge/weights/embedded.json]
     make judge-weights
+    .venv/bin/python scripts/train_judge.py --leave-group-out [--cv-out FILE]   (make judge-cv)
 
 1. Cross-validation by task halves (``judge.training.cross_validate``), for ``--seeds``
-   random halvings: fit on one half (thresholds from out-of-fold logits within it), judge
-   the other half with the shipped decision code, and the reverse; precision and recall
-   overall, per domain, and how recall spreads over tasks.
+   seeds: fit on one half (thresholds from out-of-fold logits within it), judge the other
+   half with the shipped decision code, and the reverse; precision and recall overall, per
+   domain, and how recall spreads over tasks. Whole databases and repositories go to a
+   half, so the seeds give few distinct halvings (printed; 2 for the calibration data, the
+   SWE halves the same in all): they vary mostly the negatives drawn and the inner folds.
 2. The shipped model: fitted on every task, thresholds from out-of-fold logits.
 3. An independent check on the release examples (``--examples``), none of which is in
    the calibration data.
 
 The output file holds the weights, the thresholds, a version derived from them, and the
 figures above; the same data gives the same file.
+
+``--leave-group-out`` runs only ``judge.training.cross_validate_groups`` (each database or
+repository judged by a judge fitted on all the others), prints it and writes it to
+``--cv-out`` if given; it never fits or writes the shipped weights.
 """
 
 import argparse
@@ -34,6 +41,8 @@ from judge.training import (  # noqa: E402
     Featurizer,
     counts,
     cross_validate,
+    cross_validate_groups,
+    distinct_partitions,
     judge_outcomes,
     load_tasks,
     measuring_examples,
@@ -58,6 +67,8 @@ def main() -> int:
     parser.add_argument("--examples", type=Path, default=SHARED / "hilbench")
     parser.add_argument("--out", type=Path, default=ROOT / "judge" / "weights" / "embedded.json")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--leave-group-out", action="store_true")
+    parser.add_argument("--cv-out", type=Path)
     args = parser.parse_args()
 
     tasks = load_tasks(args.data)
@@ -66,6 +77,10 @@ def main() -> int:
         return 1
     featurizer = Featurizer(get_encoder().encode)
     print(f"{len(tasks)} tasks ({sum(t.domain == 'sql' for t in tasks)} SQL) from {args.data}")
+    if args.leave_group_out:
+        return _leave_group_out(tasks, featurizer, args.cv_out)
+    partitions = distinct_partitions(tasks, range(args.seeds))
+    print(f"{args.seeds} seeds, {len(partitions)} distinct halvings (seeds {partitions})")
 
     folds = []
     for seed in range(args.seeds):
@@ -119,6 +134,21 @@ def main() -> int:
     print(_line("cv mean", {d: {m: v["mean"] for m, v in s.items()} for d, s in summary.items()}))
     print(_line("cv min", {d: {m: v["min"] for m, v in s.items()} for d, s in summary.items()}))
     print(f"weights {version}, thresholds {weights['thresholds']} -> {args.out}")
+    return 0
+
+
+def _leave_group_out(tasks, featurizer, out: Path | None) -> int:
+    result = cross_validate_groups(tasks, featurizer)
+    for group, figures in result["groups"].items():
+        print(
+            f"{group:<24} {figures['domain']} {figures['tasks']:>2} tasks "
+            f"P {figures['precision']:.3f} R {figures['recall']:.3f} "
+            f"({figures['correct']}/{figures['positives']})"
+        )
+    print(_line("pooled", result))
+    print("lowest group", result["min_group"], "tasks<0.85", result["recall_distribution"])
+    if out:
+        out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0
 
 

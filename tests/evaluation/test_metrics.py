@@ -226,6 +226,37 @@ def test_audbc_stays_in_the_unit_interval_when_support_hurts_some_tasks():
     assert 0 <= audbc(records) <= 1
 
 
+def test_audbc_with_the_hurt_task_asked_first_counts_only_the_curve_above_zero():
+    """The audit's case: a task support hurts is asked first, then two it helps.
+    S(k) = 0, -1, 0, 1 (N = 3): the curve runs (0, 0), (1/3, -1/3), (2/3, 0), (1, 1/3).
+    Above 0 only on the last segment: a triangle 1/3 × 1/3 / 2 = 1/18; the square is
+    1 × 1/3, so AUDBC = (1/18) / (1/3) = 1/6. The signed area, -1/18 - 1/18 + 1/18 = -1/18,
+    gave -1/6 = -0.167. Asking the hurt task last instead: S = 0, 1, 2, 1, area
+    (0 + 1)/2 + (1 + 2)/2 + (2 + 1)/2 = 3.5 ninths, square 2/3 -> 3.5 / 6 = 7/12."""
+    hurt_first = [rec(0.9, True, False), rec(0.5, False, True), rec(0.1, False, True)]
+    assert flat(delta_burden_curve(hurt_first)) == pytest.approx(
+        flat([(0.0, 0.0), (1 / 3, -1 / 3), (2 / 3, 0.0), (1.0, 1 / 3)])
+    )
+    assert audbc(hurt_first) == pytest.approx(1 / 6)
+    hurt_last = [rec(0.9, False, True), rec(0.5, False, True), rec(0.1, True, False)]
+    assert audbc(hurt_last) == pytest.approx(7 / 12)
+
+
+def test_audbc_clips_a_segment_that_crosses_zero_where_it_crosses():
+    """A hurt task first (0.9), then a tie of three (0.5): two helped, one unchanged. The
+    tie's expected sums step by 2/3: S = 0, -1, -1/3, 1/3, 1 (N = 4), so Δ = 0, -1/4, -1/12,
+    1/12, 1/4 at burden 0, 1/4, 1/2, 3/4, 1. The third segment crosses 0 at its middle
+    (burden 5/8): its part above is a triangle 1/8 × 1/12 / 2 = 1/192; the last segment a
+    trapezoid 1/4 × (1/12 + 1/4) / 2 = 8/192. Area 9/192 = 3/64 over the square 1 × 1/4:
+    AUDBC = 3/16. (The signed area, -1/32 - 1/24 + 0 + 1/24 = -1/32, gave -1/8.)"""
+    records = [rec(0.9, True, False)]
+    records += [rec(0.5, False, True), rec(0.5, False, True), rec(0.5, True, True)]
+    assert flat(delta_burden_curve(records)) == pytest.approx(
+        flat([(0.0, 0.0), (0.25, -0.25), (0.5, -1 / 12), (0.75, 1 / 12), (1.0, 0.25)])
+    )
+    assert audbc(records) == pytest.approx(3 / 16)
+
+
 def test_audbc_of_a_tie_is_the_mean_of_its_orderings():
     # Orders A,B,C,D and A,C,B,D: S = 0 1 1 2 2 and 0 1 2 2 2 -> 5/8 and 6/8.
     assert audbc(TIED) == pytest.approx(0.6875)

@@ -15,6 +15,7 @@ from exchange.bundles import layout
 from exchange.bundles.repository import repository_unpack
 from exchange.models import ExportJob
 from hilbench_annotate.models import Task
+from review.models import ReviewLayer
 from validators.leakage import check_leakage, forbidden_texts
 from validators.services import validation_run_execute, validation_run_start
 
@@ -195,6 +196,47 @@ def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_pa
     )
     review = json.loads(members(named)["sql_0/" + layout.REVIEW])
     assert [d["reviewer"] for d in review["decisions"]] == ["lead"]
+
+
+def test_a_task_whose_judge_recall_turns_red_is_left_out_with_the_reason(settings, tmp_path):
+    from exchange.demo.blocked_task import DEMO_BLOCKERS
+    from tests.judge.util import settle_held_out
+    from validators.services import validation_run_inline
+
+    project = seed_demo(settings, tmp_path)
+    sql = sql_task(project)
+    approve_validated(sql)
+    export(project, tmp_path / "green.tar.gz", tasks=[sql], draft=False)  # exported: status
+    # A pipeline that names no judge_recall gate: the export requires it all the same.
+    for layer in ReviewLayer.objects.filter(project=project):
+        layer.gates = [g for g in layer.gates if g != "judge_recall"]
+        layer.save(update_fields=["gates"])
+    # Three more labelled held-out questions the judge misses, measured on the same revision:
+    # recall falls below the floor and only that gate turns red.
+    troubled, _, year = (b["key"] for b in DEMO_BLOCKERS)
+    settle_held_out(
+        sql,
+        [
+            (troubled, "Are defaulted contracts the ones we care about, status-wise?"),
+            (year, "Is the audit cycle aligned with a particular twelve-month window?"),
+            (year, "Which twelve-month window is the audit cycle?"),
+        ],
+    )
+    assert validation_run_inline(task=sql, actor=None, checks=["judge_recall"]).status == "failed"
+
+    with pytest.raises(CommandError, match="No selected task is validated"):
+        export(project, tmp_path / "red.tar.gz", tasks=[sql], draft=False)
+    job = ExportJob.objects.order_by("-pk").first()
+    (line,) = [line for line in job.error.splitlines() if line.startswith(f"task {sql.pk}:")]
+    # The reason names the red gate, and only it (the gate's message starts with its check).
+    assert line.startswith(f"task {sql.pk}: judge_recall: judge_recall: Judge recall 67% on 12")
+    assert "the floor is 85%" in line
+    assert not any(f"{gate}:" in line for gate in ("lint_clean", "structural", "pass_rate"))
+    assert not (tmp_path / "red.tar.gz").exists()
+    # A draft bundle still carries it, its gates as they stand.
+    draft = members(export(project, tmp_path / "draft.tar.gz", tasks=[sql], draft=True))
+    gates = json.loads(draft["sql_0/" + layout.VALIDATION])["gates"]
+    assert [g["gate"] for g in gates if not g["green"]] == ["judge_recall"]
 
 
 def test_an_export_with_no_validated_task_fails_and_writes_nothing(settings, tmp_path):

@@ -114,6 +114,28 @@ def test_thresholds_per_domain_and_the_version_names_them(judge):
     assert judge.version == f"embedded-2-{weights['version']}"
 
 
+@pytest.mark.django_db
+def test_other_thresholds_without_a_name_get_their_own_version_and_verdicts(judge):
+    """Two judges with other thresholds and no version used to share the shipped version,
+    so the verdict cache served one's verdicts to the other."""
+    from judge.services import judge_cached
+
+    question = "Over which dates does the crisis period run?"
+    best = max(judge.scores(question, REGISTRY).values())
+    lenient = EmbeddedJudge(thresholds={"sql": best - 1})
+    strict = EmbeddedJudge(thresholds={"sql": best + 1})
+    assert len({judge.version, lenient.version, strict.version}) == 3
+    assert lenient.version.startswith(judge.version + "/t")
+    assert EmbeddedJudge(thresholds={"sql": best - 1}).version == lenient.version
+    # The fitted thresholds given again are the shipped judge; a name given is kept.
+    assert EmbeddedJudge(thresholds=judge.thresholds).version == judge.version
+    assert EmbeddedJudge(thresholds={"sql": best + 1}, version="p1-cal1").version == "p1-cal1"
+
+    kwargs = {"registry": REGISTRY, "question": question, "domain": "sql"}
+    assert judge_cached(judge=lenient, **kwargs).blocker_id == "crisis_period"
+    assert judge_cached(judge=strict, **kwargs).blocker_id is None
+
+
 def test_the_features_are_what_the_weights_were_fitted_on():
     weights = load_weights(WEIGHTS)
     assert weights["features"] == list(FEATURES)

@@ -62,3 +62,32 @@ def test_the_version_names_both_judges_and_the_band(endpoint, settings):  # noqa
     # Multi-topic messages stay the embedded judge's call.
     message = "What dates define the crisis period? And what birth date makes someone senior?"
     assert judge.judge(message, REGISTRY).reason.startswith("multi-topic")
+
+
+@pytest.mark.django_db
+def test_a_long_model_name_still_fits_the_version_columns(endpoint, settings):  # noqa: F811
+    """With a long model name the ensemble's version passed the 100 characters of the
+    ``judge_version`` columns, which PostgreSQL refuses to store."""
+    from judge.models import AskHumanRun, JudgeCacheEntry
+    from judge.services import judge_cached
+
+    settings.JUDGE_BACKEND = "ensemble"
+    model = "accounts/fireworks/models/llama-v3p1-405b-instruct-long-context-" + "x" * 20
+    settings.JUDGE_LLM_MODEL = model + "-a"
+    first = get_judge()
+    settings.JUDGE_LLM_MODEL = model + "-b"
+    second = get_judge()
+    limit = min(
+        model_class._meta.get_field("judge_version").max_length
+        for model_class in (AskHumanRun, JudgeCacheEntry)
+    )
+    assert len(first.long_version) > limit
+    assert len(first.version) <= limit and len(second.version) <= limit
+    assert first.version != second.version  # differing only past the cut
+    assert first.version.startswith("ensemble-embedded-2-")
+    # The long form stays readable, naming both judges and the band.
+    assert first.long_version.endswith(f"{model}-a:{settings.JUDGE_ENSEMBLE_BAND:g}")
+    # Stored with a verdict (the embedded judge is sure of this one: no LLM call).
+    judge_cached(judge=first, registry=REGISTRY, question=CLEAR_MISS, domain="sql")
+    assert JudgeCacheEntry.objects.get().judge_version == first.version
+    assert endpoint.requests == []

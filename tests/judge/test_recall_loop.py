@@ -2,6 +2,7 @@
 
 import pytest
 
+from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_results
 from judge.embedded import EmbeddedJudge
@@ -60,7 +61,7 @@ def test_cohen_kappa_on_a_hand_checked_example(labelled):
     assert pair["kappa"] < 1.0
 
 
-def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
+def test_recall_floor_loop_end_to_end(labelled, author, reviewer, auditor, judge, settings):
     settings.JUDGE_BACKEND = "embedded"
     report = judge_recall(task=labelled, judge=judge)
     assert report.recall == pytest.approx(7 / 11) and report.needs_expansion
@@ -91,11 +92,25 @@ def test_recall_floor_loop_end_to_end(labelled, author, judge, settings):
     )
     assert retired == {c["text"] for c in chosen}
 
-    # Three questions per blocker remain held out, eleven in all: the measurement counts.
+    # The missed "Which twelve-month window is the audit cycle?" never became a trigger, but
+    # the accepted "Is the audit cycle aligned…" holds every content word of it: it measures
+    # that trigger now, so it stops counting, and the review year is one question short.
+    after = judge_recall(task=labelled, judge=judge)
+    assert [c["text"] for c in after.trigger_copies] == [
+        "Which twelve-month window is the audit cycle?"
+    ]
+    assert not after.passes and after.shortfall == [
+        f"{YEAR}: 2 of the 3 settled held-out questions it needs"
+    ]
+    _label(
+        labelled,
+        author,
+        reviewer,
+        auditor,
+        [(YEAR, "Which twelve months make up the review year?")],
+    )
     after = judge_recall(task=labelled, judge=judge)
     assert after.recall >= 0.85 and after.passes and not after.shortfall
-    # A question that was missed and never became a trigger is now matched.
-    assert "Which twelve-month window is the audit cycle?" not in [m["text"] for m in after.misses]
     # No question used for the final number is a trigger question.
     triggers = {
         q
@@ -180,6 +195,83 @@ def test_retiring_the_misses_cannot_lift_a_task_over_the_floor(
     ]
     assert gates[1][2] == "All 11 held-out questions are labelled and settled."
     assert rerun.results.get().message.startswith("Judge recall 100% on 9 held-out questions")
+
+
+def test_misses_copied_into_the_registry_by_hand_stop_counting(
+    labelled, author, reviewer, auditor, judge, settings
+):
+    """The audit's sequence: at 7/11 (64%) the author types two missed held-out questions
+    in as trigger questions with the registry editor, bypassing the suggestions. All eleven
+    still counted and recall read 10/11 (91%): the gate went green. Now every held-out
+    question a trigger (nearly) copies stops counting, whichever way the trigger got there,
+    and the gate stays red until fresh questions are labelled."""
+    settings.JUDGE_BACKEND = "embedded"
+    assert judge_recall(task=labelled, judge=judge).recall == pytest.approx(7 / 11)
+    for key, text in [
+        (TROUBLED, "Are defaulted contracts the ones we care about, status-wise?"),
+        (YEAR, "Is the audit cycle aligned with a particular twelve-month window?"),
+    ]:
+        labelled.refresh_from_db()
+        core.trigger_question_create(
+            blocker=labelled.blockers.get(key=key),
+            actor=author,
+            expected_version=labelled.version,
+            text=text,
+        )
+    copied = judge_recall(task=labelled, judge=judge)
+    # The two copies, and "Which twelve-month window is the audit cycle?", whose content
+    # words the second trigger holds.
+    assert {c["text"] for c in copied.trigger_copies} == {
+        "Are defaulted contracts the ones we care about, status-wise?",
+        "Is the audit cycle aligned with a particular twelve-month window?",
+        "Which twelve-month window is the audit cycle?",
+    }
+    assert copied.positives == 8 and not copied.passes
+    assert copied.shortfall == [f"{YEAR}: 2 of the 3 settled held-out questions it needs"]
+    run = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
+    validation_run_execute(run_id=run.pk)
+    result = run.results.get()
+    assert result.outcome == "failed"
+    assert (
+        "3 held-out questions now match trigger questions and no longer count; add fresh ones."
+        in result.message
+    )
+    assert len(result.details["trigger_copies"]) == 3
+    assert gate_results(labelled, ["judge_recall"])[0][1] is False
+
+    # Editing an existing trigger into a near-copy of the last miss counts the same way.
+    labelled.refresh_from_db()
+    core.trigger_question_update(
+        question=labelled.blockers.get(key=TROUBLED).trigger_questions.first(),
+        actor=author,
+        expected_version=labelled.version,
+        text="Do delinquent contracts fall under the problem category here?",
+    )
+    edited = judge_recall(task=labelled, judge=judge)
+    assert len(edited.trigger_copies) == 4 and not edited.passes
+    assert f"{TROUBLED}: 2 of the 3 settled held-out questions it needs" in edited.shortfall
+    # The labelling gate counts what the recall counts.
+    labelling = gate_results(labelled, ["judge_labelling"])[0]
+    assert labelling[1] is False and f"{TROUBLED}: 2 of the 3" in labelling[2]
+
+    # Fresh questions, labelled once: still red; labelled by the second person: measured.
+    fresh = [
+        (TROUBLED, "Which loan statuses should be treated as troubled?"),
+        (YEAR, "Which twelve months make up the review year?"),
+    ]
+    questions = [question_add(task=labelled, actor=author, text=text) for _, text in fresh]
+    for question, (gold, _) in zip(questions, fresh, strict=True):
+        label_add(question=question, labeller=reviewer, blocker_key=gold)
+    assert not judge_recall(task=labelled, judge=judge).passes
+    for question, (gold, _) in zip(questions, fresh, strict=True):
+        label_add(question=question, labeller=auditor, blocker_key=gold)
+    measured = judge_recall(task=labelled, judge=judge)
+    assert measured.passes and not measured.shortfall, measured.misses
+    labelled.refresh_from_db()
+    rerun = validation_run_start(task=labelled, actor=author, checks=["judge_recall"])
+    validation_run_execute(run_id=rerun.pk)
+    assert rerun.results.get().outcome == "passed"
+    assert "4 held-out questions now match trigger questions" in rerun.results.get().message
 
 
 def test_a_held_out_question_that_copies_a_trigger_is_refused(task, author):

@@ -11,6 +11,7 @@ from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import NEGATIVES, label_add, question_add
 
 from ..factories import TaskFactory
+from .util import settle_held_out
 
 urlpatterns = [path("", include("hilbench_annotate.urls")), path("", include("judge.urls"))]
 
@@ -201,6 +202,17 @@ def test_measure_then_accept_suggestions_retires_them(client, labelled, author, 
     assert retired == {s["text"] for s in chosen}
     assert len(response.context["retired"]) == 2
 
+    # The accepted "Is the audit cycle aligned…" copies the held-out "Which twelve-month
+    # window is the audit cycle?" too: it stops counting, one review-year question short.
+    response = client.post(measure)
+    assert not response.context["measured"].passes
+    html = response.content.decode()
+    assert "too few questions" in html
+    assert (
+        "1 held-out question now matches trigger questions and no longer counts; add fresh ones."
+        in html
+    )
+    settle_held_out(task, [(YEAR, "Which twelve months make up the review year?")])
     response = client.post(measure)
     assert response.context["measured"].passes
     assert "passes" in response.content.decode()
