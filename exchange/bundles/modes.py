@@ -29,6 +29,9 @@ from . import layout, sidecars
 SQL_SERVERS = {name: layout.sidecar_url(name) for name in ("sql-tools", "business-info")}
 ASK_HUMAN_URL = layout.sidecar_url("ask-human")
 SUBMISSION = layout.SUBMISSION
+# What the release's agent images have besides Python: terminus-2 drives the agent through
+# tmux and installs it at run time when it is missing, which fails with no network.
+AGENT_PACKAGES = "curl tmux"
 AGENT_PATCH = "/tmp/hilbench/agent.patch"  # noqa: S108 - a path inside the task's container
 SWE_COLLECT = (
     "mkdir -p /tmp/hilbench && cd /app && git add -A && "
@@ -141,6 +144,8 @@ def sql_mode_files(
     files[f"{env}/Dockerfile"] = (
         f"# Written by HiL-Bench Annotate for {folder} ({mode}): the agent's container.\n"
         f"FROM {sidecars.PYTHON_IMAGE}\n"
+        + "RUN apt-get update && apt-get install -y --no-install-recommends "
+        + f"sqlite3 {AGENT_PACKAGES} && rm -rf /var/lib/apt/lists/*\n"
         + _agent_tools_dockerfile()
         + f"RUN mkdir -p {layout.SHARED_DIR} /workspace && chmod 1777 {layout.SHARED_DIR}\n"
         + "WORKDIR /workspace\n"
@@ -178,7 +183,7 @@ def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str
     lines = [
         f"FROM {base}",
         "RUN apt-get update && apt-get install -y --no-install-recommends git python3 "
-        "&& rm -rf /var/lib/apt/lists/*",
+        f"{AGENT_PACKAGES} && rm -rf /var/lib/apt/lists/*",
     ]
     lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted((spec.get("env") or {}).items())]
     lines += [
