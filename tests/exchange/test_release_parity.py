@@ -5,6 +5,7 @@ Run on the project's own release-layout fixtures and, where ../shared is, on the
 five examples."""
 
 import json
+import tomllib
 
 import pytest
 from django.core.management import call_command
@@ -15,7 +16,7 @@ from exchange.bundles import layout
 from hilbench_annotate import services as core
 from hilbench_annotate.models import Membership, Project, Task
 
-from .bundle_helpers import members
+from .bundle_helpers import members, seed_demo, sql_task
 
 pytestmark = pytest.mark.django_db
 OURS = ("annotate/", "provenance/")
@@ -144,6 +145,36 @@ def test_a_statement_edited_through_the_api_keeps_each_heading_on_a_line_of_its_
     call_command("import_bundle", str(tmp_path / "edited.tar.gz"), project="again")
     reread = Task.objects.get(project=again, source_metadata__folder="swe_0")
     assert reread.blocked_spec == task.blocked_spec
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_allow_internet_is_the_lead_s_for_app_tasks_and_the_release_s_for_release_tasks(
+    settings, tmp_path, release_examples, allowed
+):
+    # The release's task.toml files say allow_internet = true (its ask-human sidecar calls an
+    # LLM API, its data comes from Hugging Face) and are kept byte for byte; the lead's choice,
+    # which the manifest records, sets the task.toml of the tasks the app writes.
+    project = seed_demo(settings, tmp_path)
+    release = _release_tree(release_examples)
+    _import_release(project, release_examples)
+    released = Task.objects.filter(project=project, release_files__isnull=False).distinct()
+    tasks = [sql_task(project), *released]
+    out = tmp_path / "b.tar.gz"
+    call_command("export_bundle", project=project.slug, out=str(out),
+                 tasks=[t.pk for t in tasks], draft=True, allow_internet=allowed)  # fmt: skip
+    files = members(out)
+    assert json.loads(files[layout.MANIFEST])["allow_internet"] is allowed
+    folders = {name.split("/", 1)[0] for name in files if "/" in name}
+    assert len(folders) == len(tasks)
+    for folder in sorted(folders):
+        kept = json.loads(files[f"{folder}/{layout.ANNOTATE}"])["release_files"]
+        for mode in ("baseline", "ask_human", "full_info"):
+            toml = files[f"{folder}/{mode}/task.toml"]
+            if kept:
+                assert toml == release[f"{folder}/{mode}/task.toml"], (folder, mode)
+                assert tomllib.loads(toml.decode())["environment"]["allow_internet"] is True
+            else:
+                assert tomllib.loads(toml.decode())["environment"]["allow_internet"] is allowed
 
 
 def test_the_data_the_release_keeps_elsewhere_is_said_on_the_task_page(
