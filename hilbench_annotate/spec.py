@@ -29,7 +29,8 @@ def parse_swe_statement(text: str) -> dict[str, str]:
 
     Text before the first heading (or a text with no headings at all) is the problem
     statement. ``render_swe_statement(parse_swe_statement(t)) == t`` for any text whose
-    headings appear in the release's order, so nothing is lost in a round trip.
+    headings appear in the release's order, each after two blank lines, and that ends with a
+    newline, as the release's texts do: nothing is lost in a round trip.
     """
     by_heading = {h: key for key, h in SWE_SECTIONS}
     matches = list(_HEADING.finditer(text))
@@ -46,14 +47,26 @@ def parse_swe_statement(text: str) -> dict[str, str]:
     return sections
 
 
+# What the release puts before a heading that follows a section: at least two blank lines
+# (every problem_statement.txt of the release and its calibration tasks has 2 or more).
+_BEFORE_HEADING = "\n\n\n"
+
+
 def render_swe_statement(sections: dict[str, str]) -> str:
-    parts = []
+    """The sections under their headings. A section that does not end in two blank lines
+    (an edit, trimmed by a form or the API) gets them, so the next heading starts a line of
+    its own, and the text ends with a newline as the release's do; a section that already
+    does is kept as it is, so a release text comes back unchanged."""
+    text = ""
     for key, heading in SWE_SECTIONS:
         body = sections.get(key, "")
         if key != "problem_statement" and not body:
             continue
-        parts.append(f"# {heading}\n{body}")
-    return "".join(parts)
+        if text:
+            kept = len(text) - len(text.rstrip("\n"))
+            text += _BEFORE_HEADING[min(kept, len(_BEFORE_HEADING)) :]
+        text += f"# {heading}\n{body}"
+    return text if text.endswith("\n") else text + "\n"
 
 
 def swe_title(sections: dict[str, str]) -> str:

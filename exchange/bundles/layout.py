@@ -60,12 +60,33 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# The volume the agent's container and the sidecars share (``harbor-shared`` in the mode's
+# compose file): sql-tools writes the submission there and ask-human its metrics, and the
+# ``[[artifacts]]`` of task.toml collect them from it.
+SHARED_DIR = "/harbor_shared"
+SUBMISSION = f"{SHARED_DIR}/submitted_query.sql"
+ASK_HUMAN_METRICS = f"{SHARED_DIR}/ask_human_metrics.json"
+
+# Each sidecar's port. The sidecars share the agent's network namespace (``network_mode:
+# service:main`` in the mode's compose file): Harbor runs a task with allow_internet = false
+# by putting every service without networking of its own into one namespace behind its
+# egress proxy, where service names do not resolve, only loopback is reachable, and two
+# servers cannot both listen on 8000. Joining main's namespace gives the same picture when
+# the internet is allowed too, so the addresses below hold either way.
+SIDECAR_PORTS = {"sql-tools": 8001, "business-info": 8002, "ask-human": 8003}
+
+
+def sidecar_url(name: str) -> str:
+    """The address the agent's container reaches sidecar ``name`` at."""
+    return f"http://127.0.0.1:{SIDECAR_PORTS[name]}/mcp"
+
+
 def _mcp(name: str) -> str:
     return (
         "[[environment.mcp_servers]]\n"
         f'name = "{name}"\n'
         'transport = "streamable-http"\n'
-        f'url = "http://{name}:8000/mcp"\n'
+        f'url = "{sidecar_url(name)}"\n'
         "args = []\n\n"
     )
 

@@ -26,12 +26,12 @@ from typing import Any
 
 from . import layout, sidecars
 
-SQL_SERVERS = {
-    "sql-tools": "http://sql-tools:8000/mcp",
-    "business-info": "http://business-info:8000/mcp",
-}
-ASK_HUMAN_URL = "http://ask-human:8000/mcp"
-SUBMISSION = "/harbor_shared/submitted_query.sql"
+SQL_SERVERS = {name: layout.sidecar_url(name) for name in ("sql-tools", "business-info")}
+ASK_HUMAN_URL = layout.sidecar_url("ask-human")
+SUBMISSION = layout.SUBMISSION
+# What the release's agent images have besides Python: terminus-2 drives the agent through
+# tmux and installs it at run time when it is missing, which fails with no network.
+AGENT_PACKAGES = "curl tmux"
 AGENT_PATCH = "/tmp/hilbench/agent.patch"  # noqa: S108 - a path inside the task's container
 SWE_COLLECT = (
     "mkdir -p /tmp/hilbench && cd /app && git add -A && "
@@ -64,43 +64,57 @@ def _agent_tools_dockerfile() -> str:
 
 
 def _compose(*, image: str, services: dict[str, str], shared_volume: bool) -> str:
-    """The agent's service and the mode's sidecars, all built from this folder."""
-    lines = ["services:", "  main:", f"    image: {image}", "    build:", "      context: ."]
-    if services:
-        lines.append("    depends_on:")
-        lines += [f"      {name}:\n        condition: service_healthy" for name in services]
+    """The agent's service and the mode's sidecars, all built from this folder.
+
+    Each sidecar joins main's network namespace and listens on its own port of 127.0.0.1
+    (``layout.SIDECAR_PORTS``), since that is what Harbor makes of a task without internet
+    (its egress proxy's namespace, no service names). So no ``expose`` (Docker refuses it on
+    a service in another's namespace) and no ``depends_on`` from main (it would be a cycle);
+    Harbor's ``up --wait`` waits for the sidecars' healthchecks, and the agent's ``mcp``
+    client waits for a sidecar that is not listening yet."""
+    volume = f"      - harbor-shared:{layout.SHARED_DIR}"
+    lines = [
+        "# The sidecars share main's network namespace: the agent reaches each one at",
+        "# 127.0.0.1:<its port>, with or without internet (see the bundle's README).",
+        "services:",
+        "  main:",
+        f"    image: {image}",
+        "    build:",
+        "      context: .",
+    ]
     if shared_volume:
-        lines += ["    volumes:", "      - harbor-shared:/harbor_shared"]
+        lines += ["    volumes:", volume]
+    repository, tag = image.split(":")
     for name, context in services.items():
+        health = f"http://127.0.0.1:{layout.SIDECAR_PORTS[name]}/health"
         lines += [
             f"  {name}:",
-            f"    image: {image.split(':')[0]}-{name}:{image.split(':')[1]}",
+            f"    image: {repository}-{name}:{tag}",
             "    build:",
             f"      context: {context}",
-            "    expose:",
-            '      - "8000"',
+            '    network_mode: "service:main"',
             "    healthcheck:",
             '      test: ["CMD", "python", "-c", "import urllib.request; '
-            "urllib.request.urlopen('http://localhost:8000/health', timeout=2)\"]",
+            f"urllib.request.urlopen('{health}', timeout=2)\"]",
             "      interval: 2s",
             "      timeout: 5s",
             "      retries: 30",
         ]
-        if name == "sql-tools":
-            lines += ["    volumes:", "      - harbor-shared:/harbor_shared"]
+        if shared_volume and name in ("sql-tools", "ask-human"):
+            lines += ["    volumes:", volume]
     if shared_volume:
         lines += ["volumes:", "  harbor-shared:"]
     return "\n".join(lines) + "\n"
 
 
-def _verifier_toml(*, collect: str | None, artifact: tuple[str, str | None]) -> str:
-    source, service = artifact
+def _verifier_toml(*, collect: str | None, artifacts: list[tuple[str, str | None]]) -> str:
     text = '[verifier]\ntimeout_sec = 1800.0\nenvironment_mode = "separate"\n\n[verifier.env]\n'
     if collect:
         text += f"\n[[verifier.collect]]\ncommand = {json.dumps(collect)}\n"
-    text += f"\n[[artifacts]]\nsource = {json.dumps(source)}\n"
-    if service:
-        text += f"service = {json.dumps(service)}\n"
+    for source, service in artifacts:
+        text += f"\n[[artifacts]]\nsource = {json.dumps(source)}\n"
+        if service:
+            text += f"service = {json.dumps(service)}\n"
     return text
 
 
@@ -130,8 +144,11 @@ def sql_mode_files(
     files[f"{env}/Dockerfile"] = (
         f"# Written by HiL-Bench Annotate for {folder} ({mode}): the agent's container.\n"
         f"FROM {sidecars.PYTHON_IMAGE}\n"
+        + "RUN apt-get update && apt-get install -y --no-install-recommends "
+        + f"sqlite3 {AGENT_PACKAGES} && rm -rf /var/lib/apt/lists/*\n"
         + _agent_tools_dockerfile()
-        + "RUN mkdir -p /harbor_shared /workspace\nWORKDIR /workspace\n"
+        + f"RUN mkdir -p {layout.SHARED_DIR} /workspace && chmod 1777 {layout.SHARED_DIR}\n"
+        + "WORKDIR /workspace\n"
     ).encode()
     files[f"{env}/docker-compose.yaml"] = _compose(
         image=image, services=services, shared_volume=True
@@ -146,8 +163,9 @@ def sql_mode_files(
     files["tests/golden_output.csv"] = golden_output.encode()
     files["tests/Dockerfile"] = f"FROM {sidecars.PYTHON_IMAGE}\nCOPY . /tests/\n".encode()
     files["tests/test.sh"] = (
-        "#!/usr/bin/env bash\n# The agent's submission arrives as an artifact of sql-tools.\n"
-        f"python3 /tests/grade.py /logs/artifacts{SUBMISSION} /tests/database.sqlite "
+        "#!/usr/bin/env bash\n# The agent's submission arrives as an artifact of sql-tools,\n"
+        "# which Harbor puts back at its source path in this container.\n"
+        f"python3 /tests/grade.py {SUBMISSION} /tests/database.sqlite "
         "/tests/golden_output.csv /logs/verifier/reward.txt\n"
     ).encode()
     return files
@@ -165,7 +183,7 @@ def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str
     lines = [
         f"FROM {base}",
         "RUN apt-get update && apt-get install -y --no-install-recommends git python3 "
-        "&& rm -rf /var/lib/apt/lists/*",
+        f"{AGENT_PACKAGES} && rm -rf /var/lib/apt/lists/*",
     ]
     lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted((spec.get("env") or {}).items())]
     lines += [
@@ -182,8 +200,9 @@ def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str
     lines += [
         f"RUN {command}" for command in [*spec.get("pre_install", []), *spec.get("install", [])]
     ]
-    if copy_tools:
+    if copy_tools:  # the ask_human command, and where the sidecar's metrics go
         lines.append(_agent_tools_dockerfile().rstrip())
+        lines.append(f"RUN mkdir -p {layout.SHARED_DIR} && chmod 1777 {layout.SHARED_DIR}")
     return "\n".join(lines) + "\n"
 
 
@@ -212,7 +231,7 @@ def swe_mode_files(
         tools = [["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]]]
         files.update({f"{env}/{n}": c for n, c in sidecars.agent_tool_files(tools).items()})
     files[f"{env}/docker-compose.yaml"] = _compose(
-        image=image, services=services, shared_volume=False
+        image=image, services=services, shared_volume=asks
     ).encode()
     files["solution/ground_truth.patch"] = gold_patch.encode("utf-8", "surrogateescape")
     files["solution/solve.sh"] = (
@@ -236,14 +255,17 @@ def swe_mode_files(
         )
     ).encode()
     files["tests/test.sh"] = (
-        "#!/usr/bin/env bash\n# The agent's changes arrive as a patch (an artifact of main).\n"
-        f"python3 /tests/grade.py /tests/tests.json /logs/verifier/reward.txt "
-        f"/logs/artifacts{AGENT_PATCH}\n"
+        "#!/usr/bin/env bash\n# The agent's changes arrive as a patch (an artifact of main),\n"
+        "# which Harbor puts back at its source path in this container.\n"
+        f"python3 /tests/grade.py /tests/tests.json /logs/verifier/reward.txt {AGENT_PATCH}\n"
     ).encode()
     return files
 
 
-def verifier_toml(domain: str) -> str:
+def verifier_toml(domain: str, mode: str) -> str:
+    """The ``[verifier]`` section and the artifacts: what the verifier grades, and in
+    ask_human mode the ask-human sidecar's metrics (the harness's Ask-F1 reads them)."""
+    metrics = [(layout.ASK_HUMAN_METRICS, "ask-human")] if mode == "ask_human" else []
     if domain == "sql":
-        return _verifier_toml(collect=None, artifact=(SUBMISSION, "sql-tools"))
-    return _verifier_toml(collect=SWE_COLLECT, artifact=(AGENT_PATCH, None))
+        return _verifier_toml(collect=None, artifacts=[(SUBMISSION, "sql-tools"), *metrics])
+    return _verifier_toml(collect=SWE_COLLECT, artifacts=[(AGENT_PATCH, None), *metrics])

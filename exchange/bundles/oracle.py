@@ -137,8 +137,9 @@ def _sql(files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
         mounts = [
             Mount(work / "solution", "/solution"),
             Mount(work / "tests", "/tests"),
+            # The agent's side writes the submission there, and Harbor puts the artifact
+            # back at the same path in the verifier's container.
             Mount(shared, str(Path(SUBMISSION).parent), writable=True),
-            Mount(shared, f"/logs/artifacts{Path(SUBMISSION).parent}"),
             Mount(verifier, "/logs/verifier", writable=True),
         ]
         command = ("bash /solution/solve.sh && " if solve else "") + "bash /tests/test.sh"
@@ -172,7 +173,8 @@ def _swe(task, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
         verifier = _writable(work / "verifier")
         mounts = [
             Mount(work / "tests", "/tests"),
-            Mount(artifacts, f"/logs/artifacts{Path(AGENT_PATCH).parent}"),
+            # Harbor puts an artifact back at its source path in the verifier's container.
+            Mount(artifacts, str(Path(AGENT_PATCH).parent)),
             Mount(verifier, "/logs/verifier", writable=True),
         ]
         for name in ("run_script.sh", "parser.py"):

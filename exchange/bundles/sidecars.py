@@ -16,6 +16,8 @@ from pathlib import Path
 
 from judge.embedded import WEIGHTS
 
+from . import layout
+
 RUNTIME = Path(__file__).with_name("runtime")
 PYTHON_IMAGE = "python:3.11-slim"
 # The ask-human sidecar's judge: the same packages (and versions) as the app's. The model's
@@ -49,30 +51,45 @@ def _pins(names: tuple[str, ...]) -> str:
     return "".join(f"{name}=={metadata.version(name)}\n" for name in names)
 
 
-def _server_dockerfile(script: str, *, extra: str = "") -> str:
+SERVER_DIR = "/srv"  # where a sidecar's Dockerfile copies its folder
+
+
+def _server_dockerfile(script: str, *, name: str, env: dict[str, str], extra: str = "") -> str:
+    """A sidecar's image: its folder at ``SERVER_DIR``, run as uid 1000. ``env``: where the
+    server finds what the folder holds and where it writes; the servers' defaults are the
+    release's paths (``/data``, ``/ask-human-data``, ``/app``), which only the release's
+    compose file mounts. The shared directory is world-writable (sticky) because a named
+    volume takes its mode from the first image that mounts it, whichever that is."""
+    port = layout.SIDECAR_PORTS[name]
+    lines = "".join(f"ENV {key}={value}\n" for key, value in {**env, "PORT": port}.items())
     return (
         f"FROM {PYTHON_IMAGE}\n"
-        "WORKDIR /srv\n"
+        f"WORKDIR {SERVER_DIR}\n"
         f"{extra}"
-        "COPY . /srv/\n"
-        "RUN useradd --uid 1000 --create-home sidecar\n"
+        f"COPY . {SERVER_DIR}/\n"
+        f"{lines}"
+        f"RUN useradd --uid 1000 --create-home sidecar && mkdir -p {layout.SHARED_DIR} "
+        f"&& chmod 1777 {layout.SHARED_DIR}\n"
         "USER 1000\n"
-        "EXPOSE 8000\n"
-        f'CMD ["python", "/srv/{script}"]\n'
+        f"EXPOSE {port}\n"
+        f'CMD ["python", "{SERVER_DIR}/{script}"]\n'
     )
 
 
 def sql_tools_files() -> dict[str, bytes]:
+    env = {"DATA_DIR": f"{SERVER_DIR}/data", "SUBMISSION_FILE": layout.SUBMISSION}
     return {
-        "Dockerfile": _server_dockerfile("sql_tools.py").encode(),
+        "Dockerfile": _server_dockerfile("sql_tools.py", name="sql-tools", env=env).encode(),
         "sql_tools.py": runtime_file("sql_tools.py"),
         "mcp_server.py": runtime_file("mcp_server.py"),
     }
 
 
 def business_info_files() -> dict[str, bytes]:
+    env = {"DATA_DIR": f"{SERVER_DIR}/data"}
+    dockerfile = _server_dockerfile("business_info.py", name="business-info", env=env)
     return {
-        "Dockerfile": _server_dockerfile("business_info.py").encode(),
+        "Dockerfile": dockerfile.encode(),
         "business_info.py": runtime_file("business_info.py"),
         "mcp_server.py": runtime_file("mcp_server.py"),
     }
@@ -81,11 +98,17 @@ def business_info_files() -> dict[str, bytes]:
 def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
     """The ask-human sidecar with the task's registry and the embedded judge's settings."""
     install = (
-        "COPY requirements.txt /srv/requirements.txt\n"
-        "RUN pip install --no-cache-dir -r /srv/requirements.txt\n"
+        f"COPY requirements.txt {SERVER_DIR}/requirements.txt\n"
+        f"RUN pip install --no-cache-dir -r {SERVER_DIR}/requirements.txt\n"
     )
+    env = {
+        "BLOCKER_REGISTRY_PATH": f"{SERVER_DIR}/blocker_registry.json",
+        "JUDGE_CONFIG": f"{SERVER_DIR}/judge.json",
+        "OUTPUT_DIR": layout.SHARED_DIR,
+    }
+    dockerfile = _server_dockerfile("ask_human.py", name="ask-human", env=env, extra=install)
     return {
-        "Dockerfile": _server_dockerfile("ask_human.py", extra=install).encode(),
+        "Dockerfile": dockerfile.encode(),
         "requirements.txt": _pins(JUDGE_PACKAGES).encode(),
         "ask_human.py": runtime_file("ask_human.py"),
         "mcp_server.py": runtime_file("mcp_server.py"),

@@ -127,7 +127,7 @@ def _modes(
                 resource=resource,
                 task_attempt_id=attempt,
                 image=image,
-                verifier=modes.verifier_toml(task.domain),
+                verifier=modes.verifier_toml(task.domain, mode),
                 allow_internet=files.allow_internet,
             ),
         )

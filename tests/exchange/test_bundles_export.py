@@ -19,6 +19,7 @@ from review.models import ReviewLayer
 from validators.leakage import check_leakage, forbidden_texts
 from validators.services import validation_run_execute, validation_run_start
 
+from ..conftest import shared_path
 from .bundle_helpers import (
     approve_validated,
     export,
@@ -126,6 +127,47 @@ def test_exported_folders_have_the_release_layout_and_field_names(
         else:
             assert headings[0] == release_headings[0] == "# PROBLEM STATEMENT"
             assert ("## BLOCKER DETAILS" in headings) == (mode == "full_info")
+
+
+def _apt_packages(dockerfile) -> set[str]:
+    """What a Dockerfile's RUN lines install with apt-get (options and their values aside)."""
+    packages = set()
+    for line in dockerfile.read_text().splitlines():
+        for command in line.removeprefix("RUN ").split("&&"):
+            words = command.split()
+            if words[:2] == ["apt-get", "install"]:
+                values = {w for i, w in enumerate(words) if i and words[i - 1] == "-o"}
+                packages |= {w for w in words[2:] if not w.startswith("-") and w not in values}
+    return packages
+
+
+def _agent_packages(root) -> dict[tuple[str, str], set[str]]:
+    return {
+        (domain, mode): _apt_packages(root / f"{domain}_0" / mode / "environment" / "Dockerfile")
+        for domain in ("sql", "swe")
+        for mode in ("baseline", "ask_human", "full_info")
+    }
+
+
+def test_the_agent_s_image_has_tmux_and_curl(bundle):
+    # terminus-2 drives the agent through tmux and installs it at run time when it is
+    # missing, which fails with no network.
+    root, _tasks = bundle
+    for (domain, mode), packages in _agent_packages(root).items():
+        wanted = {"curl", "tmux"} | ({"sqlite3"} if domain == "sql" else set())
+        assert wanted <= packages, (domain, mode)
+
+
+@pytest.mark.shared_data
+def test_the_sql_agent_s_image_has_what_the_release_s_installs(bundle):
+    release = _apt_packages(
+        shared_path("examples", "hilbench", "sql", "sql_0", "baseline", "environment", "Dockerfile")
+    )
+    assert {"curl", "tmux", "sqlite3"} <= release
+    root, _tasks = bundle
+    for (domain, mode), packages in _agent_packages(root).items():
+        if domain == "sql":
+            assert release <= packages, mode
 
 
 def test_swe_repository_in_the_bundle_passes_the_leakage_check(bundle, tmp_path):

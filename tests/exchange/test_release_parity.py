@@ -5,15 +5,18 @@ Run on the project's own release-layout fixtures and, where ../shared is, on the
 five examples."""
 
 import json
+import tomllib
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
 
 from exchange.bundles import layout
 from hilbench_annotate import services as core
 from hilbench_annotate.models import Membership, Project, Task
 
-from .bundle_helpers import members
+from .bundle_helpers import members, seed_demo, sql_task
 
 pytestmark = pytest.mark.django_db
 OURS = ("annotate/", "provenance/")
@@ -103,6 +106,75 @@ def test_an_edited_task_is_rewritten_in_the_releases_style(
                       "shared/data_archive.json", "baseline/environment/Dockerfile",
                       "shared/ground_truth.sql"):  # fmt: skip
         assert exported[f"sql_0/{unchanged}"] == release[f"sql_0/{unchanged}"], unchanged
+
+
+def test_a_statement_edited_through_the_api_keeps_each_heading_on_a_line_of_its_own(
+    project, author, lead, tmp_path, release_examples
+):
+    release = _release_tree(release_examples)
+    _import_release(project, release_examples)
+    task = Task.objects.get(project=project, source_metadata__folder="swe_0")
+    spec = dict(task.blocked_spec)
+    api = APIClient()
+    api.force_authenticate(lead)
+    # The form's text as a browser sends it; DRF trims the blank lines off the end.
+    spec["requirements"] += "- Every rule above also holds for an empty input.\n\n\n"
+    response = api.patch(
+        reverse("api-task-detail", args=[task.pk]),
+        {"expected_version": task.version, "blocked_spec": spec},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    task.refresh_from_db()
+    assert task.blocked_spec["requirements"].endswith("an empty input.")
+
+    exported = _export(project, [task], tmp_path / "edited.tar.gz")
+    # The release puts two blank lines before each heading after the first.
+    rule = "- Every rule above also holds for an empty input.\n\n\n# PUBLIC INTERFACES\n"
+    statement = exported["swe_0/" + layout.SWE_STATEMENT].decode()
+    assert rule in statement
+    original = release["swe_0/" + layout.SWE_STATEMENT].decode()
+    before_edit = original[: original.index("# PUBLIC INTERFACES")].rstrip("\n")
+    assert statement.startswith(before_edit)
+    assert statement.endswith(original[original.index("# PUBLIC INTERFACES") :])
+    for mode in ("baseline", "ask_human", "full_info"):
+        assert rule in exported[f"swe_0/{mode}/instruction.md"].decode(), mode
+    # The bundle reads back: its statement is what the task's sections render to.
+    again = Project.objects.create(name="Again", slug="again")
+    Membership.objects.create(project=again, user=lead, role="lead")
+    call_command("import_bundle", str(tmp_path / "edited.tar.gz"), project="again")
+    reread = Task.objects.get(project=again, source_metadata__folder="swe_0")
+    assert reread.blocked_spec == task.blocked_spec
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_allow_internet_is_the_lead_s_for_app_tasks_and_the_release_s_for_release_tasks(
+    settings, tmp_path, release_examples, allowed
+):
+    # The release's task.toml files say allow_internet = true (its ask-human sidecar calls an
+    # LLM API, its data comes from Hugging Face) and are kept byte for byte; the lead's choice,
+    # which the manifest records, sets the task.toml of the tasks the app writes.
+    project = seed_demo(settings, tmp_path)
+    release = _release_tree(release_examples)
+    _import_release(project, release_examples)
+    released = Task.objects.filter(project=project, release_files__isnull=False).distinct()
+    tasks = [sql_task(project), *released]
+    out = tmp_path / "b.tar.gz"
+    call_command("export_bundle", project=project.slug, out=str(out),
+                 tasks=[t.pk for t in tasks], draft=True, allow_internet=allowed)  # fmt: skip
+    files = members(out)
+    assert json.loads(files[layout.MANIFEST])["allow_internet"] is allowed
+    folders = {name.split("/", 1)[0] for name in files if "/" in name}
+    assert len(folders) == len(tasks)
+    for folder in sorted(folders):
+        kept = json.loads(files[f"{folder}/{layout.ANNOTATE}"])["release_files"]
+        for mode in ("baseline", "ask_human", "full_info"):
+            toml = files[f"{folder}/{mode}/task.toml"]
+            if kept:
+                assert toml == release[f"{folder}/{mode}/task.toml"], (folder, mode)
+                assert tomllib.loads(toml.decode())["environment"]["allow_internet"] is True
+            else:
+                assert tomllib.loads(toml.decode())["environment"]["allow_internet"] is allowed
 
 
 def test_the_data_the_release_keeps_elsewhere_is_said_on_the_task_page(

@@ -7,7 +7,27 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+import urllib.error
 import urllib.request
+
+# How long to wait for a sidecar that does not listen yet: the agent's container starts
+# before the sidecars that share its network namespace.
+CONNECT_WAIT_S = 120
+
+
+def _post(request):
+    deadline = time.monotonic() + CONNECT_WAIT_S
+    while True:
+        try:
+            # The sidecar's own http:// address, from the task's configuration.
+            with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
+                return response.read()
+        except urllib.error.URLError as exc:
+            refused = isinstance(exc.reason, ConnectionRefusedError)
+            if not refused or time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 def call(url, tool, arguments):
@@ -20,9 +40,7 @@ def call(url, tool, arguments):
         data=json.dumps(payload).encode(),
         headers={"Content-Type": "application/json", "Accept": "application/json"},
     )
-    # The sidecar's own http:// address, from the task's configuration.
-    with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
-        reply = json.loads(response.read())
+    reply = json.loads(_post(request))
     if "error" in reply:
         return True, reply["error"].get("message", "error")
     result = reply["result"]
