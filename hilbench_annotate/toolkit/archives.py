@@ -61,6 +61,16 @@ def _normal(name: str) -> str:
     return str(PurePosixPath(name.replace("\\", "/")))
 
 
+def _tar_member_allowed(info: tarfile.TarInfo, regular: set[str]) -> bool:
+    """A file, a folder, or a hard link to a file earlier in the archive, directly or through
+    links before it (an export's chunks link to their first copy, which may itself link to
+    the bundle's); a file or such a link may be linked to in turn (added to ``regular``)."""
+    inside = info.islnk() and _normal(info.linkname) in regular
+    if info.isfile() or inside:
+        regular.add(_normal(info.name))
+    return info.isfile() or info.isdir() or inside
+
+
 def check_archive(
     archive: Path,
     *,
@@ -117,13 +127,7 @@ def check_archive(
                         raise ArchiveRefused(
                             archive, [f"more than {max_members} members"], label=label
                         )
-                    # A hard link may lead to a link earlier in the archive (an export's
-                    # chunks link to their first copy, which may link to the bundle's): it
-                    # is followed as far as a regular file, never outside the archive.
-                    inside = info.islnk() and _normal(info.linkname) in regular
-                    check(info.name, info.size, info.isfile() or info.isdir() or inside)
-                    if info.isfile() or inside:
-                        regular.add(_normal(info.name))
+                    check(info.name, info.size, _tar_member_allowed(info, regular))
                     if info.isfile() and info.sparse is not None:
                         problems.append(f"{info.name!r} is a sparse file")
                     if total > limit:
