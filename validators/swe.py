@@ -32,6 +32,7 @@ from .sandbox import (
     apply_patches,
     checkout,
     get_sandbox,
+    note_refused_overlay,
     overlay_generated,
     run_folder,
     truncate_output,
@@ -102,7 +103,9 @@ def _run(env, chain, sandbox, limits, built: BuiltEnvironment, spec):
         tree = folder / "tree"
         try:
             checkout(repo_path, env.base_commit, tree)
-            overlay_generated(built.testbed, built.manifest.get("generated", []), tree)
+            _copied, refused = overlay_generated(
+                built.testbed, built.manifest.get("generated", []), tree
+            )
             apply_patches(tree, chain)
         except DomainError as exc:
             return None, str(exc)
@@ -115,7 +118,7 @@ def _run(env, chain, sandbox, limits, built: BuiltEnvironment, spec):
             env=built.run_env(spec),
             **({"image": image} if image else {}),
         )
-        return result, None
+        return note_refused_overlay(result, refused), None
 
 
 def _both(status: str, message: str, details: dict | None = None) -> list[CheckResult]:
