@@ -20,7 +20,7 @@ from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.patches import check_applies
 
-from .environments import BuiltEnvironment, environment_for
+from .environments import BuiltEnvironment, environment_use
 from .logparsers import PASSING, ParserMissing, lookup, parse_log
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
 from .sandbox import (
@@ -151,19 +151,19 @@ def check_swe_tests(env, *, sandbox=None, limits: SandboxLimits | None = None) -
             "which is not in the app (the release keeps it in its image); add it in the "
             "Environment tab.",
         )
-    built, failed = environment_for(env)
-    if built is None:
-        return _both(
-            ERROR,
-            f"The environment is broken: its build failed at step '{failed.step}' "
-            f"(build {failed.pk}).",
-            {"build": failed.pk, "log_tail": log_tail(failed.error or failed.log)},
-        )
-    limits = limits or SandboxLimits()
-    setup = [("setup patch", env.setup_patch or ""), ("test patch", env.test_patch or "")]
-    gold = [("gold patch", env.gold_patch or "")]
-    before = _checked(BEFORE_CHECK, env, setup, sandbox, limits, built, spec, _judge_before)
-    after = _checked(GOLD_CHECK, env, setup + gold, sandbox, limits, built, spec, _judge_after)
+    with environment_use(env) as (built, failed):
+        if built is None:
+            return _both(
+                ERROR,
+                f"The environment is broken: its build failed at step '{failed.step}' "
+                f"(build {failed.pk}).",
+                {"build": failed.pk, "log_tail": log_tail(failed.error or failed.log)},
+            )
+        limits = limits or SandboxLimits()
+        setup = [("setup patch", env.setup_patch or ""), ("test patch", env.test_patch or "")]
+        gold = [("gold patch", env.gold_patch or "")]
+        before = _checked(BEFORE_CHECK, env, setup, sandbox, limits, built, spec, _judge_before)
+        after = _checked(GOLD_CHECK, env, setup + gold, sandbox, limits, built, spec, _judge_after)
     crash = before.details.pop("crash", None)
     if crash and after.outcome == PASSED:
         # The same environment runs the tests once the gold patch is in: the run that named

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench_annotate.errors import DomainError
-from validators.environments import environment_for
+from validators.environments import environment_use
 from validators.sandbox import (
     Mount,
     SandboxError,
@@ -170,9 +170,13 @@ def _swe(task, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
     env = task.swe_environment
     if env.repository is None:
         return {"reward": None, "reason": "the task has no repository"}
-    built, failed = environment_for(env)
-    if built is None:
-        return {"reward": None, "reason": f"its environment did not build (build {failed.pk})"}
+    with environment_use(env) as (built, failed):
+        if built is None:
+            return {"reward": None, "reason": f"its environment did not build (build {failed.pk})"}
+        return _swe_runs(env, built, files, solve=solve)
+
+
+def _swe_runs(env, built, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
     with run_folder() as work:
         _materialise(files, f"{MODE}/solution/", work / "solution")
         _materialise(files, f"{MODE}/tests/", work / "tests")

@@ -4,14 +4,23 @@ replace, a reward that is a link or a pipe. Each attack is run for real and the 
 aims at is checked untouched."""
 
 import os
+import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from exchange.bundles import oracle
-from validators.environments import environment_for
-from validators.sandbox import overlay_generated, run_folder
+from validators import environments
+from validators.environments import (
+    environment_build_execute,
+    environment_build_start,
+    environment_for,
+    environment_use,
+    ready_environment,
+)
+from validators.sandbox import BwrapSandbox, Mount, SandboxLimits, overlay_generated, run_folder
 from validators.swe import check_swe_tests
 
 from .gitutil import git
@@ -94,6 +103,88 @@ def test_overlay_walks_neither_tree_through_a_link(tmp_path):
         "pipe",
     ]
     assert not (dest / "leak.txt").exists() and not (dest / "pipe").exists()
+
+
+def test_an_install_step_cannot_point_the_manifest_at_a_host_file(tmp_path, app_data):
+    """``ln -s <host file> /env/manifest.json`` in an install step: the host writes the
+    manifest (and chmods it) after the build, as root."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("IMPORTANT APP DATA\n")
+    victim.chmod(0o600)
+    work = _repository_with_link(tmp_path, tmp_path / "unused")
+    env = swe_environment(
+        mirror_of(work, tmp_path / "evil.git"),
+        base_commit=git(work, "rev-parse", "HEAD").strip(),
+        fail_to_pass=["tests/test_x.py::test_x"],
+        test_command="python -m pytest -rA tests",
+        environment_spec={
+            **ENVIRONMENT_SPEC,
+            "install": [
+                f"ln -s {victim} /env/manifest.json; echo ln=$?",
+                f"ln -s {victim} /env/venv/../manifest.json; echo ln=$?",
+                f"ln -s {victim} /testbed/../env/manifest.json; echo ln=$?; ls -la /env",
+            ],
+        },
+    )
+    built, failed = environment_for(env)
+    assert failed is None, failed.error
+    assert victim.read_text() == "IMPORTANT APP DATA\n"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o600
+    manifest = built.path / "manifest.json"
+    assert not manifest.is_symlink() and built.manifest["ready"]
+
+
+def test_a_forced_rebuild_leaves_the_version_a_running_test_uses(tmp_path):
+    """A run holds its environment (``environment_use``) while a forced rebuild replaces it:
+    the sandbox that has the old version mounted still finds it whole when it reads it after
+    the rebuild; the old version is swept once the run is over."""
+    work = _repository_with_link(tmp_path, tmp_path / "unused")
+    env = swe_environment(
+        mirror_of(work, tmp_path / "evil.git"),
+        base_commit=git(work, "rev-parse", "HEAD").strip(),
+        environment_spec={**ENVIRONMENT_SPEC, "install": ["date +%s%N > .which"]},
+    )
+    outcome = {}
+    with run_folder() as signals, environment_use(env) as (built, _failed):
+        first = (built.testbed / ".which").read_text()
+        signals.chmod(0o777)
+        command = (
+            "touch /signals/started; while [ ! -e /signals/go ]; do sleep 0.1; done; "
+            "/env/venv/bin/python -c 'import pytest; print(\"old version whole\")'; "
+            "cat /env/testbed/.which"
+        )
+        mounts = [*built.mounts, Mount(signals, "/signals", writable=True)]
+
+        def run():
+            outcome["result"] = BwrapSandbox().run(
+                command=command, limits=SandboxLimits(wall_s=300), mounts=mounts
+            )
+
+        runner = threading.Thread(target=run)
+        runner.start()
+        _wait_for(signals / "started")
+        rebuild = environment_build_start(swe_environment=env, actor=None, force=True)
+        environment_build_execute(build_id=rebuild.pk)
+        rebuild.refresh_from_db()
+        assert rebuild.status == "succeeded", rebuild.error
+        (signals / "go").touch()
+        runner.join(timeout=120)
+        result = outcome["result"]
+        assert "old version whole" in result.output and first in result.output, result.output
+        assert built.path.is_dir()  # still held: not swept
+        environments._sweep_retired()
+        assert built.path.is_dir()
+    new = ready_environment(built.key)
+    assert new.path != built.path and (new.testbed / ".which").read_text() != first
+    environments._sweep_retired()
+    assert not built.path.exists(), "the retired version was not swept once released"
+
+
+def _wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
 
 
 def test_a_reward_that_is_a_link_or_a_pipe_is_not_read_on_the_host(tmp_path):
