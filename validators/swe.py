@@ -53,6 +53,13 @@ _BROKEN_MARKERS = re.compile(
 )
 
 
+# What each limit is, said with the message of a run it stopped.
+STOPPED_WHY = {
+    "process limit": " (a fork was refused: too many processes at once)",
+    "disk limit": " (a folder it writes is full: the repository copy, /tmp or /dev/shm)",
+}
+
+
 def _names(tests: list[str]) -> str:
     shown = ", ".join(tests[:MAX_NAMED])
     more = len(tests) - MAX_NAMED
@@ -204,8 +211,14 @@ def _checked(name, env, chain, sandbox, limits, built, spec, judge) -> CheckResu
     # A run that reported its tests finished, even if one of them hit MemoryError.
     stopped = result.stopped if (result.timed_out or result.cpu_exceeded or not statuses) else None
     if stopped:
+        why = STOPPED_WHY.get(stopped, "")
+        if result.exit_code == COPY_FAILED:
+            why = " (the repository copy did not fit)"
         return CheckResult(
-            name, FAILED, f"The test run {when} was stopped by the sandbox's {stopped}.", details
+            name,
+            FAILED,
+            f"The test run {when} was stopped by the sandbox's {stopped}{why}.",
+            details,
         )
     broken = _broken(result, spec, statuses)
     if broken:

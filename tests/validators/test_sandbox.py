@@ -207,7 +207,9 @@ def test_the_docker_contract_is_the_local_one():
     assert options["network_disabled"] and options["read_only"]
     assert options["cap_drop"] == ["ALL"] and options["security_opt"] == ["no-new-privileges"]
     assert options["user"] == "1000:1000" and options["pids_limit"] == 64
-    assert options["mem_limit"] == "512m" and options["tmpfs"]["/testbed"].startswith("size=100m")
+    # Memory for the processes and for what the tmpfs hold (/testbed, /tmp 512, /dev/shm 64).
+    assert options["mem_limit"] == f"{512 + 100 + 512 + 64}m" and options["shm_size"] == "64m"
+    assert options["tmpfs"]["/testbed"].startswith("size=100m")
     assert [m["ReadOnly"] for m in options["mounts"]] == [True]
 
 

@@ -132,6 +132,9 @@ def test_an_install_step_cannot_point_the_manifest_at_a_host_file(tmp_path, app_
     assert stat.S_IMODE(victim.stat().st_mode) == 0o600
     manifest = built.path / "manifest.json"
     assert not manifest.is_symlink() and built.manifest["ready"]
+    # Not even in the sandbox's own view: /env is read-only there, only its venv is not.
+    log = env.task.environment_builds.order_by("-id").first().log
+    assert log.count("ln=1") == 3 and "Read-only file system" in log, log
 
 
 def test_a_forced_rebuild_leaves_the_version_a_running_test_uses(tmp_path):

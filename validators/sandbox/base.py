@@ -44,10 +44,12 @@ class SandboxUnavailable(SandboxError):
 
 @dataclass
 class SandboxLimits:
-    """Per-run limits. ``cpu_s`` is CPU time per process (RLIMIT_CPU); ``memory_mb`` bounds
-    each process's address space locally and the memory cgroup in docker; ``disk_mb`` bounds
-    the repository copy plus everything the run writes there; ``processes`` bounds how many
-    processes the run may have at once."""
+    """Per-run limits. ``cpu_s`` is CPU time per process (RLIMIT_CPU). ``memory_mb`` bounds
+    each process's address space (RLIMIT_AS) and, where the run gets a cgroup (always in
+    docker; locally where the machine allows, see ``bwrap.py``), all its processes together
+    beside its tmpfs; ``processes`` bounds how many processes the run may have at once.
+    ``disk_mb`` bounds the repository copy plus everything the run writes there, ``tmp_mb``
+    ``/tmp`` (which is also ``$HOME``), ``shm_mb`` ``/dev/shm``; nothing else is writable."""
 
     wall_s: float = 300
     cpu_s: int = 300
@@ -56,6 +58,7 @@ class SandboxLimits:
     processes: int = 256
     disk_mb: int = 2048
     tmp_mb: int = 512
+    shm_mb: int = 64
     file_mb: int = 1024
 
 
@@ -82,6 +85,8 @@ class SandboxResult:
     backend: str
     cpu_exceeded: bool = False
     network_isolated: bool = False
+    processes_exceeded: bool = False  # a fork was refused (pids.max, RLIMIT_NPROC)
+    disk_exceeded: bool = False  # a tmpfs of the run was full
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,6 +98,10 @@ class SandboxResult:
             return "memory limit"
         if self.cpu_exceeded:
             return "CPU-time limit"
+        if self.processes_exceeded:
+            return "process limit"
+        if self.disk_exceeded:
+            return "disk limit"
         return None
 
 

@@ -75,19 +75,22 @@ class DockerSandbox:
         if tree is not None:
             binds.append(DockerMount(target=SOURCE, source=str(tree), type="bind", read_only=True))
         cpu = max(1, int(limits.cpu_s))
+        # The container's memory cgroup counts its tmpfs pages too: room for them, as locally.
+        memory_mb = int(limits.memory_mb) + int(limits.disk_mb + limits.tmp_mb + limits.shm_mb)
         return {
             "mounts": binds,
             "tmpfs": {
                 "/tmp": f"size={int(limits.tmp_mb)}m,mode=1777",
                 TESTBED: f"size={int(limits.disk_mb)}m,mode=0777",
             },
+            "shm_size": f"{int(limits.shm_mb)}m",
             "read_only": True,
             "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "network_disabled": not network,
-            "mem_limit": f"{int(limits.memory_mb)}m",
-            "memswap_limit": f"{int(limits.memory_mb)}m",
+            "mem_limit": f"{memory_mb}m",
+            "memswap_limit": f"{memory_mb}m",
             "nano_cpus": 1_000_000_000,
             "pids_limit": int(limits.processes),
             "ulimits": [
