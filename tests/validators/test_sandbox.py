@@ -4,6 +4,7 @@ The hostile attempts of a task's code are in test_sandbox_redteam.py."""
 import os
 import textwrap
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from validators.sandbox import (
     probe,
     run_folder,
 )
+from validators.sandbox.docker import container_output
 
 from .gitutil import git
 
@@ -211,6 +213,30 @@ def test_the_docker_contract_is_the_local_one():
     assert options["mem_limit"] == f"{512 + 100 + 512 + 64}m" and options["shm_size"] == "64m"
     assert options["tmpfs"]["/testbed"].startswith("size=100m")
     assert [m["ReadOnly"] for m in options["mounts"]] == [True]
+
+
+class _StreamingContainer:
+    """Stands in for the docker SDK's Container (no engine here): 128 MiB of logs, which it
+    gives only as a stream, the way the SDK does with ``stream=True``."""
+
+    def logs(self, *, stdout, stderr, stream, follow):
+        assert stdout and stderr and stream and not follow, "the logs must be streamed"
+        yield b"HEAD\n"
+        for _ in range(2048):
+            yield b"x" * 65536
+        yield b"TAIL\n"
+
+
+def test_docker_logs_are_streamed_through_the_cap_never_held_whole():
+    tracemalloc.start()
+    try:
+        output, truncated = container_output(_StreamingContainer(), 1000)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert truncated and output.startswith("HEAD\n") and output.endswith("TAIL\n")
+    assert f"{2048 * 65536 + 10 - 1000} bytes of output omitted" in output
+    assert peak < 4 << 20, f"{peak} bytes held for 128 MiB of logs"
 
 
 # --- checkout and patches ----------------------------------------------------------------------

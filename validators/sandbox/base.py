@@ -119,29 +119,28 @@ def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
     return text, True
 
 
-class CappedReader(threading.Thread):
-    """Drains a pipe, keeping the first and last ``limit / 2`` bytes and counting the rest."""
+class CappedOutput:
+    """Keeps the first and last ``limit / 2`` bytes of what is added, counting the rest: the
+    output of a run is never held whole, however much it prints."""
 
-    def __init__(self, pipe: IO[bytes], limit: int):
-        super().__init__(daemon=True)
-        self.pipe, self.limit = pipe, limit
+    def __init__(self, limit: int):
+        self.limit = limit
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
-    def run(self) -> None:
+    def add(self, chunk: bytes) -> None:
         half = self.limit // 2
-        while chunk := self.pipe.read(65536):
-            self.total += len(chunk)
-            room = half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                if len(self.tail) > self.limit - half:
-                    del self.tail[: len(self.tail) - (self.limit - half)]
-        self.pipe.close()
+        self.total += len(chunk)
+        room = half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        keep = self.limit - half
+        if chunk and keep > 0:
+            self.tail += chunk[-keep:]
+            if len(self.tail) > keep:
+                del self.tail[: len(self.tail) - keep]
 
     def text(self) -> tuple[str, bool]:
         omitted = self.total - len(self.head) - len(self.tail)
@@ -153,6 +152,23 @@ class CappedReader(threading.Thread):
             + bytes(self.tail).decode("utf-8", errors="replace"),
             True,
         )
+
+
+class CappedReader(threading.Thread):
+    """Drains a pipe into a ``CappedOutput``."""
+
+    def __init__(self, pipe: IO[bytes], limit: int):
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.output = CappedOutput(limit)
+
+    def run(self) -> None:
+        while chunk := self.pipe.read(65536):
+            self.output.add(chunk)
+        self.pipe.close()
+
+    def text(self) -> tuple[str, bool]:
+        return self.output.text()
 
 
 def killed_by(exit_code: int | None, signum: int) -> bool:
