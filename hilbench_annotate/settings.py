@@ -379,6 +379,7 @@ SANDBOX_MEMORY_MB = int(os.environ.get("HILBENCH_SANDBOX_MEMORY_MB", "4096"))
 SANDBOX_PROCESSES = int(os.environ.get("HILBENCH_SANDBOX_PROCESSES", "256"))
 SANDBOX_DISK_MB = int(os.environ.get("HILBENCH_SANDBOX_DISK_MB", "2048"))
 SANDBOX_TMP_MB = int(os.environ.get("HILBENCH_SANDBOX_TMP_MB", "1024"))
+SANDBOX_SHM_MB = int(os.environ.get("HILBENCH_SANDBOX_SHM_MB", "64"))
 # What runs see of this machine lives here (the bwrap binary, built environments, interpreter
 # copies, the trees of running jobs): every level must be readable by the sandbox user.
 SANDBOX_ROOT = Path(os.environ.get("HILBENCH_SANDBOX_ROOT", VAR_DIR / "sandbox"))

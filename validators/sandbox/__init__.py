@@ -79,6 +79,7 @@ def limits_from_settings(**overrides) -> SandboxLimits:
         "processes": settings.SANDBOX_PROCESSES,
         "disk_mb": settings.SANDBOX_DISK_MB,
         "tmp_mb": settings.SANDBOX_TMP_MB,
+        "shm_mb": settings.SANDBOX_SHM_MB,
     }
     values.update(overrides)
     return SandboxLimits(**values)
