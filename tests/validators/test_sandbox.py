@@ -18,6 +18,7 @@ from validators.sandbox import (
     SandboxLimits,
     SandboxUnavailable,
     apply_patches,
+    cgroups,
     checkout,
     get_sandbox,
     probe,
@@ -90,6 +91,26 @@ def test_unbounded_allocation_is_stopped():
 def test_cpu_limit_stops_a_busy_loop():
     result = run('python3 -c "while True: pass"', wall_s=30, cpu_s=1)
     assert not result.timed_out and result.cpu_exceeded and result.duration_s < 15
+
+
+def test_cgroups_a_killed_worker_left_are_swept_and_live_ones_kept():
+    where, why = cgroups.layout()
+    if where is None:
+        pytest.skip(f"runs get no cgroup on this machine: {why}")
+    left, live = (cgroups.RunCgroup(where, memory_bytes=64 << 20, processes=8) for _ in "ab")
+    for fd in left.procs:  # as a worker killed mid-run leaves it: nobody holds it
+        os.close(fd)
+    left.procs = []
+    stale = time.time() - cgroups.STALE_S - 10
+    for folder in left.folders:
+        os.utime(folder, (stale, stale))
+    try:
+        cgroups.sweep(where)
+        assert not any(folder.exists() for folder in left.folders)
+        assert all(folder.exists() for folder in live.folders)
+    finally:
+        live.remove()
+        left.remove()
 
 
 def test_output_is_capped_keeping_head_and_tail():

@@ -6,7 +6,8 @@ Either cgroup version: v2, in a folder whose ``cgroup.subtree_control`` enables 
 ``pids`` (``HILBENCH_SANDBOX_CGROUP``, a folder delegated to the worker's user, or else the
 worker's own cgroup); v1, in the worker's own folders of the ``memory`` and ``pids``
 hierarchies (writable by root only). ``layout()`` makes a cgroup, writes its limits and
-removes it once; when a step fails, runs have no cgroup and their details say so.
+removes it once per process, and sweeps the empty ones killed workers left; when a step
+fails, runs have no cgroup and their details say so.
 
 The run's bwrap joins its cgroup before it starts (``join``, in the forked child, through
 files the worker opened, so the write is allowed after the drop to the sandbox user): all
@@ -28,6 +29,7 @@ from pathlib import Path
 from django.conf import settings
 
 PREFIX = "hilbench-run-"
+STALE_S = 60  # a run cgroup this old and empty was left by a worker killed mid-run
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,21 @@ def layout() -> tuple[Layout | None, str]:
         except OSError as exc:
             reasons.append(f"v{candidate.version} at {candidate.memory}: {exc.strerror}")
             continue
+        sweep(candidate)
         return candidate, candidate.describe()
     return None, "; ".join(reasons) or "no cgroup hierarchy with memory and pids is mounted"
+
+
+def sweep(where: Layout) -> None:
+    """Remove the run cgroups a killed worker left behind (its runs died with it, so they are
+    empty): those older than a run takes to join its cgroup, which is milliseconds."""
+    cutoff = time.time() - STALE_S
+    for parent in {where.memory, where.pids}:
+        for folder in parent.glob(f"{PREFIX}*"):
+            with contextlib.suppress(OSError):
+                old = folder.stat().st_mtime < cutoff
+                if old and not (folder / "cgroup.procs").read_text().strip():
+                    folder.rmdir()
 
 
 @dataclass
