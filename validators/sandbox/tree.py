@@ -165,12 +165,15 @@ def _read_regular(folder_fd: int, name: str, limit: int | None = None) -> tuple[
 
 
 def read_run_file(path: Path, limit: int = 1 << 20) -> bytes | None:
-    """A file a sandboxed run wrote into a folder it could write (a reward, a patch), read on
+    """A file a sandboxed run could write (a reward, a manifest of an old build), read on
     the host: None when it is missing, larger than ``limit``, or not a plain file — a
     symbolic link planted by task code is not followed to a host file, a pipe does not block
     the worker. Its folder must be one the caller made (it is not walked)."""
     path = Path(path)
-    folder_fd = os.open(path.parent, _FOLDER_FLAGS)
+    try:
+        folder_fd = os.open(path.parent, _FOLDER_FLAGS)
+    except OSError:  # gone, or itself a link
+        return None
     try:
         found = _read_regular(folder_fd, path.name, limit)
     finally:
