@@ -379,6 +379,7 @@ SANDBOX_MEMORY_MB = int(os.environ.get("HILBENCH_SANDBOX_MEMORY_MB", "4096"))
 SANDBOX_PROCESSES = int(os.environ.get("HILBENCH_SANDBOX_PROCESSES", "256"))
 SANDBOX_DISK_MB = int(os.environ.get("HILBENCH_SANDBOX_DISK_MB", "2048"))
 SANDBOX_TMP_MB = int(os.environ.get("HILBENCH_SANDBOX_TMP_MB", "1024"))
+SANDBOX_SHM_MB = int(os.environ.get("HILBENCH_SANDBOX_SHM_MB", "64"))
 # What runs see of this machine lives here (the bwrap binary, built environments, interpreter
 # copies, the trees of running jobs): every level must be readable by the sandbox user.
 SANDBOX_ROOT = Path(os.environ.get("HILBENCH_SANDBOX_ROOT", VAR_DIR / "sandbox"))
@@ -386,6 +387,9 @@ SANDBOX_ROOT = Path(os.environ.get("HILBENCH_SANDBOX_ROOT", VAR_DIR / "sandbox")
 SANDBOX_RUN_UID = int(os.environ.get("HILBENCH_SANDBOX_UID", "65534"))
 SANDBOX_RUN_GID = int(os.environ.get("HILBENCH_SANDBOX_GID", "65534"))
 SANDBOX_BWRAP = os.environ.get("HILBENCH_SANDBOX_BWRAP", "")
+# A cgroup v2 folder delegated to the worker's user (memory and pids enabled for children),
+# where each run gets a cgroup of its own; empty: the worker's own cgroup, if it may.
+SANDBOX_CGROUP = os.environ.get("HILBENCH_SANDBOX_CGROUP", "")
 SANDBOX_DOCKER_IMAGE = os.environ.get("HILBENCH_SANDBOX_DOCKER_IMAGE", "python:3.11-slim")
 # Interpreters for environments, beyond those found on PATH, in /usr and under pyenv:
 # "3.9=/opt/python3.9/bin/python3.9,3.12=/usr/local/bin/python3.12".

@@ -1,10 +1,19 @@
 """Environment builds: what a SWE task's tests need, built once per specification and reused.
 
-A build runs as a job (``EnvironmentBuild``). It writes into a fresh folder and renames it to
-``SANDBOX_ROOT/environments/<key>`` only when every step passed, with ``manifest.json`` last:
-a worker killed mid-build leaves a stray folder (swept) and a job the reaper hands to another
-worker, never a half-built environment that a test run would use. Network is allowed while
-building (package installs); never while tests run.
+A build runs as a job (``EnvironmentBuild``). It writes into a fresh folder, renames it to a
+version folder of its own (``.v-<key>-<hex>``) only when every step passed, with
+``manifest.json`` last, and then points the link ``SANDBOX_ROOT/environments/<key>`` at it in
+one rename: a worker killed mid-build leaves a stray folder (swept) and a job the reaper hands
+to another worker, never a half-built environment that a test run would use. A forced rebuild
+never deletes a version a run holds (``environment_use``): the old one stays until no run
+holds it, then a later build sweeps it. Network is allowed while building (package
+installs); never while tests run.
+
+What the build's sandbox may write is only the folders it fills — the repository
+(``/testbed``), ``/env/venv``, ``/env/go`` — never the environment's own folder, where the
+host writes ``manifest.json``: task code could otherwise leave a link there for the host to
+write through. Folders that were the sandbox's are then given back to the worker's user and
+read with links left unfollowed.
 
 Steps (local backend): ``repository`` (the tree at the setup commit, as a fresh git
 repository, so tools that ask git for a version work), ``interpreter``, ``venv``,
@@ -16,6 +25,8 @@ Task code runs in the sandbox with the environment mounted at ``/env`` and the r
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shlex
@@ -23,6 +34,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +64,7 @@ from .sandbox import (
     checkout,
     get_sandbox,
     limits_from_settings,
+    read_run_file,
     sandbox_root,
     sandbox_user,
 )
@@ -61,6 +74,8 @@ LOG_LIMIT = 200_000
 TESTBED_IN_IMAGE = IMAGE_TREE
 STEP_TAIL = 4000
 MANIFEST = "manifest.json"
+VERSION = ".v-"  # a built environment's folder: .v-<key>-<hex>; <key> links to it
+LOCKS = ".locks"  # flock files of the versions, by inode (never shown to a sandbox)
 PASS_THROUGH = ("PIP_", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 
 
@@ -109,13 +124,66 @@ def environment_key(swe_environment) -> str:
 
 
 def ready_environment(key: str) -> BuiltEnvironment | None:
-    """The built environment for ``key``, if its build finished."""
-    path = environments_root() / key
+    """The built environment for ``key``, if its build finished: the version folder its link
+    names (resolved now, so a rebuild that moves the link does not change what a run mounts).
+    A real folder at ``<key>`` is an environment built before versions, whose root the build
+    could write: it is not used, and the next build replaces it."""
+    root = environments_root()
+    link = root / key
+    if not link.is_symlink():
+        return None
+    path = root / os.readlink(link)
+    if path.parent != root or not path.name.startswith(VERSION) or not path.is_dir():
+        return None
     try:
-        manifest = json.loads((path / MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = json.loads(read_run_file(path / MANIFEST) or b"{}")
+    except ValueError:
         return None
     return BuiltEnvironment(key, path, manifest) if manifest.get("ready") else None
+
+
+def _lock(path: Path, operation: int) -> int | None:
+    """An fd holding ``flock(operation)`` on the lock of the version folder ``path``, or None
+    (``LOCK_NB`` refused, or the folder is gone). The lock file is named by the folder's inode,
+    which a rename keeps, and lives outside every folder a sandbox sees, so task code cannot
+    take it. Close the fd to release it."""
+    locks = environments_root() / LOCKS
+    locks.mkdir(exist_ok=True, mode=0o700)
+    try:
+        inode = os.stat(path, follow_symlinks=False).st_ino
+    except FileNotFoundError:
+        return None
+    fd = os.open(locks / str(inode), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, operation)
+        if os.stat(path, follow_symlinks=False).st_ino != inode:
+            raise FileNotFoundError(path)
+    except (BlockingIOError, FileNotFoundError):  # held, or swept while we waited
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextlib.contextmanager
+def environment_use(
+    swe_environment, *, actor=None
+) -> Iterator[tuple[BuiltEnvironment | None, Any]]:
+    """``environment_for``, with the version held for the block: a forced rebuild meanwhile
+    points the key at a new version but leaves this one in place until the block ends."""
+    for _attempt in range(3):
+        built, failed = environment_for(swe_environment, actor=actor)
+        if built is None:
+            yield None, failed
+            return
+        fd = _lock(built.path, fcntl.LOCK_SH)
+        if fd is None:  # swept between finding it and holding it: find the new one
+            continue
+        try:
+            yield built, None
+        finally:
+            os.close(fd)
+        return
+    raise DomainError("The task's environment was replaced three times while a run started.")
 
 
 # --- starting and running a build ----------------------------------------------------------
@@ -224,9 +292,61 @@ def _log(build: EnvironmentBuild, line: str, *, step: str | None = None) -> None
 def _sweep_partial_builds() -> None:
     """Folders of builds whose worker died (older than a build may take) are removed."""
     cutoff = time.time() - settings.ENVIRONMENT_BUILD_WALL_S * 2
-    for path in environments_root().glob(".build-*"):
+    root = environments_root()
+    for path in root.glob(".build-*"):
         if path.stat().st_mtime < cutoff:
             shutil.rmtree(path, ignore_errors=True)
+    for link in root.glob(".link-*"):  # made by a build that died before it renamed it
+        if link.lstat().st_mtime < cutoff:
+            link.unlink(missing_ok=True)
+
+
+def _current_versions(root: Path) -> set[str]:
+    return {os.readlink(p) for p in root.iterdir() if p.is_symlink()}
+
+
+def _sweep_retired() -> None:
+    """Version folders no key links to any more are removed, each once no run holds it
+    (its lock taken exclusively, without waiting: a held one is left for a later sweep)."""
+    root = environments_root()
+    for path in root.glob(f"{VERSION}*"):
+        if path.is_symlink() or not path.is_dir() or path.name in _current_versions(root):
+            continue
+        fd = _lock(path, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if fd is None:
+            continue
+        try:
+            if path.name not in _current_versions(root):  # not published while we locked it
+                inode = os.stat(path, follow_symlinks=False).st_ino
+                shutil.rmtree(path, ignore_errors=True)
+                (root / LOCKS / str(inode)).unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def _publish(work: Path, key: str) -> Path:
+    """Put the finished ``work`` in place as ``key``'s environment and return its folder.
+
+    Renamed to a version folder, then the link swapped in one rename, so a run sees the old
+    version or the new one, never none or a half; the old one is swept once no run holds it.
+    Held (shared) from before the rename until the link names it, so no sweep takes it for
+    a retired version meanwhile."""
+    root = environments_root()
+    version = root / f"{VERSION}{key}-{uuid.uuid4().hex[:12]}"
+    fd = _lock(work, fcntl.LOCK_SH)
+    try:
+        work.rename(version)
+        target = root / key
+        if target.is_dir() and not target.is_symlink():  # built before versions: retire it
+            target.rename(root / f"{VERSION}{key}-unversioned-{uuid.uuid4().hex[:12]}")
+        link = root / f".link-{uuid.uuid4().hex}"
+        os.symlink(version.name, link)
+        os.replace(link, target)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    _sweep_retired()
+    return version
 
 
 def _build(build: EnvironmentBuild, work: Path) -> None:
@@ -243,9 +363,17 @@ def _build(build: EnvironmentBuild, work: Path) -> None:
                 "source": str(interpreter.mount.source),
                 "target": interpreter.mount.target,
             }
-    _own(work, for_sandbox=True)
+    # Only the folders the steps fill are the sandbox's; /env itself stays read-only.
+    writable = [work / "testbed"]
+    mounts = []
+    for name, wanted in (("venv", interpreter is not None), ("go", spec["language"] == "go")):
+        if wanted:
+            (work / name).mkdir(mode=0o755)
+            writable.append(work / name)
+            mounts.append(Mount(work / name, f"{ENV_ROOT}/{name}", writable=True))
+    for folder in writable:
+        _own(folder, for_sandbox=True)
     sandbox = get_sandbox()
-    mounts = [Mount(work, ENV_ROOT, writable=True)]
     if interpreter and interpreter.mount:
         mounts.append(interpreter.mount)
     if interpreter:
@@ -267,14 +395,21 @@ def _build(build: EnvironmentBuild, work: Path) -> None:
     _log(build, "finish: listing the files the install generated", step="finish")
     manifest["generated"] = _generated_files(work / "testbed", tracked)
     manifest["ready"] = True
-    _own(work, for_sandbox=False)
-    (work / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    (work / MANIFEST).chmod(0o644)
-    target = environments_root() / build.key
-    if target.exists():
-        shutil.rmtree(target, ignore_errors=True)  # a forced rebuild replaces the old one
-    work.rename(target)
-    _log(build, f"ready: {target.name} ({len(manifest['generated'])} generated files)")
+    for folder in writable:
+        _own(folder, for_sandbox=False)
+    _write_manifest(work, manifest)
+    version = _publish(work, build.key)
+    _log(build, f"ready: {version.name} ({len(manifest['generated'])} generated files)")
+
+
+def _write_manifest(work: Path, manifest: dict[str, Any]) -> None:
+    """``manifest.json``, created new (``O_EXCL``, ``O_NOFOLLOW``): no sandbox could write
+    ``work``, and if one ever could, a link or file it left there is refused, not followed."""
+    fd = os.open(
+        work / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+    )
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(manifest, indent=1, sort_keys=True))
 
 
 def dockerfile(spec: dict[str, Any], *, base_image: str) -> str:
@@ -323,10 +458,8 @@ def _build_image(build: EnvironmentBuild, work: Path) -> None:
         raise BuildStepFailed("image", str(exc)) from exc
     # The image carries its installed tree (generated files included): nothing to overlay.
     manifest = {"key": build.key, "spec": build.spec, "image": tag, "generated": [], "ready": True}
-    (work / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    target = environments_root() / build.key
-    shutil.rmtree(target, ignore_errors=True)
-    work.rename(target)
+    _write_manifest(work, manifest)
+    _publish(work, build.key)
 
 
 def _step_repository(build: EnvironmentBuild, work: Path) -> set[str]:

@@ -20,7 +20,7 @@ from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.patches import check_applies
 
-from .environments import BuiltEnvironment, environment_for
+from .environments import BuiltEnvironment, environment_use
 from .logparsers import PASSING, ParserMissing, lookup, parse_log
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
 from .sandbox import (
@@ -32,6 +32,7 @@ from .sandbox import (
     apply_patches,
     checkout,
     get_sandbox,
+    note_refused_overlay,
     overlay_generated,
     run_folder,
     truncate_output,
@@ -50,6 +51,13 @@ _BROKEN_MARKERS = re.compile(
     r"^ImportError while loading conftest.*$|^command not found.*$|^.*: not found$",
     re.MULTILINE,
 )
+
+
+# What each limit is, said with the message of a run it stopped.
+STOPPED_WHY = {
+    "process limit": " (a fork was refused: too many processes at once)",
+    "disk limit": " (a folder it writes is full: the repository copy, /tmp or /dev/shm)",
+}
 
 
 def _names(tests: list[str]) -> str:
@@ -102,7 +110,9 @@ def _run(env, chain, sandbox, limits, built: BuiltEnvironment, spec):
         tree = folder / "tree"
         try:
             checkout(repo_path, env.base_commit, tree)
-            overlay_generated(built.testbed, built.manifest.get("generated", []), tree)
+            _copied, refused = overlay_generated(
+                built.testbed, built.manifest.get("generated", []), tree
+            )
             apply_patches(tree, chain)
         except DomainError as exc:
             return None, str(exc)
@@ -115,7 +125,7 @@ def _run(env, chain, sandbox, limits, built: BuiltEnvironment, spec):
             env=built.run_env(spec),
             **({"image": image} if image else {}),
         )
-        return result, None
+        return note_refused_overlay(result, refused), None
 
 
 def _both(status: str, message: str, details: dict | None = None) -> list[CheckResult]:
@@ -148,19 +158,19 @@ def check_swe_tests(env, *, sandbox=None, limits: SandboxLimits | None = None) -
             "which is not in the app (the release keeps it in its image); add it in the "
             "Environment tab.",
         )
-    built, failed = environment_for(env)
-    if built is None:
-        return _both(
-            ERROR,
-            f"The environment is broken: its build failed at step '{failed.step}' "
-            f"(build {failed.pk}).",
-            {"build": failed.pk, "log_tail": log_tail(failed.error or failed.log)},
-        )
-    limits = limits or SandboxLimits()
-    setup = [("setup patch", env.setup_patch or ""), ("test patch", env.test_patch or "")]
-    gold = [("gold patch", env.gold_patch or "")]
-    before = _checked(BEFORE_CHECK, env, setup, sandbox, limits, built, spec, _judge_before)
-    after = _checked(GOLD_CHECK, env, setup + gold, sandbox, limits, built, spec, _judge_after)
+    with environment_use(env) as (built, failed):
+        if built is None:
+            return _both(
+                ERROR,
+                f"The environment is broken: its build failed at step '{failed.step}' "
+                f"(build {failed.pk}).",
+                {"build": failed.pk, "log_tail": log_tail(failed.error or failed.log)},
+            )
+        limits = limits or SandboxLimits()
+        setup = [("setup patch", env.setup_patch or ""), ("test patch", env.test_patch or "")]
+        gold = [("gold patch", env.gold_patch or "")]
+        before = _checked(BEFORE_CHECK, env, setup, sandbox, limits, built, spec, _judge_before)
+        after = _checked(GOLD_CHECK, env, setup + gold, sandbox, limits, built, spec, _judge_after)
     crash = before.details.pop("crash", None)
     if crash and after.outcome == PASSED:
         # The same environment runs the tests once the gold patch is in: the run that named
@@ -201,8 +211,14 @@ def _checked(name, env, chain, sandbox, limits, built, spec, judge) -> CheckResu
     # A run that reported its tests finished, even if one of them hit MemoryError.
     stopped = result.stopped if (result.timed_out or result.cpu_exceeded or not statuses) else None
     if stopped:
+        why = STOPPED_WHY.get(stopped, "")
+        if result.exit_code == COPY_FAILED:
+            why = " (the repository copy did not fit)"
         return CheckResult(
-            name, FAILED, f"The test run {when} was stopped by the sandbox's {stopped}.", details
+            name,
+            FAILED,
+            f"The test run {when} was stopped by the sandbox's {stopped}{why}.",
+            details,
         )
     broken = _broken(result, spec, statuses)
     if broken:

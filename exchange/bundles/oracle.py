@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
 from hilbench_annotate.errors import DomainError
-from validators.environments import environment_for
+from validators.environments import environment_use
 from validators.sandbox import (
     Mount,
     SandboxError,
@@ -26,7 +28,9 @@ from validators.sandbox import (
     checkout,
     get_sandbox,
     limits_from_settings,
+    note_refused_overlay,
     overlay_generated,
+    read_run_file,
     run_folder,
     sandbox_root,
 )
@@ -72,12 +76,25 @@ def _writable(folder: Path) -> Path:
 
 
 def _reward(verifier: Path, output: str) -> dict[str, Any]:
+    """The reward the verifier wrote. Read as a run's file (``read_run_file``): the folder is
+    the sandbox's to write, so ``reward.txt`` may be a link to a host file or a pipe."""
+    reward, grade = read_run_file(verifier / "reward.txt"), read_run_file(verifier / "grade.json")
     try:
-        value = int((verifier / "reward.txt").read_text().strip())
-        reason = json.loads((verifier / "grade.json").read_text()).get("reason", "")
-    except (OSError, ValueError):
+        value = int(reward.decode().strip())
+        reason = json.loads(grade).get("reason", "")
+    except (ValueError, TypeError, AttributeError):  # missing (None), not a number, not JSON
+        value = None
+    if value is None:
         return {"reward": None, "reason": "the verifier wrote no reward", "log": output[-2000:]}
-    return {"reward": value, "reason": reason}
+    return {"reward": value, "reason": str(reason)}
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file, not a link the run planted (the folder was writable to it)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _cached(key: str, compute) -> dict[str, Any]:
@@ -154,9 +171,13 @@ def _swe(task, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
     env = task.swe_environment
     if env.repository is None:
         return {"reward": None, "reason": "the task has no repository"}
-    built, failed = environment_for(env)
-    if built is None:
-        return {"reward": None, "reason": f"its environment did not build (build {failed.pk})"}
+    with environment_use(env) as (built, failed):
+        if built is None:
+            return {"reward": None, "reason": f"its environment did not build (build {failed.pk})"}
+        return _swe_runs(env, built, files, solve=solve)
+
+
+def _swe_runs(env, built, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
     with run_folder() as work:
         _materialise(files, f"{MODE}/solution/", work / "solution")
         _materialise(files, f"{MODE}/tests/", work / "tests")
@@ -168,7 +189,7 @@ def _swe(task, files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
                 [Mount(work / "solution", "/solution"),
                  Mount(artifacts, "/artifacts", writable=True)],
             )  # fmt: skip
-            if not (artifacts / "agent.patch").is_file():
+            if not _plain_file(artifacts / "agent.patch"):
                 return {"reward": None, "reason": "solve.sh failed", "log": agent.output[-2000:]}
         verifier = _writable(work / "verifier")
         mounts = [
@@ -198,11 +219,11 @@ def _in_shipped_tree(env, built, work: Path, name: str, command: str, mounts: li
     the setup patch."""
     tree = work / name
     checkout(Path(env.repository.path), env.base_commit, tree)
-    overlay_generated(built.testbed, built.manifest.get("generated", []), tree)
+    _copied, refused = overlay_generated(built.testbed, built.manifest.get("generated", []), tree)
     apply_patches(tree, [("setup patch", env.setup_patch or "")])
     spec = env.environment_spec or {}
     image = built.manifest.get("image")
-    return get_sandbox().run(
+    result = get_sandbox().run(
         command=command,
         limits=limits_from_settings(),
         tree=tree,
@@ -210,6 +231,7 @@ def _in_shipped_tree(env, built, work: Path, name: str, command: str, mounts: li
         env={**built.run_env(spec), "REPO": "/testbed", "HOME": SANDBOX_HOME},
         **({"image": image} if image else {}),
     )
+    return note_refused_overlay(result, refused)
 
 
 __all__ = ["oracle_runs", "oracle_verdict"]

@@ -4,6 +4,7 @@ The hostile attempts of a task's code are in test_sandbox_redteam.py."""
 import os
 import textwrap
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,13 @@ from validators.sandbox import (
     SandboxLimits,
     SandboxUnavailable,
     apply_patches,
+    cgroups,
     checkout,
     get_sandbox,
     probe,
     run_folder,
 )
+from validators.sandbox.docker import container_output
 
 from .gitutil import git
 
@@ -88,6 +91,26 @@ def test_unbounded_allocation_is_stopped():
 def test_cpu_limit_stops_a_busy_loop():
     result = run('python3 -c "while True: pass"', wall_s=30, cpu_s=1)
     assert not result.timed_out and result.cpu_exceeded and result.duration_s < 15
+
+
+def test_cgroups_a_killed_worker_left_are_swept_and_live_ones_kept():
+    where, why = cgroups.layout()
+    if where is None:
+        pytest.skip(f"runs get no cgroup on this machine: {why}")
+    left, live = (cgroups.RunCgroup(where, memory_bytes=64 << 20, processes=8) for _ in "ab")
+    for fd in left.procs:  # as a worker killed mid-run leaves it: nobody holds it
+        os.close(fd)
+    left.procs = []
+    stale = time.time() - cgroups.STALE_S - 10
+    for folder in left.folders:
+        os.utime(folder, (stale, stale))
+    try:
+        cgroups.sweep(where)
+        assert not any(folder.exists() for folder in left.folders)
+        assert all(folder.exists() for folder in live.folders)
+    finally:
+        live.remove()
+        left.remove()
 
 
 def test_output_is_capped_keeping_head_and_tail():
@@ -207,8 +230,34 @@ def test_the_docker_contract_is_the_local_one():
     assert options["network_disabled"] and options["read_only"]
     assert options["cap_drop"] == ["ALL"] and options["security_opt"] == ["no-new-privileges"]
     assert options["user"] == "1000:1000" and options["pids_limit"] == 64
-    assert options["mem_limit"] == "512m" and options["tmpfs"]["/testbed"].startswith("size=100m")
+    # Memory for the processes and for what the tmpfs hold (/testbed, /tmp 512, /dev/shm 64).
+    assert options["mem_limit"] == f"{512 + 100 + 512 + 64}m" and options["shm_size"] == "64m"
+    assert options["tmpfs"]["/testbed"].startswith("size=100m")
     assert [m["ReadOnly"] for m in options["mounts"]] == [True]
+
+
+class _StreamingContainer:
+    """Stands in for the docker SDK's Container (no engine here): 128 MiB of logs, which it
+    gives only as a stream, the way the SDK does with ``stream=True``."""
+
+    def logs(self, *, stdout, stderr, stream, follow):
+        assert stdout and stderr and stream and not follow, "the logs must be streamed"
+        yield b"HEAD\n"
+        for _ in range(2048):
+            yield b"x" * 65536
+        yield b"TAIL\n"
+
+
+def test_docker_logs_are_streamed_through_the_cap_never_held_whole():
+    tracemalloc.start()
+    try:
+        output, truncated = container_output(_StreamingContainer(), 1000)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert truncated and output.startswith("HEAD\n") and output.endswith("TAIL\n")
+    assert f"{2048 * 65536 + 10 - 1000} bytes of output omitted" in output
+    assert peak < 4 << 20, f"{peak} bytes held for 128 MiB of logs"
 
 
 # --- checkout and patches ----------------------------------------------------------------------

@@ -18,7 +18,13 @@ from .base import (
 )
 from .bwrap import BwrapSandbox, probe, run_folder, sandbox_root, sandbox_user
 from .docker import DockerSandbox
-from .tree import apply_patches, checkout, overlay_generated
+from .tree import (
+    apply_patches,
+    checkout,
+    note_refused_overlay,
+    overlay_generated,
+    read_run_file,
+)
 
 __all__ = [
     "COPY_FAILED",
@@ -35,8 +41,10 @@ __all__ = [
     "checkout",
     "get_sandbox",
     "limits_from_settings",
+    "note_refused_overlay",
     "overlay_generated",
     "probe",
+    "read_run_file",
     "run_folder",
     "sandbox_root",
     "sandbox_user",
@@ -71,6 +79,7 @@ def limits_from_settings(**overrides) -> SandboxLimits:
         "processes": settings.SANDBOX_PROCESSES,
         "disk_mb": settings.SANDBOX_DISK_MB,
         "tmp_mb": settings.SANDBOX_TMP_MB,
+        "shm_mb": settings.SANDBOX_SHM_MB,
     }
     values.update(overrides)
     return SandboxLimits(**values)

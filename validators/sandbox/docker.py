@@ -21,6 +21,7 @@ from .base import (
     SANDBOX_UID,
     SOURCE,
     TESTBED,
+    CappedOutput,
     Mount,
     SandboxError,
     SandboxLimits,
@@ -28,7 +29,6 @@ from .base import (
     SandboxUnavailable,
     killed_by,
     memory_exceeded,
-    truncate_output,
 )
 
 DEFAULT_IMAGE = "python:3.11-slim"
@@ -38,6 +38,15 @@ START = (
     f"if [ -d {SOURCE} ]; then cp -a {SOURCE}/. {TESTBED}/ || exit {COPY_FAILED}; fi; "
     f'cd {TESTBED} && exec /bin/sh -c "$HILBENCH_COMMAND"'
 )
+
+
+def container_output(container, limit: int) -> tuple[str, bool]:
+    """The container's logs, streamed through a cap (head and tail kept): a run that printed
+    gigabytes is never read into memory whole."""
+    output = CappedOutput(limit)
+    for chunk in container.logs(stdout=True, stderr=True, stream=True, follow=False):
+        output.add(chunk)
+    return output.text()
 
 
 class DockerSandbox:
@@ -75,19 +84,22 @@ class DockerSandbox:
         if tree is not None:
             binds.append(DockerMount(target=SOURCE, source=str(tree), type="bind", read_only=True))
         cpu = max(1, int(limits.cpu_s))
+        # The container's memory cgroup counts its tmpfs pages too: room for them, as locally.
+        memory_mb = int(limits.memory_mb) + int(limits.disk_mb + limits.tmp_mb + limits.shm_mb)
         return {
             "mounts": binds,
             "tmpfs": {
                 "/tmp": f"size={int(limits.tmp_mb)}m,mode=1777",
                 TESTBED: f"size={int(limits.disk_mb)}m,mode=0777",
             },
+            "shm_size": f"{int(limits.shm_mb)}m",
             "read_only": True,
             "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "network_disabled": not network,
-            "mem_limit": f"{int(limits.memory_mb)}m",
-            "memswap_limit": f"{int(limits.memory_mb)}m",
+            "mem_limit": f"{memory_mb}m",
+            "memswap_limit": f"{memory_mb}m",
             "nano_cpus": 1_000_000_000,
             "pids_limit": int(limits.processes),
             "ulimits": [
@@ -141,7 +153,7 @@ class DockerSandbox:
                     container.kill()
                 exit_code = int(container.wait(timeout=30).get("StatusCode", -1))
             duration = time.monotonic() - start
-            data = container.logs(stdout=True, stderr=True)
+            output, truncated = container_output(container, limits.output_bytes)
             container.reload()
             oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
         finally:
@@ -149,7 +161,6 @@ class DockerSandbox:
                 with contextlib.suppress(docker.errors.DockerException):
                     container.remove(force=True)
             client.close()
-        output, truncated = truncate_output(data, limits.output_bytes)
         return SandboxResult(
             exit_code=exit_code,
             output=output,

@@ -1,16 +1,21 @@
 """Preparing the tree a run works on: a commit's files from a bare mirror (never touching the
 mirror), the task's patches applied with ``git apply`` (which runs no hook), and the files an
-environment's install generated that the task's tree must carry too."""
+environment's install generated that the task's tree must carry too. Files task code wrote are
+read back, and generated files copied, one folder at a time without following a symbolic
+link: the worker may be root, and task code decides what is a link in its trees."""
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
+import stat
 from pathlib import Path
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.gitrepo import clean_path, resolve_commit, run_git, stderr_text
 from hilbench_annotate.toolkit.patches import PatchRefused
+
+from .base import SandboxResult
 
 CHECKOUT_TIMEOUT_S = 300
 
@@ -116,17 +121,135 @@ def apply_patches(dest: Path, patches: list[tuple[str, str]]) -> None:
             )
 
 
-def overlay_generated(source: Path, files: list[str], dest: Path) -> int:
+def _folder_fd(root_fd: int, parts: tuple[str, ...], *, create: bool) -> int | None:
+    """An fd of the folder ``root/parts…``, walked one component at a time without following
+    a symbolic link (``O_NOFOLLOW`` relative to the previous folder's fd), so no component can
+    lead outside ``root``. Missing folders are made when ``create``; None when a component is
+    a link, not a folder, or missing. The caller closes the fd."""
+    fd = os.dup(root_fd)
+    for part in parts:
+        try:
+            try:
+                next_fd = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                next_fd = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                return None
+            raise
+        os.close(fd)
+        fd = next_fd
+    return fd
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _read_regular(folder_fd: int, name: str, limit: int | None = None) -> tuple[bytes, int] | None:
+    """(contents, mode) of the regular file ``name`` in the folder, or None when it is a link,
+    a pipe, a device or missing: never followed, never blocked on (``O_NONBLOCK``)."""
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=folder_fd)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return handle.read(-1 if limit is None else limit + 1), status.st_mode
+
+
+def read_run_file(path: Path, limit: int = 1 << 20) -> bytes | None:
+    """A file a sandboxed run could write (a reward, a manifest of an old build), read on
+    the host: None when it is missing, larger than ``limit``, or not a plain file — a
+    symbolic link planted by task code is not followed to a host file, a pipe does not block
+    the worker. Its folder must be one the caller made (it is not walked)."""
+    path = Path(path)
+    try:
+        folder_fd = os.open(path.parent, _FOLDER_FLAGS)
+    except OSError:  # gone, or itself a link
+        return None
+    try:
+        found = _read_regular(folder_fd, path.name, limit)
+    finally:
+        os.close(folder_fd)
+    if found is None or len(found[0]) > limit:
+        return None
+    return found[0]
+
+
+def overlay_generated(source: Path, files: list[str], dest: Path) -> tuple[int, list[str]]:
     """Copy ``files`` (relative paths an environment's install generated, e.g. a version
     module or ``*.egg-info``) from the environment's repository into ``dest`` where ``dest``
-    has none; returns how many were copied. Paths are checked like the tree's own."""
-    copied = 0
-    for relative in files:
-        path = clean_path(relative)
-        origin, target = Path(source) / path, Path(dest) / path
-        if target.exists() or target.is_symlink() or origin.is_symlink() or not origin.is_file():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(origin, target)
-        copied += 1
-    return copied
+    has none; returns how many were copied and, for each one refused, why.
+
+    Both trees are walked one folder at a time without following a symbolic link: a
+    repository may commit ``evil`` as a link to a host folder that its install replaced with
+    a real one, and a copy through the link would write onto the host (the worker may be
+    root). An entry whose path in ``dest`` (or in ``source``) passes through a link is
+    refused, not copied; so is one that is not a plain file."""
+    copied, refused = 0, []
+    if not files:
+        return copied, refused
+    source_fd = os.open(source, _FOLDER_FLAGS)
+    dest_fd = os.open(dest, _FOLDER_FLAGS)
+    try:
+        for relative in files:
+            path = clean_path(relative)
+            why = _overlay_one(source_fd, dest_fd, tuple(path.split("/")))
+            if why is None:
+                copied += 1
+            elif why:
+                refused.append(f"{path}: {why}")
+    finally:
+        os.close(source_fd)
+        os.close(dest_fd)
+    return copied, refused
+
+
+def _overlay_one(source_fd: int, dest_fd: int, parts: tuple[str, ...]) -> str | None:
+    """None when copied, "" when ``dest`` already has the file (nothing to do), else why not."""
+    folders, name = parts[:-1], parts[-1]
+    origin_folder = _folder_fd(source_fd, folders, create=False)
+    if origin_folder is None:
+        return "its folder in the environment is a symbolic link or missing"
+    try:
+        found = _read_regular(origin_folder, name)
+    finally:
+        os.close(origin_folder)
+    if found is None:
+        return "not a plain file in the environment"
+    data, mode = found
+    target_folder = _folder_fd(dest_fd, folders, create=True)
+    if target_folder is None:
+        return "a folder on its path is a symbolic link (or a file) in the task's tree"
+    try:
+        try:
+            fd = os.open(
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o755 if mode & 0o111 else 0o644,
+                dir_fd=target_folder,
+            )
+        except FileExistsError:
+            return ""  # the tree has its own (a file, or a link left as committed)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    finally:
+        os.close(target_folder)
+    return None
+
+
+def note_refused_overlay(result: SandboxResult, refused: list[str]) -> SandboxResult:
+    """The run's log starts by naming the install's generated files the tree did not get
+    (a symbolic link on their path), so a test that misses one says why."""
+    if refused:
+        lines = "".join(f"hilbench: generated file not copied, {why}\n" for why in refused)
+        result.output = lines + result.output
+        result.details["generated_not_copied"] = refused
+    return result
