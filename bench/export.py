@@ -1,13 +1,27 @@
-"""Bundle export time, size and memory for growing numbers of SQL tasks.
+"""Bundle export time, size and memory for growing numbers of SQL tasks, in one process.
 
-    .venv/bin/python bench/export.py [--tasks 100,1000] [--draft | --validated]
+    .venv/bin/python bench/export.py [--tasks 100,1000,10000] [--validated] [--profile]
 
 Seeds the largest count of SQL tasks on the demo's retail-bank database (each with three
-blockers of three trigger questions, description CSVs, business info and a golden output),
-then exports the first N for each N through the same path as ``manage.py export_bundle``
-(``bundle_export_create`` + ``bundle_export_execute``). It prints the wall time, the
-bundle's size and files, and the peak of Python allocations (tracemalloc, a second run) and
-the process's peak RSS: streamed writing keeps memory flat as N grows, the bundle grows.
+blockers of three trigger questions, description CSVs, business info and a golden output;
+titles and questions differ, so each task is a state of its own for lint), then exports the
+first N for each N through the same path as ``manage.py export_bundle``
+(``bundle_export_create`` + ``bundle_export_execute``, every step in this process;
+``bench/scale.py`` spreads them over workers):
+
+- *first*: the first export of those tasks — each one's lint findings are computed (and
+  kept), their oracle runs are read from the cache after the first task (the seeded tasks
+  share their ground truth and golden output);
+- *again*: the same export again, every result read back: what a team re-exporting a
+  release pays.
+
+It prints seconds, tasks/s, the bundle's size and files, the task data the bundle carries
+(each task's snapshot as JSON — specification, blockers, environment with its description
+CSVs, ground truth and golden output — plus each database once) and the ratio of the two,
+Python's allocation peak (tracemalloc, on a third run) and the process's peak RSS: streamed
+writing keeps memory flat as N grows. ``--profile``: the largest export again under cProfile,
+its top entries. A last line shows what an oracle run costs when tasks do not share their
+ground truth (each of ``--distinct`` tasks runs its own, in the sandbox).
 
 Tasks are exported as a draft bundle (the gates are still computed and written to each
 validation.json) unless ``--validated``, which marks them approved with a passed validation
@@ -15,7 +29,9 @@ run first. Runs on its own database under var/bench (or DATABASE_URL).
 """
 
 import argparse
+import cProfile
 import os
+import pstats
 import resource
 import sys
 import tempfile
@@ -36,32 +52,81 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", default="100,1000", help="comma-separated task counts")
     parser.add_argument("--validated", action="store_true", help="approved tasks, no draft")
+    parser.add_argument("--profile", action="store_true", help="profile the largest export")
+    parser.add_argument("--distinct", type=int, default=20, help="tasks of their own oracle")
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.tasks.split(","))
 
     fresh_database()
     project, lead, task_ids = seed(max(counts))
-    print(
-        f"{len(task_ids)} SQL tasks seeded; exporting {'validated' if args.validated else 'draft'}"
-    )
+    draft = not args.validated
+    print(f"{len(task_ids)} SQL tasks seeded; exporting {'draft' if draft else 'validated'}")
     if args.validated:
         approve(task_ids)
     out_dir = Path(tempfile.mkdtemp(prefix="bench-export-", dir=ROOT / "var" / "bench"))
     print(
-        f"{'tasks':>6} {'seconds':>8} {'tasks/s':>8} {'MB':>8} {'files':>7} "
-        f"{'py peak MB':>11} {'RSS peak MB':>12}"
+        f"{'tasks':>6} {'export':>6} {'seconds':>8} {'tasks/s':>8} {'MB':>7} {'files':>8} "
+        f"{'data MB':>8} {'ratio':>6} {'py peak MB':>11} {'RSS peak MB':>12}"
     )
     for count in counts:
-        seconds, job = export(project, lead, task_ids[:count], out_dir, draft=not args.validated)
-        tracemalloc.start()
-        export(project, lead, task_ids[:count], out_dir, draft=not args.validated)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(
-            f"{count:>6} {seconds:>8.1f} {count / seconds:>8.1f} {job.size_bytes / 1e6:>8.2f} "
-            f"{job.report['files']:>7} {peak / 1e6:>11.1f} {rss:>12.0f}"
-        )
+        chosen = task_ids[:count]
+        data = task_data_bytes(chosen)
+        for label in ("first", "again"):
+            seconds, job = export(project, lead, chosen, out_dir, draft=draft)
+            peak = ""
+            if label == "again":
+                tracemalloc.start()
+                export(project, lead, chosen, out_dir, draft=draft)
+                peak = f"{tracemalloc.get_traced_memory()[1] / 1e6:.1f}"
+                tracemalloc.stop()
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(
+                f"{count:>6} {label:>6} {seconds:>8.1f} {count / seconds:>8.0f} "
+                f"{job.size_bytes / 1e6:>7.2f} {job.report['files']:>8} {data / 1e6:>8.2f} "
+                f"{job.size_bytes / data:>6.2f} {peak:>11} {rss:>12.0f}"
+            )
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        export(project, lead, task_ids[: counts[-1]], out_dir, draft=draft)
+        profiler.disable()
+        print(f"profile of the export of {counts[-1]} tasks again (cumulative, top 30):")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    if args.distinct:
+        distinct(project, lead, task_ids[: args.distinct], out_dir, draft=draft)
+
+
+def distinct(project, lead, task_ids, out_dir: Path, *, draft: bool) -> None:
+    """Give each task a ground truth of its own (a comment), so each runs its own oracle."""
+    from django.db.models import F, Value
+    from django.db.models.functions import Concat
+
+    from hilbench_annotate.models import SqlEnvironment
+
+    SqlEnvironment.objects.filter(task_id__in=task_ids).update(
+        gold_sql=Concat(F("gold_sql"), Value("\n-- task "), F("task_id"))
+    )
+    seconds, _ = export(project, lead, task_ids, out_dir, draft=draft)
+    print(
+        f"{len(task_ids)} tasks with ground truths of their own (an oracle and a no-op run "
+        f"each, in the sandbox): {seconds:.1f} s, {1000 * seconds / len(task_ids):.0f} ms a task"
+    )
+
+
+def task_data_bytes(task_ids) -> int:
+    """What the tasks are: each one's snapshot as JSON, and each database file once."""
+    import json
+
+    from hilbench_annotate.models import SqlDatabase, Task
+    from hilbench_annotate.services import task_snapshots
+
+    size = 0
+    tasks = list(Task.objects.filter(pk__in=task_ids).select_related("sql_environment__database"))
+    for start in range(0, len(tasks), 500):
+        part = tasks[start : start + 500]
+        size += sum(len(json.dumps(s).encode()) for s in task_snapshots(part).values())
+    databases = SqlDatabase.objects.filter(sqlenvironment__task__in=task_ids).distinct()
+    return size + sum(d.size_bytes for d in databases)
 
 
 def seed(count: int):
@@ -105,7 +170,7 @@ def seed(count: int):
                 "source": "manual",
                 "source_id": f"bench/{n:05d}",
                 "title": f"{BLOCKED_QUESTION} (#{n})",
-                "original_spec": {"question": BLOCKED_QUESTION, "evidence": ""},
+                "original_spec": {"question": f"{BLOCKED_QUESTION} (#{n})", "evidence": ""},
                 "environment": dict(environment),
                 "blockers": [dict(b) for b in DEMO_BLOCKERS],
             }
