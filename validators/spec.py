@@ -72,6 +72,14 @@ def _no_resolution_in_spec(findings: list, waivers: dict[str, str]) -> CheckResu
     waived = [f for f in leaks if f.fingerprint in waivers]
     failing = [f for f in leaks if f.fingerprint not in waivers]
     notes = [f"Waived: {f.message} Reason: {waivers[f.fingerprint]}" for f in waived]
+    # A waiver saved before leak fingerprints named their place and value ("rule@field")
+    # covered every leak of the blocker, later ones too; it no longer matches. Say so, so
+    # the author judges each leak again instead of wondering where the waiver went.
+    stale = sorted({f.field for f in failing if f"{f.rule}@{f.field}" in waivers})
+    notes += [
+        f"An earlier waiver of {field} covered any place; each leak now needs its own."
+        for field in stale
+    ]
     if failing:
         message = "; ".join(f.message for f in failing)
     else:

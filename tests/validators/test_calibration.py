@@ -292,3 +292,14 @@ def test_a_waiver_covers_only_the_leak_it_was_given_for(clean):
     assert check(snapshot).details["fingerprints"] == [
         "resolution_leak@blockers[0].resolution#business_info[1]:D"
     ]
+
+
+def test_a_waiver_saved_before_leaks_named_their_place_no_longer_covers_them(clean):
+    """A waiver stored as ``rule@field`` covered any later copy; it is not matched any more,
+    and the check says why the leak is back."""
+    snapshot = copy.deepcopy(clean)
+    short_statements_of_the_answer("Troubled means status 'D'.")(snapshot)
+    old = {"resolution_leak@blockers[0].resolution": "Reviewed with the lead."}
+    result = next(r for r in check_spec(snapshot, old) if r.name == "no_resolution_in_spec")
+    assert result.outcome == "failed"
+    assert "An earlier waiver of blockers[0].resolution covered any place" in result.message
