@@ -497,6 +497,9 @@ def test_a_distractor_that_names_the_value_is_a_warning(sentence):
     finding = only(draft, "resolution_literal_visible")
     assert (finding.field, finding.severity) == ("blockers[1].resolution", "warning")
     assert 'one sentence on its topic names "CAT7" in business info sentence 3' in finding.message
+    # The same value stated plainly, beside the distractor, is the answer given away.
+    draft["environment"]["business_info"].append("Servicing payments are booked under CAT7.")
+    assert only(draft, "resolution_leak").detail == "business_info[4]:CAT7"
 
 
 def test_leak_as_whole_text_or_as_a_copied_sentence():

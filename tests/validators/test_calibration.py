@@ -303,3 +303,30 @@ def test_a_waiver_saved_before_leaks_named_their_place_no_longer_covers_them(cle
     result = next(r for r in check_spec(snapshot, old) if r.name == "no_resolution_in_spec")
     assert result.outcome == "failed"
     assert "An earlier waiver of blockers[0].resolution covered any place" in result.message
+
+
+def test_a_name_of_the_repository_is_not_a_leak_in_the_structural_check(settings, tmp_path):
+    """The structural check reads the repository's names at the base commit (git grep on the
+    task's mirror), as the workspace's lint does: a name the agent finds in the code is not
+    the answer given away, while the same sentence without the repository is."""
+    project = seed_demo(settings, tmp_path)
+    task = Task.objects.get(project=project, domain="swe")
+    snapshot = task_snapshot(task)
+    snapshot["blockers"] = [
+        {
+            "id": f"gap_{n}",
+            "type": "missing parameters",
+            "subtype": "",
+            "description": f"It is unclear which helper converts amounts, case {n}.",
+            "resolution": f"Convert every amount with to_decimal first (case {n}).",
+            "trigger_questions": ["Which helper converts amounts?", "How?", "Which one?"],
+        }
+        for n in range(3)
+    ]
+    snapshot["blocked_spec"]["requirements"] += "\n- Amounts are converted with to_decimal.\n"
+    assert "to_decimal" in lint.resolution_names(snapshot)
+    bare = {f.detail for f in lint.lint_task(snapshot) if f.rule == "resolution_leak"}
+    assert bare == {"blocked_spec.requirements:to_decimal"}
+    with tempfile.TemporaryDirectory() as tmp:
+        results = run_group("spec", task, snapshot, Path(tmp))
+    assert {r.name: r.outcome for r in results}["no_resolution_in_spec"] == "passed"
