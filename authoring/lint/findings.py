@@ -38,7 +38,8 @@ RULES: dict[str, str] = {
     ),
     "resolution_leak": (
         "A resolution is not given away in the blocked specification, column descriptions or "
-        "business info: not whole, and no sentence on its topic holds half its values."
+        "business info: not whole, not a sentence of it, and no sentence on its topic plainly "
+        "states all its decisive values."
     ),
     "resolution_literal_visible": (
         "A value of a resolution that is visible to the agent does not tell the answer."
