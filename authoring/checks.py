@@ -5,6 +5,7 @@ each revision at save, and as the gate of "submit for review".
 """
 
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +101,43 @@ def setup_patch_problems(env, setup_patch: str) -> list[str]:
     return patches.path_problems(setup_patch, symlinks=symlinks)
 
 
+@lru_cache(maxsize=256)
+def _names_present(path: str, commit: str, names: frozenset[str]) -> frozenset[str]:
+    """Cached: lint runs on every pause in typing, and a tree does not change."""
+    return frozenset(gitrepo.names_present(Path(path), commit, names))
+
+
+def repository_names(task: Task, draft: Mapping[str, Any]) -> frozenset[str] | None:
+    """The names the draft's resolutions use that the repository holds at the base commit
+    (None without a repository, or when it cannot be searched: lint then falls back on the
+    names the specification gives as code)."""
+    env = task.swe_environment
+    if env.repository is None or not env.base_commit:
+        return None
+    try:
+        return _names_present(env.repository.path, env.base_commit, lint.resolution_names(draft))
+    except DomainError:
+        return None
+
+
+def lint_inputs(task: Task, draft: Mapping[str, Any]) -> dict[str, Any]:
+    """What lint reads from the task besides the draft: the database's schema (SQL) or the
+    repository's names (SWE), as ``lint_task`` / ``check_spec`` keyword arguments."""
+    if task.domain == Domain.SQL:
+        return {"schema": _sql_findings(task, draft)[1]}
+    return {"repository_names": repository_names(task, draft)}
+
+
 def draft_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:
     if task.domain == Domain.SQL:
         findings, schema = _sql_findings(task, draft)
+        inputs = {"schema": schema}
     else:
-        findings, schema = _swe_findings(task, draft), None
+        findings = _swe_findings(task, draft)
+        inputs = {"repository_names": repository_names(task, draft)}
     findings += lint.lint_task(
         draft,
-        schema=schema,
+        **inputs,
         similarity_threshold=settings.LINT_DUPLICATE_SIMILARITY,
         overlap_threshold=settings.LINT_OVERLAP_SIMILARITY,
     )

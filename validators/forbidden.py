@@ -98,11 +98,18 @@ class Needle:
     def sentence(self) -> bool:
         return self.label.startswith("resolution of ")
 
+    @property
+    def caseless(self) -> bool:
+        """A resolution is found in any letter case (a lower-cased copy still tells the
+        answer); a patch line only as written (code is case-sensitive)."""
+        return self.sentence
+
 
 def needles_for(forbidden: Iterable[tuple[str, str]]) -> tuple[list[Needle], list[dict]]:
     """A patch line is matched as a whole line (so ``rule.endpoint,`` is not found inside
-    ``row.format(rule.endpoint, …)``); a resolution as a whole sentence, between word
-    boundaries. Whitespace runs match any whitespace run, line breaks included."""
+    ``row.format(rule.endpoint, …)``), exactly; a resolution as a whole sentence, between
+    word boundaries, in any letter case (ASCII). Whitespace runs match any whitespace run,
+    line breaks included."""
     needles, skipped = [], []
     for label, text in forbidden:
         key = normalise(text)
@@ -111,13 +118,15 @@ def needles_for(forbidden: Iterable[tuple[str, str]]) -> tuple[list[Needle], lis
             continue
         tokens = [token.encode("utf-8") for token in key.split(" ")]
         body = rb"\s+".join(re.escape(token) for token in tokens)
+        anchors = _anchors(text.strip(), tokens)
         if label.startswith("resolution of "):
             left = rb"(?<![\w])" if re.match(rb"\w", tokens[0]) else b""
             right = rb"(?![\w])" if re.search(rb"\w$", tokens[-1]) else b""
-            pattern = re.compile(left + body + right)
+            pattern = re.compile(left + body + right, re.IGNORECASE)
+            anchors = tuple(sorted({anchor.lower() for anchor in anchors}))
         else:
             pattern = re.compile(rb"(?m)^[ \t]*" + body + rb"[ \t]*\r?$")
-        needles.append(Needle(label, key, _anchors(text.strip(), tokens), pattern))
+        needles.append(Needle(label, key, anchors, pattern))
     return needles, skipped
 
 
@@ -141,18 +150,24 @@ def _anchors(original: str, tokens: list[bytes]) -> tuple[bytes, ...]:
     return tuple(sorted(anchors))
 
 
-def by_anchor(needles: Iterable[Needle]) -> dict[bytes, list[Needle]]:
-    anchors: dict[bytes, list[Needle]] = {}
+Anchor = tuple[bytes, bool]  # (lower-cased bytes when in any letter case, in any letter case)
+
+
+def by_anchor(needles: Iterable[Needle]) -> dict[Anchor, list[Needle]]:
+    anchors: dict[Anchor, list[Needle]] = {}
     for needle in needles:
         for anchor in needle.anchors:
-            anchors.setdefault(anchor, []).append(needle)
+            anchors.setdefault((anchor, needle.caseless), []).append(needle)
     return anchors
 
 
-def search_needles(needles_by_anchor: dict[bytes, list[Needle]], data: bytes) -> list[Needle]:
+def search_needles(needles_by_anchor: dict[Anchor, list[Needle]], data: bytes) -> list[Needle]:
     found: dict[int, Needle] = {}
-    for anchor, group in needles_by_anchor.items():
-        if anchor in data:
+    lowered: bytes | None = None
+    for (anchor, caseless), group in needles_by_anchor.items():
+        if caseless and lowered is None:
+            lowered = data.lower()
+        if anchor in (lowered if caseless else data):
             for needle in group:
                 if id(needle) not in found and needle.pattern.search(data):
                     found[id(needle)] = needle

@@ -168,13 +168,22 @@ def _file_hits(needles: list[Needle], places: list[tuple[str, Path]]) -> list[_H
     return hits
 
 
+# What ``git cat-file --batch-all-objects`` reads: loose objects and packs with their indexes.
+_OBJECT_FILE = re.compile(
+    r"^objects/(?:[0-9a-f]{2}/(?:[0-9a-f]{38}|[0-9a-f]{62})"
+    r"|pack/pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx|rev|bitmap|mtimes))$"
+)
+
+
 def _git_files(gdir: Path) -> list[tuple[str, Path]]:
-    """Every file of the git directory that is data the agent could read: not the object
-    store (scanned object by object) and not the index (HEAD's tree)."""
+    """Every file of the git directory that is data the agent could read: not the objects
+    and packs (scanned object by object) and not the index (HEAD's tree). Anything else
+    under ``objects/`` — ``info/alternates``, a stray ``info/notes.txt``, a ``.keep`` — is
+    read as a file like the rest."""
     places = []
     for path in sorted(gdir.rglob("*")):
         relative = path.relative_to(gdir).as_posix()
-        if relative == "index" or relative.startswith("objects/") or not path.is_file():
+        if relative == "index" or _OBJECT_FILE.match(relative) or not path.is_file():
             continue
         places.append((f".git/{relative}", path))
     return places

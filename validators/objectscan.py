@@ -12,6 +12,9 @@ and Aho–Corasick manage about 350 MB/s with a handful of patterns: slower than
 ``git log -S`` this must beat). Match offsets turn into object ids; only those few
 candidate objects are then read whole, for the caller's exact patterns.
 
+An anchor is exact bytes, or ``(bytes, True)`` to find it in any letter case (ASCII): the
+leakage check finds a resolution however it is capitalised.
+
 Where Hyperscan is not installed (no wheel for the platform), the same pass searches each
 chunk with ``bytes.find``: the same result, slower. :attr:`Store.fast` says which ran.
 """
@@ -43,6 +46,8 @@ TIMEOUT = 900  # seconds for any one pass over the store
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (fs.pipe-max-size)
 CHUNK = 1 << 20
 RUN = 16 << 20  # bytes of content dealt to one git process at a time (pack order kept)
+
+Anchor = tuple[bytes, bool]  # (bytes, in any letter case): lower-cased when True
 
 
 @dataclass
@@ -83,13 +88,14 @@ class _HyperscanMatcher:
     """Every occurrence of every anchor across chunks of one stream (matches may straddle
     chunks): ``(end offset, anchor index)`` pairs."""
 
-    def __init__(self, anchors: list[bytes]):
+    def __init__(self, anchors: list[Anchor]):
         self.database = hyperscan.Database(mode=hyperscan.HS_MODE_STREAM)
         self.database.compile(
-            expressions=anchors,
+            expressions=[text for text, _caseless in anchors],
             ids=list(range(len(anchors))),
             elements=len(anchors),
-            flags=[0] * len(anchors),  # given per expression: the literal compiler needs it
+            # Given per expression: the literal compiler needs it.
+            flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _text, caseless in anchors],
             literal=True,
         )
         self.found: list[tuple[int, int]] = []
@@ -113,22 +119,25 @@ class _HyperscanMatcher:
 class _PythonMatcher:
     """The same with ``bytes.find``, keeping the last bytes of a chunk for the next one."""
 
-    def __init__(self, anchors: list[bytes]):
-        self.anchors = anchors
-        self.keep = max(map(len, anchors)) - 1
+    def __init__(self, anchors: list[Anchor]):
+        self.anchors = anchors  # those in any letter case come lower-cased (scan_objects)
+        self.any_caseless = any(caseless for _text, caseless in anchors)
+        self.keep = max(len(text) for text, _caseless in anchors) - 1
         self.tail, self.tail_start, self.found = b"", 0, []
         self.seen: set[tuple[int, int]] = set()
 
     def feed(self, chunk: bytes) -> None:
         data = self.tail + chunk
-        for index, anchor in enumerate(self.anchors):
-            position = data.find(anchor)
+        lowered = data.lower() if self.any_caseless else data
+        for index, (anchor, caseless) in enumerate(self.anchors):
+            haystack = lowered if caseless else data
+            position = haystack.find(anchor)
             while position >= 0:
                 end = self.tail_start + position + len(anchor)
                 if (end, index) not in self.seen:
                     self.seen.add((end, index))
                     self.found.append((end, index))
-                position = data.find(anchor, position + 1)
+                position = haystack.find(anchor, position + 1)
         cut = max(0, len(data) - self.keep)
         self.tail_start += cut
         self.tail = data[cut:]
@@ -146,7 +155,7 @@ class _Reader:
     thread cuts the commits and tags out as they pass and hands every chunk to the matcher.
     """
 
-    def __init__(self, repo: Path, home: Path, anchors: list[bytes], deadline: float):
+    def __init__(self, repo: Path, home: Path, anchors: list[Anchor], deadline: float):
         self.anchors, self.deadline = anchors, deadline
         self.matcher = None
         if anchors:
@@ -249,8 +258,13 @@ class _Reader:
                 pipe.close()
 
 
+def _anchor(anchor: bytes | Anchor) -> Anchor:
+    text, caseless = (anchor, False) if isinstance(anchor, bytes) else anchor
+    return (text.lower() if caseless else text, bool(caseless))
+
+
 def scan_objects(
-    repo: Path, home: Path, anchors: Iterable[bytes], *, streams: int | None = None
+    repo: Path, home: Path, anchors: Iterable[bytes | Anchor], *, streams: int | None = None
 ) -> Store:
     """Every object's type; the content of every commit and tag, and of every object
     holding one of ``anchors`` (listed in :attr:`Store.candidates`). Trees are not searched:
@@ -260,7 +274,7 @@ def scan_objects(
     ``streams`` git processes (by default one per core, at most four), each read by its own
     thread: the listing, the inflating and the searching overlap."""
     deadline = time.monotonic() + TIMEOUT
-    anchors = sorted({anchor for anchor in anchors if anchor})
+    anchors = sorted({_anchor(anchor) for anchor in anchors} - {(b"", False), (b"", True)})
     store = Store(fast=hyperscan is not None)
     count = streams or max(1, min(4, os.cpu_count() or 1))
     lister = subprocess.Popen(
@@ -295,7 +309,7 @@ def scan_objects(
     for reader, matches in zip(readers, found, strict=True):
         store.content.update(reader.content)
         for end, index in matches:
-            oid = reader.holder(end - len(anchors[index]), end)
+            oid = reader.holder(end - len(anchors[index][0]), end)
             if oid is not None:
                 store.candidates.add(oid)
     store.content.update(read_objects(repo, home, store.candidates - store.content.keys()))

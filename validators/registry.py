@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from authoring.checks import patch_chain_check
+from authoring.checks import lint_inputs, patch_chain_check
 from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.gitrepo import run_git
@@ -26,7 +26,7 @@ from .swe import check_swe_tests
 
 def _spec(task, snapshot, workdir: Path):
     waivers = dict(task.lint_waivers.values_list("fingerprint", "reason"))
-    return check_spec(snapshot, waivers)
+    return check_spec(snapshot, waivers, **lint_inputs(task, snapshot))
 
 
 def _swe_patches(task, snapshot, workdir: Path):

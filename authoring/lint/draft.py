@@ -11,6 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sqlglot import exp
+
+from .sql import parse_sql
 from .text import as_mapping, as_text
 
 
@@ -97,10 +100,60 @@ def _description_columns(csv_text: str) -> set[str]:
     } - {""}
 
 
+_DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\b")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _dotted_names(text: str) -> set[str]:
+    """Both parts of every ``table.column`` a text writes (one letter is an initial: "e.g.")."""
+    return {
+        part.lower() for match in _DOTTED.finditer(text) for part in match.groups() if len(part) > 1
+    }
+
+
+def _sql_names(sql: str) -> set[str]:
+    """The tables and columns the gold SQL names: it runs on the task database, so they are
+    its schema's (string literals such as '%Adams%' are values, and are not read)."""
+    statements, _error = parse_sql(sql)
+    names: set[str] = set()
+    for statement in statements:
+        names.update(t.name.lower() for t in statement.find_all(exp.Table) if t.name)
+        names.update(
+            column.name.lower()
+            for column in statement.find_all(exp.Column)
+            # SQLite reads a double-quoted name that resolves nowhere as a string ("black").
+            if column.name and not column.this.args.get("quoted")
+        )
+    return names
+
+
+def _spec_code_names(blocked_spec: Mapping) -> set[str]:
+    """Names a SWE specification gives as code: its code spans and its interface section."""
+    names: set[str] = set()
+    for section, text in as_mapping(blocked_spec).items():
+        text = as_text(text)
+        spans = _CODE_SPAN.findall(text) if section != "interface" else [text]
+        names.update(name.lower() for span in spans for name in _NAME.findall(span))
+    return names
+
+
 def known_identifiers(
-    environment: Mapping, schema: Mapping[str, Iterable[str]] | None
-) -> frozenset:
-    """Known table and column names: identifiers, never distinctive literals."""
+    draft: Mapping,
+    schema: Mapping[str, Iterable[str]] | None,
+    repository_names: Iterable[str] | None = None,
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Names the agent reads besides the texts, lowercased: ``(schema or repository names,
+    names the blocked specification gives as code)``.
+
+    SQL: the database's tables and columns (``schema``) when it is known, and in any case
+    the names the description CSVs document and the ``table.column`` names the task writes
+    (specification, business info, blockers) and its gold SQL runs on. SWE: the names of the
+    repository at the base commit (``repository_names``, looked up by the caller); and,
+    second, the names the blocked specification gives as code (code spans, the interface
+    section), which are the specification's own words whatever the gap is.
+    """
+    environment = as_mapping(draft.get("environment"))
     names: set[str] = set()
     for table, columns in as_mapping(schema).items():
         names.add(as_text(table).lower())
@@ -108,4 +161,16 @@ def known_identifiers(
     for table, csv_text in as_mapping(environment.get("descriptions")).items():
         names.add(as_text(table).lower().removesuffix(".csv"))
         names.update(_description_columns(as_text(csv_text)))
-    return frozenset(names)
+    names.update(as_text(n).lower() for n in repository_names or ())
+    blocked_spec = as_mapping(draft.get("blocked_spec"))
+    if as_text(draft.get("domain")).lower() == "swe":
+        return frozenset(names), frozenset(_spec_code_names(blocked_spec))
+    texts = [as_text(t) for t in blocked_spec.values()]
+    business = environment.get("business_info")
+    texts += [as_text(t) for t in business] if isinstance(business, list) else []
+    for blocker in draft_blockers(draft):
+        texts += [blocker.description, blocker.resolution]
+    for text in texts:
+        names.update(_dotted_names(text))
+    names.update(_sql_names(as_text(environment.get("gold_sql"))))
+    return frozenset(names), frozenset()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from hilbench_annotate.vocabulary import (
@@ -37,7 +38,8 @@ RULES: dict[str, str] = {
     ),
     "resolution_leak": (
         "A resolution is not given away in the blocked specification, column descriptions or "
-        "business info: not whole, and no sentence on its topic holds half its values."
+        "business info: not whole, not a sentence of it, and no sentence on its topic plainly "
+        "states all its decisive values."
     ),
     "resolution_literal_visible": (
         "A value of a resolution that is visible to the agent does not tell the answer."
@@ -55,16 +57,32 @@ RULES: dict[str, str] = {
 }
 
 
+FINGERPRINT_MAX = 300  # authoring.LintWaiver.fingerprint's length
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One problem in a draft, addressed by a stable rule id and a field path."""
+    """One problem in a draft, addressed by a stable rule id and a field path.
+
+    ``detail`` is set by the leak rules: where the resolution shows and what of it
+    (``business_info[3]:D``). It is part of the fingerprint, so a waiver covers that leak
+    only — the same resolution copied somewhere else later is a new finding to judge.
+    """
 
     rule: str
     field: str
     message: str
     severity: str
+    detail: str = ""
 
     @property
     def fingerprint(self) -> str:
         """Stable across saves (no message text), so a waiver keeps matching the finding."""
-        return f"{self.rule}@{self.field}"
+        plain = f"{self.rule}@{self.field}"
+        if not self.detail:
+            return plain
+        full = f"{plain}#{self.detail}"
+        if len(full) <= FINGERPRINT_MAX:
+            return full
+        digest = hashlib.sha256(self.detail.encode()).hexdigest()[:16]
+        return f"{full[: FINGERPRINT_MAX - len(digest) - 1]}~{digest}"

@@ -11,7 +11,7 @@ from hilbench_annotate.question_rules import question_parts, reject_reason
 
 from .draft import DraftBlocker
 from .findings import ERROR, WARNING, Finding
-from .literals import distinctive
+from .literals import Known, distinctive
 from .text import contains_phrase, normalise
 
 _SELF_REFERENCE = re.compile(
@@ -71,7 +71,7 @@ def check_not_a_question(blocker: DraftBlocker, j: int, question: str) -> Iterat
 
 
 def check_contains_resolution(
-    blocker: DraftBlocker, j: int, question: str, identifiers: frozenset[str]
+    blocker: DraftBlocker, j: int, question: str, known: Known
 ) -> Iterator[Finding]:
     label = blocker.question_label(j)
     resolution = normalise(blocker.resolution)
@@ -83,10 +83,13 @@ def check_contains_resolution(
             ERROR,
         )
         return
+    # Names written as code (``_encoder``, ``set_run_state_for_host``) are left out: asking
+    # "should I pass _encoder?" is how one asks about an API, and the question is not shown
+    # to the agent. The values a question holds are worth a second look.
     leaked = [
         lit.text
-        for lit in distinctive(blocker.resolution, blocker.description, identifiers)
-        if lit.found_in(question)
+        for lit in distinctive(blocker.resolution, blocker.description, known)
+        if lit.kind != "identifier" and lit.found_in(question)
     ]
     if leaked:
         # Naming a candidate value is how people ask which one applies ("gigabytes or

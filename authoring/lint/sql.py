@@ -20,7 +20,7 @@ _PSEUDO_COLUMNS = frozenset({"rowid", "oid", "_rowid_"})
 
 
 @lru_cache(maxsize=64)
-def _parse_sql(sql: str) -> tuple[tuple[exp.Expression, ...], str | None]:
+def parse_sql(sql: str) -> tuple[tuple[exp.Expression, ...], str | None]:
     """Statements or a readable parse error. Cached: the SQL rarely changes between lints."""
     try:
         statements = sqlglot.parse(sql, read="sqlite")
@@ -42,7 +42,7 @@ def check_gold_sql(
     if not sql.strip():
         yield Finding("gold_sql", field, "The gold SQL is empty; write the query.", ERROR)
         return
-    statements, error = _parse_sql(sql)
+    statements, error = parse_sql(sql)
     if error:
         yield Finding("gold_sql", field, f"The gold SQL does not parse as SQLite: {error}.", ERROR)
         return

@@ -18,7 +18,7 @@ from hilbench_annotate.repositories import repository_add_commit
 from hilbench_annotate.services import task_create
 from hilbench_annotate.services.blockers import blocker_check
 from hilbench_annotate.spec import parse_swe_statement, swe_title
-from hilbench_annotate.vocabulary import Domain, TaskSource
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, Domain, TaskSource
 
 from .common import ImportReport, database_store, read_descriptions, sqlite_problem
 
@@ -163,9 +163,24 @@ def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, li
         problems.append(f"unreadable file: {exc}")
     if not problems and (folder / ANNOTATE).is_file():
         problems.extend(read_annotate(folder, item, workdir))
+    elif not problems:
+        _attest_as_released(folder, item["blockers"])
     if not problems and (not (folder / ANNOTATE).is_file() or item.get("release")):
         item["release_files"] = release.collect(folder)  # kept byte for byte (release parity)
     return (None if problems else item), problems
+
+
+def _attest_as_released(folder: Path, blockers: list[dict[str, Any]]) -> None:
+    """A release task's blockers passed the release's six review layers, which judge the
+    seven quality criteria: each is recorded as attested, with a note saying by whom, so the
+    workspace shows why lint asks nothing (``criteria_unattested``) for them. A folder this
+    app exported carries its own attestations instead (``annotate/task.json``)."""
+    note = (
+        f"Validated in the HiL-Bench release (task {folder.name}), whose reviewers judged it "
+        "through the six review layers; not attested again here."
+    )
+    for blocker in blockers:
+        blocker["criteria"] = {key: {"ok": True, "note": note} for key in QUALITY_CRITERIA_KEYS}
 
 
 def _read_sql(folder: Path, metadata, toml, item) -> list[str]:

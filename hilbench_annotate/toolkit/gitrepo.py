@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,3 +292,31 @@ def file_exists(repo_path: Path, commit: str, path: str) -> bool:
     sha = resolve_commit(repo_path, commit)
     row = _tree_entry(repo_path, sha, path)
     return row is not None and _entry_kind(row[0], row[1]) in ("blob", "link")
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAMES_TIMEOUT = 60  # seconds for one search of the tree
+
+
+def names_present(repo_path: Path, commit: str, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` (identifier-shaped ones) the tree at ``commit`` holds: as a whole
+    word of a text file (``git grep``, no textconv), or as a file or directory name without
+    its extension (``urls`` of ``urls.py``)."""
+    wanted = sorted({name for name in names if _NAME.fullmatch(name)})
+    if not wanted:
+        return set()
+    sha = resolve_commit(repo_path, commit)
+    args = ["grep", "-I", "-F", "-w", "-o", "-h", "--no-color", "--no-textconv"]
+    for name in wanted:
+        args += ["-e", name]
+    found = run_git(repo_path, [*args, sha, "--"], check=False, timeout=NAMES_TIMEOUT)
+    if found.returncode not in (0, 1):  # 1: none of them
+        raise DomainError(f"git grep failed: {stderr_text(found)}")
+    present = set(found.stdout.decode("utf-8", "replace").split()) & set(wanted)
+    listing = run_git(repo_path, ["ls-tree", "-r", "-z", "--name-only", sha], timeout=NAMES_TIMEOUT)
+    parts = {
+        part.split(".")[0]
+        for path in listing.stdout.decode("utf-8", "replace").split("\x00")
+        for part in path.split("/")
+    }
+    return present | (parts & set(wanted))

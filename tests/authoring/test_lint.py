@@ -7,12 +7,15 @@ and changes one thing.
 import copy
 import json
 import re
+import subprocess
 
 import pytest
 
+from authoring import lint
 from authoring.lint import RULES, Finding, lint_task
 from hilbench_annotate.question_rules import question_parts, reject_reason
 from hilbench_annotate.spec import parse_swe_statement
+from hilbench_annotate.toolkit import gitrepo
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS
 
 from ..conftest import FIXTURES
@@ -454,15 +457,49 @@ def test_cross_blocker_duplicate():
 # --- 8. resolution_leak ------------------------------------------------------------------
 
 
-def test_a_value_of_the_resolution_on_its_topic_is_a_loud_warning():
-    """One sentence on the blocker's topic naming the resolution's value: a reviewer reads it
-    (the release's validated tasks have such sentences as deliberate distractors)."""
+@pytest.mark.parametrize(
+    ("blocker", "sentence", "values"),
+    [
+        (1, "Servicing payments are booked under CAT7.", '"CAT7"'),
+        (1, "Loan servicing: k_symbol = 'CAT7'.", '"CAT7"'),
+        (2, "Distressed districts have a 1995 unemployment rate above 5.0.", '"1995", "5.0"'),
+        (0, "The crisis period runs from 1996-01-01 to 1996-12-31.", '"January 1, 1996"'),
+    ],
+)
+def test_a_sentence_that_states_the_values_on_the_topic_gives_the_answer_away(
+    blocker, sentence, values
+):
+    """A short statement of every decisive value on the blocker's topic is the answer given
+    away, as much as a copied sentence (issue 18): an error, with the place and the value."""
     draft = make_draft()
-    draft["environment"]["business_info"].append("Servicing payments are booked under CAT7.")
+    draft["environment"]["business_info"].append(sentence)
+    finding = only(draft, "resolution_leak")
+    assert (finding.field, finding.severity) == (f"blockers[{blocker}].resolution", "error")
+    assert "business info sentence 3" in finding.message and values in finding.message
+    assert finding.fingerprint.startswith(f"resolution_leak@blockers[{blocker}].resolution#")
+    assert "business_info[3]:" in finding.fingerprint
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Some analysts book servicing payments under CAT7.",  # hedged
+        "Servicing payments are booked under CAT7 or CAT9.",  # another value beside it
+        "Servicing payments are not booked under CAT7.",  # negated
+    ],
+)
+def test_a_distractor_that_names_the_value_is_a_warning(sentence):
+    """The release's validated tasks name candidates on purpose ("'POPLATEK MESICNE' and
+    'POPLATEK TYDNE' were introduced for fee cycles…"): a reviewer reads them."""
+    draft = make_draft()
+    draft["environment"]["business_info"].append(sentence)
     assert findings(draft, "resolution_leak") == []
     finding = only(draft, "resolution_literal_visible")
     assert (finding.field, finding.severity) == ("blockers[1].resolution", "warning")
     assert 'one sentence on its topic names "CAT7" in business info sentence 3' in finding.message
+    # The same value stated plainly, beside the distractor, is the answer given away.
+    draft["environment"]["business_info"].append("Servicing payments are booked under CAT7.")
+    assert only(draft, "resolution_leak").detail == "business_info[4]:CAT7"
 
 
 def test_leak_as_whole_text_or_as_a_copied_sentence():
@@ -471,7 +508,7 @@ def test_leak_as_whole_text_or_as_a_copied_sentence():
     first = draft["blockers"][0]["resolution"].split(". ")[0]
     draft["blocked_spec"]["evidence"] = f"Note that {first[0].lower()}{first[1:]}."
     found = {f.field: (f.message, f.severity) for f in findings(draft, "resolution_leak")}
-    assert "the whole resolution in business info sentence 3" in found["blockers[2].resolution"][0]
+    assert "business info sentence 3: the whole resolution" in found["blockers[2].resolution"][0]
     assert "in blocked specification (evidence)" in found["blockers[0].resolution"][0]
     assert {severity for _, severity in found.values()} == {"error"}
     # A value alone (a date spelled another way) is a warning.
@@ -510,6 +547,186 @@ def test_number_in_description_is_not_a_leak():
     draft["blockers"][2]["description"] += " The 1995 survey is the only one loaded."
     draft["environment"]["business_info"].append("The 1995 survey covers every district.")
     assert findings(draft, "resolution_leak") == []
+
+
+SWE_SPEC = {
+    "problem_statement": "Multipart bodies are always base64 encoded; OpenSearch rejects them.",
+    "requirements": "- The prepare_multipart function must support a `multipart_encoding` key "
+    "in body field mappings.\n- Unsupported encodings raise a ValueError.",
+    "interface": "Name: set_multipart_encoding\nInput: encoding (string)",
+}
+ENCODING = {
+    "id": "encoding_identifier",
+    "type": "missing parameters",
+    "description": "The exact string identifier of the non-base64 encoding is not given.",
+    "resolution": "The encoding string must be exactly '7or8bit'. Example: "
+    "{'multipart_encoding': '7or8bit', 'filename': 'a.txt'}. Do NOT use common names like "
+    "'7bit', '8bit' or 'raw'.",
+    "trigger_questions": [
+        "Is the encoding type called '7bit', '8bit' or something else?",
+        "What is the exact string for the non-base64 encoding?",
+        "Which encoding name does prepare_multipart expect?",
+    ],
+}
+ENCODER = {
+    "id": "encoder_integration",
+    "type": "ambiguous requirements",
+    "description": "It is unclear whether the encoder is applied after the MIME part is built "
+    "or while it is built.",
+    "resolution": "The encoder function must be passed as the _encoder keyword argument to "
+    "the email.mime.application.MIMEApplication() constructor. Do NOT create MIMEApplication "
+    "with the default encoding and call the encoder afterwards: that encodes twice.",
+    "trigger_questions": [
+        "How is the encoder applied to the MIME part?",
+        "Is the encoder a separate step after the part is built?",
+        "How do I avoid encoding the payload twice?",
+    ],
+}
+
+
+def swe_draft() -> dict:
+    blockers = copy.deepcopy([ENCODING, ENCODER, BLOCKERS[0]])
+    for blocker in blockers:
+        blocker["criteria"] = {key: {"ok": True, "note": "ok"} for key in QUALITY_CRITERIA_KEYS}
+    return {
+        "domain": "swe",
+        "blocked_spec": dict(SWE_SPEC),
+        "environment": {},
+        "blockers": blockers,
+    }
+
+
+def visible(draft, **kwargs) -> list[Finding]:
+    return [
+        f
+        for f in lint_task(draft, **kwargs)
+        if f.rule in ("resolution_leak", "resolution_literal_visible", "contains_resolution")
+    ]
+
+
+def test_values_the_resolution_rules_out_or_only_shows_in_an_example_are_not_its_answer():
+    """'7bit', '8bit' and 'raw' are what the resolution says not to use; 'multipart_encoding'
+    and 'filename' only fill its example: naming them (the spec says "raw file data", a
+    question asks "'7bit' or '8bit'?") tells nothing. The stated value still counts."""
+    draft = swe_draft()
+    draft["blocked_spec"]["requirements"] += "\n- Parts keep the raw file data and the filename."
+    assert visible(draft) == []
+    draft["blocked_spec"]["requirements"] += "\n- Use the identifier '7or8bit'."
+    (finding,) = visible(draft)
+    assert (finding.rule, finding.severity) == ("resolution_leak", "error")
+    assert finding.fingerprint == (
+        "resolution_leak@blockers[0].resolution#blocked_spec.requirements:7or8bit"
+    )
+
+
+def test_names_written_as_code_are_the_answer_when_not_in_the_repository():
+    """ "Pass it as _encoder to MIMEApplication." states the resolution (release task swe_71);
+    once the repository holds MIMEApplication, _encoder alone still gives it away."""
+    draft = swe_draft()
+    draft["blocked_spec"]["requirements"] += "\n- Pass the encoder as _encoder to MIMEApplication."
+    (finding,) = visible(draft)
+    assert (finding.rule, finding.field) == ("resolution_leak", "blockers[1].resolution")
+    assert '"_encoder", "MIMEApplication"' in finding.message
+    (finding,) = visible(draft, repository_names={"MIMEApplication"})
+    assert finding.rule == "resolution_leak" and finding.fingerprint.endswith(":_encoder")
+
+
+def test_names_of_the_repository_or_the_spec_code_are_not_leaked_values(tmp_path):
+    """A name the agent reads in the repository at the base commit (looked up there with
+    git) or in the specification's code spans is an identifier, not the answer."""
+    draft = swe_draft()
+    draft["blockers"][1]["resolution"] = "Wrap the part with email_encoder before sending it."
+    draft["blocked_spec"]["requirements"] += "\n- The part goes through email_encoder."
+    assert [f.rule for f in visible(draft)] == ["resolution_leak"]  # unknown: the answer
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "urls.py").write_text("def email_encoder(part):\n    return part\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(
+            ["git", "-c", "user.name=T", "-c", "user.email=t@x", *args], cwd=work, check=True
+        )
+    names = gitrepo.names_present(work, "HEAD", lint.resolution_names(draft))
+    assert "email_encoder" in names and "urls" not in names
+    assert visible(draft, repository_names=names) == []
+    draft["blocked_spec"]["requirements"] = draft["blocked_spec"]["requirements"].replace(
+        "through email_encoder", "through `email_encoder`"
+    )
+    assert visible(draft) == []
+
+
+def test_schema_names_from_the_task_itself_when_there_is_no_database():
+    """Without a database, the gold SQL's and the texts' table.column names are the schema:
+    NumGE1500 in a business-info sentence is a column, not the answer."""
+    draft = make_draft()
+    draft["blockers"][2]["resolution"] = "Distress is measured by NumGE1500 above 20."
+    draft["environment"]["business_info"].append("Distress reports quote NumGE1500 above 20.")
+    assert only(draft, "resolution_leak", schema=None).detail == "business_info[3]:NumGE1500,20"
+    draft["environment"]["gold_sql"] = GOLD_SQL.replace("D.A12 > 5.0", "D.NumGE1500 > 20")
+    finding = only(draft, "resolution_leak", schema=None)
+    assert finding.detail == "business_info[3]:20"  # the value still decides; the column not
+    draft["environment"]["business_info"][-1] = "Distress reports quote NumGE1500."
+    assert findings(draft, "resolution_leak", schema=None) == []
+    assert findings(draft, "resolution_literal_visible", schema=None) == []
+
+
+def test_chosen_names_must_be_named_when_the_gap_is_which_name():
+    """When the description makes the gap a choice between columns ("named AvGScrWrite*"),
+    the chosen ones are the answer: naming them gives it away, the year alone does not."""
+    draft = make_draft()
+    draft["blockers"][2]["description"] = "Several columns named AvgScr* could hold the score."
+    draft["blockers"][2]["resolution"] = "Use AvgScrMath2 and AvgScrRead2 of the 2015 survey."
+    draft["environment"]["gold_sql"] = "SELECT AvgScrMath2, AvgScrRead2 FROM district"
+    draft["environment"]["business_info"].append("The score columns of the 2015 survey.")
+    assert findings(draft, "resolution_leak", schema=None) == []
+    draft["environment"]["business_info"][-1] = "Score: AvgScrMath2 and AvgScrRead2 of 2015."
+    assert only(draft, "resolution_leak", schema=None).detail.endswith(
+        ":AvgScrMath2,AvgScrRead2,2015"
+    )
+
+
+def test_the_task_vocabulary_is_not_a_value():
+    """An acronym or a name two visible sentences use (SAT, PlayIterator) is the task's
+    vocabulary; the same word in one sentence only may be the leak."""
+    draft = make_draft()
+    draft["blockers"][1]["resolution"] = "Servicing rows are SRV rows of the trans table."
+    draft["environment"]["business_info"].append("Servicing is what SRV stands for.")
+    assert only(draft, "resolution_leak").detail == "business_info[3]:SRV"
+    draft["blocked_spec"]["question"] += " Count SRV activity too."
+    assert findings(draft, "resolution_leak") == []
+    assert findings(draft, "resolution_literal_visible") == []
+
+
+def test_one_letter_codes_and_years():
+    """'D' is a value (found as "status D" too); a year decides the dates inside it."""
+    draft = make_draft()
+    draft["blockers"][1]["resolution"] = "Servicing loans are loans with loan.status = 'D'."
+    draft["environment"]["business_info"].append("Servicing loans have status D.")
+    assert only(draft, "resolution_leak").detail == "business_info[3]:D"
+    draft = make_draft()
+    draft["blockers"][0]["resolution"] = "The crisis period is 1996: 1996-01-01 to 1996-12-31."
+    draft["environment"]["business_info"].append("The crisis period is the year 1996.")
+    assert only(draft, "resolution_leak").detail == "business_info[3]:1996"
+
+
+def test_a_leak_fingerprint_names_its_place_and_value():
+    """A waiver covers the leak it was given for: the same resolution elsewhere, or another
+    of its values, is another fingerprint. Other rules keep ``rule@field``."""
+    draft = make_draft()
+    draft["environment"]["business_info"].append("Servicing payments are booked under CAT7.")
+    draft["blocked_spec"]["evidence"] = "Loan servicing means k_symbol CAT7."
+    prints = {f.fingerprint for f in findings(draft, "resolution_leak")}
+    assert prints == {
+        "resolution_leak@blockers[1].resolution#business_info[3]:CAT7",
+        "resolution_leak@blockers[1].resolution#blocked_spec.evidence:CAT7",
+    }
+    draft = set_question(make_draft(), 0, 0, "Is that right?")
+    assert only(draft, "not_a_question").fingerprint == (
+        "not_a_question@blockers[0].trigger_questions[0]"
+    )
+    long = Finding("resolution_leak", "blockers[0].resolution", "m", "error", "x" * 400)
+    assert len(long.fingerprint) == 300
+    other = Finding("resolution_leak", "blockers[0].resolution", "m", "error", "x" * 399 + "y")
+    assert long.fingerprint != other.fingerprint
 
 
 # --- 9. overlapping_blockers -------------------------------------------------------------

@@ -4,11 +4,13 @@ import shutil
 import pytest
 from django.core.management import call_command
 
+from authoring.lint import lint_task
 from exchange.importers import import_hilbench
 from exchange.importers.hilbench import QUESTION_ALIASES
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task
-from hilbench_annotate.vocabulary import TaskSource
+from hilbench_annotate.services import task_snapshot
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, TaskSource
 
 from ..conftest import FIXTURES
 
@@ -158,3 +160,17 @@ def test_trigger_question_aliases_are_read(project, tmp_path):
 
     import_hilbench(project=project, root=folder)
     assert _registry_as_stored(Task.objects.get()) == _registry_on_disk(folder)
+
+
+def test_release_blockers_are_recorded_as_validated_by_the_release(project, release_examples):
+    """The release's people judged every blocker against the quality criteria: imported,
+    each criterion is attested with a note saying so, and lint asks for none of them."""
+    import_hilbench(project=project, root=release_examples)
+    for task in Task.objects.filter(project=project):
+        folder = task.source_metadata["folder"]
+        for blocker in task.blockers.all():
+            assert set(blocker.criteria) == set(QUALITY_CRITERIA_KEYS)
+            for attested in blocker.criteria.values():
+                assert attested["ok"] is True
+                assert f"Validated in the HiL-Bench release (task {folder})" in attested["note"]
+        assert [f for f in lint_task(task_snapshot(task)) if f.rule == "criteria_unattested"] == []

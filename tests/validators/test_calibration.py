@@ -1,7 +1,8 @@
 """Checks against work people validated: the HiL-Bench release's tasks (five examples, and the
 98 calibration tasks when present) and the project's own release-layout fixtures raise no lint
-error and no structural failure; and each
-known fault, planted in the demo's clean blocked task, is caught by its rule.
+error and no structural failure; and each known fault is caught by its rule — planted in the
+demo's clean blocked task, and the resolution-in-spec faults also in two release tasks of the
+calibration set (one SQL, one SWE).
 
 The history-leakage faults (a gold line in history, refs, reflog, stash, …) are planted in
 ``tests/validators/test_leakage.py``.
@@ -99,6 +100,17 @@ def trigger_question_about_the_registry(snapshot):
     snapshot["blockers"][2]["trigger_questions"][0] = "What does this blocker refer to?"
 
 
+def short_statements_of_the_answer(sentence: str, section: str = "question"):
+    """A few words that state a resolution's value on its topic (issue 18): no copy of the
+    resolution, yet the answer given away."""
+
+    def plant(snapshot):
+        snapshot["blocked_spec"][section] += ("\n- " if section != "question" else " ") + sentence
+
+    plant.__name__ = f"state {sentence!r}"
+    return plant
+
+
 def too_few_blockers(snapshot):
     snapshot["blockers"] = snapshot["blockers"][:2]
 
@@ -150,6 +162,48 @@ FAULTS = {
         "full_info_has_resolutions",
     ),
     "two blockers with one resolution": (same_resolution_twice, "overlapping_blockers", None),
+    **{
+        f"a short statement of a value: {sentence}": (
+            short_statements_of_the_answer(sentence),
+            "resolution_leak",
+            "no_resolution_in_spec",
+        )
+        for sentence in (
+            "Troubled means status 'D'.",
+            "Troubled: loan.status = 'D'.",
+            "Loans in debt (status D) count as troubled.",
+            "Servicing rows have k_symbol LN.",
+            "The review year is 1998.",
+        )
+    },
+}
+
+# Planted in release tasks of the calibration set: (folder, sentence, section, blocker id).
+RELEASE_FAULTS = {
+    "sql_25: the Mexican average in the question": (
+        "sql/sql_25",
+        "Mexico's average is 110.",
+        "question",
+        "mexico_enrollment",
+    ),
+    "sql_25: the chosen columns in the question": (
+        "sql/sql_25",
+        "Use AvgScrMath2, AvgScrRead2, AvgScrWrite2.",
+        "question",
+        "confusing_performance_columns",
+    ),
+    "swe_71: the constructor argument in the requirements": (
+        "swe/swe_71",
+        "Pass it as _encoder to MIMEApplication.",
+        "requirements",
+        "ambiguous_encoder_integration_method",
+    ),
+    "swe_71: the encoding name in the requirements": (
+        "swe/swe_71",
+        "Use the identifier '7or8bit'.",
+        "requirements",
+        "missing_encoding_type_identifier",
+    ),
 }
 
 
@@ -173,6 +227,30 @@ def test_each_planted_fault_is_caught_by_its_rule(clean, fault):
     assert failed == ({check} if check else set()), (fault, failed)
 
 
+@pytest.mark.shared_data
+@pytest.mark.parametrize("fault", list(RELEASE_FAULTS))
+def test_each_fault_planted_in_a_release_task_is_caught(fault, project, author):
+    """The same faults in tasks people validated: the clean task raises nothing, the planted
+    one fails lint and the structural check (run as a validation run runs it), naming the
+    blocker, the place and the value."""
+    folder, sentence, section, blocker = RELEASE_FAULTS[fault]
+    import_hilbench(
+        project=project,
+        root=shared_path("examples", "hilbench-calibration", *folder.split("/")),
+        actor=author,
+    )
+    (task,) = Task.objects.filter(project=project)
+    snapshot = task_snapshot(task)
+    assert [f for f in lint.lint_task(snapshot) if f.severity == lint.ERROR] == []
+    assert _structural(task, snapshot) == {}
+    short_statements_of_the_answer(sentence, section)(snapshot)
+    (error,) = [f for f in lint.lint_task(snapshot) if f.severity == lint.ERROR]
+    index = [b["id"] for b in snapshot["blockers"]].index(blocker)
+    assert (error.rule, error.field) == ("resolution_leak", f"blockers[{index}].resolution")
+    assert error.detail.startswith(f"blocked_spec.{section}:")
+    assert _structural(task, snapshot) == {"spec/no_resolution_in_spec": error.message}
+
+
 def test_a_waiver_with_a_reason_is_honoured_and_named(clean):
     snapshot = copy.deepcopy(clean)
     copy_resolution_into_the_question(snapshot)
@@ -185,4 +263,70 @@ def test_a_waiver_with_a_reason_is_honoured_and_named(clean):
     )
     assert result.outcome == "passed"
     assert "Waived:" in result.message and reason in result.message
-    assert result.details["waived"] == [{"field": finding.field, "reason": reason}]
+    assert result.details["waived"] == [
+        {"field": finding.field, "fingerprint": finding.fingerprint, "reason": reason}
+    ]
+
+
+def test_a_waiver_covers_only_the_leak_it_was_given_for(clean):
+    """Waived once, a leak stays waived; the same resolution shown somewhere else later, or
+    another value of it, is a new finding that fails the check until judged."""
+    snapshot = copy.deepcopy(clean)
+    short_statements_of_the_answer("Troubled means status 'D'.")(snapshot)
+    (finding,) = [f for f in lint.lint_task(snapshot) if f.rule == "resolution_leak"]
+    assert finding.fingerprint == "resolution_leak@blockers[0].resolution#blocked_spec.question:D"
+    waivers = {finding.fingerprint: "The question defines the term on purpose."}
+
+    def check(snapshot):
+        return next(r for r in check_spec(snapshot, waivers) if r.name == "no_resolution_in_spec")
+
+    assert check(snapshot).outcome == "passed"
+    copy_a_resolution_sentence_into_business_info(snapshot)
+    later = check(snapshot)
+    assert later.outcome == "failed"
+    assert later.details["fingerprints"] == [
+        "resolution_leak@blockers[1].resolution#business_info[1]:whole"
+    ]
+    assert [w["fingerprint"] for w in later.details["waived"]] == [finding.fingerprint]
+    snapshot["environment"]["business_info"] = ["Troubled loans: status D."]
+    assert check(snapshot).details["fingerprints"] == [
+        "resolution_leak@blockers[0].resolution#business_info[1]:D"
+    ]
+
+
+def test_a_waiver_saved_before_leaks_named_their_place_no_longer_covers_them(clean):
+    """A waiver stored as ``rule@field`` covered any later copy; it is not matched any more,
+    and the check says why the leak is back."""
+    snapshot = copy.deepcopy(clean)
+    short_statements_of_the_answer("Troubled means status 'D'.")(snapshot)
+    old = {"resolution_leak@blockers[0].resolution": "Reviewed with the lead."}
+    result = next(r for r in check_spec(snapshot, old) if r.name == "no_resolution_in_spec")
+    assert result.outcome == "failed"
+    assert "An earlier waiver of blockers[0].resolution covered any place" in result.message
+
+
+def test_a_name_of_the_repository_is_not_a_leak_in_the_structural_check(settings, tmp_path):
+    """The structural check reads the repository's names at the base commit (git grep on the
+    task's mirror), as the workspace's lint does: a name the agent finds in the code is not
+    the answer given away, while the same sentence without the repository is."""
+    project = seed_demo(settings, tmp_path)
+    task = Task.objects.get(project=project, domain="swe")
+    snapshot = task_snapshot(task)
+    snapshot["blockers"] = [
+        {
+            "id": f"gap_{n}",
+            "type": "missing parameters",
+            "subtype": "",
+            "description": f"It is unclear which helper converts amounts, case {n}.",
+            "resolution": f"Convert every amount with to_decimal first (case {n}).",
+            "trigger_questions": ["Which helper converts amounts?", "How?", "Which one?"],
+        }
+        for n in range(3)
+    ]
+    snapshot["blocked_spec"]["requirements"] += "\n- Amounts are converted with to_decimal.\n"
+    assert "to_decimal" in lint.resolution_names(snapshot)
+    bare = {f.detail for f in lint.lint_task(snapshot) if f.rule == "resolution_leak"}
+    assert bare == {"blocked_spec.requirements:to_decimal"}
+    with tempfile.TemporaryDirectory() as tmp:
+        results = run_group("spec", task, snapshot, Path(tmp))
+    assert {r.name: r.outcome for r in results}["no_resolution_in_spec"] == "passed"

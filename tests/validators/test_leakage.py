@@ -330,7 +330,54 @@ def leak_resolution_in_commit_editmsg(repo: Path, task: Task) -> Path:
     return repo
 
 
+def leak_resolution_in_head_tree(repo: Path, task: Task) -> Path:
+    """The answer in plain sight: the shipped README states the resolution."""
+    (repo / "README.md").write_text(f"# payments\n\n{RESOLUTION[1]}.\n")
+    quiet(repo, "add", "README.md")
+    tree = git(repo, "write-tree")
+    commit = git(repo, "commit-tree", tree, "-m", "Initial commit", date=BASE_DATE)
+    quiet(repo, "update-ref", "refs/heads/main", commit)
+    quiet(repo, "gc", "-q", "--prune=now")  # the former commit goes: only the README leaks
+    return repo
+
+
+def leak_lower_cased_resolution_in_commit_editmsg(repo: Path, task: Task) -> Path:
+    (repo / ".git" / "COMMIT_EDITMSG").write_text(f"set up task\n\n{RESOLUTION[1].lower()}\n")
+    return repo
+
+
+def leak_resolution_in_a_stray_file_under_objects(repo: Path, task: Task) -> Path:
+    (repo / ".git" / "objects" / "info" / "notes.txt").write_text(f"{RESOLUTION[1]}.\n")
+    return repo
+
+
+def leak_gold_line_in_an_alternates_like_file(repo: Path, task: Task) -> Path:
+    """objects/info/http-alternates is read by dumb-HTTP clients only: git itself ignores it."""
+    (repo / ".git" / "objects" / "info" / "http-alternates").write_text(f"    {GOLD_LINE}\n")
+    return repo
+
+
 LEAKS = {
+    "resolution in HEAD's tree": (
+        leak_resolution_in_head_tree,
+        {"no_forbidden_text"},
+        'at "README.md" in HEAD\'s tree',
+    ),
+    "lower-cased resolution in COMMIT_EDITMSG": (
+        leak_lower_cased_resolution_in_commit_editmsg,
+        {"no_forbidden_text"},
+        ".git/COMMIT_EDITMSG",
+    ),
+    "resolution in a stray file under objects/": (
+        leak_resolution_in_a_stray_file_under_objects,
+        {"no_forbidden_text"},
+        ".git/objects/info/notes.txt",
+    ),
+    "gold line in an alternates-like file under objects/": (
+        leak_gold_line_in_an_alternates_like_file,
+        {"no_forbidden_text"},
+        ".git/objects/info/http-alternates",
+    ),
     # name: (plant the leak, rules expected to fail, text every failing message must hold)
     "future commit on HEAD": (leak_future_commit_on_head, {"no_newer_commits"}, "newer"),
     "packed unreachable object": (

@@ -108,3 +108,18 @@ def test_a_corrupt_object_is_named_unreadable_and_the_rest_is_still_scanned(tmp_
 
     assert store.types["12" + "3" * 38] == "unreadable"
     assert len(store.candidates) == 1
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["hyperscan", "bytes.find"])
+def test_an_anchor_in_any_letter_case_is_found_however_it_is_written(
+    repo, tmp_path, monkeypatch, fast
+):
+    """A resolution lower-cased in a commit message is still found; an exact anchor is not
+    found in another case."""
+    if not fast:
+        monkeypatch.setattr(objectscan, "hyperscan", None)
+    monkeypatch.setattr(objectscan, "CHUNK", 5)
+    holding = _truth(repo)[b"Ties round half-up"]
+    assert holding
+    assert scan_objects(repo, tmp_path, [(b"TIES ROUND HALF-UP", True)]).candidates == holding
+    assert scan_objects(repo, tmp_path, [b"TIES ROUND HALF-UP"]).candidates == set()
