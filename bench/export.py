@@ -125,7 +125,7 @@ def task_data_bytes(task_ids) -> int:
     for start in range(0, len(tasks), 500):
         part = tasks[start : start + 500]
         size += sum(len(json.dumps(s).encode()) for s in task_snapshots(part).values())
-    databases = SqlDatabase.objects.filter(sqlenvironment__task__in=task_ids).distinct()
+    databases = SqlDatabase.objects.filter(environments__task__in=task_ids).distinct()
     return size + sum(d.size_bytes for d in databases)
 
 

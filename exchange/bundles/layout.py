@@ -19,6 +19,8 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
+
 from hilbench_annotate.instructions import MODES
 
 FORMAT = "hilbench-annotate-bundle"
@@ -45,9 +47,20 @@ TAR_MTIME = 1_700_000_000  # 2023-11-14; any fixed value would do
 FILE_MODE = 0o644
 
 
+_JSON = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
 def dumps(value: Any) -> bytes:
-    """JSON as every file of the bundle writes it: sorted keys, indent 2, UTF-8, final newline."""
-    return (json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+    """JSON as every file of the bundle writes it: sorted keys, indent 2, UTF-8, final newline.
+
+    orjson writes what ``json.dumps(sort_keys=True, indent=2, ensure_ascii=False)`` writes
+    (but for very small or large floats: ``0.00001`` where json writes ``1e-05``), some ten
+    times faster: Python's own encoder is pure Python once it indents, and an export writes
+    six such files a task. An integer past 64 bits is left to json."""
+    try:
+        return orjson.dumps(value, option=_JSON)
+    except TypeError:
+        return (json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def stable_id(*parts: str) -> str:
