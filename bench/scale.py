@@ -1,6 +1,6 @@
 """Export time with 1, 2 and 4 Celery workers: the scaling curve of a chunked export.
 
-    .venv/bin/python bench/scale.py [--tasks 10000] [--workers 1,2,4] [--chunk 250] [--rounds 1]
+    .venv/bin/python bench/scale.py [--tasks 10000] [--workers 1,2,4] [--chunk 500] [--rounds 1]
 
 Seeds the tasks as bench/export.py does, exports them once in this process (their lint
 findings and oracle runs are then known, as for a team re-exporting a release), then for
@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--workers", default="1,2,4")
-    parser.add_argument("--chunk", type=int, default=250, help="EXPORT_CHUNK_SIZE")
+    parser.add_argument("--chunk", type=int, default=500, help="EXPORT_CHUNK_SIZE")
     parser.add_argument("--rounds", type=int, default=1, help="exports per worker count")
     args = parser.parse_args()
     os.environ["HILBENCH_EXPORT_CHUNK_SIZE"] = str(args.chunk)

@@ -414,7 +414,7 @@ EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
 # An export is written in chunks of this many tasks, by as many workers as there are (the
 # bundle's bytes depend on it, not on the number of workers); a chunk's worker sends a
 # heartbeat every 10 s, so one silent for EXPORT_CHUNK_STALE_S is taken over.
-EXPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_EXPORT_CHUNK_SIZE", "250"))
+EXPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_EXPORT_CHUNK_SIZE", "500"))
 EXPORT_CHUNK_STALE_S = int(os.environ.get("HILBENCH_EXPORT_CHUNK_STALE_S", "120"))
 # Builds heartbeat every 10 s, even inside one long install step.
 ENVIRONMENT_STALE_S = int(os.environ.get("HILBENCH_ENVIRONMENT_STALE_S", "120"))

@@ -47,12 +47,19 @@ def _content(value) -> bytes:
     return value.read_bytes() if isinstance(value, Path) else value
 
 
-def _digest(entries: dict[str, Any], extra: str) -> str:
+def _sha(value) -> str:
+    if isinstance(value, Path):
+        return file_sha256_cached(value)
+    return hashlib.sha256(value).hexdigest()
+
+
+def _digest(entries: dict[str, Any], extra: str, shas: dict[str, str]) -> str:
+    """What a run reads: each file's name and sha256 (from ``shas`` where the caller has
+    them, keyed like ``entries``), and ``extra``."""
     digest = hashlib.sha256(extra.encode())
     for name in sorted(entries):
-        value = entries[name]
-        data = file_sha256_cached(value).encode() if isinstance(value, Path) else value
-        digest.update(name.encode() + b"\0" + data + b"\0")
+        sha = shas.get(name) or _sha(entries[name])
+        digest.update(name.encode() + b"\0" + sha.encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -97,22 +104,39 @@ def _plain_file(path: Path) -> bool:
         return False
 
 
+# Results read or made by this process: a result never changes for its key (an export of
+# thousands of tasks that share their ground truth reads the file once). Forgotten past
+# _SEEN_MAX, so a long-lived worker does not grow with every task it ever exported.
+_SEEN: dict[str, dict[str, Any]] = {}
+_SEEN_MAX = 50_000
+
+
 def _cached(key: str, compute) -> dict[str, Any]:
+    if key in _SEEN:
+        return _SEEN[key]
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
     cache = sandbox_root() / "oracle"
     cache.mkdir(exist_ok=True, mode=0o755)
     path = cache / f"{key}.json"
     if path.is_file():
-        return json.loads(path.read_text())
+        _SEEN[key] = json.loads(path.read_text())
+        return _SEEN[key]
     result = compute()
     if all(run.get("reward") is not None for run in result.values()):
         path.write_text(json.dumps(result))
+        _SEEN[key] = result
     return result
 
 
-def oracle_runs(task, entries: dict[str, Any]) -> dict[str, Any]:
+def oracle_runs(
+    task, entries: dict[str, Any], shas: dict[str, str] | None = None
+) -> dict[str, Any]:
     """``{"oracle": {reward, reason}, "noop": {reward, reason}}`` for the task's files
-    (``TaskFiles.entries``, keys ``<folder>/<path>``), or a reason when none can run."""
+    (``TaskFiles.entries``, keys ``<folder>/<path>``; ``shas``: their sha256 where the
+    caller has them), or a reason when none can run."""
     files = {name.split("/", 1)[1]: value for name, value in entries.items()}
+    known = {name.split("/", 1)[1]: sha for name, sha in (shas or {}).items()}
     if f"{MODE}/tests/test.sh" not in files:
         return {"not_run": RELEASE_IMAGE}
     ours = {n: v for n, v in files.items() if n.startswith((f"{MODE}/solution/", f"{MODE}/tests/"))}
@@ -122,7 +146,7 @@ def oracle_runs(task, entries: dict[str, Any]) -> dict[str, Any]:
         key = [env.base_commit, env.setup_patch, env.environment_spec]
         extra += json.dumps(key, sort_keys=True)
     try:
-        return _cached(_digest(ours, extra), lambda: _run(task, ours))
+        return _cached(_digest(ours, extra, known), lambda: _run(task, ours))
     except (DomainError, SandboxError) as exc:
         return {"not_run": f"the oracle could not run: {exc}"}
 

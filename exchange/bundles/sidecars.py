@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+from types import MappingProxyType
 
 from judge.embedded import WEIGHTS
 
@@ -76,27 +78,44 @@ def _server_dockerfile(script: str, *, name: str, env: dict[str, str], extra: st
     )
 
 
-def sql_tools_files() -> dict[str, bytes]:
+# The sidecars' and verifiers' files are the same for every task: made once per process and
+# handed out read-only (an export asks for them in every mode of every task).
+@functools.cache
+def sql_tools_files() -> Mapping[str, bytes]:
     env = {"DATA_DIR": f"{SERVER_DIR}/data", "SUBMISSION_FILE": layout.SUBMISSION}
-    return {
-        "Dockerfile": _server_dockerfile("sql_tools.py", name="sql-tools", env=env).encode(),
-        "sql_tools.py": runtime_file("sql_tools.py"),
-        "mcp_server.py": runtime_file("mcp_server.py"),
-    }
+    return MappingProxyType(
+        {
+            "Dockerfile": _server_dockerfile("sql_tools.py", name="sql-tools", env=env).encode(),
+            "sql_tools.py": runtime_file("sql_tools.py"),
+            "mcp_server.py": runtime_file("mcp_server.py"),
+        }
+    )
 
 
-def business_info_files() -> dict[str, bytes]:
+@functools.cache
+def business_info_files() -> Mapping[str, bytes]:
     env = {"DATA_DIR": f"{SERVER_DIR}/data"}
     dockerfile = _server_dockerfile("business_info.py", name="business-info", env=env)
-    return {
-        "Dockerfile": dockerfile.encode(),
-        "business_info.py": runtime_file("business_info.py"),
-        "mcp_server.py": runtime_file("mcp_server.py"),
-    }
+    return MappingProxyType(
+        {
+            "Dockerfile": dockerfile.encode(),
+            "business_info.py": runtime_file("business_info.py"),
+            "mcp_server.py": runtime_file("mcp_server.py"),
+        }
+    )
 
 
 def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
     """The ask-human sidecar with the task's registry and the embedded judge's settings."""
+    return {
+        **_ask_human_common(),
+        "judge.json": json.dumps(judge_settings, indent=2, sort_keys=True).encode() + b"\n",
+        "blocker_registry.json": registry,
+    }
+
+
+@functools.cache
+def _ask_human_common() -> Mapping[str, bytes]:
     install = (
         f"COPY requirements.txt {SERVER_DIR}/requirements.txt\n"
         f"RUN pip install --no-cache-dir -r {SERVER_DIR}/requirements.txt\n"
@@ -107,39 +126,50 @@ def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
         "OUTPUT_DIR": layout.SHARED_DIR,
     }
     dockerfile = _server_dockerfile("ask_human.py", name="ask-human", env=env, extra=install)
-    return {
-        "Dockerfile": dockerfile.encode(),
-        "requirements.txt": _pins(JUDGE_PACKAGES).encode(),
-        "ask_human.py": runtime_file("ask_human.py"),
-        "mcp_server.py": runtime_file("mcp_server.py"),
-        "judge.json": json.dumps(judge_settings, indent=2, sort_keys=True).encode() + b"\n",
-        "blocker_registry.json": registry,
-        "judge/__init__.py": b"",
-        **{f"judge/{name}.py": app_module(f"judge.{name}") for name in JUDGE_MODULES},
-        "judge/weights/embedded.json": _judge_weights(),
-        "hilbench_annotate/__init__.py": b"",
-        "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
-        "hilbench_annotate/question_rules.py": app_module("hilbench_annotate.question_rules"),
-    }
+    return MappingProxyType(
+        {
+            "Dockerfile": dockerfile.encode(),
+            "requirements.txt": _pins(JUDGE_PACKAGES).encode(),
+            "ask_human.py": runtime_file("ask_human.py"),
+            "mcp_server.py": runtime_file("mcp_server.py"),
+            "judge/__init__.py": b"",
+            **{f"judge/{name}.py": app_module(f"judge.{name}") for name in JUDGE_MODULES},
+            "judge/weights/embedded.json": _judge_weights(),
+            "hilbench_annotate/__init__.py": b"",
+            "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
+            "hilbench_annotate/question_rules.py": app_module("hilbench_annotate.question_rules"),
+        }
+    )
 
 
-def agent_tool_files(tools: list[list]) -> dict[str, bytes]:
+def agent_tool_files(tools: list[list]) -> Mapping[str, bytes]:
     """``mcp.py`` (the client) and ``setup_tools.py`` with the mode's commands filled in."""
+    return _agent_tool_files(json.dumps(tools))
+
+
+@functools.cache
+def _agent_tool_files(tools: str) -> Mapping[str, bytes]:
     setup = runtime_file("setup_tools.py").decode()
     line = next(line for line in setup.splitlines() if line.startswith("TOOLS = "))
-    setup = setup.replace(line, "TOOLS = " + json.dumps(tools))
-    return {"mcp.py": runtime_file("mcp.py"), "setup_tools.py": setup.encode()}
+    setup = setup.replace(line, "TOOLS = " + tools)
+    return MappingProxyType({"mcp.py": runtime_file("mcp.py"), "setup_tools.py": setup.encode()})
 
 
-def sql_verifier_files() -> dict[str, bytes]:
-    return {
-        "grade.py": runtime_file("grade_sql.py"),
-        "compare.py": app_module("hilbench_annotate.toolkit.compare"),
-    }
+@functools.cache
+def sql_verifier_files() -> Mapping[str, bytes]:
+    return MappingProxyType(
+        {
+            "grade.py": runtime_file("grade_sql.py"),
+            "compare.py": app_module("hilbench_annotate.toolkit.compare"),
+        }
+    )
 
 
-def swe_verifier_files() -> dict[str, bytes]:
-    return {
-        "grade.py": runtime_file("grade_swe.py"),
-        "logparsers.py": app_module("validators.logparsers"),
-    }
+@functools.cache
+def swe_verifier_files() -> Mapping[str, bytes]:
+    return MappingProxyType(
+        {
+            "grade.py": runtime_file("grade_swe.py"),
+            "logparsers.py": app_module("validators.logparsers"),
+        }
+    )

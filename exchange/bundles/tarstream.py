@@ -201,14 +201,28 @@ class ChunkSpool:
         self._compressor = None
         self._raw = 0
         self._segment_start = 0
+        self._blobs: set[str] = set()  # the blobs this chunk made sure of
+        self._hashed: dict[int, tuple[bytes, str]] = {}
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
         now, so the caller may delete it (a repository stream in a scratch folder)."""
-        entry = Entry.of(name, content)
-        if isinstance(content, Path) and entry.size:
+        if isinstance(content, Path):
+            entry = Entry.of(name, content)
+            if entry.size:
+                self._blob(entry)
+            return entry
+        # The sidecars' sources are the same bytes object in every task: hashed once. The
+        # memo holds the object, so its id cannot be another's while the chunk lasts.
+        seen = self._hashed.get(id(content))
+        if seen is None:
+            seen = self._hashed[id(content)] = (content, hashlib.sha256(content).hexdigest())
+        return Entry(name, content, seen[1], len(content))
+
+    def _blob(self, entry: Entry) -> None:
+        if entry.sha not in self._blobs:
             _blob(self.blobs, entry)
-        return entry
+            self._blobs.add(entry.sha)
 
     def write(self, tasks: Iterable[list[Entry]]) -> ChunkRecord:
         """``tasks``: each task's entries (from :meth:`entry`) in the order they go in the
@@ -243,7 +257,7 @@ class ChunkSpool:
         if entry.sha in shared and entry.size:
             self._end_segment()
             self.record.items.append(["shared", entry.name, entry.sha, entry.size])
-            _blob(self.blobs, entry)
+            self._blob(entry)
             return
         data = _content_bytes(entry.content)
         self._member(tar_header(entry.name, entry.size) + data + padding(entry.size))

@@ -36,7 +36,7 @@ from django.utils import timezone
 from evaluation.selectors import task_selections
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
-from hilbench_annotate.services.tasks import task_snapshots
+from hilbench_annotate.services.tasks import snapshots_known, task_snapshots
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout
@@ -155,7 +155,8 @@ class _Chunk:
     @property
     def gates(self) -> dict[int, list[dict]]:
         if self._gates is None:
-            self._gates = gate_reports(self.tasks)
+            with snapshots_known(self.snapshots):  # the lint gate reads them too
+                self._gates = gate_reports(self.tasks)
         return self._gates
 
     def revision(self, task: Task) -> int:
@@ -254,15 +255,21 @@ def chunk_write(
             # the spool keeps a file from disk compressed among its blobs.
             own = Path(scratch) / str(task.pk)
             files = chunk.files(task, folder, options.allow_internet, own)
+            entries = {n: spool.entry(n, content) for n, content in files.entries.items()}
             if checked:
                 runs = checked[str(task.pk)]["oracle"]
                 validated, reason = True, checked[str(task.pk)]["reason"]
             else:
-                runs = oracle_runs(task, files.entries)
+                shas = {n: entry.sha for n, entry in entries.items()}
+                runs = oracle_runs(task, files.entries, shas)
                 validated, reason = validation_verdict(task, gates[task.pk])
-            files.add(layout.VALIDATION, layout.dumps({**validations[task.pk], "oracle": runs}))
-            files.add(layout.REVIEW, layout.dumps(reviews[task.pk]))
-            written.append([spool.entry(n, files.entries[n]) for n in sorted(files.entries)])
+            for name, document in (
+                (layout.VALIDATION, {**validations[task.pk], "oracle": runs}),
+                (layout.REVIEW, reviews[task.pk]),
+            ):
+                path = f"{folder}/{name}"
+                entries[path] = spool.entry(path, layout.dumps(document))
+            written.append([entries[n] for n in sorted(entries)])
             shutil.rmtree(own, ignore_errors=True)
             exported.append(_entry(task, folder, revisions[task.pk], validated, reason, runs))
     record = spool.write(written)
