@@ -1,19 +1,108 @@
-"""Export API (leads): start an export job, read its progress; the same service as the page."""
+"""Import and export API: send records to import (authors, leads) or start an export (leads),
+and follow the job; the same services as the Import and Export pages."""
 
 from django.db import transaction
 from django.urls import path, reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from exchange.models import ExportJob
+from exchange.models import ExportJob, ImportJob
 from exchange.services.exports import bundle_export_start
-from exchange.views import access_export_job
+from exchange.services.imports import RECORD_KINDS, import_start_records
+from exchange.views import access_export_job, access_import_job
 from hilbench_annotate.access import access_project
 from hilbench_annotate.vocabulary import Role, TaskStatus
 
 TAGS = ["exports"]
+JSON_LINES_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines")
+
+
+class ImportOut(serializers.ModelSerializer):
+    status = serializers.CharField(read_only=True, help_text="queued, running, succeeded, failed")
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "project",
+            "kind",
+            "status",
+            "done",
+            "total",
+            "report",
+            "error",
+            "created_at",
+            "finished_at",
+            "url",
+        ]
+
+    def get_url(self, job) -> str:
+        return reverse("api-import-detail", args=[job.pk])
+
+
+class _Raw(BaseParser):
+    """The body is read by the service as a stream, never parsed here."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return stream
+
+
+class RecordsImportApi(APIView):
+    parser_classes = [_Raw]
+
+    @extend_schema(
+        tags=["imports"],
+        request={
+            "application/json": {"type": "array", "items": {"type": "object"}},
+            "application/x-ndjson": {"type": "string", "description": "one record a line"},
+        },
+        parameters=[
+            OpenApiParameter("kind", str, enum=sorted(RECORD_KINDS), description="bird (default)"),
+            OpenApiParameter(
+                "skip_missing_databases",
+                bool,
+                description="bird: import questions whose database the project lacks",
+            ),
+            OpenApiParameter("repo_url", str, description="swebench: the repository to mirror"),
+        ],
+        responses={202: ImportOut},
+        summary="Import records in bulk (authors and leads of the project)",
+        description="The body is a JSON array or JSON lines (Content-Type application/x-ndjson) "
+        "of BIRD questions, whose databases the project's tasks already have, or of SWE-bench "
+        "instances of one repository. It is stored as it streams in and imported by a worker "
+        "as the Import page's files are: every record checked first, nothing written if one "
+        "is bad. Follow the job at its url.",
+    )
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, roles=(Role.AUTHOR, Role.LEAD))
+        params = request.query_params
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        with transaction.atomic():
+            job = import_start_records(
+                project=project,
+                actor=request.user,
+                kind=params.get("kind") or ImportJob.Kind.BIRD,
+                body=request._request,  # the WSGI body, read in chunks by the service
+                json_lines=content_type in JSON_LINES_TYPES,
+                options={
+                    "skip_missing_databases": params.get("skip_missing_databases", "")
+                    in ("1", "true", "yes"),
+                    "repo_url": params.get("repo_url", ""),
+                },
+            )
+        return Response(ImportOut(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportDetailApi(APIView):
+    @extend_schema(tags=["imports"], responses=ImportOut, summary="An import job's progress")
+    def get(self, request, job_id: int):
+        return Response(ImportOut(access_import_job(request.user, job_id)).data)
 
 
 class ExportIn(serializers.Serializer):
@@ -102,6 +191,12 @@ class ExportDetailApi(APIView):
 
 
 urlpatterns = [
+    path(
+        "projects/<int:project_id>/tasks/import",
+        RecordsImportApi.as_view(),
+        name="api-records-import",
+    ),
+    path("imports/<int:job_id>/", ImportDetailApi.as_view(), name="api-import-detail"),
     path("exports/", ExportStartApi.as_view(), name="api-export-start"),
     path("exports/<int:job_id>/", ExportDetailApi.as_view(), name="api-export-detail"),
 ]

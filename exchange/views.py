@@ -63,14 +63,19 @@ def import_list(request):
     )
 
 
+def access_import_job(user, job_id: int) -> ImportJob:
+    """The job if ``user`` reads its project."""
+    return get_object_or_404(
+        ImportJob.objects.select_related("project", "created_by"),
+        pk=job_id,
+        project__in=Project.objects.visible_to(user),
+    )
+
+
 @login_required
 @require_GET
 def import_detail(request, job_id: int):
-    job = get_object_or_404(
-        ImportJob.objects.select_related("project", "created_by"),
-        pk=job_id,
-        project__in=Project.objects.visible_to(request.user),
-    )
+    job = access_import_job(request.user, job_id)
     if request.htmx:
         response = render(request, "imports/detail.html#status", {"job": job})
         if job.is_finished:

@@ -27,7 +27,7 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
-from exchange.models import ExportJob
+from exchange.models import ExportJob, ImportJob
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
 from judge.services import ask_human_run_start
@@ -83,6 +83,9 @@ MATRIX: dict[tuple[str, str], str] = {
     ("GET", "/api/projects/{project_id}/leaderboard"):  "401 404 2xx 2xx 2xx 2xx 404",
     ("POST", "/api/projects/{project_id}/results"):     "401 404 403 403 403 2xx 404",
     ("GET", "/api/tasks/{task_id}/selection"):          "401 404 2xx 2xx 2xx 2xx 404",
+    # --- bulk import (authors and leads send records; the project's readers follow the job)
+    ("POST", "/api/projects/{project_id}/tasks/import"): "401 404 2xx 403 403 2xx 404",
+    ("GET", "/api/imports/{job_id}/"):                  "401 404 2xx 2xx 2xx 2xx 404",
     # --- exports (leads only; a job of a project you do not lead does not exist for you)
     ("POST", "/api/exports/"):                          "401 404 403 403 403 2xx 404",
     ("GET", "/api/exports/{job_id}/"):                  "401 404 404 404 404 2xx 404",
@@ -117,6 +120,9 @@ def world(project, author, reviewer, auditor, lead, harness, outsider, settings)
     comment = Comment.objects.create(task=task, author=lead, body="Is the status list complete?")
     run = ask_human_run_start(task=task, actor=harness, label="matrix")
     job = ExportJob.objects.create(project=project, created_by=lead)
+    import_job = ImportJob.objects.create(
+        project=project, kind="bird", created_by=author, upload_dir="x"
+    )
     return SimpleNamespace(
         project=project,
         task=task,
@@ -127,6 +133,7 @@ def world(project, author, reviewer, auditor, lead, harness, outsider, settings)
         comment=comment,
         run=run,
         job=job,
+        import_job=import_job,
         users={
             "outsider": outsider,
             "author": author,
@@ -324,6 +331,12 @@ REQUESTS = {
         None,
         None,
     ),
+    ("POST", "/api/projects/{project_id}/tasks/import"): lambda w: (
+        f"/api/projects/{w.project.pk}/tasks/import",
+        [{"question_id": 1, "db_id": "library", "question": "How many?", "SQL": "SELECT 1"}],
+        "json",
+    ),
+    ("GET", "/api/imports/{job_id}/"): lambda w: (f"/api/imports/{w.import_job.pk}/", None, None),
     ("POST", "/api/exports/"): lambda w: ("/api/exports/", {"project": w.project.pk}, "json"),
     ("GET", "/api/exports/{job_id}/"): lambda w: (f"/api/exports/{w.job.pk}/", None, None),
     ("GET", "/api/schema/"): lambda w: ("/api/schema/", None, None),

@@ -1,4 +1,5 @@
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ class _Databases:
     """The databases the records name: usable files, description CSVs, absent ones."""
 
     files: dict[str, Path] = field(default_factory=dict)
+    stored: dict[str, SqlDatabase] = field(default_factory=dict)  # already in the store
     descriptions: dict[str, dict[str, str]] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)  # db_id -> questions naming it
 
@@ -115,6 +117,34 @@ def _validate_records(
     except RecordStreamError as exc:
         problems.append((exc.index, exc.reason))
     return problems, repeats, used_databases
+
+
+def _stored_databases(
+    project: Project, used_databases: Counter[str], *, skip_missing_databases: bool, advice: str
+) -> tuple[_Databases, Problems]:
+    """The databases the records name, from those the project's tasks already use (a bulk
+    import through the API sends questions only): the latest stored copy of each name."""
+    problems: Problems = []
+    found = _Databases()
+    for database in SqlDatabase.objects.filter(
+        environments__task__project=project, db_id__in=list(used_databases)
+    ).order_by("pk"):
+        found.stored[database.db_id] = database
+        found.descriptions[database.db_id] = database.descriptions
+    for name, count in sorted(used_databases.items()):
+        if name in found.stored:
+            continue
+        found.missing[name] = count
+        found.descriptions[name] = {}
+        if not skip_missing_databases:
+            problems.append(
+                (
+                    f"database {name}",
+                    f"the project has no database {name} ({count} question(s) use it); "
+                    f"import it with its questions on the Import page first, or {advice}",
+                )
+            )
+    return found, problems
 
 
 def _check_databases(
@@ -217,7 +247,7 @@ def _new_task_records(
             "source_id", flat=True
         )
     )
-    stored: dict[str, SqlDatabase] = {}
+    stored: dict[str, SqlDatabase] = dict(found.stored)
     for _index, record in _selected(questions, db_id, limit):
         key = bird_source_id(record)
         if key in existing:
@@ -240,33 +270,35 @@ def import_bird(
     *,
     project: Project,
     questions: Path,
-    databases: Path,
+    databases: Path | None,
     db_id: str | None = None,
     limit: int | None = None,
     skip_missing_databases: bool = False,
     missing_databases_advice: str = MISSING_DATABASES_ADVICE_CLI,
     actor=None,
-    on_chunk=None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Import BIRD records with their SQLite databases and description CSVs.
 
     Pass 1 streams the file and checks every record and every database it names; any
     problem refuses the whole file, naming all of them at once. Pass 2 streams it again and
-    writes in one transaction. ``missing_databases_advice`` tells the user how to import
-    questions without their database, in the words of the caller's interface.
-    ``on_chunk(done)`` is told how many tasks are written after each chunk.
+    writes in one transaction. ``databases``: the folder of ``<db_id>/<db_id>.sqlite``
+    files, or None for the databases the project's tasks already have (the bulk import
+    API). ``missing_databases_advice`` tells the user how to import questions without their
+    database, in the words of the caller's interface. ``progress(done, total)``: records
+    handled of the file's good records, after the check and after each chunk written.
     """
-    questions, databases = Path(questions), Path(databases)
+    questions = Path(questions)
     if not questions.is_file():
         raise ImportRefused(f"Questions file {questions} does not exist.", [])
-    if not databases.is_dir():
+    if databases is not None and not Path(databases).is_dir():
         raise ImportRefused(f"Databases directory {databases} does not exist.", [])
     record_problems, repeats, used_databases = _validate_records(questions, db_id, limit)
-    found, database_problems = _check_databases(
-        databases,
-        used_databases,
-        skip_missing_databases=skip_missing_databases,
-        advice=missing_databases_advice,
+    check = dict(skip_missing_databases=skip_missing_databases, advice=missing_databases_advice)
+    found, database_problems = (
+        _stored_databases(project, used_databases, **check)
+        if databases is None
+        else _check_databases(Path(databases), used_databases, **check)
     )
     if record_problems or database_problems:
         missing = [] if skip_missing_databases else sorted(found.missing)
@@ -274,6 +306,9 @@ def import_bird(
     report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
     for name, count in sorted(found.missing.items()):
         report.notes.append(f"database {name} absent: {count} question(s) imported without it")
+    total = sum(used_databases.values())
+    if progress:
+        progress(0, total)
     # One transaction for the file (task_create_many), a savepoint and a few INSERTs a chunk.
     task_create_many(
         project=project,
@@ -287,6 +322,10 @@ def import_bird(
         ),
         author=actor,
         reason="imported",
-        on_chunk=on_chunk,
+        on_chunk=(lambda written: progress(written + len(report.unchanged), total))
+        if progress
+        else None,
     )
+    if progress:
+        progress(total, total)
     return report

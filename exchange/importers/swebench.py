@@ -1,4 +1,5 @@
 import json
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -87,9 +88,9 @@ def _normalise(record: Any) -> dict[str, Any] | str:
     }
 
 
-def _validate_records(instances: Path, limit: int | None) -> set[str]:
+def _validate_records(instances: Path, limit: int | None) -> tuple[set[str], int]:
     """Pass 1 over the records: refuse the file on any bad or repeated record, or on
-    records naming more than one repository; the repository names."""
+    records naming more than one repository; the repository names and the records."""
     problems: list[tuple[object, str]] = []
     seen: dict[str, int] = {}
     repo_names: set[str] = set()
@@ -120,7 +121,7 @@ def _validate_records(instances: Path, limit: int | None) -> set[str]:
         raise ImportRefused(
             f"{instances.name}: {len(problems)} bad record(s); nothing was imported.", problems
         )
-    return repo_names
+    return repo_names, len(seen)
 
 
 def _mirrored_repository(
@@ -218,9 +219,17 @@ def _new_task_records(
 
 
 def _create_tasks(
-    *, project: Project, instances: Path, limit: int | None, repository, repo_name: str, actor
+    *,
+    project: Project,
+    instances: Path,
+    limit: int | None,
+    repository,
+    repo_name: str,
+    actor,
+    progress: Callable[[int], None] | None,
 ) -> ImportReport:
-    """Pass 2, written in chunks by ``task_create_many``, all in one transaction."""
+    """Pass 2, written in chunks by ``task_create_many``, all in one transaction;
+    ``progress(done)`` after each chunk (records handled)."""
     report = ImportReport()
     task_create_many(
         project=project,
@@ -234,20 +243,31 @@ def _create_tasks(
         ),
         author=actor,
         reason="imported",
+        on_chunk=(lambda written: progress(written + len(report.unchanged))) if progress else None,
     )
     return report
 
 
 def import_swebench(
-    *, project: Project, instances: Path, repo: str, actor=None, limit: int | None = None
+    *,
+    project: Project,
+    instances: Path,
+    repo: str,
+    actor=None,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
-    """Import SWE-bench / SWE-Bench Pro records on one repository, mirrored into the store."""
+    """Import SWE-bench / SWE-Bench Pro records on one repository, mirrored into the store.
+    ``progress(done, total)``: records handled of the file's, after the check and after
+    each chunk written."""
     instances = Path(instances)
     if not instances.is_file():
         raise ImportRefused(f"Instances file {instances} does not exist.", [])
-    repo_names = _validate_records(instances, limit)
+    repo_names, total = _validate_records(instances, limit)
     if not repo_names:
         return ImportReport(notes=["the file holds no records"])
+    if progress:
+        progress(0, total)
     (repo_name,) = repo_names
     repository = _mirrored_repository(
         project=project, instances=instances, limit=limit, repo_name=repo_name, repo=repo
@@ -259,4 +279,5 @@ def import_swebench(
         repository=repository,
         repo_name=repo_name,
         actor=actor,
+        progress=(lambda done: progress(done, total)) if progress else None,
     )

@@ -25,6 +25,7 @@ from hilbench_annotate.jobs import (
     job_claim,
     job_fail,
     job_finish,
+    job_heartbeat,
     job_heartbeat_while,
     job_send,
 )
@@ -53,6 +54,24 @@ def _save_upload(upload, directory: Path, name: str) -> Path:
     return path
 
 
+def _upload_folder() -> tuple[str, Path]:
+    relative = f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}"
+    directory = settings.UPLOAD_STORE / relative
+    directory.mkdir(parents=True)
+    return relative, directory
+
+
+def _import_job_create(
+    *, project: Project, actor, kind: str, relative: str, options: dict
+) -> ImportJob:
+    job = ImportJob.objects.create(
+        project=project, kind=kind, created_by=actor, upload_dir=relative, options=options
+    )
+    event_record(project_id=project.pk, task_id=None, actor=actor, kind="import_queued", job=job.pk)
+    job_send(job)
+    return job
+
+
 def import_start(*, project: Project, actor, kind: str, files: dict, options: dict) -> ImportJob:
     """Store the uploaded files and schedule the import once this transaction commits."""
     if kind not in ImportJob.Kind.values:
@@ -60,9 +79,7 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
     if kind == ImportJob.Kind.SWEBENCH and files.get("repository") is None:
         # Refused here, with the form, rather than by the worker later.
         origin_allowed(options.get("repo_url") or "")
-    relative = f"{timezone.now():%Y%m%d}-{uuid.uuid4().hex[:12]}"
-    directory = settings.UPLOAD_STORE / relative
-    directory.mkdir(parents=True)
+    relative, directory = _upload_folder()
     try:
         saved, names = {}, {}
         for role, upload in files.items():
@@ -74,16 +91,64 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
     except Exception:
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    job = ImportJob.objects.create(
+    return _import_job_create(
         project=project,
+        actor=actor,
         kind=kind,
-        created_by=actor,
-        upload_dir=relative,
+        relative=relative,
         options={**options, "files": saved, "names": names},
     )
-    event_record(project_id=project.pk, task_id=None, actor=actor, kind="import_queued", job=job.pk)
-    job_send(job)
-    return job
+
+
+# The API's BIRD records name databases the project's tasks already have (job option).
+STORED_DATABASES = "project"
+RECORD_KINDS = {ImportJob.Kind.BIRD: "questions", ImportJob.Kind.SWEBENCH: "instances"}
+API_MISSING_DATABASES_ADVICE = "send skip_missing_databases=true to import its questions without it"
+
+
+def import_start_records(
+    *, project: Project, actor, kind: str, body, json_lines: bool, options: dict
+) -> ImportJob:
+    """The bulk import API: store the request's body (a JSON array or JSON lines of BIRD
+    or SWE-bench records, read in chunks, never whole) and schedule the import as the
+    Import page does. BIRD records name databases the project already has; SWE-bench
+    records a repository its site allows (``repo_url``)."""
+    if kind not in RECORD_KINDS:
+        raise DomainError(f"Records of kind {kind!r} cannot be sent; use bird or swebench.")
+    if kind == ImportJob.Kind.SWEBENCH:
+        origin_allowed(options.get("repo_url") or "")
+    role = RECORD_KINDS[kind]
+    name = f"{role}.jsonl" if json_lines else f"{role}.json"
+    relative, directory = _upload_folder()
+    try:
+        size = 0
+        with open(directory / name, "wb") as handle:
+            while chunk := body.read(1 << 20):
+                size += len(chunk)
+                if size > settings.MAX_UPLOAD_BYTES:
+                    raise DomainError(
+                        f"The records are more than {settings.MAX_UPLOAD_BYTES} bytes; "
+                        "send them in several requests."
+                    )
+                handle.write(chunk)
+        if not size:
+            raise DomainError("The request has no records: send a JSON array or JSON lines.")
+    except Exception:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return _import_job_create(
+        project=project,
+        actor=actor,
+        kind=kind,
+        relative=relative,
+        options={
+            **options,
+            "databases": STORED_DATABASES,
+            "advice": API_MISSING_DATABASES_ADVICE,
+            "files": {role: name},
+            "names": {role: "the request's records"},
+        },
+    )
 
 
 def _databases_root(extracted: Path) -> Path:
@@ -143,6 +208,15 @@ def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:
     return target
 
 
+def _progress(job_id: int):
+    """The job page's progress: records handled of the file's, with a heartbeat."""
+
+    def progress(done: int, total: int) -> None:
+        job_heartbeat(ImportJob, job_id, done=done, total=total)
+
+    return progress
+
+
 def _run_importer(job: ImportJob) -> dict:
     """Run the job's importer on its stored files; returns the report. Raises on refusal."""
     directory = settings.UPLOAD_STORE / job.upload_dir
@@ -155,12 +229,18 @@ def _run_importer(job: ImportJob) -> dict:
         report = import_bird(
             project=job.project,
             questions=files["questions"],
-            databases=_databases_root(databases) if databases.exists() else directory,
+            # Records sent to the API name the databases the project already has.
+            databases=None
+            if options.get("databases") == STORED_DATABASES
+            else _databases_root(databases)
+            if databases.exists()
+            else directory,
             db_id=options.get("db_id") or None,
             limit=options.get("limit") or None,
             skip_missing_databases=bool(options.get("skip_missing_databases")),
-            missing_databases_advice=MISSING_DATABASES_ADVICE_PAGE,
+            missing_databases_advice=options.get("advice") or MISSING_DATABASES_ADVICE_PAGE,
             actor=job.created_by,
+            progress=_progress(job.pk),
         )
     elif job.kind == ImportJob.Kind.SWEBENCH:
         if "repository" in files:
@@ -170,7 +250,11 @@ def _run_importer(job: ImportJob) -> dict:
             # Checked again: the job may have been queued before the site's rules changed.
             repo = origin_allowed(options.get("repo_url") or "")
         report = import_swebench(
-            project=job.project, instances=files["instances"], repo=repo, actor=job.created_by
+            project=job.project,
+            instances=files["instances"],
+            repo=repo,
+            actor=job.created_by,
+            progress=_progress(job.pk),
         )
     elif job.kind == ImportJob.Kind.BUNDLE:
         # The bundle reader checks the archive (limits, paths, links) and the manifest.

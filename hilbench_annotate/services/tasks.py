@@ -111,9 +111,7 @@ def task_snapshots(tasks: list[Task]) -> dict[int, dict[str, Any]]:
         return {task.pk: known[task.pk] for task in tasks}
     blockers: dict[int, list[tuple[Any, list[str]]]] = {task.pk: [] for task in tasks}
     by_id: dict[int, list[str]] = {}
-    for row in Blocker.objects.filter(task__in=[t.pk for t in tasks]).values_list(
-        *_BLOCKER_FIELDS
-    ):
+    for row in Blocker.objects.filter(task__in=[t.pk for t in tasks]).values_list(*_BLOCKER_FIELDS):
         blocker = _BlockerRow(*row)
         by_id[blocker.pk] = []
         blockers[blocker.task_id].append((blocker, by_id[blocker.pk]))

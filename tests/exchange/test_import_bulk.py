@@ -120,3 +120,29 @@ def test_a_bad_record_in_a_later_chunk_rolls_back_every_chunk(project):
         task_create_many(project=project, records=records, chunk_size=10)
     assert not Task.objects.filter(project=project).exists()
     assert not TaskEvent.objects.filter(project=project).exists()
+
+
+def test_progress_is_told_after_the_check_and_after_each_chunk(tmp_path, settings, project):
+    settings.IMPORT_CHUNK_SIZE = 40
+    questions = _questions(tmp_path, 100, "progress")
+    told = []
+    import_bird(
+        project=project,
+        questions=questions,
+        databases=DATABASES,
+        progress=lambda done, total: told.append((done, total)),
+    )
+    assert told == [(0, 100), (40, 100), (80, 100), (100, 100), (100, 100)]
+
+
+def test_the_import_page_shows_a_running_jobs_progress(client, project, author):
+    from exchange.models import ImportJob
+
+    job = ImportJob.objects.create(
+        project=project, kind="bird", created_by=author, upload_dir="x", status="running",
+        done=1500, total=10000,
+    )  # fmt: skip
+    client.force_login(author)
+    page = client.get(f"/imports/{job.pk}/", headers={"HX-Request": "true"}).content.decode()
+    assert "1500 of 10000 records handled" in page
+    assert '<progress max="10000" value="1500">15%</progress>' in page

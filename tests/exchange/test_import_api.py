@@ -1,0 +1,130 @@
+"""The bulk import API: ``POST /api/projects/<id>/tasks/import`` with a JSON array or JSON
+lines of records, stored as it streams in and imported by the worker's service, with
+progress on the job; the import page's rules (every record checked first, nothing
+written on a refusal, authors and leads only)."""
+
+import json
+
+import pytest
+
+from exchange.importers import import_bird
+from exchange.models import ImportJob
+from exchange.services.imports import import_execute
+from hilbench_annotate.models import Revision, Task, TaskEvent
+
+from ..conftest import FIXTURES
+
+pytestmark = pytest.mark.django_db
+
+DATABASES = FIXTURES / "bird" / "dev_databases"
+
+
+def _records(count: int, db_id: str = "library", start: int = 100) -> list[dict]:
+    return [
+        {
+            "question_id": start + i,
+            "db_id": db_id,
+            "question": f"How many books were lent in week {i}?",
+            "evidence": f"week {i} refers to loan_week = {i}",
+            "SQL": "SELECT COUNT(*) FROM loan",
+            "difficulty": "simple",
+        }
+        for i in range(count)
+    ]
+
+
+@pytest.fixture
+def stored(project, author, tmp_path):
+    """The project already has the fixtures' library database (an earlier import)."""
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_records(1, start=0)))
+    import_bird(project=project, questions=path, databases=DATABASES, actor=author)
+    return project
+
+
+def _post(api, project, body: bytes, content_type: str, **params):
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return api.generic(
+        "POST",
+        f"/api/projects/{project.pk}/tasks/import" + (f"?{query}" if query else ""),
+        body,
+        content_type=content_type,
+    )
+
+
+def _run(api, response) -> dict:
+    """The worker's part (no worker in these tests), then the job as the API shows it."""
+    assert response.status_code == 202, response.content
+    import_execute(job_id=response.json()["id"])
+    return api.get(response.json()["url"]).json()
+
+
+def test_a_json_array_of_questions_is_imported_with_its_revisions_events_and_progress(
+    api, stored, author
+):
+    api.force_authenticate(author)
+    count = 6000
+    body = json.dumps(_records(count)).encode()  # more than a megabyte: read in chunks
+    assert len(body) > 1 << 20
+    job = _run(api, _post(api, stored, body, "application/json"))
+    assert job["status"] == "succeeded", job["error"]
+    assert len(job["report"]["created"]) == count
+    assert (job["done"], job["total"]) == (count, count)
+    one = Task.objects.get(project=stored, source_id="library/100")
+    assert one.sql_environment.database is not None  # the project's stored database
+    assert Revision.objects.filter(task__project=stored).count() == count + 1
+    assert TaskEvent.objects.filter(project=stored, kind="imported").count() == count + 1
+    # The same records again: nothing new.
+    again = _run(api, _post(api, stored, body, "application/json"))
+    assert again["report"]["created"] == [] and len(again["report"]["unchanged"]) == count
+
+
+def test_json_lines_with_a_bad_line_import_nothing_and_name_the_line(api, stored, author):
+    api.force_authenticate(author)
+    lines = [json.dumps(r) for r in _records(5)]
+    lines[3] = '{"question_id": 3, "db_id": "library"'
+    job = _run(api, _post(api, stored, "\n".join(lines).encode(), "application/x-ndjson"))
+    assert job["status"] == "failed"
+    assert "line 4 is not valid JSON" in job["error"]
+    assert not Task.objects.filter(project=stored, source_id="library/100").exists()
+
+
+def test_a_database_the_project_lacks_is_refused_unless_skipped(api, stored, author):
+    api.force_authenticate(author)
+    body = json.dumps(_records(2) + _records(1, db_id="shipping", start=500)).encode()
+    job = _run(api, _post(api, stored, body, "application/json"))
+    assert job["status"] == "failed"
+    assert "the project has no database shipping" in job["error"]
+    assert "skip_missing_databases=true" in job["error"]
+    assert not Task.objects.filter(project=stored, source_id="library/100").exists()
+
+    job = _run(api, _post(api, stored, body, "application/json", skip_missing_databases="true"))
+    assert job["status"] == "succeeded", job["error"]
+    assert Task.objects.get(source_id="shipping/500").sql_environment.database is None
+
+
+def test_only_authors_and_leads_of_the_project_import(api, stored, reviewer, outsider, settings):
+    body = json.dumps(_records(1)).encode()
+    api.force_authenticate(reviewer)
+    assert _post(api, stored, body, "application/json").status_code == 403
+    api.force_authenticate(outsider)
+    assert _post(api, stored, body, "application/json").status_code == 404
+    assert not ImportJob.objects.filter(created_by__in=[reviewer, outsider]).exists()
+
+
+def test_an_oversized_or_empty_body_is_refused_and_leaves_nothing(api, stored, author, settings):
+    api.force_authenticate(author)
+    settings.MAX_UPLOAD_BYTES = 1000
+    big = _post(api, stored, json.dumps(_records(50)).encode(), "application/json")
+    assert big.status_code == 400 and "more than 1000 bytes" in big.json()["detail"]
+    empty = _post(api, stored, b"", "application/json")
+    assert empty.status_code == 400 and "no records" in empty.json()["detail"]
+    assert not ImportJob.objects.filter(created_by=author).exists()
+    assert not any(settings.UPLOAD_STORE.iterdir())
+
+
+def test_a_job_is_shown_to_the_projects_readers_only(api, stored, author, outsider):
+    api.force_authenticate(author)
+    response = _post(api, stored, json.dumps(_records(1)).encode(), "application/json")
+    api.force_authenticate(outsider)
+    assert api.get(response.json()["url"]).status_code == 404
