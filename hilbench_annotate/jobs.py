@@ -154,15 +154,32 @@ def job_claim(model: type[Job], pk: int) -> bool:
     )
 
 
-def job_heartbeat(model: type[Job], pk: int, **fields) -> None:
-    """A sign of life, with any progress fields (``done=…``) to store with it."""
-    model.objects.filter(pk=pk).update(heartbeat_at=timezone.now(), **fields)
+def job_claim_all(model: type[Job], pks: list[int]) -> None:
+    """Claim queued jobs this process will run itself, one after the other (an export's
+    chunks when the command writes it): all of them at once, so the reaper — which re-sends
+    a job queued too long — leaves them to it. Keep them alive with ``job_heartbeat_while``."""
+    now = timezone.now()
+    model.objects.filter(pk__in=pks, status=Job.Status.QUEUED).update(
+        status=Job.Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        worker=socket.gethostname()[:200],
+        attempts=F("attempts") + 1,
+    )
+
+
+def job_heartbeat(model: type[Job], pk: int | list[int], **fields) -> None:
+    """A sign of life (of one job, or of each of a list), with any progress fields
+    (``done=…``) to store with it."""
+    rows = model.objects.filter(pk__in=pk) if isinstance(pk, list) else model.objects.filter(pk=pk)
+    rows.update(heartbeat_at=timezone.now(), **fields)
 
 
 @contextlib.contextmanager
-def job_heartbeat_while(model: type[Job], pk: int, *, every_s: float = 10.0):
-    """Heartbeats from a thread while the caller blocks on one long step (a package install):
-    the job's stale time can then stay short, so a dead worker's job is taken over soon."""
+def job_heartbeat_while(model: type[Job], pk: int | list[int], *, every_s: float = 10.0):
+    """Heartbeats from a thread while the caller blocks on one long step (a package install),
+    or runs a list of jobs it claimed (``job_claim_all``): the jobs' stale time can then stay
+    short, so a dead worker's job is taken over soon."""
     stop = threading.Event()
 
     def beat() -> None:

@@ -31,6 +31,7 @@ from exchange.models import ExportChunk, ExportJob
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import (
     job_claim,
+    job_claim_all,
     job_fail,
     job_finish,
     job_heartbeat_while,
@@ -217,8 +218,13 @@ def _dispatch(chunks: list[ExportChunk], *, fan_out: bool) -> None:
         for chunk in chunks:
             job_send(chunk)
         return
-    for chunk in chunks:
-        export_chunk_execute(chunk_id=chunk.pk, fan_out=False)
+    # Here, one after the other: claimed at once and kept alive, so no worker takes a chunk
+    # that waits its turn (the reaper re-sends jobs queued too long).
+    ids = [chunk.pk for chunk in chunks]
+    job_claim_all(ExportChunk, ids)
+    with job_heartbeat_while(ExportChunk, ids):
+        for pk in ids:
+            export_chunk_execute(chunk_id=pk, fan_out=False, claimed=True)
 
 
 def _resume(job: ExportJob, *, fan_out: bool) -> None:
@@ -234,18 +240,18 @@ def _resume(job: ExportJob, *, fan_out: bool) -> None:
     if unfinished:
         if fan_out:
             _dispatch(unfinished, fan_out=True)
-        else:
+        else:  # each one this process can claim (queued, or its worker silent)
             for chunk in unfinished:
-                ExportChunk.objects.filter(pk=chunk.pk).update(status=ExportChunk.Status.QUEUED)
-            _dispatch(unfinished, fan_out=False)
+                export_chunk_execute(chunk_id=chunk.pk, fan_out=False)
         return
     _advance(job.pk, job.phase, fan_out=fan_out)
 
 
-def export_chunk_execute(*, chunk_id: int, fan_out: bool = True) -> None:
-    """Claim one chunk of an export and take its step; the last chunk of a step starts the
-    next one. A failure fails the whole export, with its reason."""
-    if not job_claim(ExportChunk, chunk_id):
+def export_chunk_execute(*, chunk_id: int, fan_out: bool = True, claimed: bool = False) -> None:
+    """Claim one chunk of an export (unless the caller ``claimed`` it) and take its step;
+    the last chunk of a step starts the next one. A failure fails the whole export, with its
+    reason."""
+    if not claimed and not job_claim(ExportChunk, chunk_id):
         return
     chunk = ExportChunk.objects.select_related("export__project").get(pk=chunk_id)
     job = chunk.export
@@ -303,7 +309,9 @@ def _advance(job_id: int, phase: str, *, fan_out: bool) -> None:
     following = {
         ExportChunk.Phase.CHECK: ExportChunk.Phase.WRITE,
         ExportChunk.Phase.WRITE: ExportChunk.Phase.ASSEMBLE,
-    }[phase]
+    }.get(phase)
+    if following is None:  # the assembly finishes the export itself
+        return
     with transaction.atomic():
         chunks = ExportChunk.objects.filter(export_id=job_id, phase=phase)
         if chunks.exclude(status=ExportChunk.Status.SUCCEEDED).exists():

@@ -17,6 +17,7 @@ from hilbench_annotate.jobs import (
     JobKind,
     JobTask,
     job_claim,
+    job_claim_all,
     job_fail,
     job_finish,
     job_heartbeat,
@@ -156,3 +157,25 @@ print("\\n".join(errors) or "ok")
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "ok", done.stdout
+
+
+def test_jobs_claimed_at_once_and_kept_alive_are_left_alone_by_the_reaper(project, author, settings):
+    """What an export written by the command does with its chunks: the reaper re-sends a job
+    queued too long, but not one this process claimed and keeps alive."""
+    settings.JOB_REDISPATCH_S = 0
+    jobs = [
+        ImportJob.objects.create(project=project, kind="bird", created_by=author, upload_dir="x")
+        for _ in range(3)
+    ]
+    ids = [job.pk for job in jobs]
+    app.conf.task_always_eager = True
+    try:
+        job_claim_all(ImportJob, ids[:2])
+        job_heartbeat(ImportJob, ids[:2])
+        sent = jobs_reap()
+    finally:
+        app.conf.task_always_eager = False
+    assert sent["exchange.ImportJob"] == 1  # the third, still queued
+    statuses = dict(ImportJob.objects.filter(pk__in=ids).values_list("pk", "status"))
+    assert [statuses[pk] for pk in ids[:2]] == ["running", "running"]
+    assert not job_claim(ImportJob, ids[0])  # alive: nobody takes it over
