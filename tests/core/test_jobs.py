@@ -159,7 +159,9 @@ print("\\n".join(errors) or "ok")
     assert done.stdout.strip().splitlines()[-1] == "ok", done.stdout
 
 
-def test_jobs_claimed_at_once_and_kept_alive_are_left_alone_by_the_reaper(project, author, settings):
+def test_jobs_claimed_at_once_and_kept_alive_are_left_alone_by_the_reaper(
+    project, author, settings
+):
     """What an export written by the command does with its chunks: the reaper re-sends a job
     queued too long, but not one this process claimed and keeps alive."""
     settings.JOB_REDISPATCH_S = 0
