@@ -3,6 +3,7 @@ cycle inside a function, modules and functions stay readable, and the cross-cutt
 (permissions, jobs, gates) each have one home."""
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -118,14 +119,73 @@ def test_each_cross_cutting_piece_has_one_definition(kind, name, home):
     assert _definitions(kind, name) == [home]
 
 
+# The permission family: core's access.py, the row filters it reads (``visible_to``), and each
+# app's access.py building its ``access_<entity>`` on them.
+ACCESS_MODULES = {"hilbench_annotate/access.py", "hilbench_annotate/querysets.py"} | {
+    f"{app}/access.py" for app in APPS
+}
+LOOKUPS = {"filter", "exclude", "get"}
+ROLE_KEY = re.compile(r"^(memberships__)?role(__in)?$")
+# A key naming one user: with a role key beside it, the query asks "has this user that role".
+ONE_USER_KEY = re.compile(
+    r"^(memberships__)?(user|user_id|user__pk|user__username)$|^(pk|id|username)$"
+)
+
+
+def _lookup_keys(call: ast.Call) -> set[str]:
+    """The keyword names of a chain of ``filter`` / ``exclude`` / ``get`` calls
+    (``….filter(user=u).filter(role=r)`` gives both), read from its outermost call."""
+    keys: set[str] = set()
+    node = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in LOOKUPS:
+            keys |= {k.arg for k in node.keywords if k.arg}
+        node = node.func.value
+    return keys
+
+
+def inline_permission_checks(source: str) -> list[int]:
+    """Lines that decide a permission by hand: reading ``.is_superuser`` (only the access
+    modules know that a site admin may do everything), or a lookup asking whether one user
+    holds a role (``Membership.objects.filter(user=…, role=…)``). Listing a project's members
+    by role (a dashboard, assignment candidates) names no user and is not a check."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "is_superuser":
+            found.add(node.lineno)
+        elif isinstance(node, ast.Call):
+            keys = _lookup_keys(node)
+            if any(ROLE_KEY.match(k) for k in keys) and any(ONE_USER_KEY.match(k) for k in keys):
+                found.add(node.lineno)
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("if not user.is_superuser and not lead: pass", True),
+        ("if run.created_by_id != user.pk and not user.is_superuser: pass", True),
+        ("Membership.objects.filter(project=p, user=u, role=Role.LEAD).exists()", True),
+        ("Membership.objects.filter(user=u).filter(role__in=roles).exists()", True),
+        ("User.objects.filter(username=n, memberships__role=Role.LEAD).first()", True),
+        ("Membership.objects.filter(project=p, role__in=REVIEWING)", False),
+        ("User.objects.filter(memberships__project=p, memberships__role=r)", False),
+        ("Membership.objects.get_or_create(project=p, user=u, role=r)", False),
+        ("if not has_role(user, project.pk, Role.LEAD): pass", False),
+    ],
+)
+def test_the_inline_permission_rule_tells_checks_from_listings(source, caught):
+    assert bool(inline_permission_checks(source)) is caught
+
+
 def test_no_permission_check_is_written_inline():
-    """Role checks go through ``has_role`` / ``require_role`` / ``ProjectRoles``: no module but
-    access.py asks ``is_superuser or … in roles`` itself."""
-    inline = []
-    for module, source in _sources():
-        if module == "hilbench_annotate/access.py":
-            continue
-        for number, line in enumerate(source.splitlines(), start=1):
-            if "is_superuser or" in line and "roles" in line:
-                inline.append(f"{module}:{number}")
+    """Role checks go through ``has_role`` / ``require_role`` / ``ProjectRoles`` and the apps'
+    ``access_*`` helpers: no other module reads ``is_superuser`` or asks the memberships
+    whether a user holds a role."""
+    inline = [
+        f"{module}:{line}"
+        for module, source in _sources()
+        if module not in ACCESS_MODULES
+        for line in inline_permission_checks(source)
+    ]
     assert not inline, inline
