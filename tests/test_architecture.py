@@ -8,7 +8,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from django.apps import apps as django_apps
 from importlinter.cli import lint_imports
+
+from hilbench_annotate.jobs import Job
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("hilbench_annotate", "authoring", "review", "validators", "judge", "evaluation", "exchange")
@@ -117,6 +120,108 @@ def _definitions(kind, name):
 )
 def test_each_cross_cutting_piece_has_one_definition(kind, name, home):
     assert _definitions(kind, name) == [home]
+
+
+# The job kit's own writes: ``job_claim`` (running, attempts, worker, started_at),
+# ``job_heartbeat`` (heartbeat_at), ``job_finish`` and ``job_fail`` (a finished or crashed
+# status, finished_at). Only jobs have these fields, and only jobs run, so these are the kit's
+# whatever the receiver. An app may still move its job through states of its own (an export
+# chunk queued again, a finished export's file expired) and create a job that never runs
+# (imported scores are a finished study).
+KIT_FIELDS = {"attempts", "worker", "started_at", "heartbeat_at", "finished_at"}
+CLAIM_FIELDS = {"attempts", "worker", "started_at", "heartbeat_at"}
+KIT_ONLY_STATUSES = {"RUNNING", "CRASHED"}
+# Finished statuses are the kit's on a job; other models have "failed" states of their own.
+JOB_FINISHED_STATUSES = {"SUCCEEDED", "PASSED", "FAILED", "ERROR"}
+WRITES = {"update", "create", "update_or_create", "get_or_create"}
+
+
+def _job_models() -> set[str]:
+    return {model.__name__ for model in django_apps.get_models() if issubclass(model, Job)}
+
+
+def _names(node) -> set[str]:
+    """``X.Status.RUNNING`` → RUNNING, ``model.CRASHED`` → CRASHED, "running" → RUNNING."""
+    if isinstance(node, ast.Attribute):
+        return {node.attr}
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value.upper()}
+    return {n for child in ast.iter_child_nodes(node) for n in _names(child)}
+
+
+def _model_of(call: ast.Call) -> str | None:
+    """``Model`` of ``Model.objects.….update(…)``; None when the receiver is a variable."""
+    node = call.func.value
+    while isinstance(node, ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute) and node.attr == "objects":
+            return node.value.id if isinstance(node.value, ast.Name) else None
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return None
+
+
+def _writes_like_the_kit(node, job_models: set[str]) -> bool:
+    if isinstance(node, ast.Assign):
+        sets_status = any(isinstance(t, ast.Attribute) and t.attr == "status" for t in node.targets)
+        return sets_status and "RUNNING" in _names(node.value)
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr not in WRITES:
+        return False
+    values = {k.arg: k.value for k in node.keywords if k.arg}
+    status = _names(values["status"]) if "status" in values else set()
+    if node.func.attr != "update":  # a job created running, or as if a worker held it
+        return "RUNNING" in status or bool(CLAIM_FIELDS & values.keys())
+    if KIT_FIELDS & values.keys() or KIT_ONLY_STATUSES & status:
+        return True
+    return _model_of(node) in job_models and bool(JOB_FINISHED_STATUSES & status)
+
+
+def job_writes_by_hand(source: str, job_models: set[str]) -> list[int]:
+    """Lines that claim, heartbeat, finish or fail a job without the kit: an ``update`` of a
+    job model setting the kit's fields or statuses; anywhere, a write or an assignment that
+    makes something running, or a create that starts a job as claimed."""
+    return sorted(
+        {n.lineno for n in ast.walk(ast.parse(source)) if _writes_like_the_kit(n, job_models)}
+    )
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("Run.objects.filter(pk=1, status='queued').update(status=Run.Status.RUNNING)", True),
+        ("ExportJob.objects.filter(pk=1).update(status=ExportJob.Status.FAILED, error=e)", True),
+        ("Run.objects.filter(pk=1).update(status=Run.CRASHED)", True),
+        ("Run.objects.filter(pk=1).update(done=F('done') + 1, heartbeat_at=now)", True),
+        ("Run.objects.filter(pk=1).update(attempts=F('attempts') + 1)", True),
+        ("rows.update(status='running')", True),
+        ("model.objects.filter(pk=pk).update(status=model.CRASHED, error=e)", True),
+        ("rows.exclude(status__in=FINISHED).update(status=s, finished_at=now)", True),
+        ("run.status = Run.Status.RUNNING", True),
+        ("Run.objects.create(status=Run.Status.QUEUED, worker=host, attempts=1)", True),
+        ("Run.objects.filter(pk=1).update(done=3)", False),
+        ("ExportJob.objects.filter(pk=1).update(status=ExportJob.Status.EXPIRED)", False),
+        ("Run.objects.filter(pk=1, status=Run.Status.RUNNING).update(phase=p)", False),
+        ("Study.objects.create(status=Study.Status.SUCCEEDED, finished_at=now)", False),
+        ("Assignment.objects.filter(pk=1).update(status=Assignment.Status.EXPIRED)", False),
+        ("Task.objects.filter(pk=1).update(status=Task.Status.FAILED)", False),
+    ],
+)
+def test_the_job_write_rule_tells_the_kit_from_app_states(source, caught):
+    assert bool(job_writes_by_hand(source, {"Run", "ExportJob", "Study"})) is caught
+
+
+def test_no_job_is_claimed_heartbeaten_finished_or_failed_outside_the_kit():
+    """The one claim / heartbeat / fail path is ``hilbench_annotate/jobs.py``'s, and not by
+    name only: no other module writes what it writes to a job (subclasses of ``jobs.Job``)."""
+    job_models = _job_models()
+    assert {"ValidationRun", "ExportJob", "ImportJob", "EvaluationRun"} <= job_models
+    by_hand = [
+        f"{module}:{line}"
+        for module, source in _sources()
+        if module != "hilbench_annotate/jobs.py"
+        for line in job_writes_by_hand(source, job_models)
+    ]
+    assert not by_hand, by_hand
 
 
 # The permission family: core's access.py, the row filters it reads (``visible_to``), and each
