@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps as django_apps
+from django.contrib.auth import get_user_model
+from django.db import models
 from importlinter.cli import lint_imports
 
 from hilbench_annotate.jobs import Job
@@ -120,6 +122,118 @@ def _definitions(kind, name):
 )
 def test_each_cross_cutting_piece_has_one_definition(kind, name, home):
     assert _definitions(kind, name) == [home]
+
+
+FEATURE_APPS = tuple(app for app in APPS if app != "hilbench_annotate")
+CORE_TEMPLATES = (
+    *sorted((ROOT / "templates" / "tasks").glob("*.html")),
+    ROOT / "templates/base.html",
+)
+# ORM calls whose string arguments and keyword names are lookup paths.
+LOOKUP_CALLS = {
+    "filter", "exclude", "get", "annotate", "aggregate", "order_by", "values", "values_list",
+    "only", "defer", "select_related", "prefetch_related", "Prefetch", "Count", "Sum", "Min",
+    "Max", "Avg", "F", "Q", "OuterRef",
+}  # fmt: skip
+TEMPLATE_CODE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
+def _upward_relations() -> tuple[dict[str, str], dict[str, str]]:
+    """The names a core object would reach a higher app's rows by: for each relation from a
+    feature app's model to a core model (or the user model), its reverse accessor
+    (``task.comments``) and its query name (``filter(comments__…)``), each → the field."""
+    core = {*django_apps.get_app_config("hilbench_annotate").get_models(), get_user_model()}
+    accessors, query_names = {}, {}
+    for label in FEATURE_APPS:
+        for model in django_apps.get_app_config(label).get_models():
+            for field in model._meta.get_fields():
+                if not isinstance(field, models.ForeignKey | models.ManyToManyField):
+                    continue
+                if field.related_model not in core or field.remote_field.hidden:
+                    continue
+                where = f"{model._meta.label}.{field.name}"
+                accessors[field.remote_field.get_accessor_name()] = where
+                query_names[field.related_query_name()] = where
+    return accessors, query_names
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def reverse_relations_read(source: str, accessors, query_names) -> list[str]:
+    """``line: name`` for each reverse relation a Python module reads: an attribute
+    (``task.validation_runs``) or the first step of an ORM lookup path."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in accessors:
+            found.add(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Call) and _call_name(node) in LOOKUP_CALLS:
+            paths = [k.arg for k in node.keywords if k.arg]
+            paths += [a.value for a in node.args if isinstance(a, ast.Constant)]
+            for path in paths:
+                if isinstance(path, str) and path.lstrip("-").split("__")[0] in query_names:
+                    found.add(f"{node.lineno}: {path}")
+    return sorted(found)
+
+
+def template_reverse_relations_read(text: str, accessors) -> list[str]:
+    found = []
+    for code in TEMPLATE_CODE.finditer(text):
+        line = text.count("\n", 0, code.start()) + 1
+        found += [f"{line}: .{n}" for n in re.findall(r"\.(\w+)", code.group()) if n in accessors]
+    return found
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("task.comments.filter(parent=None)", True),
+        ("task.validation_runs.first()", True),
+        ("Task.objects.filter(validation_runs__status='passed')", True),
+        ("Task.objects.prefetch_related('comments__author')", True),
+        ("Task.objects.order_by('-assignments__created_at')", True),
+        ("user.notifications.count()", True),
+        ("task.revisions.first()", False),
+        ("Task.objects.prefetch_related('blockers', 'tags')", False),
+        ("run.results.all()", False),  # a feature model's own relation, not core's
+    ],
+)
+def test_the_reverse_relation_rule_knows_core_from_feature_relations(source, caught):
+    accessors, query_names = _upward_relations()
+    assert bool(reverse_relations_read(source, accessors, query_names)) is caught
+
+
+def test_the_reverse_relation_rule_reads_template_code_not_prose():
+    accessors, _query_names = _upward_relations()
+    text = (
+        "<p>See the comments.</p>\n{% for c in task.comments.all %}{{ c.author.review_decisions }}"
+    )
+    assert template_reverse_relations_read(text, accessors) == [
+        "2: .comments",
+        "2: .review_decisions",
+    ]
+
+
+def test_core_reads_no_reverse_relation_of_a_higher_app():
+    """import-linter sees imports, not ``task.comments``: the ORM's reverse relations let core
+    reach review's or the validators' rows without importing them. Core's modules and its
+    templates (the task pages, the base) use none; what the task page shows of the apps
+    above comes from the panels they register (``hilbench_annotate/panels.py``)."""
+    accessors, query_names = _upward_relations()
+    assert {"comments", "validation_runs", "assignments", "notifications"} <= accessors.keys()
+    reads = [
+        f"{module}:{place}"
+        for module, source in _sources()
+        if module.startswith("hilbench_annotate/")
+        for place in reverse_relations_read(source, accessors, query_names)
+    ]
+    for template in CORE_TEMPLATES:
+        text = template.read_text(encoding="utf-8")
+        name = template.relative_to(ROOT).as_posix()
+        reads += [f"{name}:{place}" for place in template_reverse_relations_read(text, accessors)]
+    assert not reads, reads
 
 
 # The job kit's own writes: ``job_claim`` (running, attempts, worker, started_at),
