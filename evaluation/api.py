@@ -10,8 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hilbench_annotate.access import READER_ROLES, access_project, access_task
-from hilbench_annotate.errors import AccessDenied
-from judge.access import access_ask_human_run
+from judge.access import access_ask_human_run, require_ask_human_caller
 
 from .selectors import ask_human_run_reward, leaderboard, task_selection
 from .services import results_upload_start
@@ -41,8 +40,7 @@ class RewardApi(APIView):
         data = RewardIn(data=request.data)
         data.is_valid(raise_exception=True)
         run = access_ask_human_run(request.user, data.validated_data["run"])
-        if run.created_by_id != request.user.pk and not request.user.is_superuser:
-            raise AccessDenied("This ask_human run belongs to another caller.")
+        require_ask_human_caller(request.user, run)
         return Response(RewardOut(ask_human_run_reward(run)).data)
 
 

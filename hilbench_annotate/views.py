@@ -13,6 +13,7 @@ from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.forms import TokenForm
 from hilbench_annotate.models import ApiToken
+from hilbench_annotate.panels import task_panels
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, TaskStatus
@@ -88,14 +89,9 @@ def _task_page(request, task_id: int, *, typed_tags: str | None = None, status: 
         "criteria": QUALITY_CRITERIA,
         "can_edit": can_edit_task(request.user, task),
         "editable": task.status in EDITABLE,
-        "validation_run": task.validation_runs.select_related("revision")
-        .prefetch_related("results")
-        .first(),
-        "threads": task.comments.filter(parent=None)
-        .select_related("author")
-        .prefetch_related("replies__author"),
         "typed_tags": typed_tags,
     }
+    context.update(task_panels(task=task, user=request.user, page=context))
     return render(request, "tasks/detail.html", context, status=status)
 
 

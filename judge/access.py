@@ -7,6 +7,7 @@ enumerated. Which role may start a run and whose run it is stay the services' qu
 """
 
 from hilbench_annotate.access import BAD_ID, has_role, member_project_ids, not_found
+from hilbench_annotate.errors import AccessDenied
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import READER_ROLES
 
@@ -31,6 +32,13 @@ def access_ask_human_run(user, run_id) -> AskHumanRun:
         return runs.get(pk=run_id)
     except (AskHumanRun.DoesNotExist, *BAD_ID):
         raise not_found("ask_human run") from None
+
+
+def require_ask_human_caller(user, run: AskHumanRun) -> None:
+    """A run is asked and scored by the caller who started it (or a site admin): another
+    member of the project sees it exists (403), but may not use it."""
+    if run.created_by_id != user.pk and not user.is_superuser:
+        raise AccessDenied("This ask_human run belongs to another caller.")
 
 
 def may_label(user, task: Task) -> bool:

@@ -9,11 +9,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from hilbench_annotate.access import require_role
-from hilbench_annotate.errors import AccessDenied, DomainError, LimitReached
+from hilbench_annotate.errors import DomainError, LimitReached
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.vocabulary import Role
 
 from . import limits
+from .access import require_ask_human_caller
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict, version_fit
 from .embedded import EmbeddedJudge
 from .encoder import get_encoder
@@ -207,8 +208,7 @@ def _capped(run: AskHumanRun, question: str, client_time: str, cap: tuple[str, s
 def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") -> AskHumanCall:
     """Answer one agent question and log it. A judge failure is logged and raised, never
     turned into "irrelevant question"; so is a question refused by the session cap."""
-    if run.created_by_id != actor.pk and not actor.is_superuser:
-        raise AccessDenied("This ask_human run belongs to another caller.")
+    require_ask_human_caller(actor, run)
     question = (question or "").strip()
     if not question:
         raise DomainError("The question is empty.")

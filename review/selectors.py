@@ -6,7 +6,7 @@ from django.utils import timezone
 from hilbench_annotate import workflow
 from hilbench_annotate.access import has_role
 from hilbench_annotate.models import Revision, Task
-from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
+from review.models import Comment, ReviewAssignment, ReviewDecision, ReviewLayer
 
 
 def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:
@@ -69,3 +69,13 @@ def eligible_tasks(user, layer: ReviewLayer):
 def revision_judged_last(task: Task, layer: int) -> Revision | None:
     decision = task.decisions.filter(layer=layer).select_related("revision").first()
     return decision.revision if decision else None
+
+
+def task_threads(task: Task):
+    """The task's threads (top-level comments), their authors and replies: three queries
+    when read, however many there are."""
+    return (
+        Comment.objects.filter(task=task, parent=None)
+        .select_related("author")
+        .prefetch_related("replies__author")
+    )

@@ -159,9 +159,7 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "reject_reasons": services.policy_for(task.project).reject_reasons,
         "decisions": task.decisions.select_related("reviewer", "revision"),
         "candidates": _candidates(task, layer) if is_lead and layer else [],
-        "threads": task.comments.filter(parent=None)
-        .select_related("author")
-        .prefetch_related("replies__author"),
+        "threads": selectors.task_threads(task),
     }
 
 

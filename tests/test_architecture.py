@@ -3,10 +3,17 @@ cycle inside a function, modules and functions stay readable, and the cross-cutt
 (permissions, jobs, gates) each have one home."""
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
+from django.apps import apps as django_apps
+from django.contrib.auth import get_user_model
+from django.db import models
 from importlinter.cli import lint_imports
+
+from hilbench_annotate.jobs import Job
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("hilbench_annotate", "authoring", "review", "validators", "judge", "evaluation", "exchange")
@@ -29,12 +36,26 @@ def _functions(tree):
 
 def test_the_layer_contracts_of_pyproject_hold(capsys, monkeypatch):
     """import-linter's contracts ([tool.importlinter] in pyproject.toml): the layers
-    exchange → review | evaluation → judge → validators → authoring → core, and a leaf toolkit."""
+    exchange → review | evaluation → judge → validators → authoring → core, review beside
+    the judge and the validators rather than on them, and a leaf toolkit."""
     monkeypatch.chdir(ROOT)
     exit_code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
     report = capsys.readouterr().out
     assert exit_code == 0, report
-    assert "2 kept, 0 broken" in report, report
+    assert "3 kept, 0 broken" in report, report
+
+
+def test_the_contracts_draw_the_diagram_of_architecture_md():
+    """The layers alone would let review import the judge and the validators (they are below
+    it); the diagram draws review → authoring only, so a contract forbids the rest."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    forbidden = {
+        source: set(contract["forbidden_modules"])
+        for contract in contracts["contracts"]
+        if contract["type"] == "forbidden"
+        for source in contract["source_modules"]
+    }
+    assert {"judge", "validators"} <= forbidden.get("review", set())
 
 
 def test_no_function_imports_a_project_module_except_app_ready():
@@ -103,14 +124,287 @@ def test_each_cross_cutting_piece_has_one_definition(kind, name, home):
     assert _definitions(kind, name) == [home]
 
 
+FEATURE_APPS = tuple(app for app in APPS if app != "hilbench_annotate")
+CORE_TEMPLATES = (
+    *sorted((ROOT / "templates" / "tasks").glob("*.html")),
+    ROOT / "templates/base.html",
+)
+# ORM calls whose string arguments and keyword names are lookup paths.
+LOOKUP_CALLS = {
+    "filter", "exclude", "get", "annotate", "aggregate", "order_by", "values", "values_list",
+    "only", "defer", "select_related", "prefetch_related", "Prefetch", "Count", "Sum", "Min",
+    "Max", "Avg", "F", "Q", "OuterRef",
+}  # fmt: skip
+TEMPLATE_CODE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
+def _upward_relations() -> tuple[dict[str, str], dict[str, str]]:
+    """The names a core object would reach a higher app's rows by: for each relation from a
+    feature app's model to a core model (or the user model), its reverse accessor
+    (``task.comments``) and its query name (``filter(comments__…)``), each → the field."""
+    core = {*django_apps.get_app_config("hilbench_annotate").get_models(), get_user_model()}
+    accessors, query_names = {}, {}
+    for label in FEATURE_APPS:
+        for model in django_apps.get_app_config(label).get_models():
+            for field in model._meta.get_fields():
+                if not isinstance(field, models.ForeignKey | models.ManyToManyField):
+                    continue
+                if field.related_model not in core or field.remote_field.hidden:
+                    continue
+                where = f"{model._meta.label}.{field.name}"
+                accessors[field.remote_field.get_accessor_name()] = where
+                query_names[field.related_query_name()] = where
+    return accessors, query_names
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def reverse_relations_read(source: str, accessors, query_names) -> list[str]:
+    """``line: name`` for each reverse relation a Python module reads: an attribute
+    (``task.validation_runs``) or the first step of an ORM lookup path."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in accessors:
+            found.add(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Call) and _call_name(node) in LOOKUP_CALLS:
+            paths = [k.arg for k in node.keywords if k.arg]
+            paths += [a.value for a in node.args if isinstance(a, ast.Constant)]
+            for path in paths:
+                if isinstance(path, str) and path.lstrip("-").split("__")[0] in query_names:
+                    found.add(f"{node.lineno}: {path}")
+    return sorted(found)
+
+
+def template_reverse_relations_read(text: str, accessors) -> list[str]:
+    found = []
+    for code in TEMPLATE_CODE.finditer(text):
+        line = text.count("\n", 0, code.start()) + 1
+        found += [f"{line}: .{n}" for n in re.findall(r"\.(\w+)", code.group()) if n in accessors]
+    return found
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("task.comments.filter(parent=None)", True),
+        ("task.validation_runs.first()", True),
+        ("Task.objects.filter(validation_runs__status='passed')", True),
+        ("Task.objects.prefetch_related('comments__author')", True),
+        ("Task.objects.order_by('-assignments__created_at')", True),
+        ("user.notifications.count()", True),
+        ("task.revisions.first()", False),
+        ("Task.objects.prefetch_related('blockers', 'tags')", False),
+        ("run.results.all()", False),  # a feature model's own relation, not core's
+    ],
+)
+def test_the_reverse_relation_rule_knows_core_from_feature_relations(source, caught):
+    accessors, query_names = _upward_relations()
+    assert bool(reverse_relations_read(source, accessors, query_names)) is caught
+
+
+def test_the_reverse_relation_rule_reads_template_code_not_prose():
+    accessors, _query_names = _upward_relations()
+    text = (
+        "<p>See the comments.</p>\n{% for c in task.comments.all %}{{ c.author.review_decisions }}"
+    )
+    assert template_reverse_relations_read(text, accessors) == [
+        "2: .comments",
+        "2: .review_decisions",
+    ]
+
+
+def test_core_reads_no_reverse_relation_of_a_higher_app():
+    """import-linter sees imports, not ``task.comments``: the ORM's reverse relations let core
+    reach review's or the validators' rows without importing them. Core's modules and its
+    templates (the task pages, the base) use none; what the task page shows of the apps
+    above comes from the panels they register (``hilbench_annotate/panels.py``)."""
+    accessors, query_names = _upward_relations()
+    assert {"comments", "validation_runs", "assignments", "notifications"} <= accessors.keys()
+    reads = [
+        f"{module}:{place}"
+        for module, source in _sources()
+        if module.startswith("hilbench_annotate/")
+        for place in reverse_relations_read(source, accessors, query_names)
+    ]
+    for template in CORE_TEMPLATES:
+        text = template.read_text(encoding="utf-8")
+        name = template.relative_to(ROOT).as_posix()
+        reads += [f"{name}:{place}" for place in template_reverse_relations_read(text, accessors)]
+    assert not reads, reads
+
+
+# The job kit's own writes: ``job_claim`` (running, attempts, worker, started_at),
+# ``job_heartbeat`` (heartbeat_at), ``job_finish`` and ``job_fail`` (a finished or crashed
+# status, finished_at). Only jobs have these fields, and only jobs run, so these are the kit's
+# whatever the receiver. An app may still move its job through states of its own (an export
+# chunk queued again, a finished export's file expired) and create a job that never runs
+# (imported scores are a finished study).
+KIT_FIELDS = {"attempts", "worker", "started_at", "heartbeat_at", "finished_at"}
+CLAIM_FIELDS = {"attempts", "worker", "started_at", "heartbeat_at"}
+KIT_ONLY_STATUSES = {"RUNNING", "CRASHED"}
+# Finished statuses are the kit's on a job; other models have "failed" states of their own.
+JOB_FINISHED_STATUSES = {"SUCCEEDED", "PASSED", "FAILED", "ERROR"}
+WRITES = {"update", "create", "update_or_create", "get_or_create"}
+
+
+def _job_models() -> set[str]:
+    return {model.__name__ for model in django_apps.get_models() if issubclass(model, Job)}
+
+
+def _names(node) -> set[str]:
+    """``X.Status.RUNNING`` → RUNNING, ``model.CRASHED`` → CRASHED, "running" → RUNNING."""
+    if isinstance(node, ast.Attribute):
+        return {node.attr}
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value.upper()}
+    return {n for child in ast.iter_child_nodes(node) for n in _names(child)}
+
+
+def _model_of(call: ast.Call) -> str | None:
+    """``Model`` of ``Model.objects.….update(…)``; None when the receiver is a variable."""
+    node = call.func.value
+    while isinstance(node, ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute) and node.attr == "objects":
+            return node.value.id if isinstance(node.value, ast.Name) else None
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return None
+
+
+def _writes_like_the_kit(node, job_models: set[str]) -> bool:
+    if isinstance(node, ast.Assign):
+        sets_status = any(isinstance(t, ast.Attribute) and t.attr == "status" for t in node.targets)
+        return sets_status and "RUNNING" in _names(node.value)
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr not in WRITES:
+        return False
+    values = {k.arg: k.value for k in node.keywords if k.arg}
+    status = _names(values["status"]) if "status" in values else set()
+    if node.func.attr != "update":  # a job created running, or as if a worker held it
+        return "RUNNING" in status or bool(CLAIM_FIELDS & values.keys())
+    if KIT_FIELDS & values.keys() or KIT_ONLY_STATUSES & status:
+        return True
+    return _model_of(node) in job_models and bool(JOB_FINISHED_STATUSES & status)
+
+
+def job_writes_by_hand(source: str, job_models: set[str]) -> list[int]:
+    """Lines that claim, heartbeat, finish or fail a job without the kit: an ``update`` of a
+    job model setting the kit's fields or statuses; anywhere, a write or an assignment that
+    makes something running, or a create that starts a job as claimed."""
+    return sorted(
+        {n.lineno for n in ast.walk(ast.parse(source)) if _writes_like_the_kit(n, job_models)}
+    )
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("Run.objects.filter(pk=1, status='queued').update(status=Run.Status.RUNNING)", True),
+        ("ExportJob.objects.filter(pk=1).update(status=ExportJob.Status.FAILED, error=e)", True),
+        ("Run.objects.filter(pk=1).update(status=Run.CRASHED)", True),
+        ("Run.objects.filter(pk=1).update(done=F('done') + 1, heartbeat_at=now)", True),
+        ("Run.objects.filter(pk=1).update(attempts=F('attempts') + 1)", True),
+        ("rows.update(status='running')", True),
+        ("model.objects.filter(pk=pk).update(status=model.CRASHED, error=e)", True),
+        ("rows.exclude(status__in=FINISHED).update(status=s, finished_at=now)", True),
+        ("run.status = Run.Status.RUNNING", True),
+        ("Run.objects.create(status=Run.Status.QUEUED, worker=host, attempts=1)", True),
+        ("Run.objects.filter(pk=1).update(done=3)", False),
+        ("ExportJob.objects.filter(pk=1).update(status=ExportJob.Status.EXPIRED)", False),
+        ("Run.objects.filter(pk=1, status=Run.Status.RUNNING).update(phase=p)", False),
+        ("Study.objects.create(status=Study.Status.SUCCEEDED, finished_at=now)", False),
+        ("Assignment.objects.filter(pk=1).update(status=Assignment.Status.EXPIRED)", False),
+        ("Task.objects.filter(pk=1).update(status=Task.Status.FAILED)", False),
+    ],
+)
+def test_the_job_write_rule_tells_the_kit_from_app_states(source, caught):
+    assert bool(job_writes_by_hand(source, {"Run", "ExportJob", "Study"})) is caught
+
+
+def test_no_job_is_claimed_heartbeaten_finished_or_failed_outside_the_kit():
+    """The one claim / heartbeat / fail path is ``hilbench_annotate/jobs.py``'s, and not by
+    name only: no other module writes what it writes to a job (subclasses of ``jobs.Job``)."""
+    job_models = _job_models()
+    assert {"ValidationRun", "ExportJob", "ImportJob", "EvaluationRun"} <= job_models
+    by_hand = [
+        f"{module}:{line}"
+        for module, source in _sources()
+        if module != "hilbench_annotate/jobs.py"
+        for line in job_writes_by_hand(source, job_models)
+    ]
+    assert not by_hand, by_hand
+
+
+# The permission family: core's access.py, the row filters it reads (``visible_to``), and each
+# app's access.py building its ``access_<entity>`` on them.
+ACCESS_MODULES = {"hilbench_annotate/access.py", "hilbench_annotate/querysets.py"} | {
+    f"{app}/access.py" for app in APPS
+}
+LOOKUPS = {"filter", "exclude", "get"}
+ROLE_KEY = re.compile(r"^(memberships__)?role(__in)?$")
+# A key naming one user: with a role key beside it, the query asks "has this user that role".
+ONE_USER_KEY = re.compile(
+    r"^(memberships__)?(user|user_id|user__pk|user__username)$|^(pk|id|username)$"
+)
+
+
+def _lookup_keys(call: ast.Call) -> set[str]:
+    """The keyword names of a chain of ``filter`` / ``exclude`` / ``get`` calls
+    (``….filter(user=u).filter(role=r)`` gives both), read from its outermost call."""
+    keys: set[str] = set()
+    node = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in LOOKUPS:
+            keys |= {k.arg for k in node.keywords if k.arg}
+        node = node.func.value
+    return keys
+
+
+def inline_permission_checks(source: str) -> list[int]:
+    """Lines that decide a permission by hand: reading ``.is_superuser`` (only the access
+    modules know that a site admin may do everything), or a lookup asking whether one user
+    holds a role (``Membership.objects.filter(user=…, role=…)``). Listing a project's members
+    by role (a dashboard, assignment candidates) names no user and is not a check."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "is_superuser":
+            found.add(node.lineno)
+        elif isinstance(node, ast.Call):
+            keys = _lookup_keys(node)
+            if any(ROLE_KEY.match(k) for k in keys) and any(ONE_USER_KEY.match(k) for k in keys):
+                found.add(node.lineno)
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("if not user.is_superuser and not lead: pass", True),
+        ("if run.created_by_id != user.pk and not user.is_superuser: pass", True),
+        ("Membership.objects.filter(project=p, user=u, role=Role.LEAD).exists()", True),
+        ("Membership.objects.filter(user=u).filter(role__in=roles).exists()", True),
+        ("User.objects.filter(username=n, memberships__role=Role.LEAD).first()", True),
+        ("Membership.objects.filter(project=p, role__in=REVIEWING)", False),
+        ("User.objects.filter(memberships__project=p, memberships__role=r)", False),
+        ("Membership.objects.get_or_create(project=p, user=u, role=r)", False),
+        ("if not has_role(user, project.pk, Role.LEAD): pass", False),
+    ],
+)
+def test_the_inline_permission_rule_tells_checks_from_listings(source, caught):
+    assert bool(inline_permission_checks(source)) is caught
+
+
 def test_no_permission_check_is_written_inline():
-    """Role checks go through ``has_role`` / ``require_role`` / ``ProjectRoles``: no module but
-    access.py asks ``is_superuser or … in roles`` itself."""
-    inline = []
-    for module, source in _sources():
-        if module == "hilbench_annotate/access.py":
-            continue
-        for number, line in enumerate(source.splitlines(), start=1):
-            if "is_superuser or" in line and "roles" in line:
-                inline.append(f"{module}:{number}")
+    """Role checks go through ``has_role`` / ``require_role`` / ``ProjectRoles`` and the apps'
+    ``access_*`` helpers: no other module reads ``is_superuser`` or asks the memberships
+    whether a user holds a role."""
+    inline = [
+        f"{module}:{line}"
+        for module, source in _sources()
+        if module not in ACCESS_MODULES
+        for line in inline_permission_checks(source)
+    ]
     assert not inline, inline

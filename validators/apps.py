@@ -8,9 +8,10 @@ class ValidatorsConfig(AppConfig):
     def ready(self) -> None:
         from hilbench_annotate.jobs import JobKind, register
 
-        from . import gates  # models are loaded only now
+        from . import gates, panels  # models are loaded only now
 
         gates.register()
+        panels.register()
         register(
             JobKind(
                 "validators.ValidationRun",

@@ -34,6 +34,7 @@ from hilbench_annotate.jobs import (
     job_claim_all,
     job_fail,
     job_finish,
+    job_heartbeat,
     job_heartbeat_while,
     job_send,
 )
@@ -275,9 +276,7 @@ def export_chunk_execute(*, chunk_id: int, fan_out: bool = True, claimed: bool =
         return
     job_finish(ExportChunk, chunk_id, result=result)
     # Progress within the step (the page names the step): tasks checked, or written.
-    ExportJob.objects.filter(pk=job.pk).update(
-        done=F("done") + len(chunk.tasks), heartbeat_at=timezone.now()
-    )
+    job_heartbeat(ExportJob, job.pk, done=F("done") + len(chunk.tasks))
     _advance(job.pk, chunk.phase, fan_out=fan_out)
 
 

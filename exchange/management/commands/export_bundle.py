@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from exchange.models import ExportJob
 from exchange.services.exports import bundle_export_create, bundle_export_execute
+from hilbench_annotate.access import has_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Membership, Project
 from hilbench_annotate.vocabulary import Role
@@ -81,12 +82,7 @@ class Command(BaseCommand):
                 user = User.objects.get(username=username)
             except User.DoesNotExist:
                 raise CommandError(f"No user {username!r}.") from None
-            if (
-                not user.is_superuser
-                and not Membership.objects.filter(
-                    project=project, user=user, role=Role.LEAD
-                ).exists()
-            ):
+            if not has_role(user, project.pk, Role.LEAD):
                 raise CommandError(f"{username} is not a lead of {project.slug}.")
             return user
         lead = (

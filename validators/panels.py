@@ -1,0 +1,19 @@
+"""The validators' panel on the task page: the latest structural-check run, or the button that
+starts one. Registered in ``ValidatorsConfig.ready``."""
+
+from hilbench_annotate.panels import register_task_panel
+
+from .services import latest_run
+
+
+def _context(*, task, user) -> dict:
+    return {"validation_run": latest_run(task)}
+
+
+def register() -> None:
+    register_task_panel(
+        "structural_checks",
+        template="validators/_task_panel.html",
+        context=_context,
+        position=10,
+    )
