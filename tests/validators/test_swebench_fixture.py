@@ -41,10 +41,12 @@ TEST_FILES = {
 
 
 @pytest.fixture
-def imported(project, author, tmp_path):
+def imported(project, author, tmp_path, settings):
     """Both fixture records (SWE-bench's fields and SWE-Bench Pro's), each carrying the
     environment specification as a hand-written record or our own export does, imported
-    from the fixture's git bundle."""
+    from the fixture's git bundle; built and run in the local sandbox, whatever the machine
+    is configured with."""
+    settings.SANDBOX_BACKEND = "local"
     records = [json.loads(line) for line in (SWEBENCH / "instances.jsonl").open()]
     path = tmp_path / "instances.jsonl"
     path.write_text(
