@@ -220,6 +220,9 @@ MAX_UPLOAD_BYTES = int(os.environ.get("HILBENCH_MAX_UPLOAD_BYTES", str(512 * 102
 # An import's upload and what it unpacks to are deleted when its job ends; anything left in
 # UPLOAD_STORE (a job whose worker died for good) is swept after this many hours.
 UPLOAD_KEEP_HOURS = float(os.environ.get("HILBENCH_UPLOAD_KEEP_HOURS", "24"))
+# Disk the upload folders of one project's unfinished imports may hold together (what they
+# unpacked included): an upload past it is refused and nothing of it stored.
+PROJECT_UPLOAD_QUOTA_MB = int(os.environ.get("HILBENCH_PROJECT_UPLOAD_QUOTA_MB", "20000"))
 # What an uploaded archive may unpack to: at most this many bytes, and (past 64 MiB) at most
 # this many times its own size, so a small decompression bomb is refused before it is written.
 UNPACK_MAX_BYTES = int(os.environ.get("HILBENCH_UNPACK_MAX_BYTES", str(4 * 1024**3)))

@@ -1,6 +1,7 @@
 """The last line of a test run before pytest's count: what was skipped and why, grouped —
 browser tests without chromium, tests that need PostgreSQL and Redis, tests that need the real
-data of ../shared, and any other reason on its own.
+data of ../shared, tests that need a Docker engine, the Go toolchain or a pyenv Python the
+machine lacks (each with how to install it), and any other reason on its own.
 
 A plugin of no Django (tests/conftest.py registers its hook), so that a test can run it.
 """
@@ -11,7 +12,13 @@ from collections import Counter
 import pytest
 
 BROWSER, SERVICES, SHARED_DATA = "browser", "services", "shared"
+DOCKER, GO, PYENV = "docker", "go", "pyenv "  # PYENV + the version: "pyenv 3.9"
 _NEEDS_SERVICES = re.compile(r"PostgreSQL|Redis|redis-server")
+# The reasons these tests give: DockerSandbox.available(), tests/validators/test_logparsers.py,
+# tests/validators/test_interpreters.py.
+_NEEDS_DOCKER = re.compile(r"^no container engine answers")
+_NEEDS_GO = re.compile(r"^Go is not installed")
+_NEEDS_PYENV = re.compile(r"^no pyenv Python (\d+(?:\.\d+)*)")
 
 
 def skip_group(report) -> str:
@@ -25,27 +32,54 @@ def skip_group(report) -> str:
         return SHARED_DATA
     if _NEEDS_SERVICES.search(reason):
         return SERVICES
+    if _NEEDS_DOCKER.search(reason):
+        return DOCKER
+    if _NEEDS_GO.search(reason):
+        return GO
+    if pyenv := _NEEDS_PYENV.search(reason):
+        return PYENV + pyenv.group(1)
     return reason
+
+
+def _tests(n: int, what: str = "test") -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _need(n: int) -> str:
+    return f"{_tests(n)} need{'s' if n == 1 else ''}"
+
+
+_WORDING = {
+    BROWSER: lambda n: f"{_tests(n, 'browser test')}: chromium not installed (`make e2e-deps`)",
+    SERVICES: lambda n: f"{_need(n)} PostgreSQL and Redis (`.ci/run` starts them)",
+    SHARED_DATA: lambda n: f"{_need(n)} the real third-party data of ../shared",
+    DOCKER: lambda n: (
+        f"{_need(n)} a Docker engine (install Docker and start its daemon: `docker info` answers)"
+    ),
+    GO: lambda n: f"{_need(n)} the Go toolchain (`apt-get install golang-go`)",
+}
+
+
+def _wording(group: str, n: int) -> str:
+    if group in _WORDING:
+        return _WORDING[group](n)
+    if group.startswith(PYENV):
+        version = group.removeprefix(PYENV)
+        return f"{_need(n)} pyenv's Python {version} (`pyenv install {version}`)"
+    return f"{_tests(n)}: {group}"
+
+
+def _version(group: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in group.removeprefix(PYENV).split("."))
 
 
 def skip_summary(reports) -> str:
     """``Skipped: 9 browser tests: chromium not installed (…); …`` or ``Skipped: none.``"""
     groups = Counter(skip_group(r) for r in reports)
-
-    def tests(n: int, what: str = "test") -> str:
-        return f"{n} {what}{'s' if n != 1 else ''}"
-
-    wording = {
-        BROWSER: lambda n: f"{tests(n, 'browser test')}: chromium not installed (`make e2e-deps`)",
-        SERVICES: lambda n: (
-            f"{tests(n)} need{'s' if n == 1 else ''} PostgreSQL and Redis (`.ci/run` starts them)"
-        ),
-        SHARED_DATA: lambda n: (
-            f"{tests(n)} need{'s' if n == 1 else ''} the real third-party data of ../shared"
-        ),
-    }
-    order = [g for g in wording if g in groups] + sorted(g for g in groups if g not in wording)
-    parts = [wording[g](groups[g]) if g in wording else f"{tests(groups[g])}: {g}" for g in order]
+    pyenv = sorted((g for g in groups if g.startswith(PYENV)), key=_version)
+    others = sorted(g for g in groups if g not in _WORDING and g not in pyenv)
+    order = [g for g in _WORDING if g in groups] + pyenv + others
+    parts = [_wording(g, groups[g]) for g in order]
     return f"Skipped: {'; '.join(parts)}." if parts else "Skipped: none."
 
 

@@ -1,12 +1,14 @@
 """fixtures/ is what its generators write: fixtures/make_fixtures.py run again gives the same
 files (SQLite databases the same rows, the git bundle the same commits, since their bytes
-depend on the SQLite and git versions); and the whole folder stays small."""
+depend on the SQLite and git versions); the whole folder stays small; and its README names
+every test file that reads it."""
 
+import re
 import sqlite3
 import subprocess
 import sys
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, ROOT
 
 GENERATED = ("bird", "swebench", "hilbench", "results", "judge")
 
@@ -56,3 +58,18 @@ def test_the_fixtures_stay_small():
     sizes = {p: p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file()}
     assert sum(sizes.values()) < 2_000_000
     assert max(sizes.values()) < 200_000
+
+
+# How a test reads fixtures/: the conftest's FIXTURES, its release_examples fixture, or a path.
+_READS_FIXTURES = re.compile(r"\bFIXTURES\b|\brelease_examples\b|[\"']fixtures[\"']\s*/")
+
+
+def test_the_readme_names_every_test_file_that_reads_the_fixtures():
+    readers = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "tests").rglob("*.py")
+        if path.name != "conftest.py" and _READS_FIXTURES.search(path.read_text())
+    )
+    assert "tests/exchange/test_import_api.py" in readers  # the pattern finds them
+    readme = (FIXTURES / "README.md").read_text()
+    assert [path for path in readers if f"`{path}" not in readme] == []

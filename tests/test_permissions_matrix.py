@@ -3,9 +3,10 @@
 The operations are enumerated from the OpenAPI schema (and the URL resolver, for the
 endpoints the schema leaves out), so an endpoint added without a row in ``MATRIX`` fails
 ``test_every_api_operation_has_a_row``. Each case builds the same small world — a project
-with one member per role, a draft task that passes lint, a task in review at the registry
-audit held by the auditor, a thread, an ask_human run of the harness, an export job — and
-makes one request that would succeed for a role that is allowed.
+with one member per role and a second author, ``author2``, who wrote none of its tasks (what
+"the task's author or a lead" tells apart), a draft task that passes lint, a task in review at
+the registry audit held by the auditor, a thread, an ask_human run of the harness, an export
+job — and makes one request that would succeed for a role that is allowed.
 
 Classes: ``2xx`` (allowed), ``401`` (no credentials), ``403`` (may see, may not do),
 ``404`` (may not even see: other projects' objects, and tasks for the harness).
@@ -31,67 +32,69 @@ from exchange.models import ExportJob, ImportJob
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
 from judge.services import ask_human_run_start
-from review.models import Comment, ReviewAssignment
+from review.models import Comment, ReviewAssignment, ReviewDecision
 
 from .factories import MembershipFactory, UserFactory
 from .review.test_api import clean_task, place
 
 pytestmark = pytest.mark.django_db
 
-ROLES = ("anonymous", "outsider", "author", "reviewer", "auditor", "lead", "harness")
+# author2: an author of the same project who is not the task's author (the tasks of the world
+# are all author's), the case "the task's author or a lead" rests on.
+ROLES = ("anonymous", "outsider", "author", "author2", "reviewer", "auditor", "lead", "harness")
 
 # One row per operation; columns in ROLES order.
 # fmt: off
 MATRIX: dict[tuple[str, str], str] = {
     # --- core: projects, tasks, blockers, trigger questions
-    ("GET", "/api/projects/"):                          "401 2xx 2xx 2xx 2xx 2xx 2xx",
-    ("GET", "/api/tasks/"):                             "401 2xx 2xx 2xx 2xx 2xx 2xx",
-    ("GET", "/api/tasks/{task_id}/"):                   "401 404 2xx 2xx 2xx 2xx 404",
-    ("PATCH", "/api/tasks/{task_id}/"):                 "401 404 2xx 403 403 2xx 404",
-    ("GET", "/api/tasks/{task_id}/blockers/"):          "401 404 2xx 2xx 2xx 2xx 404",
-    ("POST", "/api/tasks/{task_id}/blockers/"):         "401 404 2xx 403 403 2xx 404",
-    ("GET", "/api/blockers/{blocker_id}/"):             "401 404 2xx 2xx 2xx 2xx 404",
-    ("PATCH", "/api/blockers/{blocker_id}/"):           "401 404 2xx 403 403 2xx 404",
-    ("DELETE", "/api/blockers/{blocker_id}/"):          "401 404 2xx 403 403 2xx 404",
+    ("GET", "/api/projects/"):                          "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("GET", "/api/tasks/"):                             "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("GET", "/api/tasks/{task_id}/"):                   "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("PATCH", "/api/tasks/{task_id}/"):                 "401 404 2xx 403 403 403 2xx 404",
+    ("GET", "/api/tasks/{task_id}/blockers/"):          "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/tasks/{task_id}/blockers/"):         "401 404 2xx 403 403 403 2xx 404",
+    ("GET", "/api/blockers/{blocker_id}/"):             "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("PATCH", "/api/blockers/{blocker_id}/"):           "401 404 2xx 403 403 403 2xx 404",
+    ("DELETE", "/api/blockers/{blocker_id}/"):          "401 404 2xx 403 403 403 2xx 404",
     ("POST", "/api/blockers/{blocker_id}/trigger-questions/"):
-                                                        "401 404 2xx 403 403 2xx 404",
-    ("PATCH", "/api/trigger-questions/{question_id}/"): "401 404 2xx 403 403 2xx 404",
-    ("DELETE", "/api/trigger-questions/{question_id}/"):"401 404 2xx 403 403 2xx 404",
+                                                        "401 404 2xx 403 403 403 2xx 404",
+    ("PATCH", "/api/trigger-questions/{question_id}/"): "401 404 2xx 403 403 403 2xx 404",
+    ("DELETE", "/api/trigger-questions/{question_id}/"):"401 404 2xx 403 403 403 2xx 404",
     # --- review
-    ("GET", "/api/projects/{project_id}/pipeline/"):    "401 404 2xx 2xx 2xx 2xx 404",
-    ("PUT", "/api/projects/{project_id}/pipeline/"):    "401 404 403 403 403 2xx 404",
-    ("POST", "/api/tasks/{task_id}/submit"):            "401 404 2xx 403 403 2xx 404",
-    ("GET", "/api/review/queue"):                       "401 2xx 2xx 2xx 2xx 2xx 2xx",
-    ("POST", "/api/review/take-next"):                  "401 404 403 403 2xx 403 404",
-    ("POST", "/api/tasks/{task_id}/assign"):            "401 404 403 403 403 2xx 404",
+    ("GET", "/api/projects/{project_id}/pipeline/"):    "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("PUT", "/api/projects/{project_id}/pipeline/"):    "401 404 403 403 403 403 2xx 404",
+    ("POST", "/api/tasks/{task_id}/submit"):            "401 404 2xx 403 403 403 2xx 404",
+    ("GET", "/api/review/queue"):                       "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("POST", "/api/review/take-next"):                  "401 404 403 403 403 2xx 403 404",
+    ("POST", "/api/tasks/{task_id}/assign"):            "401 404 403 403 403 403 2xx 404",
     ("POST", "/api/assignments/{assignment_id}/release"):
-                                                        "401 404 403 403 2xx 2xx 404",
-    ("GET", "/api/tasks/{task_id}/decisions"):          "401 404 2xx 2xx 2xx 2xx 404",
-    ("POST", "/api/tasks/{task_id}/decisions"):         "401 404 403 403 2xx 403 404",
-    ("GET", "/api/tasks/{task_id}/comments"):           "401 404 2xx 2xx 2xx 2xx 404",
-    ("POST", "/api/tasks/{task_id}/comments"):          "401 404 2xx 2xx 2xx 2xx 404",
-    ("POST", "/api/comments/{comment_id}/resolve"):     "401 404 2xx 2xx 2xx 2xx 404",
-    ("GET", "/api/notifications"):                      "401 2xx 2xx 2xx 2xx 2xx 2xx",
-    ("POST", "/api/notifications/read"):                "401 2xx 2xx 2xx 2xx 2xx 2xx",
+                                                        "401 404 403 403 403 2xx 2xx 404",
+    ("GET", "/api/tasks/{task_id}/decisions"):          "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/tasks/{task_id}/decisions"):         "401 404 403 403 403 2xx 403 404",
+    ("GET", "/api/tasks/{task_id}/comments"):           "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/tasks/{task_id}/comments"):          "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/comments/{comment_id}/resolve"):     "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("GET", "/api/notifications"):                      "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("POST", "/api/notifications/read"):                "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
     # --- judge: ask_human for harnesses (leads may start runs to try them)
-    ("POST", "/api/ask_human/runs"):                    "401 404 403 403 403 2xx 2xx",
-    ("POST", "/api/ask_human"):                         "401 404 403 403 403 403 2xx",
+    ("POST", "/api/ask_human/runs"):                    "401 404 403 403 403 403 2xx 2xx",
+    ("POST", "/api/ask_human"):                         "401 404 403 403 403 403 403 2xx",
     # MCP answers every JSON-RPC call with 200; refusals are tool errors (test below).
-    ("POST", "/api/mcp"):                               "401 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("POST", "/api/mcp"):                               "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
     # --- evaluation
-    ("POST", "/api/reward"):                            "401 404 403 403 403 403 2xx",
-    ("GET", "/api/projects/{project_id}/leaderboard"):  "401 404 2xx 2xx 2xx 2xx 404",
-    ("POST", "/api/projects/{project_id}/results"):     "401 404 403 403 403 2xx 404",
-    ("GET", "/api/tasks/{task_id}/selection"):          "401 404 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/reward"):                            "401 404 403 403 403 403 403 2xx",
+    ("GET", "/api/projects/{project_id}/leaderboard"):  "401 404 2xx 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/projects/{project_id}/results"):     "401 404 403 403 403 403 2xx 404",
+    ("GET", "/api/tasks/{task_id}/selection"):          "401 404 2xx 2xx 2xx 2xx 2xx 404",
     # --- bulk import (authors and leads send records; the project's readers follow the job)
-    ("POST", "/api/projects/{project_id}/tasks/import"): "401 404 2xx 403 403 2xx 404",
-    ("GET", "/api/imports/{job_id}/"):                  "401 404 2xx 2xx 2xx 2xx 404",
+    ("POST", "/api/projects/{project_id}/tasks/import"): "401 404 2xx 2xx 403 403 2xx 404",
+    ("GET", "/api/imports/{job_id}/"):                  "401 404 2xx 2xx 2xx 2xx 2xx 404",
     # --- exports (leads only; a job of a project you do not lead does not exist for you)
-    ("POST", "/api/exports/"):                          "401 404 403 403 403 2xx 404",
-    ("GET", "/api/exports/{job_id}/"):                  "401 404 404 404 404 2xx 404",
+    ("POST", "/api/exports/"):                          "401 404 403 403 403 403 2xx 404",
+    ("GET", "/api/exports/{job_id}/"):                  "401 404 404 404 404 404 2xx 404",
     # --- outside the schema: the schema and its documentation page
-    ("GET", "/api/schema/"):                            "401 2xx 2xx 2xx 2xx 2xx 2xx",
-    ("GET", "/api/docs/"):                              "401 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("GET", "/api/schema/"):                            "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
+    ("GET", "/api/docs/"):                              "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
 }
 # fmt: on
 NOT_IN_SCHEMA = {("GET", "/api/schema/"), ("GET", "/api/docs/")}
@@ -117,6 +120,8 @@ def world(project, author, reviewer, auditor, lead, harness, outsider, settings)
     )
     auditor2 = UserFactory(username="auditor2")
     MembershipFactory(project=project, user=auditor2, role=Role.AUDITOR)
+    author2 = UserFactory(username="author2")
+    MembershipFactory(project=project, user=author2, role=Role.AUTHOR)
     comment = Comment.objects.create(task=task, author=lead, body="Is the status list complete?")
     run = ask_human_run_start(task=task, actor=harness, label="matrix")
     job = ExportJob.objects.create(project=project, created_by=lead)
@@ -137,6 +142,7 @@ def world(project, author, reviewer, auditor, lead, harness, outsider, settings)
         users={
             "outsider": outsider,
             "author": author,
+            "author2": author2,
             "reviewer": reviewer,
             "auditor": auditor,
             "lead": lead,
@@ -344,6 +350,48 @@ REQUESTS = {
 }
 
 
+def _waiting_at(w, layer: int) -> Task:
+    """Another of author's tasks, in review at ``layer``; at peer review (2) author2 holds it."""
+    task = place(clean_task(w.project, w.users["author"], title=f"Loans at layer {layer}"), layer)
+    if layer == 2:
+        ReviewAssignment.objects.create(
+            task=task,
+            layer=2,
+            reviewer=w.users["author2"],
+            assigned_by=w.users["lead"],
+            expires_at=timezone.now() + timezone.timedelta(hours=1),
+        )
+    return task
+
+
+DECISION = {"outcome": "request_changes", "revision": 1, "summary": "Say which status is clean."}
+
+# Rows one request per operation cannot show: the same operation where the task's own author
+# and another author are told apart the other way round — the author self-check (layer 1) is
+# the task's author's alone, and nobody peer-reviews (layer 2) a task they wrote.
+# (method, path, what) -> columns in ROLES order.
+# fmt: off
+MATRIX_VARIANTS: dict[tuple[str, str, str], str] = {
+    ("POST", "/api/tasks/{task_id}/decisions", "self-check"):
+                                                        "401 404 2xx 403 403 403 403 404",
+    ("POST", "/api/tasks/{task_id}/decisions", "peer review"):
+                                                        "401 404 403 2xx 403 403 403 404",
+}
+# fmt: on
+REQUEST_VARIANTS = {
+    ("POST", "/api/tasks/{task_id}/decisions", "self-check"): lambda w: (
+        f"/api/tasks/{_waiting_at(w, 1).pk}/decisions",
+        DECISION,
+        "json",
+    ),
+    ("POST", "/api/tasks/{task_id}/decisions", "peer review"): lambda w: (
+        f"/api/tasks/{_waiting_at(w, 2).pk}/decisions",
+        DECISION,
+        "json",
+    ),
+}
+
+
 def _status_class(code: int) -> str:
     return "2xx" if 200 <= code < 300 else str(code)
 
@@ -354,8 +402,8 @@ def _task_state(task) -> tuple:
 
 
 CASES = [
-    pytest.param(op, role, expected, id=f"{op[0]} {op[1]} as {role}")
-    for op, row in MATRIX.items()
+    pytest.param(op, role, expected, id=f"{' '.join(op)} as {role}")
+    for op, row in (MATRIX | MATRIX_VARIANTS).items()
     for role, expected in zip(ROLES, row.split(), strict=True)
 ]
 
@@ -365,8 +413,8 @@ def test_permission_matrix(world, operation, role, expected):
     client = APIClient()
     if role != "anonymous":
         client.force_authenticate(world.users[role])
-    url, body, fmt = REQUESTS[operation](world)
-    before = _task_state(world.task), _task_state(world.in_review)
+    url, body, fmt = (REQUESTS | REQUEST_VARIANTS)[operation](world)
+    before = _task_state(world.task), _task_state(world.in_review), ReviewDecision.objects.count()
 
     method = getattr(client, operation[0].lower())
     response = method(url, body, format=fmt) if body is not None else method(url)
@@ -374,7 +422,8 @@ def test_permission_matrix(world, operation, role, expected):
     got = _status_class(response.status_code)
     assert got == expected, f"{role}: {response.status_code} {response.content[:300]!r}"
     if expected != "2xx":
-        assert (_task_state(world.task), _task_state(world.in_review)) == before
+        after = _task_state(world.task), _task_state(world.in_review)
+        assert (*after, ReviewDecision.objects.count()) == before
 
 
 # --- a hidden object answers exactly as a missing one -------------------------------------------
@@ -467,6 +516,7 @@ def test_every_api_route_is_in_the_schema_or_listed():
     [
         ("outsider", True),
         ("author", True),
+        ("author2", True),
         ("reviewer", True),
         ("auditor", True),
         ("lead", False),
@@ -521,86 +571,86 @@ PUBLIC_HTML = {"login", "logout"}
 # fmt: off
 HTML_MATRIX: dict[tuple[str, str], str] = {
     # --- core: tasks, tags, tokens
-    ("GET", "task-list"):                         "login 200 200 200 200 200 200",
-    ("GET", "task-detail"):                       "login 404 200 200 200 200 404",
-    ("POST", "task-tags"):                        "login 404 302 403 403 302 404",
-    ("GET", "token-list"):                        "login 200 200 200 200 200 200",
-    ("POST", "token-list"):                       "login 200 200 200 200 200 200",
+    ("GET", "task-list"):                         "login 200 200 200 200 200 200 200",
+    ("GET", "task-detail"):                       "login 404 200 200 200 200 200 404",
+    ("POST", "task-tags"):                        "login 404 302 403 403 403 302 404",
+    ("GET", "token-list"):                        "login 200 200 200 200 200 200 200",
+    ("POST", "token-list"):                       "login 200 200 200 200 200 200 200",
     # --- authoring workspace (reviewers opening it are sent to the read-only task page)
-    ("GET", "workspace"):                         "login 404 200 302 302 200 404",
-    ("POST", "workspace-save"):                   "login 404 302 403 403 302 404",
-    ("POST", "workspace-lint"):                   "login 404 200 403 403 200 404",
-    ("POST", "workspace-spec-diff"):              "login 404 200 403 403 200 404",
-    ("GET", "workspace-blocker-form"):            "login 404 200 403 403 200 404",
-    ("POST", "workspace-waive"):                  "login 404 302 403 403 302 404",
-    ("GET", "workspace-preview"):                 "login 404 200 200 200 200 404",
-    ("GET", "workspace-revisions"):               "login 404 200 200 200 200 404",
-    ("POST", "workspace-sql-query"):              "login 404 200 200 200 200 404",
-    ("POST", "workspace-sql-format"):             "login 404 200 403 403 200 404",
-    ("POST", "workspace-sql-golden"):             "login 404 200 403 403 200 404",
-    ("GET", "workspace-sql-table"):               "login 404 200 200 200 200 404",
-    ("GET", "workspace-repo"):                    "login 404 200 200 200 200 404",
-    ("POST", "workspace-repo-edit"):              "login 404 200 403 403 200 404",
-    ("POST", "workspace-setup-patch-upload"):     "login 404 200 403 403 200 404",
-    ("POST", "workspace-submit"):                 "login 404 302 403 403 302 404",
+    ("GET", "workspace"):                         "login 404 200 302 302 302 200 404",
+    ("POST", "workspace-save"):                   "login 404 302 403 403 403 302 404",
+    ("POST", "workspace-lint"):                   "login 404 200 403 403 403 200 404",
+    ("POST", "workspace-spec-diff"):              "login 404 200 403 403 403 200 404",
+    ("GET", "workspace-blocker-form"):            "login 404 200 403 403 403 200 404",
+    ("POST", "workspace-waive"):                  "login 404 302 403 403 403 302 404",
+    ("GET", "workspace-preview"):                 "login 404 200 200 200 200 200 404",
+    ("GET", "workspace-revisions"):               "login 404 200 200 200 200 200 404",
+    ("POST", "workspace-sql-query"):              "login 404 200 200 200 200 200 404",
+    ("POST", "workspace-sql-format"):             "login 404 200 403 403 403 200 404",
+    ("POST", "workspace-sql-golden"):             "login 404 200 403 403 403 200 404",
+    ("GET", "workspace-sql-table"):               "login 404 200 200 200 200 200 404",
+    ("GET", "workspace-repo"):                    "login 404 200 200 200 200 200 404",
+    ("POST", "workspace-repo-edit"):              "login 404 200 403 403 403 200 404",
+    ("POST", "workspace-setup-patch-upload"):     "login 404 200 403 403 403 200 404",
+    ("POST", "workspace-submit"):                 "login 404 302 403 403 403 302 404",
     # --- review
-    ("GET", "review-queue"):                      "login 200 200 200 200 200 200",
-    ("POST", "review-take-next"):                 "login 404 403 403 302 403 404",
-    ("POST", "review-release"):                   "login 404 403 403 302 302 404",
-    ("GET", "review-task"):                       "login 404 200 200 200 200 404",
-    ("POST", "review-task"):                      "login 404 403 403 302 403 404",
-    ("POST", "review-assign"):                    "login 404 403 403 403 302 404",
-    ("GET", "task-timeline"):                     "login 404 200 200 200 200 404",
-    ("POST", "comment-add"):                      "login 404 302 302 302 302 404",
-    ("POST", "comment-resolve"):                  "login 404 302 302 302 302 404",
-    ("GET", "notifications"):                     "login 200 200 200 200 200 200",
-    ("POST", "notifications"):                    "login 302 302 302 302 302 302",
-    ("GET", "review-pipeline"):                   "login 404 200 200 200 200 404",
-    ("POST", "review-pipeline"):                  "login 404 403 403 403 400 404",
-    ("GET", "review-dashboard"):                  "login 404 403 403 403 200 404",
+    ("GET", "review-queue"):                      "login 200 200 200 200 200 200 200",
+    ("POST", "review-take-next"):                 "login 404 403 403 403 302 403 404",
+    ("POST", "review-release"):                   "login 404 403 403 403 302 302 404",
+    ("GET", "review-task"):                       "login 404 200 200 200 200 200 404",
+    ("POST", "review-task"):                      "login 404 403 403 403 302 403 404",
+    ("POST", "review-assign"):                    "login 404 403 403 403 403 302 404",
+    ("GET", "task-timeline"):                     "login 404 200 200 200 200 200 404",
+    ("POST", "comment-add"):                      "login 404 302 302 302 302 302 404",
+    ("POST", "comment-resolve"):                  "login 404 302 302 302 302 302 404",
+    ("GET", "notifications"):                     "login 200 200 200 200 200 200 200",
+    ("POST", "notifications"):                    "login 302 302 302 302 302 302 302",
+    ("GET", "review-pipeline"):                   "login 404 200 200 200 200 200 404",
+    ("POST", "review-pipeline"):                  "login 404 403 403 403 403 400 404",
+    ("GET", "review-dashboard"):                  "login 404 403 403 403 403 200 404",
     # --- validators: runs of task code are started by the task's editors
-    ("POST", "validation-start"):                 "login 404 302 403 403 302 404",
-    ("GET", "validation-run"):                    "login 404 200 200 200 200 404",
-    ("POST", "environment-build-start"):          "login 404 302 403 403 302 404",
-    ("GET", "environment-build"):                 "login 404 200 200 200 200 404",
-    ("GET", "environment-card"):                  "login 404 200 200 200 200 404",
+    ("POST", "validation-start"):                 "login 404 302 403 403 403 302 404",
+    ("GET", "validation-run"):                    "login 404 200 200 200 200 200 404",
+    ("POST", "environment-build-start"):          "login 404 302 403 403 403 302 404",
+    ("GET", "environment-build"):                 "login 404 200 200 200 200 200 404",
+    ("GET", "environment-card"):                  "login 404 200 200 200 200 200 404",
     # --- judge validation
-    ("GET", "judge-questions"):                   "login 404 200 200 200 200 404",
-    ("POST", "judge-question-add"):               "login 404 302 302 302 302 404",
-    ("POST", "judge-generate"):                   "login 404 302 302 302 302 404",
-    ("POST", "judge-label"):                      "login 404 302 302 302 302 404",
-    ("POST", "judge-measure"):                    "login 404 200 200 200 200 404",
-    ("POST", "judge-accept"):                     "login 404 302 403 403 302 404",
-    ("GET", "judge-report"):                      "login 404 200 200 200 200 404",
-    ("POST", "judge-calibrate"):                  "login 404 403 403 403 302 404",
+    ("GET", "judge-questions"):                   "login 404 200 200 200 200 200 404",
+    ("POST", "judge-question-add"):               "login 404 302 302 302 302 302 404",
+    ("POST", "judge-generate"):                   "login 404 302 302 302 302 302 404",
+    ("POST", "judge-label"):                      "login 404 302 302 302 302 302 404",
+    ("POST", "judge-measure"):                    "login 404 200 200 200 200 200 404",
+    ("POST", "judge-accept"):                     "login 404 302 403 403 403 302 404",
+    ("GET", "judge-report"):                      "login 404 200 200 200 200 200 404",
+    ("POST", "judge-calibrate"):                  "login 404 403 403 403 403 302 404",
     # --- evaluation (a user reading one project is sent to it)
-    ("GET", "evaluation-home"):                   "login 302 302 302 302 302 200",
-    ("GET", "evaluation-project"):                "login 404 200 200 200 200 404",
-    ("POST", "evaluation-endpoint-add"):          "login 404 403 403 403 302 404",
-    ("POST", "evaluation-run-start"):             "login 404 403 403 403 302 404",
-    ("POST", "evaluation-study-start"):           "login 404 403 403 403 302 404",
-    ("POST", "evaluation-results-upload"):        "login 404 403 403 403 302 404",
-    ("POST", "evaluation-scores-upload"):         "login 404 403 403 403 302 404",
-    ("POST", "evaluation-policy"):                "login 404 403 403 403 302 404",
-    ("GET", "evaluation-leaderboard-csv"):        "login 404 200 200 200 200 404",
-    ("GET", "evaluation-run"):                    "login 404 200 200 200 200 404",
-    ("GET", "evaluation-task-selection"):         "login 404 200 200 200 200 404",
-    ("GET", "evaluation-pass"):                   "login 404 200 200 200 200 404",
-    ("POST", "evaluation-pass-label"):            "login 404 302 302 302 302 404",
-    ("GET", "evaluation-compare"):                "login 404 200 200 200 200 404",
-    ("GET", "evaluation-failures"):               "login 404 200 200 200 200 404",
-    ("GET", "evaluation-failures-csv"):           "login 404 200 200 200 200 404",
-    ("GET", "evaluation-taxonomy"):               "login 404 200 200 200 200 404",
-    ("POST", "evaluation-taxonomy"):              "login 404 403 403 403 302 404",
-    ("POST", "evaluation-llm-labelling"):         "login 404 403 403 403 302 404",
+    ("GET", "evaluation-home"):                   "login 302 302 302 302 302 302 200",
+    ("GET", "evaluation-project"):                "login 404 200 200 200 200 200 404",
+    ("POST", "evaluation-endpoint-add"):          "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-run-start"):             "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-study-start"):           "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-results-upload"):        "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-scores-upload"):         "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-policy"):                "login 404 403 403 403 403 302 404",
+    ("GET", "evaluation-leaderboard-csv"):        "login 404 200 200 200 200 200 404",
+    ("GET", "evaluation-run"):                    "login 404 200 200 200 200 200 404",
+    ("GET", "evaluation-task-selection"):         "login 404 200 200 200 200 200 404",
+    ("GET", "evaluation-pass"):                   "login 404 200 200 200 200 200 404",
+    ("POST", "evaluation-pass-label"):            "login 404 302 302 302 302 302 404",
+    ("GET", "evaluation-compare"):                "login 404 200 200 200 200 200 404",
+    ("GET", "evaluation-failures"):               "login 404 200 200 200 200 200 404",
+    ("GET", "evaluation-failures-csv"):           "login 404 200 200 200 200 200 404",
+    ("GET", "evaluation-taxonomy"):               "login 404 200 200 200 200 200 404",
+    ("POST", "evaluation-taxonomy"):              "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-llm-labelling"):         "login 404 403 403 403 403 302 404",
     # --- imports (authors and leads) and exports (leads)
-    ("GET", "import-list"):                       "login 200 200 200 200 200 200",
-    ("POST", "import-list"):                      "login 200 200 403 403 200 403",
-    ("GET", "import-detail"):                     "login 404 200 200 200 200 404",
-    ("GET", "export-list"):                       "login 200 200 200 200 200 200",
-    ("POST", "export-list"):                      "login 403 403 403 403 302 403",
-    ("GET", "export-detail"):                     "login 404 404 404 404 200 404",
-    ("GET", "export-download"):                   "login 404 404 404 404 200 404",
+    ("GET", "import-list"):                       "login 200 200 200 200 200 200 200",
+    ("POST", "import-list"):                      "login 200 200 200 403 403 200 403",
+    ("GET", "import-detail"):                     "login 404 200 200 200 200 200 404",
+    ("GET", "export-list"):                       "login 200 200 200 200 200 200 200",
+    ("POST", "export-list"):                      "login 403 403 403 403 403 302 403",
+    ("GET", "export-detail"):                     "login 404 404 404 404 404 200 404",
+    ("GET", "export-download"):                   "login 404 404 404 404 404 200 404",
 }
 # fmt: on
 
@@ -911,6 +961,32 @@ HTML_REQUESTS = {
     ),
 }
 
+# Rows a route's one request cannot show: the same route sent what only the task's editors
+# may send. (method, url name, what) -> columns in ROLES order.
+# fmt: off
+HTML_VARIANTS: dict[tuple[str, str, str], str] = {
+    # Every reader queries the saved database; an edit script of one's own builds a copy.
+    ("POST", "workspace-sql-query", "edit script"): "login 404 200 403 403 403 200 404",
+    # As in the API: the self-check is the task's author's, peer review anyone's but theirs.
+    ("POST", "review-task", "self-check"):           "login 404 302 403 403 403 403 404",
+    ("POST", "review-task", "peer review"):          "login 404 403 302 403 403 403 404",
+}
+# fmt: on
+HTML_VARIANT_REQUESTS = {
+    ("POST", "workspace-sql-query", "edit script"): lambda w: (
+        _task_url("workspace-sql-query", w.sql_task),
+        {"console_sql": "SELECT 1", "env.edit_script": "CREATE TABLE loan_code (code TEXT);"},
+    ),
+    ("POST", "review-task", "self-check"): lambda w: (
+        _task_url("review-task", _waiting_at(w, 1)),
+        DECISION,
+    ),
+    ("POST", "review-task", "peer review"): lambda w: (
+        _task_url("review-task", _waiting_at(w, 2)),
+        DECISION,
+    ),
+}
+
 
 def _html_class(response) -> str:
     if response.status_code in (301, 302):
@@ -947,8 +1023,8 @@ def _send(client, method, url, data, *, htmx=False):
 
 
 HTML_CASES = [
-    pytest.param(op, role, expected, id=f"{op[0]} {op[1]} as {role}")
-    for op, row in HTML_MATRIX.items()
+    pytest.param(op, role, expected, id=f"{' '.join(op)} as {role}")
+    for op, row in (HTML_MATRIX | HTML_VARIANTS).items()
     for role, expected in zip(ROLES, row.split(), strict=True)
 ]
 
@@ -961,8 +1037,9 @@ def html_world(world, demo_data):
 @pytest.mark.parametrize("operation, role, expected", HTML_CASES)
 def test_html_permission_matrix(html_world, operation, role, expected):
     w = html_world
-    method, _name = operation
-    url, data = HTML_REQUESTS[operation](w)
+    method = operation[0]
+    requests = HTML_REQUESTS | HTML_VARIANT_REQUESTS
+    url, data = requests[operation](w)
     before = _row_counts(), _task_state(w.task), _task_state(w.in_review)
 
     response = _send(_html_client(w, role), method, url, data)
@@ -973,7 +1050,7 @@ def test_html_permission_matrix(html_world, operation, role, expected):
         return
     assert (_row_counts(), _task_state(w.task), _task_state(w.in_review)) == before
     # The same refusal asked by htmx: the same status, and a fragment, not a page in a page.
-    url, data = HTML_REQUESTS[operation](w)
+    url, data = requests[operation](w)
     fragment = _send(_html_client(w, role), method, url, data, htmx=True)
     assert _html_class(fragment) == expected
     if expected in ("403", "404"):

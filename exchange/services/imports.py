@@ -1,10 +1,13 @@
 """Imports started from the browser: the upload is stored, a worker runs the importer.
 
 The upload and what it unpacks to are temporary: the job deletes them when it ends, and
-``uploads_sweep`` (the beat) deletes whatever a dead worker left. Messages name an upload by
-the file name it was sent as, never by where the server keeps it.
+``uploads_sweep`` (the beat) deletes whatever a dead worker left. Until then they count
+against the project's upload quota (``PROJECT_UPLOAD_QUOTA_MB``): an upload that would pass
+it is refused and nothing of it stored. Messages name an upload by the file name it was sent
+as, never by where the server keeps it.
 """
 
+import os
 import re
 import shutil
 import time
@@ -13,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from evaluation.models import EvaluationRun
@@ -33,6 +37,7 @@ from hilbench_annotate.models import Project
 from hilbench_annotate.repositories import borrowed_objects, origin_allowed
 from hilbench_annotate.services import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
+from hilbench_annotate.toolkit.sqlconsole import amount
 
 # The Import page's checkbox; a refusal for missing databases names it in these words.
 SKIP_MISSING_DATABASES_LABEL = "Import questions whose database is absent (noted on the task)"
@@ -52,6 +57,51 @@ def _save_upload(upload, directory: Path, name: str) -> Path:
         for chunk in upload.chunks():
             handle.write(chunk)
     return path
+
+
+def _folder_bytes(directory: Path) -> int:
+    """Bytes of the files under ``directory`` (links counted as links, never followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except FileNotFoundError:  # deleted meanwhile by the job that owned it
+                continue
+    return total
+
+
+def project_upload_usage(project_id: int) -> int:
+    """Bytes the upload folders of the project's unfinished imports hold now, what they
+    unpacked included (a finished import's folder is deleted when it ends)."""
+    folders = (
+        ImportJob.objects.filter(project_id=project_id)
+        .exclude(status__in=ImportJob.FINISHED)
+        .values_list("upload_dir", flat=True)
+    )
+    return sum(_folder_bytes(d) for d in filter(None, map(_store_folder, folders)))
+
+
+def _uploads_locked(project: Project) -> int:
+    """The project's upload usage, with its row locked until the caller's transaction ends,
+    so that two uploads of one project at once cannot both pass the quota (``no_key``: tasks
+    and jobs referring to the project are still written meanwhile)."""
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()
+    return project_upload_usage(project.pk)
+
+
+def _quota_bytes() -> int:
+    return round(settings.PROJECT_UPLOAD_QUOTA_MB * 1_000_000)
+
+
+def _refuse_past_quota(project: Project, *, used: int, incoming: str) -> None:
+    quota = _quota_bytes()
+    raise DomainError(
+        f"Not stored: the unfinished imports of {project.name} hold {amount(used)} of uploads; "
+        f"with {incoming} they would pass the project's limit of {amount(quota)}. An "
+        "import's upload is deleted when the import ends: wait for those to finish, or ask an "
+        "operator to raise HILBENCH_PROJECT_UPLOAD_QUOTA_MB."
+    )
 
 
 def _upload_folder() -> tuple[str, Path]:
@@ -79,25 +129,30 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
     if kind == ImportJob.Kind.SWEBENCH and files.get("repository") is None:
         # Refused here, with the form, rather than by the worker later.
         origin_allowed(options.get("repo_url") or "")
-    relative, directory = _upload_folder()
-    try:
-        saved, names = {}, {}
-        for role, upload in files.items():
-            if upload is None:
-                continue
-            suffix = "".join(Path(upload.name).suffixes[-2:]) or ".bin"
-            saved[role] = _save_upload(upload, directory, f"{role}{suffix}").name
-            names[role] = Path(upload.name).name[:200]
-    except Exception:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    return _import_job_create(
-        project=project,
-        actor=actor,
-        kind=kind,
-        relative=relative,
-        options={**options, "files": saved, "names": names},
-    )
+    with transaction.atomic():
+        used = _uploads_locked(project)
+        incoming = sum(upload.size for upload in files.values() if upload is not None)
+        if used + incoming > _quota_bytes():
+            _refuse_past_quota(project, used=used, incoming=f"these files ({amount(incoming)})")
+        relative, directory = _upload_folder()
+        try:
+            saved, names = {}, {}
+            for role, upload in files.items():
+                if upload is None:
+                    continue
+                suffix = "".join(Path(upload.name).suffixes[-2:]) or ".bin"
+                saved[role] = _save_upload(upload, directory, f"{role}{suffix}").name
+                names[role] = Path(upload.name).name[:200]
+        except Exception:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return _import_job_create(
+            project=project,
+            actor=actor,
+            kind=kind,
+            relative=relative,
+            options={**options, "files": saved, "names": names},
+        )
 
 
 # The API's BIRD records name databases the project's tasks already have (job option).
@@ -119,6 +174,28 @@ def import_start_records(
         origin_allowed(options.get("repo_url") or "")
     role = RECORD_KINDS[kind]
     name = f"{role}.jsonl" if json_lines else f"{role}.json"
+    with transaction.atomic():
+        relative = _store_records(project=project, body=body, name=name)
+        return _import_job_create(
+            project=project,
+            actor=actor,
+            kind=kind,
+            relative=relative,
+            options={
+                **options,
+                "databases": STORED_DATABASES,
+                "advice": API_MISSING_DATABASES_ADVICE,
+                "files": {role: name},
+                "names": {role: "the request's records"},
+            },
+        )
+
+
+def _store_records(*, project: Project, body, name: str) -> str:
+    """Stream ``body`` into a new upload folder (its name returned); refused, with nothing
+    left, past ``MAX_UPLOAD_BYTES`` or past the project's upload quota."""
+    used = _uploads_locked(project)
+    room = _quota_bytes() - used
     relative, directory = _upload_folder()
     try:
         size = 0
@@ -130,25 +207,17 @@ def import_start_records(
                         f"The records are more than {settings.MAX_UPLOAD_BYTES} bytes; "
                         "send them in several requests."
                     )
+                if size > room:
+                    _refuse_past_quota(
+                        project, used=used, incoming=f"these records (at least {amount(size)})"
+                    )
                 handle.write(chunk)
         if not size:
             raise DomainError("The request has no records: send a JSON array or JSON lines.")
     except Exception:
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    return _import_job_create(
-        project=project,
-        actor=actor,
-        kind=kind,
-        relative=relative,
-        options={
-            **options,
-            "databases": STORED_DATABASES,
-            "advice": API_MISSING_DATABASES_ADVICE,
-            "files": {role: name},
-            "names": {role: "the request's records"},
-        },
-    )
+    return relative
 
 
 def _databases_root(extracted: Path) -> Path:
@@ -186,14 +255,18 @@ def _repository_root(extracted: Path) -> Path:
     return root
 
 
-def _upload_dir(job: ImportJob) -> Path | None:
-    """The job's own folder in the upload store; None if the row names none (or names a
-    folder outside the store, which is never deleted)."""
-    if not job.upload_dir:
+def _store_folder(upload_dir: str) -> Path | None:
+    """A job's own folder in the upload store; None if the row names none (or names a
+    folder outside the store, which is never deleted nor counted)."""
+    if not upload_dir:
         return None
     store = settings.UPLOAD_STORE.resolve()
-    directory = (settings.UPLOAD_STORE / job.upload_dir).resolve()
+    directory = (settings.UPLOAD_STORE / upload_dir).resolve()
     return directory if directory.parent == store else None
+
+
+def _upload_dir(job: ImportJob) -> Path | None:
+    return _store_folder(job.upload_dir)
 
 
 def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:

@@ -11,6 +11,7 @@ from exchange.importers import import_bird
 from exchange.models import ImportJob
 from exchange.services.imports import import_execute
 from hilbench_annotate.models import Revision, Task, TaskEvent
+from hilbench_annotate.toolkit.sqlconsole import amount
 
 from ..conftest import FIXTURES
 
@@ -121,6 +122,35 @@ def test_an_oversized_or_empty_body_is_refused_and_leaves_nothing(api, stored, a
     assert empty.status_code == 400 and "no records" in empty.json()["detail"]
     assert not ImportJob.objects.filter(created_by=author).exists()
     assert not any(settings.UPLOAD_STORE.iterdir())
+
+
+def test_the_records_count_against_the_projects_upload_quota(api, stored, author, settings):
+    """As on the Import page: a request's records and the uploads of the project's other
+    unfinished imports share its quota; past it the request is refused, naming the project's
+    usage and the limit, and nothing of it is stored."""
+    api.force_authenticate(author)
+    body = json.dumps(_records(50)).encode()
+    first = _post(api, stored, body, "application/json")
+    assert first.status_code == 202  # queued: no worker runs it here
+    quota = len(body) + len(body) // 2
+    settings.PROJECT_UPLOAD_QUOTA_MB = quota / 1_000_000
+    entries = sorted(settings.UPLOAD_STORE.iterdir())
+
+    refused = _post(api, stored, body, "application/json")
+
+    assert refused.status_code == 400
+    assert refused.json()["detail"] == (
+        f"Not stored: the unfinished imports of {stored.name} hold {amount(len(body))} of "
+        f"uploads; with these records (at least {amount(len(body))}) they would pass the "
+        f"project's limit of {amount(quota)}. An import's upload is deleted when the import "
+        "ends: wait for those to finish, or ask an operator to raise "
+        "HILBENCH_PROJECT_UPLOAD_QUOTA_MB."
+    )
+    assert ImportJob.objects.filter(project=stored).count() == 1
+    assert sorted(settings.UPLOAD_STORE.iterdir()) == entries
+    # The first import ends, deletes its upload, and the room is the project's again.
+    import_execute(job_id=first.json()["id"])
+    assert _post(api, stored, body, "application/json").status_code == 202
 
 
 def test_a_job_is_shown_to_the_projects_readers_only(api, stored, author, outsider):

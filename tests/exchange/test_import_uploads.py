@@ -1,6 +1,8 @@
-"""Red-team findings on import uploads (issue 19, items 4b and 5b): uploads are temporary,
-decompression bombs are refused, and a database is checked whole before it is imported."""
+"""Red-team findings on import uploads (issue 19, items 4b and 5b): uploads are temporary and
+held to a per-project quota, decompression bombs are refused, and a database is checked whole
+before it is imported."""
 
+import html
 import io
 import json
 import os
@@ -18,6 +20,9 @@ from exchange.models import ImportJob
 from exchange.tasks import import_job, uploads_sweep_task
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import SqlDatabase, Task
+from hilbench_annotate.toolkit.sqlconsole import amount
+from hilbench_annotate.vocabulary import Role
+from tests.factories import MembershipFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -176,6 +181,67 @@ def test_the_sweep_deletes_old_leftovers_and_keeps_what_unfinished_jobs_need(
     assert sorted(p.name for p in pending.iterdir()) == ["waiting.jsonl"]
     sweeps = [e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()]
     assert "uploads.sweep" in sweeps
+
+
+def _page_upload(client, project, questions: bytes, databases: bytes):
+    """The Import page's BIRD upload, left queued (no worker runs it here)."""
+    return client.post(
+        reverse("import-list"),
+        {
+            "kind": "bird",
+            "project": project.pk,
+            "questions": SimpleUploadedFile("dev.json", questions),
+            "databases": SimpleUploadedFile("dbs.zip", databases),
+        },
+    )
+
+
+def _folder_bytes(job) -> int:
+    folder = settings.UPLOAD_STORE / job.upload_dir
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_projects_unfinished_uploads_are_held_to_its_quota_on_the_import_page(
+    client, settings, project, author, demo_data
+):
+    """The red-team's finding: pending uploads could fill the disk until swept. The upload
+    folders of a project's unfinished imports share HILBENCH_PROJECT_UPLOAD_QUOTA_MB; an
+    upload past it is refused on the page, naming the project's usage and the limit, and
+    nothing of it is stored."""
+    client.force_login(author)
+    questions, databases = demo_data["sql"]["questions"].read_bytes(), _databases_zip(demo_data)
+    incoming = len(questions) + len(databases)
+    assert _page_upload(client, project, questions, databases).status_code == 302
+    (pending,) = ImportJob.objects.all()
+    used = _folder_bytes(pending)
+    assert used == incoming
+    settings.PROJECT_UPLOAD_QUOTA_MB = (used + incoming - 1) / 1_000_000
+    entries = _store_entries()
+
+    refused = _page_upload(client, project, questions, databases)
+
+    assert refused.status_code == 200
+    text = html.unescape(refused.content.decode())
+    assert (
+        f"Not stored: the unfinished imports of {project.name} hold {amount(used)} of uploads; "
+        f"with these files ({amount(incoming)}) they would pass the project's limit of "
+        f"{amount(used + incoming - 1)}." in text
+    )
+    assert ImportJob.objects.count() == 1 and _store_entries() == entries
+
+    # Another project's uploads are its own.
+    other = ProjectFactory(name="Other SQL", slug="other-sql")
+    MembershipFactory(project=other, user=author, role=Role.AUTHOR)
+    assert _page_upload(client, other, questions, databases).status_code == 302
+    ImportJob.objects.filter(project=other).delete()
+    # Up to the limit exactly, an upload is stored.
+    settings.PROJECT_UPLOAD_QUOTA_MB = (used + incoming) / 1_000_000
+    assert _page_upload(client, project, questions, databases).status_code == 302
+    assert ImportJob.objects.filter(project=project).count() == 2
+    # An import that ended deleted its folder, and its room is the project's again.
+    for job in ImportJob.objects.filter(project=project):
+        import_job.apply(kwargs={"job_id": job.pk})
+    assert _page_upload(client, project, questions, databases).status_code == 302
 
 
 # --- item 5b: a database is checked whole ------------------------------------------------------
