@@ -193,8 +193,11 @@ def import_start_records(
 
 def _store_records(*, project: Project, body, name: str) -> str:
     """Stream ``body`` into a new upload folder (its name returned); refused, with nothing
-    left, past ``MAX_UPLOAD_BYTES`` or past the project's upload quota."""
-    used = _uploads_locked(project)
+    left, past ``MAX_UPLOAD_BYTES`` or past the project's upload quota.
+
+    The project's row is locked only once the body is in (a slow client must not hold it
+    while it sends): the room read before is a first bound, checked again under the lock."""
+    used = project_upload_usage(project.pk)
     room = _quota_bytes() - used
     relative, directory = _upload_folder()
     try:
@@ -214,6 +217,9 @@ def _store_records(*, project: Project, body, name: str) -> str:
                 handle.write(chunk)
         if not size:
             raise DomainError("The request has no records: send a JSON array or JSON lines.")
+        used = _uploads_locked(project)  # held until the job is made, in the same transaction
+        if used + size > _quota_bytes():
+            _refuse_past_quota(project, used=used, incoming=f"these records ({amount(size)})")
     except Exception:
         shutil.rmtree(directory, ignore_errors=True)
         raise
