@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - every platform we build for has the wh
 
 RUNS = 64  # consecutive stretches of the listing: the unit the processes share out
 TYPES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}  # libgit2's and the pack's codes
-TREE = 2
+TREE, BLOB = 2, 3
 
 Anchor = tuple[bytes, bool]  # (bytes, in any letter case): lower-cased when True
 # (types, content, candidates, runs done): plain values, so the helper's answer marshals
@@ -101,6 +101,7 @@ class _Finder:
             self.found = False
             self.database.scan(data, match_event_handler=self._handler)
             return self.found
+        data = bytes(data)  # a blob comes as a memoryview
         lowered = data.lower() if self.any_caseless else data
         return any(text in (lowered if caseless else data) for text, caseless in self.anchors)
 
@@ -129,6 +130,8 @@ def scan_share(
     (:mod:`validators.packindex`; 0: ask libgit2). ``fast``: with Hyperscan where installed
     (else ``bytes.find``: the same answer)."""
     finder = _Finder(list(anchors), fast)
+    objects = pygit2.Repository()  # no path: no configuration, refs or work tree; only...
+    objects.set_odb(store)  # ...this store, whose blobs it hands out as buffers
     types: dict[str, str] = {}
     content: dict[str, bytes] = {}
     candidates: set[str] = set()
@@ -144,7 +147,11 @@ def scan_share(
                 if code == TREE:
                     types[name] = "tree"
                     continue
-                code, data = store.read(oid)
+                if code == BLOB:  # searched where libgit2 inflated it: no copy
+                    blob = objects[oid]
+                    data = memoryview(blob)
+                else:
+                    code, data = store.read(oid)
             except (pygit2.GitError, KeyError, ValueError):  # corrupt: nobody can read it
                 types[name] = "unreadable"
                 continue
@@ -153,7 +160,7 @@ def scan_share(
                 content[name] = data
             if finder.holds(data):
                 candidates.add(name)
-                content[name] = data
+                content[name] = bytes(data)
     return types, content, candidates, done
 
 
