@@ -57,6 +57,9 @@ TIMEOUT = 900  # seconds for any one pass over the store
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (fs.pipe-max-size)
 CHUNK = 1 << 20
 RUN = 16 << 20  # bytes of content dealt to one git process at a time (pack order kept)
+# A helper process costs ≈ 0.1 s to start and list the store; pytest's 42 MB of packs take
+# ≈ 1.1 s to read, so below this much a single process is done before a helper would help.
+HELPER_MIN_PACK_BYTES = 8 << 20
 
 Anchor = tuple[bytes, bool]  # (bytes, in any letter case): lower-cased when True
 
@@ -287,22 +290,28 @@ def scan_objects(
     they hold file names and object ids, never a line of text.
 
     Read in process with libgit2 (:mod:`validators.objectread`: this process and
-    ``streams - 1`` helpers share the objects out; ``streams`` is by default one per core,
-    at most four) when pygit2 is installed and the store uses SHA-1 ids (``in_process``:
-    None picks, False forces the fallback). Otherwise the ``git cat-file`` listing is read as
-    git writes it and dealt out in runs of about :data:`RUN` bytes to ``streams`` git
-    processes, each read by its own thread: the listing, the inflating and the searching
-    overlap."""
+    ``streams - 1`` helpers share the objects out) when pygit2 is installed and the store
+    uses SHA-1 ids (``in_process``: None picks, False forces the fallback). Otherwise the
+    ``git cat-file`` listing is read as git writes it and dealt out in runs of about
+    :data:`RUN` bytes to ``streams`` git processes, each read by its own thread: the
+    listing, the inflating and the searching overlap. ``streams`` is by default one per
+    core, at most four — and for the in-process read one when the store has less than
+    :data:`HELPER_MIN_PACK_BYTES` of packs."""
     anchors = sorted({_anchor(anchor) for anchor in anchors} - {(b"", False), (b"", True)})
     if in_process is None:
         in_process = objectread.available() and _object_format(repo, home) == "sha1"
     if in_process and objectread.available():
-        helpers = max(0, min(4, streams or _cores()) - 1)
+        wanted = streams or (_cores() if _pack_bytes(repo) >= HELPER_MIN_PACK_BYTES else 1)
+        helpers = max(0, min(4, wanted) - 1)
         try:
             return _scan_in_process(repo, anchors, helpers=helpers)
         except objectread.StoreError:  # a store libgit2 cannot open: git reads it
             pass
     return _scan_streams(repo, home, anchors, streams=streams)
+
+
+def _pack_bytes(repo: Path) -> int:
+    return sum(pack.stat().st_size for pack in (git_dir(repo) / "objects" / "pack").glob("*.pack"))
 
 
 def _cores() -> int:
