@@ -147,8 +147,8 @@ def scan_share(
                 if code == TREE:
                     types[name] = "tree"
                     continue
-                if code == BLOB:  # searched where libgit2 inflated it: no copy
-                    blob = objects[oid]
+                blob = objects[oid] if code == BLOB else None
+                if isinstance(blob, pygit2.Blob):  # searched where libgit2 inflated it
                     data = memoryview(blob)
                 else:
                     code, data = store.read(oid)
@@ -165,7 +165,7 @@ def scan_share(
 
 
 def pipe_claim(descriptor: int) -> Callable[[], int | None]:
-    """Buckets from a pipe holding one byte per bucket (read one at a time: atomic between
+    """Runs from a pipe holding one byte per run (read one at a time: atomic between
     processes); None once it is empty and its writer closed."""
 
     def claim() -> int | None:
@@ -177,8 +177,8 @@ def pipe_claim(descriptor: int) -> Callable[[], int | None]:
 
 def main() -> None:
     """The helper: a request ``(objects, anchors, claim descriptor, runs, digest, codes,
-    fast)`` marshalled on stdin; ``(digest, share)`` marshalled on stdout — the share only when this
-    process listed the same objects as the one that asked (the same digest)."""
+    fast)`` marshalled on stdin; ``(digest, share)`` marshalled on stdout — the share only
+    when this process listed the same objects as the one that asked (the same digest)."""
     # From objectscan, which started this process (the same interpreter: same format).
     request = marshal.loads(sys.stdin.buffer.read())  # noqa: S302
     objects, anchors, descriptor, runs, digest, codes, fast = request

@@ -378,11 +378,14 @@ def _share_out(
     senders = [threading.Thread(target=_send, args=(helper, request)) for helper in helpers]
     for sender in senders:
         sender.start()
-    shares = [
-        objectread.scan_share(
-            reader, listing, codes, anchors, objectread.pipe_claim(claims), objectread.RUNS, fast
-        )
-    ]
+    deadline, take = time.monotonic() + TIMEOUT, objectread.pipe_claim(claims)
+
+    def claim() -> int | None:
+        if time.monotonic() > deadline:
+            raise DomainError(f"Reading every object took longer than {TIMEOUT} s.")
+        return take()
+
+    shares = [objectread.scan_share(reader, listing, codes, anchors, claim, objectread.RUNS, fast)]
     for helper, sender in zip(helpers, senders, strict=True):
         sender.join()
         shares.extend(_helper_share(helper, digest))
