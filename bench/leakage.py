@@ -5,7 +5,9 @@
 Then the same on a real repository when ``../shared/data/swe-bench`` is present: the pytest
 mirror (its git bundle, cloned bare once under var/bench/pytest.git), every object of it
 scanned for all the forbidden texts of one SWE-bench instance (its gold patch's lines and its
-setup-free base), against one ``git log --all -S<text>`` — the ratio in one run.
+setup-free base), against one ``git log --all -S<text>`` — the ratio in one run, with the CPU
+time each side used and the machine's load average (on a shared machine the wall times follow
+both).
 
 The point: ``check_leakage`` looks for every forbidden text (here 10) in every object of the
 store in one streaming ``cat-file --batch-all-objects`` pass, while the obvious alternative,
@@ -20,6 +22,8 @@ real hits to report), the others never appear.
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -137,18 +141,22 @@ def pytest_bench() -> None:
     record = next(r for r in records if r["instance_id"] == INSTANCE)
     forbidden = forbidden_texts(gold_patch=record["patch"], setup_patch="", resolutions=[])
     longest = max((t for _label, t in forbidden), key=len)
-    checks, scans, logs = [], [], []
+    checks, scans, logs, check_cpus, log_cpus = [], [], [], [], []
+    load_before = os.getloadavg()
     for _round in range(ROUNDS):  # interleaved, so both see the same machine
-        started = time.perf_counter()
+        cpu, started = _cpu_seconds(), time.perf_counter()
         results = check_leakage(repo=PYTEST, base_commit=record["base_commit"], forbidden=forbidden)
         checks.append(time.perf_counter() - started)
+        check_cpus.append(_cpu_seconds() - cpu)
         text = next(result for result in results if result.name == "no_forbidden_text")
         scans.append(text.details["seconds"])
-        started = time.perf_counter()
+        cpu, started = _cpu_seconds(), time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="hilbench-bench-") as home:
             args = ["log", "--all", "--format=%H", f"-S{longest}"]
             run_git(PYTEST, args, home=Path(home), timeout=900)
         logs.append(time.perf_counter() - started)
+        log_cpus.append(_cpu_seconds() - cpu)
+    load_after = os.getloadavg()
     check, scan, log = (statistics.median(v) for v in (checks, scans, logs))
     print(
         f"pytest ({int(commits)} commits, {text.details['objects_scanned']} objects), "
@@ -157,6 +165,24 @@ def pytest_bench() -> None:
         f"git log --all -S<one text> {log:.2f} s; ratio scan/log {scan / log:.2f}, "
         f"check/log {check / log:.2f}"
     )
+    # On a machine others share, wall time follows the CPU each side needs: say both.
+    print(
+        f"  CPU (user + system, every process): check {statistics.median(check_cpus):.2f} s, "
+        f"git log -S {statistics.median(log_cpus):.2f} s; load average (1, 5, 15 min) "
+        f"{_load(load_before)} before, {_load(load_after)} after, on {os.cpu_count()} cores"
+    )
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for (git, helpers)."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _load(averages: tuple[float, float, float]) -> str:
+    return "/".join(f"{value:.2f}" for value in averages)
 
 
 def main() -> None:

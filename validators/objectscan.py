@@ -1,22 +1,30 @@
 """Reading every object of a git store once, quickly: which objects hold which byte strings.
 
 The leakage check needs, for a few dozen texts, the objects that hold them — among every
-object of the store, reachable or not. ``git cat-file --batch-check --batch-all-objects
---unordered`` lists every object (id, type, size) in pack order; ``git cat-file --batch``
-then streams every blob, commit and tag in that order (git's delta cache likes it; trees
-hold only names and ids) through a 1 MB pipe. The listing says where each object lies in
-the stream, so Python never parses it: it cuts the commits and tags out as they pass (small:
-their dates and messages) and hands each chunk to Hyperscan in streaming mode, which finds
-every occurrence of every anchor at gigabytes per second whatever their number (``grep -F``
-and Aho–Corasick manage about 350 MB/s with a handful of patterns: slower than the
-``git log -S`` this must beat). Match offsets turn into object ids; only those few
-candidate objects are then read whole, for the caller's exact patterns.
+object of the store, reachable or not. Hyperscan finds every occurrence of every anchor at
+gigabytes per second whatever their number (``grep -F`` and Aho–Corasick manage about
+350 MB/s with a handful of patterns: slower than the ``git log -S`` this must beat).
+
+Two ways to get every object's content to it, one answer:
+
+* **In process** (:mod:`validators.objectread`, where pygit2 is installed and ids are SHA-1):
+  libgit2 inflates each object in the process that searches it, this one and a helper
+  taking runs of the pack-ordered listing; object types come from the pack's entry headers
+  (:mod:`validators.packindex`), so trees are never inflated. No content crosses a pipe:
+  for pytest's 1.1 GB that is about 0.4 s of system time and the second git process saved.
+* **Through git** (the fallback): ``git cat-file --batch-check --batch-all-objects
+  --unordered`` lists every object (id, type, size) in pack order; ``git cat-file --batch``
+  then streams every blob, commit and tag in that order (git's delta cache likes it; trees
+  hold only names and ids) through a 1 MB pipe. The listing says where each object lies in
+  the stream, so Python never parses it: it cuts the commits and tags out as they pass
+  (small: their dates and messages) and hands each chunk to Hyperscan in streaming mode.
+  Match offsets turn into object ids; only those few candidate objects are then read whole.
 
 An anchor is exact bytes, or ``(bytes, True)`` to find it in any letter case (ASCII): the
 leakage check finds a resolution however it is capitalised.
 
-Where Hyperscan is not installed (no wheel for the platform), the same pass searches each
-chunk with ``bytes.find``: the same result, slower. :attr:`Store.fast` says which ran.
+Where Hyperscan is not installed (no wheel for the platform), the same pass searches with
+``bytes.find``: the same result, slower. :attr:`Store.fast` says which ran.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 import fcntl
+import marshal
 import os
 import queue
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -36,6 +46,7 @@ from pathlib import Path
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.gitrepo import git_dir, git_env, run_git
+from validators import objectread, packindex
 
 try:  # a C library in the wheel; the scan works without it, slower
     import hyperscan
@@ -46,6 +57,9 @@ TIMEOUT = 900  # seconds for any one pass over the store
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (fs.pipe-max-size)
 CHUNK = 1 << 20
 RUN = 16 << 20  # bytes of content dealt to one git process at a time (pack order kept)
+# A helper process costs ≈ 0.1 s to start and list the store; pytest's 42 MB of packs take
+# ≈ 1.1 s to read, so below this much a single process is done before a helper would help.
+HELPER_MIN_PACK_BYTES = 8 << 20
 
 Anchor = tuple[bytes, bool]  # (bytes, in any letter case): lower-cased when True
 
@@ -264,17 +278,177 @@ def _anchor(anchor: bytes | Anchor) -> Anchor:
 
 
 def scan_objects(
-    repo: Path, home: Path, anchors: Iterable[bytes | Anchor], *, streams: int | None = None
+    repo: Path,
+    home: Path,
+    anchors: Iterable[bytes | Anchor],
+    *,
+    streams: int | None = None,
+    in_process: bool | None = None,
 ) -> Store:
     """Every object's type; the content of every commit and tag, and of every object
     holding one of ``anchors`` (listed in :attr:`Store.candidates`). Trees are not searched:
     they hold file names and object ids, never a line of text.
 
-    The listing is read as git writes it and dealt out in runs of about :data:`RUN` bytes to
-    ``streams`` git processes (by default one per core, at most four), each read by its own
-    thread: the listing, the inflating and the searching overlap."""
-    deadline = time.monotonic() + TIMEOUT
+    Read in process with libgit2 (:mod:`validators.objectread`: this process and
+    ``streams - 1`` helpers share the objects out) when pygit2 is installed and the store
+    uses SHA-1 ids (``in_process``: None picks, False forces the fallback). Otherwise the
+    ``git cat-file`` listing is read as git writes it and dealt out in runs of about
+    :data:`RUN` bytes to ``streams`` git processes, each read by its own thread: the
+    listing, the inflating and the searching overlap. ``streams`` is by default one per
+    core, at most four — and for the in-process read one when the store has less than
+    :data:`HELPER_MIN_PACK_BYTES` of packs."""
     anchors = sorted({_anchor(anchor) for anchor in anchors} - {(b"", False), (b"", True)})
+    if in_process is None:
+        in_process = objectread.available() and _object_format(repo, home) == "sha1"
+    if in_process and objectread.available():
+        wanted = streams or (_cores() if _pack_bytes(repo) >= HELPER_MIN_PACK_BYTES else 1)
+        helpers = max(0, min(4, wanted) - 1)
+        try:
+            return _scan_in_process(repo, anchors, helpers=helpers)
+        except objectread.StoreError:  # a store libgit2 cannot open: git reads it
+            pass
+    return _scan_streams(repo, home, anchors, streams=streams)
+
+
+def _pack_bytes(repo: Path) -> int:
+    return sum(pack.stat().st_size for pack in (git_dir(repo) / "objects" / "pack").glob("*.pack"))
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _object_format(repo: Path, home: Path) -> str:
+    """ "sha1" or "sha256": pygit2's libgit2 reads SHA-1 stores only (SHA-256 support is an
+    experimental build option its wheels leave out)."""
+    found = run_git(repo, ["rev-parse", "--show-object-format"], home=home, check=False)
+    return found.stdout.decode().strip() if found.returncode == 0 else "unknown"
+
+
+def _scan_in_process(repo: Path, anchors: list[Anchor], *, helpers: int) -> Store:
+    """This process and ``helpers`` helper processes take the runs of
+    :mod:`validators.objectread` from one pipe holding one byte per run; a run a helper
+    took but did not report (it died) is read here afterwards."""
+    objects = git_dir(repo) / "objects"
+    claims, tokens = os.pipe()
+    started: list[subprocess.Popen] = []
+    try:
+        started = [helper for helper in (_start_helper(claims) for _ in range(helpers)) if helper]
+        os.write(tokens, bytes(range(objectread.RUNS)))  # 64 bytes: never blocks
+        os.close(tokens)
+        tokens = -1  # closed: once the runs are taken, a read says so
+        return _share_out(objects, anchors, claims, started)
+    finally:
+        for helper in started:
+            if helper.poll() is None:
+                helper.kill()
+                helper.wait()
+            for pipe in (helper.stdin, helper.stdout):
+                if not pipe.closed:
+                    pipe.close()
+        os.close(claims)
+        if tokens >= 0:
+            os.close(tokens)
+
+
+def _start_helper(claims: int) -> subprocess.Popen | None:
+    """A helper process; its start-up (≈ 60 ms) overlaps the listing here."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", objectread.__file__],  # -I: no user site, no script folder
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # a helper that fails only leaves its runs to us
+            pass_fds=(claims,),
+        )
+    except OSError:  # no helper: this process reads every run
+        return None
+
+
+def _share_out(
+    objects: Path, anchors: list[Anchor], claims: int, helpers: list[subprocess.Popen]
+) -> Store:
+    reader = objectread.open_store(str(objects))
+    listing, ids, digest = objectread.list_objects(reader)
+    codes = packindex.listing_types(objects, ids)
+    fast = hyperscan is not None
+    request = (str(objects), anchors, claims, objectread.RUNS, digest, codes, fast)
+    # Written by threads: the request (a byte per object) may be more than a pipe holds,
+    # and this process has its own share to read meanwhile.
+    senders = [threading.Thread(target=_send, args=(helper, request)) for helper in helpers]
+    for sender in senders:
+        sender.start()
+    deadline, take = time.monotonic() + TIMEOUT, objectread.pipe_claim(claims)
+
+    def claim() -> int | None:
+        if time.monotonic() > deadline:
+            raise DomainError(f"Reading every object took longer than {TIMEOUT} s.")
+        return take()
+
+    shares = [objectread.scan_share(reader, listing, codes, anchors, claim, objectread.RUNS, fast)]
+    for helper, sender in zip(helpers, senders, strict=True):
+        sender.join()
+        shares.extend(_helper_share(helper, digest))
+    missing = set(range(objectread.RUNS)).difference(*(share[3] for share in shares))
+    if missing:  # a helper died: what it had taken is read here
+        remaining = iter(sorted(missing))
+        shares.append(
+            objectread.scan_share(
+                reader,
+                listing,
+                codes,
+                anchors,
+                lambda: next(remaining, None),
+                objectread.RUNS,
+                fast,
+            )
+        )
+    store = Store(fast=fast)
+    for types, content, candidates, _done in shares:
+        store.types.update(types)
+        store.content.update(content)
+        store.candidates |= candidates
+    return store
+
+
+def _send(helper: subprocess.Popen, request: tuple) -> None:
+    with contextlib.suppress(OSError):  # it died: its runs are read here
+        helper.stdin.write(marshal.dumps(request))
+    with contextlib.suppress(OSError):
+        helper.stdin.close()
+
+
+def _helper_share(helper: subprocess.Popen, digest: str) -> list[objectread.Share]:
+    """The helper's share, or nothing when it failed (its runs are then read here)."""
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        timed_out.set()
+        helper.kill()
+
+    watchdog = threading.Timer(TIMEOUT, stop)
+    watchdog.start()
+    try:
+        out = helper.stdout.read()  # written at the very end: nothing to wait for meanwhile
+        helper.wait()
+    finally:
+        watchdog.cancel()
+    if timed_out.is_set():
+        raise DomainError(f"Reading every object took longer than {TIMEOUT} s.")
+    if helper.returncode != 0:
+        return []
+    try:
+        theirs, share = marshal.loads(out)  # noqa: S302 - from the helper objectread started
+    except (EOFError, ValueError, TypeError):
+        return []
+    if theirs != digest:  # it listed other objects: the store changed under us
+        raise DomainError("The repository changed while it was being read; run again.")
+    return [share]
+
+
+def _scan_streams(repo: Path, home: Path, anchors: list[Anchor], *, streams: int | None) -> Store:
+    """The fallback: ``git cat-file`` streams, searched as they pass."""
+    deadline = time.monotonic() + TIMEOUT
     store = Store(fast=hyperscan is not None)
     count = streams or max(1, min(4, os.cpu_count() or 1))
     lister = subprocess.Popen(

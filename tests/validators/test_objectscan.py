@@ -1,18 +1,21 @@
 """The one-pass object scan finds exactly the objects that hold an anchor, however it runs.
 
 A real repository (loose and packed objects, an unreachable blob, a tag, a commit message
-holding an anchor) is scanned with Hyperscan and with the ``bytes.find`` fallback, with one
-and with several git processes, and with chunks and runs small enough that anchors straddle
-chunk boundaries. Every way must agree with the objects git itself says hold each anchor.
+holding an anchor) is scanned in process with libgit2 and through ``git cat-file`` streams,
+with Hyperscan and with the ``bytes.find`` fallback, with one and with several processes,
+and with chunks and runs small enough that anchors straddle chunk boundaries. Every way must
+agree with the objects git itself says hold each anchor.
 """
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from validators import objectscan
+from hilbench_annotate.errors import DomainError
+from validators import objectread, objectscan, packindex
 from validators.objectscan import scan_objects
 
 ANCHORS = [b"rounding_rule = HALF_UP", b"Ties round half-up", b"never-present-anchor-text"]
@@ -68,17 +71,22 @@ def _truth(repo: Path) -> dict[bytes, set[str]]:
     return truth
 
 
+@pytest.mark.parametrize("in_process", [True, False], ids=["libgit2", "cat-file"])
 @pytest.mark.parametrize("fast", [True, False], ids=["hyperscan", "bytes.find"])
 @pytest.mark.parametrize("streams,chunk,run", [(1, 1 << 20, 16 << 20), (3, 7, 300)])
 def test_every_way_finds_exactly_the_objects_git_says_hold_an_anchor(
-    repo, tmp_path, monkeypatch, fast, streams, chunk, run
+    repo, tmp_path, monkeypatch, in_process, fast, streams, chunk, run
 ):
     if not fast:  # a platform without the Hyperscan wheel
         monkeypatch.setattr(objectscan, "hyperscan", None)
     monkeypatch.setattr(objectscan, "CHUNK", chunk)
     monkeypatch.setattr(objectscan, "RUN", run)
-    store = scan_objects(repo, tmp_path, ANCHORS, streams=streams)
+    store = scan_objects(repo, tmp_path, ANCHORS, streams=streams, in_process=in_process)
 
+    _assert_exact(repo, store, fast)
+
+
+def _assert_exact(repo: Path, store, fast: bool = True) -> None:
     truth = _truth(repo)
     assert store.fast is fast
     assert store.candidates == set().union(*truth.values())
@@ -94,7 +102,8 @@ def test_every_way_finds_exactly_the_objects_git_says_hold_an_anchor(
         assert store.content[oid] == _git(repo, "cat-file", store.types[oid], oid)
 
 
-def test_a_corrupt_object_is_named_unreadable_and_the_rest_is_still_scanned(tmp_path):
+@pytest.mark.parametrize("in_process", [True, False], ids=["libgit2", "cat-file"])
+def test_a_corrupt_object_is_named_unreadable_and_the_rest_is_still_scanned(tmp_path, in_process):
     repo = tmp_path / "repo"
     _git(tmp_path, "init", "-q", "-b", "main", str(repo))
     (repo / "a.py").write_text("rounding_rule = HALF_UP\n")
@@ -104,15 +113,16 @@ def test_a_corrupt_object_is_named_unreadable_and_the_rest_is_still_scanned(tmp_
     corrupt.parent.mkdir()
     corrupt.write_bytes(b"not zlib")
 
-    store = scan_objects(repo, tmp_path, ANCHORS)
+    store = scan_objects(repo, tmp_path, ANCHORS, in_process=in_process)
 
     assert store.types["12" + "3" * 38] == "unreadable"
     assert len(store.candidates) == 1
 
 
+@pytest.mark.parametrize("in_process", [True, False], ids=["libgit2", "cat-file"])
 @pytest.mark.parametrize("fast", [True, False], ids=["hyperscan", "bytes.find"])
 def test_an_anchor_in_any_letter_case_is_found_however_it_is_written(
-    repo, tmp_path, monkeypatch, fast
+    repo, tmp_path, monkeypatch, fast, in_process
 ):
     """A resolution lower-cased in a commit message is still found; an exact anchor is not
     found in another case."""
@@ -121,5 +131,82 @@ def test_an_anchor_in_any_letter_case_is_found_however_it_is_written(
     monkeypatch.setattr(objectscan, "CHUNK", 5)
     holding = _truth(repo)[b"Ties round half-up"]
     assert holding
-    assert scan_objects(repo, tmp_path, [(b"TIES ROUND HALF-UP", True)]).candidates == holding
-    assert scan_objects(repo, tmp_path, [b"TIES ROUND HALF-UP"]).candidates == set()
+    caseless = scan_objects(repo, tmp_path, [(b"TIES ROUND HALF-UP", True)], in_process=in_process)
+    assert caseless.candidates == holding
+    exact = scan_objects(repo, tmp_path, [b"TIES ROUND HALF-UP"], in_process=in_process)
+    assert exact.candidates == set()
+
+
+def test_runs_a_helper_took_and_never_reported_are_read_by_the_caller(repo, tmp_path, monkeypatch):
+    """A helper that dies after taking some runs (here: three, then exit 1) loses nothing."""
+    took = tmp_path / "took"
+    script = tmp_path / "dying_helper.py"
+    script.write_text(
+        "import marshal, os, sys\n"
+        "request = marshal.loads(sys.stdin.buffer.read())\n"
+        f"open({str(took)!r}, 'wb').write(os.read(request[2], 3))\n"
+        "sys.exit(1)\n"
+    )
+    monkeypatch.setattr(objectread, "__file__", str(script))
+    monkeypatch.setattr(objectread, "RUNS", 8)
+    scan_share = objectread.scan_share
+
+    def late_share(*args):  # the helper takes its runs before this process takes any
+        time.sleep(1)
+        return scan_share(*args)
+
+    monkeypatch.setattr(objectread, "scan_share", late_share)
+
+    store = scan_objects(repo, tmp_path, ANCHORS, streams=2, in_process=True)
+
+    assert len(took.read_bytes()) == 3
+    _assert_exact(repo, store)
+
+
+def test_a_helper_that_lists_other_objects_stops_the_scan(repo, tmp_path, monkeypatch):
+    """Two processes that saw different stores (it changed meanwhile) would each miss what
+    the other read: the scan says so instead of answering."""
+    script = tmp_path / "other_store_helper.py"
+    script.write_text(
+        "import marshal, sys\n"
+        "sys.stdin.buffer.read()\n"
+        "sys.stdout.buffer.write(marshal.dumps(('another listing', ({}, {}, set(), []))))\n"
+    )
+    monkeypatch.setattr(objectread, "__file__", str(script))
+
+    with pytest.raises(DomainError, match="changed while it was being read"):
+        scan_objects(repo, tmp_path, ANCHORS, streams=2, in_process=True)
+
+
+@pytest.mark.parametrize("offsets", [True, False], ids=["ofs-delta", "ref-delta"])
+def test_pack_index_types_agree_with_git_for_every_packed_object(tmp_path, offsets):
+    """Types read from the pack's index and entry headers (deltas followed to their base)
+    are git's own; a loose object is left to libgit2 (0)."""
+    repo = tmp_path / "repo"
+    _git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    for number in range(30):  # versions of one file: long delta chains
+        body = "".join(f"line {line} of a file that changes a little\n" for line in range(300))
+        (repo / "a.txt").write_text(body + f"version {number}\n")
+        (repo / "dir").mkdir(exist_ok=True)
+        (repo / "dir" / "b.txt").write_text(body[: 40 * (number + 1)])
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"version {number}")
+    _git(repo, "tag", "-a", "v1", "-m", "release")
+    delta_base = "true" if offsets else "false"
+    _git(repo, "-c", f"repack.useDeltaBaseOffset={delta_base}", "repack", "-adf", "-q")
+    loose = _git(repo, "hash-object", "-w", "--stdin", stdin=b"loose\n").decode().strip()
+    listed = _git(repo, "cat-file", "--batch-all-objects", "--batch-check").decode().split()
+    truth = dict(zip(listed[0::3], listed[1::3], strict=True))
+    verified = _git(
+        repo, "verify-pack", "-v", *map(str, (repo / ".git/objects/pack").glob("*.idx"))
+    )
+    assert b" delta " in verified or b"chain length" in verified  # there are deltas to follow
+
+    ids = b"".join(bytes.fromhex(oid) for oid in truth)
+    codes = packindex.listing_types(repo / ".git" / "objects", ids)
+
+    names = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
+    found = {oid: names.get(code) for oid, code in zip(truth, codes, strict=True)}
+    assert found[loose] is None
+    del found[loose], truth[loose]
+    assert found == truth
