@@ -26,7 +26,6 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from importlib import metadata as package_metadata
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from evaluation.selectors import task_selections
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services.tasks import snapshots_known, task_snapshots
+from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout
@@ -78,10 +78,9 @@ def validation_verdict(task: Task, gates: list[dict]) -> tuple[bool, str]:
     return True, "approved, every gate green"
 
 
-def chunks(items: list, size: int | None = None) -> list[list]:
-    size = size or settings.EXPORT_CHUNK_SIZE
-    iterator = iter(items)
-    return list(iter(lambda: list(islice(iterator, size)), []))
+def chunks(items: list) -> list[list]:
+    """The bundle's chunks of tasks, ``EXPORT_CHUNK_SIZE`` a chunk."""
+    return list(batched(items, settings.EXPORT_CHUNK_SIZE))
 
 
 # --- 1. plan -------------------------------------------------------------------------------

@@ -297,7 +297,7 @@ def _step(chunk: ExportChunk, job: ExportJob) -> dict | None:
             options=_options(job),
             checked=chunk.result.get("checked") or None,
         )
-        return {**chunk.result, **written}
+        return written  # the check's verdicts it was given are not carried on
     _assemble(chunk, job)
     return None
 
@@ -327,7 +327,11 @@ def _advance(job_id: int, phase: str, *, fan_out: bool) -> None:
             ordered = [pk for part in chunks.order_by("number").values_list("tasks", flat=True)
                        for pk in part]  # fmt: skip
             written = [pk for pk in ordered if checked[str(pk)]["write"]]
-            ExportJob.objects.filter(pk=job_id).update(done=len(ordered) - len(written))
+            # The tasks left out, for the report the assembly finishes.
+            ExportJob.objects.filter(pk=job_id).update(
+                done=len(ordered) - len(written),
+                report={"skipped": skipped_entries(ordered, checked)},
+            )
             next_chunks = _write_chunks(job, checked, written)
         else:
             next_chunks = [
@@ -344,18 +348,14 @@ def _advance(job_id: int, phase: str, *, fan_out: bool) -> None:
 def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
     """Join the written chunks into the bundle and finish the export (and this chunk)."""
     work = _work_dir(job.pk)
-    written = [
-        c.result for c in job.chunks.filter(phase=ExportChunk.Phase.WRITE).order_by("number")
-    ]
-    checked = {}
-    for result in job.chunks.filter(phase=ExportChunk.Phase.CHECK).values_list("result", flat=True):
-        checked.update(result["checked"])
-    ordered = [pk for c in job.chunks.filter(phase=ExportChunk.Phase.CHECK).order_by("number")
-               for pk in c.tasks]  # fmt: skip
-    skipped = skipped_entries(ordered, checked) if checked else []
+    written = list(
+        job.chunks.filter(phase=ExportChunk.Phase.WRITE)
+        .order_by("number")
+        .values_list("result", flat=True)
+    )
+    skipped = job.report.get("skipped", [])  # the check step's, for a bundle not a draft
     target = _target(job)
-    exported = [entry for part in written for entry in part["exported"]]
-    if not exported:
+    if not any(part["exported"] for part in written):
         target.unlink(missing_ok=True)
         message = (
             "No selected task is validated (approved with every gate green); "
@@ -374,7 +374,7 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
         project=job.project,
         selection=job.selection,
     )
-    report = {"exported": exported, "skipped": skipped, "files": archive["files"]}
+    report = {"exported": archive["exported"], "skipped": skipped, "files": archive["files"]}
     finished = timezone.now()
     with transaction.atomic():
         job_finish(ExportChunk, chunk.pk)

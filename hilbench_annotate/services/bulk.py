@@ -8,9 +8,8 @@ questions when there are any.
 """
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
-from itertools import islice
 from typing import Any
 
 from django.conf import settings
@@ -28,15 +27,10 @@ from hilbench_annotate.models import (
     TaskEvent,
     TriggerQuestion,
 )
+from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain
 
 from .tasks import _snapshot, _task_row
-
-
-def _chunks(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    iterator = iter(items)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
 
 
 def _blocker_rows(task: Task, blockers: list[dict[str, Any]]) -> list[tuple[Blocker, list[str]]]:
@@ -206,7 +200,7 @@ def task_create_many(
     size = chunk_size or settings.IMPORT_CHUNK_SIZE
     created: list[Task] = []
     with transaction.atomic():
-        for chunk in _chunks(records, size):
+        for chunk in batched(records, size):
             with transaction.atomic():
                 created.extend(
                     _create_chunk(project=project, records=chunk, author=author, reason=reason)
