@@ -20,13 +20,9 @@ from validators.models import ValidationRun
 from validators.registry import groups_for
 
 
-def validated_gate_names(task: Task) -> list[str]:
-    """The gates a task must pass to be exported: every gate of its project's pipeline and
-    ``settings.EXPORT_REQUIRED_GATES`` (lint, structural checks, the judge's recall)."""
-    return _gate_names(task.project_id)
-
-
 def _gate_names(project_id: int) -> list[str]:
+    """The gates a task of the project must pass to be exported: every gate of its pipeline
+    and ``settings.EXPORT_REQUIRED_GATES`` (lint, structural checks, the judge's recall)."""
     names: list[str] = []
     for gates in ReviewLayer.objects.filter(project_id=project_id).values_list("gates", flat=True):
         names.extend(g for g in gates if g not in names)
@@ -34,10 +30,6 @@ def _gate_names(project_id: int) -> list[str]:
         if required not in names:
             names.append(required)
     return names
-
-
-def gate_report(task: Task) -> list[dict[str, Any]]:
-    return gate_reports([task])[task.pk]
 
 
 def gate_reports(tasks: list[Task]) -> dict[int, list[dict[str, Any]]]:
@@ -68,17 +60,6 @@ def _judge(version: str | None, recall_details: dict | None) -> dict[str, Any]:
         "precision": details.get("precision"),
         "held_out_positives": details.get("positives"),
     }
-
-
-def validation_document(
-    task: Task, *, revision_number: int, gates: list[dict], pass_rate: dict | None
-) -> dict[str, Any]:
-    return validation_documents(
-        [task],
-        revision_numbers={task.pk: revision_number},
-        gates={task.pk: gates},
-        pass_rates={task.pk: pass_rate},
-    )[task.pk]
 
 
 def validation_documents(
@@ -151,12 +132,6 @@ def _validation(task, runs, *, revision_number, gates, pass_rate, judge_version)
         # null until then.
         "pass_rate": pass_rate,
     }
-
-
-def review_document(task: Task, *, revision_number: int, reveal_reviewers: bool) -> dict:
-    return review_documents(
-        [task], revision_numbers={task.pk: revision_number}, reveal_reviewers=reveal_reviewers
-    )[task.pk]
 
 
 def review_documents(

@@ -143,10 +143,6 @@ def gzip_member(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
-def _content_bytes(content: bytes | Path) -> bytes:
-    return content.read_bytes() if isinstance(content, Path) else content
-
-
 @dataclass
 class Entry:
     """One file of the bundle: its name, its content (bytes, or a file on disk) and sha256."""
@@ -155,12 +151,6 @@ class Entry:
     content: bytes | Path
     sha: str
     size: int
-
-    @classmethod
-    def of(cls, name: str, content: bytes | Path) -> Entry:
-        if isinstance(content, Path):
-            return cls(name, content, file_sha256_cached(content), content.stat().st_size)
-        return cls(name, content, hashlib.sha256(content).hexdigest(), len(content))
 
 
 @dataclass
@@ -208,7 +198,7 @@ class ChunkSpool:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
         now, so the caller may delete it (a repository stream in a scratch folder)."""
         if isinstance(content, Path):
-            entry = Entry.of(name, content)
+            entry = Entry(name, content, file_sha256_cached(content), content.stat().st_size)
             if entry.size:
                 self._blob(entry)
             return entry
@@ -238,10 +228,11 @@ class ChunkSpool:
                     self._add(entry, first, shared)
                     lines.append(_manifest_line(entry))
             self._end_segment()
-            manifest = gzip_member(b",\n    ".join(lines))
+            text = b",\n    ".join(lines)
+            manifest = gzip_member(text)
             self.record.manifest_at = self._out.tell()
             self.record.manifest_length = len(manifest)
-            self.record.manifest_raw = len(b",\n    ".join(lines))
+            self.record.manifest_raw = len(text)
             self._out.write(manifest)
         os.replace(partial, self.path)
         self.record.files = len(lines)
@@ -259,7 +250,8 @@ class ChunkSpool:
             self.record.items.append(["shared", entry.name, entry.sha, entry.size])
             self._blob(entry)
             return
-        data = _content_bytes(entry.content)
+        # A file from disk is always shared but when it is empty: then it has no bytes.
+        data = b"" if isinstance(entry.content, Path) else entry.content
         self._member(tar_header(entry.name, entry.size) + data + padding(entry.size))
 
     def _member(self, data: bytes) -> None:

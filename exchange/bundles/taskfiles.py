@@ -91,10 +91,6 @@ def _annotate(task: Task, snapshot: dict) -> dict:
     return document
 
 
-def _judge_settings(task: Task) -> dict:
-    return judge_settings_for(task.project)
-
-
 def judge_settings_for(project) -> dict:
     """The embedded judge's settings the ask-human sidecar uses: the project's calibration."""
     calibration = project_calibration(project)
@@ -143,7 +139,7 @@ def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: st
 
 
 def sql_files(
-    task: Task, snapshot: dict, files: TaskFiles, index: int, *, judge_settings: dict | None = None
+    task: Task, snapshot: dict, files: TaskFiles, index: int, *, judge_settings: dict
 ) -> None:
     env = task.sql_environment
     annotate = layout.dumps(_annotate(task, snapshot))
@@ -194,7 +190,6 @@ def sql_files(
     data["business_info.json"] = files.entries[f"{files.folder}/{layout.SQL_BUSINESS_INFO}"]
     if database is not None:
         data["database.sqlite"] = Path(database)
-    judge_settings = _judge_settings(task) if judge_settings is None else judge_settings
     _modes(
         files,
         task=task,
@@ -277,7 +272,7 @@ def swe_files(
     index: int,
     workdir: Path,
     *,
-    judge_settings: dict | None = None,
+    judge_settings: dict,
 ) -> None:
     env = task.swe_environment
     document = _annotate(task, snapshot)
@@ -315,7 +310,6 @@ def swe_files(
         "test_command": env.test_command,
         "log_parser": spec.get("log_parser") or "pytest",
     }
-    judge_settings = _judge_settings(task) if judge_settings is None else judge_settings
     _modes(
         files,
         task=task,

@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import metadata as package_metadata
 from pathlib import Path
 from typing import Any
@@ -55,9 +55,6 @@ class ExportOptions:
     draft: bool = False
     reveal_reviewers: bool = False
     allow_internet: bool = False
-
-    def as_dict(self) -> dict[str, bool]:
-        return asdict(self)
 
 
 def app_version() -> str:
@@ -211,10 +208,6 @@ def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dic
     return verdicts
 
 
-def skipped_entry(task_id: int, title: str, reason: str) -> dict:
-    return {"task": task_id, "title": title, "reason": reason}
-
-
 # --- 3. write --------------------------------------------------------------------------------
 
 
@@ -337,7 +330,9 @@ def skipped_entries(ordered: list[int], checked: dict[str, dict]) -> list[dict]:
     """The report's entries of the tasks the check left out, in bundle order."""
     left_out = [pk for pk in ordered if not checked[str(pk)]["write"]]
     titles = dict(Task.objects.filter(pk__in=left_out).values_list("pk", "title"))
-    return [skipped_entry(pk, titles[pk], checked[str(pk)]["reason"]) for pk in left_out]
+    return [
+        {"task": pk, "title": titles[pk], "reason": checked[str(pk)]["reason"]} for pk in left_out
+    ]
 
 
 __all__ = [
