@@ -8,10 +8,6 @@ from .lint_cache import snapshot_findings
 from .services import open_findings_many
 
 
-def _lint_clean(task) -> tuple[bool, str]:
-    return _lint_clean_many([task])[task.pk]
-
-
 def _lint_clean_many(tasks) -> dict[int, tuple[bool, str]]:
     """Lint errors of each task's saved state (linted once per state, ``lint_cache``) not
     covered by a waiver: what blocks submission and export."""
@@ -27,7 +23,6 @@ def _lint_clean_many(tasks) -> dict[int, tuple[bool, str]]:
 def register() -> None:
     register_gate(
         "lint_clean",
-        _lint_clean,
         description="no open lint error (fixed or waived)",
         check_many=_lint_clean_many,
     )

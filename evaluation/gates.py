@@ -6,10 +6,6 @@ from hilbench_annotate.gates import register_gate
 from .selectors import task_selections
 
 
-def _pass_rate(task) -> tuple[bool, str]:
-    return _pass_rate_many([task])[task.pk]
-
-
 def _pass_rate_many(tasks) -> dict[int, tuple[bool, str]]:
     return {
         pk: (selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}")
@@ -20,7 +16,6 @@ def _pass_rate_many(tasks) -> dict[int, tuple[bool, str]]:
 def register() -> None:
     register_gate(
         "pass_rate",
-        _pass_rate,
         description="model runs keep the task: solved with full information, not without",
         check_many=_pass_rate_many,
     )

@@ -1,8 +1,9 @@
 """The automated gates a review layer or an export can require, by name.
 
-A gate is ``check(task) -> (green, message)`` on the task's current revision, and may also
-give ``check_many(tasks) -> {task id: (green, message)}``: the same verdicts for many tasks
-in a fixed number of queries (an export reads every gate of thousands of tasks). Each app that
+A gate gives ``(green, message)`` for a task's current revision: either as
+``check_many(tasks) -> {task id: (green, message)}``, for many tasks in a fixed number of
+queries (an export reads every gate of thousands of tasks), or as ``check(task)``, asked
+once for each task. Each app that
 owns a kind of evidence registers its gates in its ``AppConfig.ready`` (``authoring/gates.py``:
 lint; ``validators/gates.py``: the structural check groups; ``judge/gates.py``: the judge's
 recall; ``evaluation/gates.py``: the pass-rate selection). The review pipeline and the
@@ -21,24 +22,33 @@ GateCheckMany = Callable[[list], dict[int, tuple[bool, str]]]
 @dataclass(frozen=True)
 class Gate:
     name: str
-    check: GateCheck
     description: str  # one line for the pipeline editor
-    check_many: GateCheckMany | None = None
+    check_many: GateCheckMany
 
     def verdicts(self, tasks: list) -> dict[int, tuple[bool, str]]:
-        if self.check_many is not None:
-            return self.check_many(tasks)
-        return {task.pk: self.check(task) for task in tasks}
+        return self.check_many(tasks)
 
 
 _GATES: dict[str, Gate] = {}
 
 
 def register_gate(
-    name: str, check: GateCheck, *, description: str, check_many: GateCheckMany | None = None
+    name: str,
+    check: GateCheck | None = None,
+    *,
+    description: str,
+    check_many: GateCheckMany | None = None,
 ) -> None:
-    """Register (or, on a second ``ready``, replace) the gate ``name``."""
-    _GATES[name] = Gate(name=name, check=check, description=description, check_many=check_many)
+    """Register (or, on a second ``ready``, replace) the gate ``name``: ``check_many``, or
+    ``check`` asked for each task."""
+    if check_many is None:
+        if check is None:
+            raise ValueError(f"gate {name!r} needs check or check_many")
+
+        def check_many(tasks, check=check):
+            return {task.pk: check(task) for task in tasks}
+
+    _GATES[name] = Gate(name=name, description=description, check_many=check_many)
 
 
 def gate_names() -> list[str]:

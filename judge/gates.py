@@ -14,7 +14,7 @@ from django.conf import settings
 from hilbench_annotate.gates import register_gate
 from validators.registry import register_group
 from validators.results import FAILED, PASSED, CheckResult
-from validators.services import gate_for, gate_many_for
+from validators.services import gate_many_for
 
 from .services import get_judge
 from .validation import judge_recall, labelling_progress, trigger_copies_note
@@ -114,7 +114,6 @@ def register() -> None:
     register_group("judge_recall", _judge_recall, structural=False)
     register_gate(
         "judge_recall",
-        gate_for("judge_recall"),
         description=f"the judge's recall on held-out questions is at least the floor "
         f"({settings.JUDGE_RECALL_FLOOR:.0%})",
         check_many=gate_many_for("judge_recall"),

@@ -4,11 +4,7 @@
 from hilbench_annotate.gates import register_gate
 
 from .registry import GROUPS, groups_for
-from .services import gate_for, gate_many_for, group_verdicts
-
-
-def _structural(task) -> tuple[bool, str]:
-    return _structural_many([task])[task.pk]
+from .services import gate_many_for, group_verdicts
 
 
 def _structural_many(tasks) -> dict[int, tuple[bool, str]]:
@@ -29,7 +25,6 @@ def _structural_many(tasks) -> dict[int, tuple[bool, str]]:
 def register() -> None:
     register_gate(
         "structural",
-        _structural,
         description="every structural check of the task's domain passed on this revision",
         check_many=_structural_many,
     )
@@ -37,7 +32,6 @@ def register() -> None:
         if group.structural:
             register_gate(
                 name,
-                gate_for(name),
                 description=f"the {name} checks passed on this revision",
                 check_many=gate_many_for(name),
             )

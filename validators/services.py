@@ -181,18 +181,9 @@ def group_verdicts(tasks: list[Task], groups: list[str]) -> dict[int, dict[str, 
     return verdicts
 
 
-def gate_for(group: str):
-    """A review gate: green when the latest finished run on the current revision
-    passed ``group``."""
-
-    def check(task: Task) -> tuple[bool, str]:
-        return group_verdicts([task], [group])[task.pk][group]
-
-    return check
-
-
 def gate_many_for(group: str):
-    """``gate_for(group)`` for many tasks at once (``register_gate``'s ``check_many``)."""
+    """A review gate (``register_gate``'s ``check_many``): green for each task when the
+    latest finished run on its current revision passed ``group``."""
 
     def check_many(tasks: list[Task]) -> dict[int, tuple[bool, str]]:
         return {pk: groups[group] for pk, groups in group_verdicts(tasks, [group]).items()}
