@@ -78,17 +78,24 @@ def pack_types(idx: Path) -> tuple[np.ndarray, np.ndarray]:
     start += count * OID_BYTES + count * 4  # past the CRCs
     offsets = index[start : start + count * 4].view(">u4").astype(np.int64)
     large = offsets >= 1 << 31  # an index into the table of 8-byte offsets
-    if large.any():
-        table = index[start + count * 4 :].view(np.uint8)
-        where = (offsets[large] & 0x7FFFFFFF) * 8
-        wide = np.ascontiguousarray(table[where[:, None] + np.arange(8)])
-        offsets[large] = wide.view(">u8").ravel().astype(np.int64)
     if pack_path.stat().st_size < 12:
         return empty
     pack = _map(pack_path)
-    if bytes(pack[:4]) != b"PACK" or count == 0 or offsets.max() >= len(pack):
+    # A damaged or crafted index (an offset past its table or its pack, an entry header
+    # running off the end) is one this module does not read: the reader asks libgit2.
+    try:
+        if large.any():
+            table = index[start + count * 4 :].view(np.uint8)
+            where = (offsets[large] & 0x7FFFFFFF) * 8
+            wide = np.ascontiguousarray(table[where[:, None] + np.arange(8)])
+            offsets[large] = wide.view(">u8").ravel().astype(np.int64)
+        if bytes(pack[:4]) != b"PACK" or count == 0:
+            return empty
+        if offsets.min() < 12 or offsets.max() >= len(pack):
+            return empty
+        return ids, _entry_types(pack, ids, offsets)
+    except IndexError:
         return empty
-    return ids, _entry_types(pack, ids, offsets)
 
 
 def _entry_types(pack: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -210,3 +210,23 @@ def test_pack_index_types_agree_with_git_for_every_packed_object(tmp_path, offse
     assert found[loose] is None
     del found[loose], truth[loose]
     assert found == truth
+
+
+def test_a_crafted_pack_index_is_not_read_here_and_the_scan_goes_on(tmp_path):
+    """An index whose offset names an 8-byte entry past its table (or past its pack): this
+    module gives no types for it (the reader asks libgit2), it does not crash the check."""
+    repo = tmp_path / "repo"
+    _git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / "a.txt").write_text("a line\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    _git(repo, "repack", "-adq")
+    (idx,) = (repo / ".git/objects/pack").glob("*.idx")
+    data = bytearray(idx.read_bytes())
+    count = int.from_bytes(data[8 + 255 * 4 : 8 + 256 * 4], "big")
+    first_offset = 8 + 256 * 4 + count * 20 + count * 4
+    data[first_offset : first_offset + 4] = (0x80000000 | 1000).to_bytes(4, "big")
+    idx.chmod(0o644)
+    idx.write_bytes(bytes(data))
+    ids, types = packindex.pack_types(idx)
+    assert len(ids) == 0 and len(types) == 0
