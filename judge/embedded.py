@@ -104,6 +104,7 @@ class EmbeddedJudge:
                 json.dumps(sorted(self.model.thresholds.items())).encode()
             ).hexdigest()[:10]
             self.version += f"/t{digest}"
+        self.long_version = self.version  # it always fits the columns
         self._cache: OrderedDict[str, RegistryIndex] = OrderedDict()
         self._lock = threading.Lock()
 

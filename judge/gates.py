@@ -17,7 +17,7 @@ from validators.results import FAILED, PASSED, CheckResult
 from validators.services import gate_many_for
 
 from .services import get_judge
-from .validation import judge_recall, labelling_progress, trigger_copies_note
+from .validation import judge_recall, labelling_progress
 
 
 def _judge_recall(task, snapshot, workdir: Path):
@@ -34,14 +34,15 @@ def _judge_recall(task, snapshot, workdir: Path):
         "shortfall": report.shortfall,
         "trigger_copies": report.trigger_copies,
     }
-    copies = len(report.trigger_copies)
+    # Held-out questions left out as copies of trigger questions, said in every message.
+    note = report.trigger_copies_note
+    spaced = " " + note if note else ""
     if report.recall is None:
         return [
             CheckResult(
                 "judge_recall",
                 FAILED,
-                "No settled held-out question targets a blocker: label some first."
-                + (" " + trigger_copies_note(copies) if copies else ""),
+                "No settled held-out question targets a blocker: label some first." + spaced,
                 details,
             )
         ]
@@ -52,8 +53,7 @@ def _judge_recall(task, snapshot, workdir: Path):
         else f"Judge recall {report.recall:.0%} on {report.positives} held-out questions"
     )
     if report.passes:
-        note = " " + trigger_copies_note(copies, advise=False) if copies else ""
-        return [CheckResult("judge_recall", PASSED, summary + "." + note, details)]
+        return [CheckResult("judge_recall", PASSED, summary + "." + spaced, details)]
     if report.shortfall and report.recall >= settings.JUDGE_RECALL_FLOOR:
         return [
             CheckResult(
@@ -63,9 +63,8 @@ def _judge_recall(task, snapshot, workdir: Path):
                 + "; ".join(report.shortfall)
                 + ". "
                 + (
-                    trigger_copies_note(copies)
-                    if copies
-                    else "Questions that became trigger phrases no longer count: add and "
+                    note
+                    or "Questions that became trigger phrases no longer count: add and "
                     "label fresh ones."
                 ),
                 details,
@@ -86,7 +85,7 @@ def _judge_recall(task, snapshot, workdir: Path):
                 if report.shortfall
                 else ""
             )
-            + (" " + trigger_copies_note(copies) if copies else ""),
+            + spaced,
             details,
         )
     ]

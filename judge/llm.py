@@ -156,6 +156,7 @@ class LLMJudge:
         timeout_s: float = 30,
         max_retries: int = 2,
         version: str = PROMPT_VERSION,
+        long_version: str | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
@@ -167,6 +168,8 @@ class LLMJudge:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.version = version
+        # What the stored version shortens, when it had to (``base.version_fit``).
+        self.long_version = long_version or version
 
     @property
     def url(self) -> str:

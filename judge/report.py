@@ -117,9 +117,7 @@ def _task_tallies(task, report, golds: list, types: dict[str, str]) -> dict[str,
 
 
 def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
-    result = ProjectJudgeReport(
-        judge_version=judge.version, judge_long_version=getattr(judge, "long_version", "")
-    )
+    result = ProjectJudgeReport(judge_version=judge.version, judge_long_version=judge.long_version)
     counts = [0] * len(BUCKETS)
     for task in project.tasks.order_by("id"):
         held_out = list(

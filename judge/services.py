@@ -86,13 +86,15 @@ def project_calibration(project) -> JudgeCalibration | None:
 def _llm() -> LLMJudge:
     if not settings.JUDGE_LLM_BASE_URL:
         raise JudgeError("JUDGE_LLM_BASE_URL is not set, so the LLM judge has no endpoint.")
+    long_version = f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}"
     return LLMJudge(
         base_url=settings.JUDGE_LLM_BASE_URL,
         model=settings.JUDGE_LLM_MODEL,
         api_key_env="JUDGE_LLM_API_KEY",
         timeout_s=settings.JUDGE_LLM_TIMEOUT_S,
         # The cache key: a new model or prompt never reuses another's verdicts.
-        version=version_fit(f"{PROMPT_VERSION}:{settings.JUDGE_LLM_MODEL}"),
+        version=version_fit(long_version),
+        long_version=long_version,
     )
 
 

@@ -74,7 +74,7 @@ class Command(BaseCommand):
         self._write(Path(options["out"]), lines)
         matched = sum(json.loads(line)["predicted"] is not None for line in lines)
         self.stdout.write(
-            f"{len(records)} questions judged ({getattr(judge, 'long_version', judge.version)}): "
+            f"{len(records)} questions judged ({judge.long_version}): "
             f"{matched} matched a blocker, "
             f"{len(records) - matched} irrelevant -> {options['out']}"
         )
