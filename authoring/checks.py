@@ -133,8 +133,7 @@ def draft_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:
         findings, schema = _sql_findings(task, draft)
         inputs = {"schema": schema}
     else:
-        findings = _swe_findings(task, draft)
-        inputs = {"repository_names": repository_names(task, draft)}
+        findings, inputs = _swe_findings(task, draft), lint_inputs(task, draft)
     findings += lint.lint_task(
         draft,
         **inputs,

@@ -309,8 +309,9 @@ def _sweep_retired() -> None:
     """Version folders no key links to any more are removed, each once no run holds it
     (its lock taken exclusively, without waiting: a held one is left for a later sweep)."""
     root = environments_root()
+    current = _current_versions(root)  # read once; checked again under each lock below
     for path in root.glob(f"{VERSION}*"):
-        if path.is_symlink() or not path.is_dir() or path.name in _current_versions(root):
+        if path.is_symlink() or not path.is_dir() or path.name in current:
             continue
         fd = _lock(path, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if fd is None:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from validators.objectread import Anchor
+
 MIN_TEXT_LENGTH = 12  # normalised characters; shorter texts are too generic to search for
 ANCHOR_MIN = 16  # characters: a piece of a text this long is rare enough to find it by
 
@@ -148,9 +150,6 @@ def _anchors(original: str, tokens: list[bytes]) -> tuple[bytes, ...]:
         if min(len(half) for half in halves) >= ANCHOR_MIN:
             anchors |= set(halves)
     return tuple(sorted(anchors))
-
-
-Anchor = tuple[bytes, bool]  # (lower-cased bytes when in any letter case, in any letter case)
 
 
 def by_anchor(needles: Iterable[Needle]) -> dict[Anchor, list[Needle]]:

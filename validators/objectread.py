@@ -43,6 +43,22 @@ TYPES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}  # libgit2's and the pack'
 TREE, BLOB = 2, 3
 
 Anchor = tuple[bytes, bool]  # (bytes, in any letter case): lower-cased when True
+
+
+def compile_literals(anchors: list[Anchor], mode):
+    """A Hyperscan database finding every anchor as a literal, in ``mode`` (block, stream)."""
+    database = hyperscan.Database(mode=mode)
+    database.compile(
+        expressions=[text for text, _caseless in anchors],
+        ids=list(range(len(anchors))),
+        elements=len(anchors),
+        # Given per expression: the literal compiler needs it.
+        flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _text, caseless in anchors],
+        literal=True,
+    )
+    return database
+
+
 # (types, content, candidates, runs done): plain values, so the helper's answer marshals
 # without this module being importable under the helper's name (``__main__``).
 Share = tuple[dict[str, str], dict[str, bytes], set[str], list[int]]
@@ -78,14 +94,7 @@ class _Finder:
         self.anchors = anchors
         self.database = None
         if anchors and fast and hyperscan is not None:
-            self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            self.database.compile(
-                expressions=[text for text, _caseless in anchors],
-                ids=list(range(len(anchors))),
-                elements=len(anchors),
-                flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _t, caseless in anchors],
-                literal=True,
-            )
+            self.database = compile_literals(anchors, hyperscan.HS_MODE_BLOCK)
         self.any_caseless = any(caseless for _text, caseless in anchors)
         self.found = False
         # Held here: the binding keeps no reference to its handler.

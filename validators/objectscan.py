@@ -48,10 +48,8 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.gitrepo import git_dir, git_env, run_git
 from validators import objectread, packindex
 
-try:  # a C library in the wheel; the scan works without it, slower
-    import hyperscan
-except ImportError:  # pragma: no cover - every platform we build for has the wheel
-    hyperscan = None
+# Hyperscan, a C library in its wheel: the scan works without it, slower.
+hyperscan = objectread.hyperscan
 
 TIMEOUT = 900  # seconds for any one pass over the store
 PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (fs.pipe-max-size)
@@ -61,7 +59,7 @@ RUN = 16 << 20  # bytes of content dealt to one git process at a time (pack orde
 # ≈ 1.1 s to read, so below this much a single process is done before a helper would help.
 HELPER_MIN_PACK_BYTES = 8 << 20
 
-Anchor = tuple[bytes, bool]  # (bytes, in any letter case): lower-cased when True
+Anchor = objectread.Anchor
 
 
 @dataclass
@@ -103,15 +101,7 @@ class _HyperscanMatcher:
     chunks): ``(end offset, anchor index)`` pairs."""
 
     def __init__(self, anchors: list[Anchor]):
-        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_STREAM)
-        self.database.compile(
-            expressions=[text for text, _caseless in anchors],
-            ids=list(range(len(anchors))),
-            elements=len(anchors),
-            # Given per expression: the literal compiler needs it.
-            flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _text, caseless in anchors],
-            literal=True,
-        )
+        self.database = objectread.compile_literals(anchors, hyperscan.HS_MODE_STREAM)
         self.found: list[tuple[int, int]] = []
         # Held here: the binding keeps no reference to its handler (a bound method made on
         # the fly is freed under it, and the scan crashes).

@@ -61,6 +61,13 @@ class SandboxLimits:
     shm_mb: int = 64
     file_mb: int = 1024
 
+    def run_memory_mb(self, *, tmpfs_testbed: bool = True) -> int:
+        """What a run's cgroup allows all its processes together: ``memory_mb`` plus the
+        sizes of its tmpfs, whose pages the cgroup counts (the repository copy is one unless
+        the run works on a tree on disk)."""
+        tmpfs = self.tmp_mb + self.shm_mb + (self.disk_mb if tmpfs_testbed else 0)
+        return int(self.memory_mb) + int(tmpfs)
+
 
 @dataclass(frozen=True)
 class Mount:
@@ -107,16 +114,9 @@ class SandboxResult:
 
 def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
     """``data`` decoded, keeping the first and last ``limit/2`` bytes when it is longer."""
-    if len(data) <= limit:
-        return data.decode("utf-8", errors="replace"), False
-    head, tail = limit // 2, limit - limit // 2
-    omitted = len(data) - head - tail
-    text = (
-        data[:head].decode("utf-8", errors="replace")
-        + f"\n\n[... {omitted} bytes of output omitted ...]\n\n"
-        + data[len(data) - tail :].decode("utf-8", errors="replace")
-    )
-    return text, True
+    output = CappedOutput(limit)
+    output.add(data)
+    return output.text()
 
 
 class CappedOutput:

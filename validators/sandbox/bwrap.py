@@ -362,6 +362,9 @@ class BwrapSandbox:
                 counters = cgroup.counters() if cgroup else {}
                 if cgroup:
                     cgroup.remove()
+                    # A cgroup another run failed to remove in time (or a killed worker
+                    # left) goes once it is empty and a minute old, not at the next start.
+                    cgroups.sweep(cgroup.layout)
         return _result(result, counters, limited, network=network)
 
     def _execute(self, argv, limits, *, uid, user, cgroup) -> SandboxResult:
@@ -415,8 +418,7 @@ def _run_cgroup(limits: SandboxLimits, *, tmpfs_testbed: bool) -> tuple[RunCgrou
     Its memory limit is ``memory_mb`` plus the sizes of the run's tmpfs, whose pages the
     cgroup counts: what the processes hold together is at most ``memory_mb`` plus what the
     tmpfs leave unused. ``pids.max`` has room for bwrap's own two processes."""
-    tmpfs_mb = limits.tmp_mb + limits.shm_mb + (limits.disk_mb if tmpfs_testbed else 0)
-    total_mb = int(limits.memory_mb) + int(tmpfs_mb)
+    total_mb = limits.run_memory_mb(tmpfs_testbed=tmpfs_testbed)
     where, why_not = cgroups.layout()
     if where is None:
         return None, {

@@ -85,7 +85,7 @@ class DockerSandbox:
             binds.append(DockerMount(target=SOURCE, source=str(tree), type="bind", read_only=True))
         cpu = max(1, int(limits.cpu_s))
         # The container's memory cgroup counts its tmpfs pages too: room for them, as locally.
-        memory_mb = int(limits.memory_mb) + int(limits.disk_mb + limits.tmp_mb + limits.shm_mb)
+        memory_mb = limits.run_memory_mb()
         return {
             "mounts": binds,
             "tmpfs": {

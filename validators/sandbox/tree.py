@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -150,17 +151,29 @@ _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _read_regular(folder_fd: int, name: str, limit: int | None = None) -> tuple[bytes, int] | None:
-    """(contents, mode) of the regular file ``name`` in the folder, or None when it is a link,
-    a pipe, a device or missing: never followed, never blocked on (``O_NONBLOCK``)."""
+def _open_regular(folder_fd: int, name: str):
+    """The regular file ``name`` in the folder, opened (a binary file object) with its
+    status, or None when it is a link, a pipe, a device or missing: never followed, never
+    blocked on (``O_NONBLOCK``). The caller closes it."""
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=folder_fd)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            return None
+    handle = os.fdopen(fd, "rb")
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        handle.close()
+        return None
+    return handle, status
+
+
+def _read_regular(folder_fd: int, name: str, limit: int | None = None) -> tuple[bytes, int] | None:
+    """(contents, mode) of the regular file ``name`` in the folder (``_open_regular``)."""
+    opened = _open_regular(folder_fd, name)
+    if opened is None:
+        return None
+    handle, status = opened
+    with handle:
         return handle.read(-1 if limit is None else limit + 1), status.st_mode
 
 
@@ -219,29 +232,34 @@ def _overlay_one(source_fd: int, dest_fd: int, parts: tuple[str, ...]) -> str | 
     if origin_folder is None:
         return "its folder in the environment is a symbolic link or missing"
     try:
-        found = _read_regular(origin_folder, name)
+        opened = _open_regular(origin_folder, name)
     finally:
         os.close(origin_folder)
-    if found is None:
+    if opened is None:
         return "not a plain file in the environment"
-    data, mode = found
-    target_folder = _folder_fd(dest_fd, folders, create=True)
-    if target_folder is None:
-        return "a folder on its path is a symbolic link (or a file) in the task's tree"
-    try:
+    source, status = opened
+    with source:
+        target_folder = _folder_fd(dest_fd, folders, create=True)
+        if target_folder is None:
+            return "a folder on its path is a symbolic link (or a file) in the task's tree"
         try:
-            fd = os.open(
-                name,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o755 if mode & 0o111 else 0o644,
-                dir_fd=target_folder,
-            )
-        except FileExistsError:
-            return ""  # the tree has its own (a file, or a link left as committed)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-    finally:
-        os.close(target_folder)
+            try:
+                fd = os.open(
+                    name,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o755 if status.st_mode & 0o111 else 0o644,
+                    dir_fd=target_folder,
+                )
+            except FileExistsError:
+                return ""  # the tree has its own (a file, or a link left as committed)
+            with os.fdopen(fd, "wb") as handle:
+                # Streamed (a built extension may be tens of MB), its times kept as a copy
+                # keeps them, so tools that rebuild by modification time do not.
+                shutil.copyfileobj(source, handle, 1 << 20)
+                handle.flush()
+                os.utime(handle.fileno(), ns=(status.st_atime_ns, status.st_mtime_ns))
+        finally:
+            os.close(target_folder)
     return None
 
 
