@@ -12,11 +12,13 @@ rebuilds it by reverse-applying the setup patch, and checks the id matches.
 """
 
 import hashlib
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.faststream import StreamRefused, checked_stream
 from hilbench_annotate.toolkit.gitrepo import git_dir, git_env, resolve_commit, run_git, stderr_text
 from validators.leakage import (
     BRANCH,
@@ -87,19 +89,43 @@ def repository_unpack(*, stream: Path, dest: Path) -> str:
         run_git(None, ["init", "-q", f"--initial-branch={BRANCH}", str(dest)], home=home)
         quiet = ["-c", "core.logAllRefUpdates=false"]
         with open(stream, "rb") as handle:
-            result = subprocess.run(
-                ["git", f"--git-dir={git_dir(dest)}", *quiet, "fast-import", "--quiet"],
-                stdin=handle,
-                capture_output=True,
-                env=git_env(home),
-                cwd=home,
-                timeout=EXPORT_TIMEOUT,
-            )
-        if result.returncode != 0:
-            raise DomainError(f"the repository stream does not load: {stderr_text(result)}")
+            returncode, errors = _fast_import(handle, dest=dest, home=home)
+        if returncode != 0:
+            raise DomainError(f"the repository stream does not load: {errors}")
         run_git(dest, [*quiet, "read-tree", "-u", "--reset", "HEAD"], home=home, cwd=dest)
         run_git(dest, ["gc", "-q", "--prune=now"], home=home, timeout=EXPORT_TIMEOUT)
         return run_git(dest, ["rev-parse", "HEAD"], home=home).stdout.decode().strip()
+
+
+def _fast_import(handle, *, dest: Path, home: Path) -> tuple[int, str]:
+    """``git fast-import`` into ``dest`` fed only the commands :func:`checked_stream` passes
+    (the stream is task-supplied: see ``docs/security.md``); a refused stream stops it before
+    the offending command reaches it, and the caller's folder is then thrown away whole."""
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            ["git", f"--git-dir={git_dir(dest)}", "-c", "core.logAllRefUpdates=false"]
+            + ["fast-import", "--quiet"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=git_env(home),
+            cwd=home,
+        )
+        try:
+            for piece in checked_stream(handle, branch=BRANCH):
+                process.stdin.write(piece)
+            process.stdin.close()
+            returncode = process.wait(timeout=EXPORT_TIMEOUT)
+        except StreamRefused:
+            process.kill()
+            process.wait()
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            process.kill()
+            returncode = process.wait()
+        errors.seek(0)
+        return returncode, errors.read(4000).decode("utf-8", "replace").strip()
 
 
 def rebuild_base(*, repo: Path, head: str, setup_patch: str) -> str:
