@@ -9,6 +9,7 @@ prints, so the mode in use is always visible.
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import csp.constants as csp
 import dj_database_url
@@ -414,6 +415,24 @@ IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
 # Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
 IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))
 EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
+# The only hosts an environment build may connect to (through its proxy, port 443 or 80;
+# validators/sandbox/egress.py): the package registries, and the host of a pip index the
+# worker is configured with (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL). ".example.org" allows its
+# subdomains. Nothing else — not this machine, not the deployment's services — is reachable.
+BUILD_EGRESS_HOSTS = [
+    h.strip()
+    for h in os.environ.get(
+        "HILBENCH_BUILD_EGRESS_HOSTS",
+        "pypi.org,files.pythonhosted.org,registry.npmjs.org,deb.debian.org,"
+        "proxy.golang.org,sum.golang.org",
+    ).split(",")
+    if h.strip()
+] + [
+    urlsplit(url).hostname
+    for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+    for url in os.environ.get(variable, "").split()
+    if urlsplit(url).hostname
+]
 # An export is written in chunks of this many tasks, by as many workers as there are (the
 # bundle's bytes depend on it, not on the number of workers); a chunk's worker sends a
 # heartbeat every 10 s, so one silent for EXPORT_CHUNK_STALE_S is taken over.

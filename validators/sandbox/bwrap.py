@@ -1,7 +1,8 @@
 """The local backend: Linux namespaces through bubblewrap (``bwrap``).
 
-Each run gets new user, PID, mount, IPC, UTS and (unless a build asks for it) network
-namespaces, and cannot make a nested user namespace (``--disable-userns``). The machine's
+Each run gets new user, PID, mount, IPC, UTS and network namespaces (a build reaches the
+package registries through a proxy, ``egress.py``, and nothing else), and cannot make a
+nested user namespace (``--disable-userns``). The machine's
 ``/usr`` and a short list of ``/etc`` files are visible read-only; a built environment is
 mounted read-only at ``/env``; the repository is a fresh copy in a tmpfs of ``disk_mb`` at
 ``/testbed``; ``/tmp`` (also ``$HOME``) and ``/dev/shm`` are private tmpfs of ``tmp_mb`` and
@@ -63,6 +64,7 @@ from .base import (
     memory_exceeded,
 )
 from .cgroups import RunCgroup
+from .egress import EgressGateway
 
 # What a shell or Python prints when a fork is refused (RLIMIT_NPROC or pids.max).
 FORK_MARKERS = ("Cannot fork", "fork: Resource temporarily unavailable", "fork failed")
@@ -269,8 +271,9 @@ def _argv(
     # --disable-userns: no nested user namespace, in which the run would be root again (and
     # could mount whatever its namespace allows over the read-only views).
     argv += ["--disable-userns", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
-    if not network:
-        argv.append("--unshare-net")
+    # Every run, a build too, has a network namespace of its own: a build reaches the
+    # registries only through its proxy (egress.py), never this machine's network.
+    argv.append("--unshare-net")
     argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
     argv += _system_mounts()
     argv += ["--ro-bind", str(folder / "passwd"), "/etc/passwd"]
@@ -341,6 +344,10 @@ class BwrapSandbox:
             (folder / "group").write_text(
                 f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
             )
+            gateway = EgressGateway(folder, settings.BUILD_EGRESS_HOSTS) if network else None
+            if gateway is not None:
+                command = gateway.prelude + command
+                run_env.update(gateway.env)
             (folder / "command.sh").write_text(command + "\n")
             (folder / "start.sh").write_text(START)
             for name in ("passwd", "group", "command.sh", "start.sh"):
@@ -357,7 +364,14 @@ class BwrapSandbox:
             )
             cgroup, limited = _run_cgroup(limits, tmpfs_testbed=tree is None or not persist_tree)
             try:
-                result = self._execute(argv, limits, uid=uid, user=user, cgroup=cgroup)
+                with gateway or contextlib.nullcontext():
+                    result = self._execute(argv, limits, uid=uid, user=user, cgroup=cgroup)
+                if gateway is not None:
+                    result.output += gateway.summary()
+                    result.details["egress"] = {
+                        "opened": gateway.opened,
+                        "refused": gateway.refused,
+                    }
             finally:
                 counters = cgroup.counters() if cgroup else {}
                 if cgroup:
@@ -454,9 +468,9 @@ def _result(result, counters: dict, limited: dict, *, network: bool) -> SandboxR
     result.disk_exceeded = result.exit_code == COPY_FAILED or "No space left on device" in output
     result.network_isolated = not network
     result.details = {
-        "isolation": "bubblewrap: user, PID, mount, IPC, UTS"
-        + ("" if network else ", network")
-        + " namespaces; no nested user namespace; root and /dev read-only",
+        "isolation": "bubblewrap: user, PID, mount, IPC, UTS, network namespaces"
+        + (" (the package registries through the build's proxy)" if network else "")
+        + "; no nested user namespace; root and /dev read-only",
         **result.details,
         "limits": limited,
         **({"cgroup": counters} if counters else {}),
