@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from validators.results import FAILED, PASSED
 from validators.sandbox import BwrapSandbox, Mount, SandboxLimits, run_folder
@@ -452,3 +453,13 @@ def test_no_nested_user_namespace(app_data):
     assert "uid=0" not in result.output and "rc=1" in result.output, result.output
     # The kernel's answer when the namespace may make no more user namespaces.
     assert "unshare failed: No space left on device" in result.output
+
+
+def test_i_mount_sources_do_not_tell_the_author_where_the_server_keeps_things(app_data):
+    """Issue 24, item 9: ``/proc/self/mountinfo`` names every bind mount's host path; what a
+    run prints (the check output an author reads) names none of this machine's folders."""
+    result = attack("cat /proc/self/mountinfo; ls -la /proc/self/fd; pwd -P")
+    assert result.exit_code == 0, result.output
+    assert " /testbed " in result.output and "<sandbox-root>" in result.output
+    for folder in (settings.SANDBOX_ROOT, settings.VAR_DIR, settings.BASE_DIR):
+        assert str(folder) not in result.output, result.output

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
+
 from hilbench_annotate.errors import DomainError
 
 # Where things are inside the sandbox.
@@ -110,6 +112,26 @@ class SandboxResult:
         if self.disk_exceeded:
             return "disk limit"
         return None
+
+
+def host_paths_hidden(text: str) -> str:
+    """``text`` with this machine's own folders named by role, not by path: a run can read
+    where its mounts come from (``/proc/self/mountinfo`` gives every bind's host path), and
+    what it prints reaches the author, so the output never tells where the app, its var
+    folder or the sandbox root live."""
+    names = {
+        "<sandbox-root>": settings.SANDBOX_ROOT,
+        "<var>": settings.VAR_DIR,
+        "<app>": settings.BASE_DIR,
+    }
+    pairs = []
+    for name, path in names.items():
+        for form in {str(path), str(Path(path).resolve())}:
+            if len(form) > 1:
+                pairs.append((form, name))
+    for form, name in sorted(pairs, key=lambda pair: -len(pair[0])):
+        text = text.replace(form, name)
+    return text
 
 
 def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:

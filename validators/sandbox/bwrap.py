@@ -60,6 +60,7 @@ from .base import (
     SandboxLimits,
     SandboxResult,
     SandboxUnavailable,
+    host_paths_hidden,
     killed_by,
     memory_exceeded,
 )
@@ -458,7 +459,7 @@ def _run_cgroup(limits: SandboxLimits, *, tmpfs_testbed: bool) -> tuple[RunCgrou
 
 def _result(result, counters: dict, limited: dict, *, network: bool) -> SandboxResult:
     """The run's result with what the cgroup saw and what its limits covered."""
-    output = result.output
+    output = result.output = host_paths_hidden(result.output)
     result.memory_exceeded = result.memory_exceeded or counters.get("oom_kills", 0) > 0
     # RLIMIT_NPROC stays beside pids.max, and either may refuse first: the cgroup counts only
     # its own refusals, the output shows both.

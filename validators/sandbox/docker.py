@@ -27,6 +27,7 @@ from .base import (
     SandboxLimits,
     SandboxResult,
     SandboxUnavailable,
+    host_paths_hidden,
     killed_by,
     memory_exceeded,
 )
@@ -163,7 +164,7 @@ class DockerSandbox:
             client.close()
         return SandboxResult(
             exit_code=exit_code,
-            output=output,
+            output=host_paths_hidden(output),
             truncated=truncated,
             timed_out=timed_out,
             memory_exceeded=oom_killed or memory_exceeded(exit_code, output, timed_out),
