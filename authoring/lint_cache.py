@@ -19,7 +19,7 @@ from django.conf import settings
 
 from hilbench_annotate import question_rules
 from hilbench_annotate.models import Task
-from hilbench_annotate.toolkit import patches, sqlconsole
+from hilbench_annotate.toolkit import patches, sqlconsole, sqlsyntax
 
 from . import checks, lint
 from .models import LintResult
@@ -38,6 +38,7 @@ def rules_version() -> str:
         Path(question_rules.__file__),
         Path(patches.__file__),
         Path(sqlconsole.__file__),
+        Path(sqlsyntax.__file__),
     ]
     for source in sources:
         digest.update(source.read_bytes())

@@ -2,7 +2,6 @@
 
 import logging
 
-import sqlglot
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from sqlglot.errors import SqlglotError
 
 from authoring import checks, drafts, lint
 from authoring.selectors import changes_requested_context
@@ -28,7 +28,7 @@ from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.spec import sections_for
-from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
+from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole, sqlsyntax
 from hilbench_annotate.toolkit.compare import golden_output_csv
 from hilbench_annotate.toolkit.textdiff import snapshot_changes, word_diff_html
 from hilbench_annotate.vocabulary import (
@@ -404,10 +404,11 @@ def sql_format(request, task_id: int):
     task = _editor_task(request, task_id)
     sql = request.POST.get("env.gold_sql", "")
     try:
-        formatted = sqlglot.transpile(sql, read="sqlite", write="sqlite", pretty=True)
-        text = ";\n".join(formatted)
+        text = ";\n".join(sqlsyntax.format_pretty(sql))
         error = ""
-    except sqlglot.errors.ParseError as exc:
+    except sqlsyntax.SqlTooComplex as exc:
+        text, error = sql, str(exc)
+    except SqlglotError as exc:
         text, error = sql, f"Does not parse: {exc}"
     return render(
         request,

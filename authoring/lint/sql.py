@@ -8,9 +8,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
+
+from hilbench_annotate.toolkit import sqlsyntax
 
 from .findings import ERROR, Finding
 from .text import as_text
@@ -23,7 +24,10 @@ _PSEUDO_COLUMNS = frozenset({"rowid", "oid", "_rowid_"})
 def parse_sql(sql: str) -> tuple[tuple[exp.Expression, ...], str | None]:
     """Statements or a readable parse error. Cached: the SQL rarely changes between lints."""
     try:
-        statements = sqlglot.parse(sql, read="sqlite")
+        statements = sqlsyntax.parse(sql)
+    except sqlsyntax.SqlTooComplex as exc:
+        message = str(exc).rstrip(".")
+        return (), message[:1].lower() + message[1:]
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         description = _TOKEN_REPR.sub(r"'\1'", as_text(first.get("description")) or str(exc))

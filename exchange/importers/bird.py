@@ -8,6 +8,7 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project, SqlDatabase, Task
 from hilbench_annotate.services import task_create_many
 from hilbench_annotate.toolkit.archives import safe_name
+from hilbench_annotate.toolkit.sqlsyntax import SqlTooComplex, check_sql_limits
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
 from .common import (
@@ -42,6 +43,10 @@ def _record_problem(record: Any) -> str | None:
             return f"{key} must be non-empty text"
     if not safe_name(record["db_id"]):
         return f"db_id {record['db_id']!r} is not a plain database name"
+    try:
+        check_sql_limits(record["SQL"])
+    except SqlTooComplex as exc:
+        return f"question_id {qid}: {exc}"
     if not isinstance(record.get("evidence", ""), str):
         return "evidence must be text"
     difficulty = record.get("difficulty", "")

@@ -50,11 +50,42 @@ class RecordStreamError(Exception):
         self.reason = reason
 
 
+# How deep a record's JSON may nest. Records nest a few levels; ``ijson.items`` keeps a prefix
+# per level (memory grows with the square of the depth: 30,000 levels take gigabytes) and
+# ``json.loads`` recurses, so deeper input is refused before either gets that far.
+MAX_JSON_DEPTH = 64
+_OPENS = frozenset({"start_map", "start_array"})
+_CLOSES = frozenset({"end_map", "end_array"})
+
+
+def _array_items(handle) -> Iterator[Any]:
+    """The items of the JSON array in ``handle``, streaming, each within MAX_JSON_DEPTH.
+
+    Built from ijson's prefix-free events, so memory stays linear in the depth."""
+    depth = 0
+    builder = None
+    for event, value in ijson.basic_parse(handle, use_float=True):
+        depth += (event in _OPENS) - (event in _CLOSES)
+        if depth > MAX_JSON_DEPTH + 1:  # + 1: the array around the records
+            raise ValueError(f"it nests deeper than {MAX_JSON_DEPTH} levels")
+        if builder is not None:
+            builder.event(event, value)
+            if depth == 1:
+                yield builder.value
+                builder = None
+        elif depth == 2 and event in _OPENS:
+            builder = ijson.ObjectBuilder()
+            builder.event(event, value)
+        elif depth == 1 and event not in _OPENS:
+            yield value
+
+
 def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield ``(index, record)`` from a JSON array or a JSON-lines file, streaming.
 
     A JSON-lines file is recognised by its extension or by a first character other than
-    ``[``. A syntax error is raised as RecordStreamError naming the record where it occurred.
+    ``[``. A syntax error, or a record nested deeper than MAX_JSON_DEPTH, is raised as
+    RecordStreamError naming the record where it occurred.
     """
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
@@ -63,9 +94,9 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
         if is_array:
             index = -1
             try:
-                for index, record in enumerate(ijson.items(handle, "item", use_float=True)):
+                for index, record in enumerate(_array_items(handle)):
                     yield index, record
-            except ijson.JSONError as exc:
+            except (ijson.JSONError, ValueError) as exc:
                 raise RecordStreamError(
                     index + 1, f"the file is not valid JSON here: {exc}"
                 ) from None
@@ -78,6 +109,10 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise RecordStreamError(
                     index, f"line {index + 1} is not valid JSON: {exc}"
+                ) from None
+            except RecursionError:
+                raise RecordStreamError(
+                    index, f"line {index + 1} nests deeper than JSON records may"
                 ) from None
 
 

@@ -37,6 +37,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit import sqlsyntax
 from hilbench_annotate.toolkit.sqlchild import connect_readonly, open_readonly
 
 __all__ = ["open_readonly"]  # re-exported: the console's connection, defined in sqlchild
@@ -263,8 +264,13 @@ def check_select(sql: str) -> str:
     Allowed: SELECT, UNION / INTERSECT / EXCEPT of selects, and WITH ... SELECT (including
     WITH RECURSIVE). Everything else is refused with a message naming the problem, so an author
     sees why instead of a bare SQLite error. This is the first of two layers: the connection
-    ``run_select`` uses is read-only as well.
+    ``run_select`` uses is read-only as well. SQL past ``sqlsyntax``'s length or nesting
+    limits is refused before it is split or parsed.
     """
+    try:
+        sqlsyntax.check_sql_limits(sql or "")
+    except sqlsyntax.SqlTooComplex as error:
+        raise QueryRefused(str(error)) from None
     statements = script_statements(sql or "")
     if not statements:
         raise QueryRefused("empty query")
@@ -279,7 +285,9 @@ def check_select(sql: str) -> str:
         raise QueryRefused(f"the console only runs SELECT; this query starts with {first!r}")
 
     try:
-        parsed = [e for e in sqlglot.parse(statement, read="sqlite") if e is not None]
+        parsed = [e for e in sqlsyntax.parse(statement) if e is not None]
+    except sqlsyntax.SqlTooComplex as error:
+        raise QueryRefused(str(error)) from None
     except ParseError as error:
         raise QueryRefused(_syntax_message(error)) from None
     except TokenError as error:
