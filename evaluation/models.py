@@ -62,6 +62,7 @@ class ModelEndpoint(models.Model):
             api_key_env=self.api_key_env or None,
             timeout_s=self.timeout_s,
             max_turns=max_turns or self.max_turns,
+            allowed_hosts=tuple(settings.MODEL_ENDPOINT_HOSTS),
         )
 
 

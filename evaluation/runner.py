@@ -91,6 +91,8 @@ class Endpoint:
     api_key_env: str | None
     timeout_s: float
     max_turns: int
+    # The operator's allowlist (MODEL_ENDPOINT_HOSTS) the connections are checked against.
+    allowed_hosts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -233,6 +235,7 @@ def complete(endpoint: Endpoint, messages: list[dict], **options):
                 body=body,
                 api_key_env=endpoint.api_key_env,
                 timeout_s=endpoint.timeout_s,
+                allowed_hosts=endpoint.allowed_hosts,
                 what="the model endpoint",
             )
         except ChatRetryable as error:

@@ -17,13 +17,16 @@ and when the attempts (``1 + max_retries``, shared by both kinds) run out, or on
 a refused connection or another HTTP error, ``JudgeError`` is raised.
 
 The transport is ``hilbench_annotate.chat`` (standard library only), shared with the
-evaluation runner.
+evaluation runner. The judge's endpoint is the operator's own (``JUDGE_LLM_BASE_URL``), so its
+host is allowed by name whatever its address (a vLLM on localhost); the outbound policy still
+refuses every other host, so an answer cannot send the judge elsewhere.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from hilbench_annotate.chat import (
     ChatError,
@@ -163,6 +166,8 @@ class LLMJudge:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
         self.base_url = check_base_url(base_url)
+        # The operator named this host by configuring the judge: only it is allowed.
+        self.allowed_hosts = (urlsplit(self.base_url).hostname or "",)
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -278,6 +283,7 @@ class LLMJudge:
                 body=body,
                 api_key_env=self.api_key_env,
                 timeout_s=self.timeout_s,
+                allowed_hosts=self.allowed_hosts,
                 what="the judge endpoint",
             )
         except ChatRetryable as error:

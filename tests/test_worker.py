@@ -54,7 +54,9 @@ def test_real_worker_process_runs_a_browser_import(client, worker_broker, demo_d
 
 
 @pytest.mark.django_db(transaction=True)
-def test_real_worker_runs_a_model_run_with_concurrent_passes(worker_broker, demo_data, tmp_path):
+def test_real_worker_runs_a_model_run_with_concurrent_passes(
+    worker_broker, demo_data, tmp_path, settings
+):
     """A built-in run with an endpoint of concurrency 2: passes run on two threads of the
     worker, each with its own database connection, and every pass is stored once."""
     from evaluation.models import EvaluationRun, TaskPass
@@ -76,10 +78,15 @@ def test_real_worker_runs_a_model_run_with_concurrent_passes(worker_broker, demo
     )
     server = ScriptedServer()
     server.script = [tool_call("submit_sql", {"query": "SELECT 1"})] * 12
+    # The stand-in endpoint is on loopback: the operator allows it by name (here and in the
+    # worker's environment).
+    settings.MODEL_ENDPOINT_HOSTS = ["127.0.0.1"]
     endpoint = endpoint_create(
         project=project, actor=lead, name="e", base_url=server.url, model="m", concurrency=2
     )
-    worker = start_worker(worker_broker, tmp_path / "worker.log")
+    worker = start_worker(
+        worker_broker, tmp_path / "worker.log", env={"HILBENCH_MODEL_ENDPOINT_HOSTS": "127.0.0.1"}
+    )
     try:
         run = evaluation_run_start(
             project=project,

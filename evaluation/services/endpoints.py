@@ -10,6 +10,7 @@ from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project
 from hilbench_annotate.services.tasks import event_record
+from hilbench_annotate.toolkit.egress import EgressRefused, host_is_named, resolve_destination
 from hilbench_annotate.vocabulary import Role
 
 from ..models import ModelEndpoint, SelectionPolicy
@@ -41,12 +42,7 @@ def endpoint_create(
             f"The API key is read from an environment variable whose name starts with "
             f"{prefix} (e.g. {prefix}OPENAI); the key itself is never stored."
         )
-    host = urlsplit(base_url).hostname or ""
-    allowed = settings.MODEL_ENDPOINT_HOSTS
-    if allowed and host not in allowed:
-        raise DomainError(
-            f"{host} is not an allowed model endpoint host (HILBENCH_MODEL_ENDPOINT_HOSTS)."
-        )
+    check_endpoint_address(base_url)
     if not 1 <= concurrency <= 32:
         raise DomainError("Concurrency must be between 1 and 32.")
     if not 0 < timeout_s <= 600 or not 1 <= max_turns <= 100:
@@ -68,6 +64,38 @@ def endpoint_create(
         project_id=project.pk, task_id=None, actor=actor, kind="endpoint_created", name=name
     )
     return endpoint
+
+
+def check_endpoint_address(base_url: str) -> None:
+    """Refuse, when a lead registers it, a URL the workers' connections would refuse
+    (toolkit/egress.py): with HILBENCH_MODEL_ENDPOINT_HOSTS set, a host it does not name;
+    otherwise a host that does not resolve here or resolves to a loopback, link-local,
+    private or other non-public address. The workers check every connection again."""
+    allowed = settings.MODEL_ENDPOINT_HOSTS
+    try:
+        parts = urlsplit(base_url)
+        host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as error:
+        raise DomainError(f"The base URL {base_url!r} is not a valid URL: {error}.") from None
+    if not host:
+        raise DomainError(f"The base URL {base_url!r} names no host.")
+    if host_is_named(host, allowed):
+        return  # the operator named it: any address, no lookup needed
+    if allowed:
+        raise DomainError(
+            f"{host} is not an allowed model endpoint host (HILBENCH_MODEL_ENDPOINT_HOSTS)."
+        )
+    try:
+        resolve_destination(host, port)
+    except EgressRefused as error:
+        raise DomainError(
+            f"{error} To use an internal endpoint, the operator lists its host in "
+            "HILBENCH_MODEL_ENDPOINT_HOSTS."
+        ) from None
+    except (OSError, UnicodeError) as error:
+        raise DomainError(
+            f"{host} does not resolve here ({error}), so it cannot be checked."
+        ) from None
 
 
 def selection_policy_update(

@@ -76,6 +76,13 @@ class ScriptedServer:
         self.httpd.server_close()
 
 
+@pytest.fixture(autouse=True)
+def _loopback_endpoints_allowed(settings):
+    """The stand-in endpoints listen on 127.0.0.1, which the outbound policy refuses unless
+    the operator names it: these tests name it (a test of the refusal sets its own)."""
+    settings.MODEL_ENDPOINT_HOSTS = ["127.0.0.1"]
+
+
 @pytest.fixture
 def chat_server():
     server = ScriptedServer()

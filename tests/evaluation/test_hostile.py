@@ -3,14 +3,18 @@ never a crash, and jobs are recovered."""
 
 import json
 import math
+import threading
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.models import EvaluationRun, SupportStudy
+from evaluation.models import EvaluationRun, ModelEndpoint, SupportStudy, TaskPass
 from evaluation.services import (
     endpoint_create,
+    evaluation_run_execute,
     evaluation_run_start,
     results_import_start,
     support_study_execute,
@@ -19,7 +23,8 @@ from evaluation.services import (
 from evaluation.support import verbalised_probability, yes_probability
 from evaluation.trajectories import TrajectoryError, find_trajectory, parse_trajectory_text
 from evaluation.viewer import csv_safe
-from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.chat import ChatError, ChatRetryable, chat_completion
+from hilbench_annotate.errors import DomainError, ImportRefused
 
 from .conftest import text_reply
 
@@ -116,3 +121,193 @@ def test_a_study_whose_worker_died_is_taken_over(sql_task, lead, chat_server, se
     study.refresh_from_db()
     assert study.status == "succeeded" and study.records.count() == 1
     assert EvaluationRun.objects.count() == 0
+
+
+# --- The workers never fetch internal addresses for a lead (issue 24, item 4) ---------------
+
+SECRET = "s3cr3t-internal-token"
+
+
+class FixedServer:
+    """An HTTP server on 127.0.0.1 that answers every request with one fixed answer (an
+    internal service, or an endpoint that redirects) and keeps the paths it was asked."""
+
+    def __init__(self, status: int, body: bytes, headers: dict[str, str] | None = None):
+        self.requests: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                server.requests.append(self.path)
+                self.send_response(status)
+                for name, value in (headers or {"Content-Type": "application/json"}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer  # noqa: N815 - http.server's names
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def internal_service():
+    server = FixedServer(200, json.dumps({"secret": SECRET}).encode())
+    yield server
+    server.close()
+
+
+def _run_and_page(client, sql_task, lead, endpoint) -> str:
+    run = evaluation_run_start(
+        project=sql_task.project,
+        actor=lead,
+        endpoint=endpoint,
+        task_ids=[sql_task.pk],
+        modes=["baseline"],
+        passes=1,
+    )
+    evaluation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    stored = json.dumps(list(TaskPass.objects.filter(run=run).values()), default=str)
+    assert SECRET not in stored and SECRET not in run.error
+    client.force_login(lead)
+    page = client.get(reverse("evaluation-run", args=[run.pk]))
+    assert page.status_code == 200
+    return page.content.decode()
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:{port}/v1",
+        "http://localhost:{port}/v1",
+        "http://[::1]:{port}/v1",
+        "http://[::ffff:127.0.0.1]:{port}/v1",
+        "http://169.254.169.254/v1",
+        "http://10.0.0.1/v1",
+    ],
+)
+def test_a_lead_cannot_register_an_internal_endpoint_by_default(
+    client, project, lead, settings, internal_service, base_url
+):
+    settings.MODEL_ENDPOINT_HOSTS = []
+    url = base_url.format(port=internal_service.port)
+    client.force_login(lead)
+    response = client.post(
+        reverse("evaluation-endpoint-add", args=[project.pk]),
+        {
+            "name": "e",
+            "base_url": url,
+            "model": "m",
+            "concurrency": 1,
+            "timeout_s": 5,
+            "max_turns": 3,
+        },  # fmt: skip
+        follow=True,
+    )
+    assert not ModelEndpoint.objects.exists()
+    text = response.content.decode()
+    assert "the app does not connect there" in text and "HILBENCH_MODEL_ENDPOINT_HOSTS" in text
+    with pytest.raises(DomainError, match="a (loopback|link-local|private)"):
+        endpoint_create(project=project, actor=lead, name="e", base_url=url, model="m")
+    assert internal_service.requests == []
+
+
+def test_an_endpoint_registered_before_is_refused_when_the_worker_connects(
+    client, sql_task, lead, settings, internal_service
+):
+    # Registered when the operator allowed loopback, or written to the database directly.
+    endpoint = ModelEndpoint.objects.create(
+        project=sql_task.project,
+        name="old",
+        base_url=f"http://127.0.0.1:{internal_service.port}/v1",
+        model="m",
+        timeout_s=5,
+        created_by=lead,
+    )
+    settings.MODEL_ENDPOINT_HOSTS = []
+    page = _run_and_page(client, sql_task, lead, endpoint)
+    assert internal_service.requests == []
+    assert SECRET not in page and "loopback" in page
+
+
+def test_a_redirect_from_an_allowed_host_to_an_internal_one_is_not_followed(
+    client, sql_task, lead, settings, internal_service
+):
+    target = f"http://127.0.0.1:{internal_service.port}/v1/chat/completions"
+    redirect = FixedServer(302, b"", {"Location": target})
+    try:
+        # The operator allows "localhost" by name; 127.0.0.1 (the same machine, another
+        # name) is not on the list.
+        settings.MODEL_ENDPOINT_HOSTS = ["localhost"]
+        endpoint = endpoint_create(
+            project=sql_task.project,
+            actor=lead,
+            name="e",
+            base_url=f"http://localhost:{redirect.port}/v1",
+            model="m",
+            timeout_s=5,
+        )
+        page = _run_and_page(client, sql_task, lead, endpoint)
+    finally:
+        redirect.close()
+    assert redirect.requests == ["/v1/chat/completions"]
+    assert internal_service.requests == []
+    assert SECRET not in page and "redirects are not followed" in page
+
+
+def test_an_answer_that_is_not_a_chat_completion_is_not_shown(
+    client, sql_task, lead, internal_service
+):
+    endpoint = endpoint_create(
+        project=sql_task.project,
+        actor=lead,
+        name="e",
+        base_url=f"http://127.0.0.1:{internal_service.port}/v1",  # allowed by conftest
+        model="m",
+        timeout_s=5,
+    )
+    page = _run_and_page(client, sql_task, lead, endpoint)
+    assert internal_service.requests  # it answered, and its answer stayed out of the page
+    assert SECRET not in page
+    assert "not a chat completion (HTTP 200, application/json, " in page
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "content_type", "shown", "error"),
+    [
+        (500, f"<html>{SECRET}</html>", "text/html", "HTTP 500 (text/html, 34 bytes)",
+         ChatRetryable),
+        (404, json.dumps({"detail": SECRET}), "application/json",
+         "HTTP 404: (application/json", ChatError),
+        (400, json.dumps({"error": {"message": "bad model"}, "x": SECRET}), "application/json",
+         "HTTP 400: bad model", ChatError),
+        (400, json.dumps({"error": "unknown model", "x": SECRET}), "application/json",
+         "HTTP 400: unknown model", ChatError),
+    ],
+)  # fmt: skip
+def test_error_answers_show_only_an_error_message(status, body, content_type, shown, error):
+    server = FixedServer(status, body.encode(), {"Content-Type": content_type})
+    try:
+        with pytest.raises(error) as raised:
+            chat_completion(
+                base_url=f"http://127.0.0.1:{server.port}/v1",
+                body={"model": "m", "messages": []},
+                api_key_env=None,
+                timeout_s=5,
+                allowed_hosts=["127.0.0.1"],
+            )
+    finally:
+        server.close()
+    assert shown in str(raised.value) and SECRET not in str(raised.value)
