@@ -378,3 +378,31 @@ def test_release_registry_prompt_holds_no_resolution(release_examples, domain):
         for fragment in [blocker.resolution, *blocker.resolution.splitlines()]:
             assert fragment not in decoded
             assert json.dumps(fragment, ensure_ascii=False)[1:-1] not in prompt
+
+
+def test_a_redirect_to_another_host_is_not_followed(endpoint):
+    """The judge's configured host is allowed; a redirect to any other (here 127.0.0.1, the
+    same machine under another name) is not followed (issue 24, item 4)."""
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the http.server API
+            self.send_response(302)
+            self.send_header("Location", f"{endpoint.base_url}/chat/completions")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    endpoint.script(answer(None))
+    try:
+        judge = make_judge(endpoint, base_url=f"http://localhost:{server.server_address[1]}/v1")
+        with pytest.raises(JudgeError, match="redirects are not followed"):
+            judge.judge(QUESTION, REGISTRY)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert endpoint.requests == []
