@@ -10,6 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hilbench_annotate.access import READER_ROLES, access_project, access_task
+from hilbench_annotate.params import param_choice
+from hilbench_annotate.vocabulary import Domain
 from judge.access import access_ask_human_run, require_ask_human_caller
 
 from .selectors import ask_human_run_reward, leaderboard, task_selection
@@ -65,7 +67,7 @@ class LeaderboardApi(APIView):
     @extend_schema(responses=LeaderboardRow(many=True))
     def get(self, request, project_id: int):
         project = access_project(request.user, project_id, roles=READER_ROLES)
-        domain = request.query_params.get("domain") or None
+        domain = param_choice(request.query_params.get("domain"), Domain.values) or None
         return Response(LeaderboardRow(leaderboard(project, domain=domain), many=True).data)
 
 

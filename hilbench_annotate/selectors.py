@@ -6,6 +6,7 @@ from django.db.models import Prefetch, QuerySet
 
 from hilbench_annotate.access import access_task
 from hilbench_annotate.models import Blocker, Project, Revision, Task, TriggerQuestion
+from hilbench_annotate.params import param_choice, param_id, param_text
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 TASK_FILTERS = ("project", "domain", "status", "author", "resource", "tag", "q")
@@ -17,22 +18,38 @@ def task_list(*, user, filters: Mapping[str, str]) -> QuerySet[Task]:
     Unknown or empty filter values are ignored rather than refused, as a list page should.
     """
     tasks = Task.objects.visible_to(user).for_list()
-    project = filters.get("project")
-    if project and str(project).isdigit():
-        tasks = tasks.filter(project_id=int(project))
-    if filters.get("domain") in Domain.values:
-        tasks = tasks.filter(domain=filters["domain"])
-    if filters.get("status") in TaskStatus.values:
-        tasks = tasks.filter(status=filters["status"])
-    if filters.get("author"):
-        tasks = tasks.filter(author__username=filters["author"])
-    if filters.get("resource"):
-        tasks = tasks.on_resource(filters["resource"])
-    if filters.get("tag"):
-        tasks = tasks.filter(tags__name=filters["tag"])
-    if filters.get("q"):
-        tasks = tasks.search(filters["q"])
+    clean = task_filters_clean(filters)
+    if clean["project"]:
+        tasks = tasks.filter(project_id=int(clean["project"]))
+    if clean["domain"]:
+        tasks = tasks.filter(domain=clean["domain"])
+    if clean["status"]:
+        tasks = tasks.filter(status=clean["status"])
+    if clean["author"]:
+        tasks = tasks.filter(author__username=clean["author"])
+    if clean["resource"]:
+        tasks = tasks.on_resource(clean["resource"])
+    if clean["tag"]:
+        tasks = tasks.filter(tags__name=clean["tag"])
+    if clean["q"]:
+        tasks = tasks.search(clean["q"])
     return tasks.order_by("-updated_at", "-id")
+
+
+def task_filters_clean(filters: Mapping[str, str]) -> dict[str, str]:
+    """The task list's filters as it applies them (``params``): a project id in range, a
+    known domain and status, names without NULs, the search cut to ``MAX_TEXT``; "" where
+    a value cannot be used."""
+    project = param_id(filters.get("project"))
+    return {
+        "project": str(project) if project else "",
+        "domain": param_choice(filters.get("domain"), Domain.values),
+        "status": param_choice(filters.get("status"), TaskStatus.values),
+        "author": param_text(filters.get("author")),
+        "resource": param_text(filters.get("resource")),
+        "tag": param_text(filters.get("tag")),
+        "q": param_text(filters.get("q"), cut=True),
+    }
 
 
 def task_detail(*, user, task_id: int) -> Task:

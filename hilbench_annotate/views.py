@@ -25,7 +25,12 @@ PAGE_SIZE = 25
 @login_required
 @require_GET
 def task_list(request):
-    filters = {key: request.GET.get(key, "").strip() for key in selectors.TASK_FILTERS}
+    filters = selectors.task_filters_clean(request.GET)
+    ignored = [
+        k for k in selectors.TASK_FILTERS if request.GET.get(k, "").strip() and not filters[k]
+    ]
+    if ignored and not request.htmx:
+        messages.info(request, f"Ignored the filter(s) {', '.join(ignored)}: no task can match.")
     tasks = selectors.task_list(user=request.user, filters=filters)
     page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()

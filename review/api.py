@@ -17,6 +17,7 @@ from hilbench_annotate import workflow
 from hilbench_annotate.access import ProjectRoles, access_project, access_task, require_task_editor
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
+from hilbench_annotate.params import MAX_ID
 from review.access import access_assignment, access_comment
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
 from review.selectors import eligible_tasks
@@ -127,8 +128,8 @@ class TaskSubmitApi(APIView):
 
 
 class QueueFilterIn(serializers.Serializer):
-    project = serializers.IntegerField(required=False)
-    layer = serializers.IntegerField(required=False, min_value=1)
+    project = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    layer = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
 
 class ReviewQueueApi(APIView):

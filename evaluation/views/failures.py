@@ -31,8 +31,9 @@ from evaluation.services import (
 from evaluation.viewer import csv_safe, view_steps
 from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
 from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.params import param_choice, param_id, param_text
 from hilbench_annotate.redirects import redirect_next
-from hilbench_annotate.vocabulary import Role
+from hilbench_annotate.vocabulary import Domain, Role
 
 QUEUE_ROWS = 100
 
@@ -82,10 +83,9 @@ def pass_detail(request, pass_id: int):
 @login_required
 @require_GET
 def pass_compare(request):
-    try:
-        left_id, right_id = int(request.GET["left"]), int(request.GET["right"])
-    except (KeyError, ValueError):
-        raise Http404("Choose two passes to compare.") from None
+    left_id, right_id = param_id(request.GET.get("left")), param_id(request.GET.get("right"))
+    if left_id is None or right_id is None:
+        raise Http404("Choose two passes to compare.")
     left, right = access_task_pass(request.user, left_id), access_task_pass(request.user, right_id)
     return render(
         request, "evaluation/compare.html", {"left": _pass_view(left), "right": _pass_view(right)}
@@ -115,7 +115,8 @@ def pass_label(request, pass_id: int):
 
 
 def _queue(project, request) -> tuple[list[dict], dict]:
-    filters = {k: request.GET.get(k, "") for k in ("model", "domain", "dimension", "mode", "state")}
+    filters = {k: param_text(request.GET.get(k)) for k in ("model", "dimension", "mode", "state")}
+    filters["domain"] = param_choice(request.GET.get("domain"), Domain.values)
     failed = (
         TaskPass.objects.filter(
             run__project=project, run__status=EvaluationRun.Status.SUCCEEDED, resolved=False
@@ -149,7 +150,7 @@ def _queue(project, request) -> tuple[list[dict], dict]:
 @require_GET
 def failures(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
-    domain = request.GET.get("domain") or None
+    domain = param_choice(request.GET.get("domain"), Domain.values) or None
     rows, filters = _queue(project, request)
     is_lead = has_role(request.user, project.pk, Role.LEAD)
     context = {
@@ -177,7 +178,9 @@ def failures(request, project_id: int):
 @require_GET
 def failures_csv(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
-    heatmap = failure_heatmap(project, domain=request.GET.get("domain") or None)
+    heatmap = failure_heatmap(
+        project, domain=param_choice(request.GET.get("domain"), Domain.values) or None
+    )
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="failures-{project.slug}.csv"'
     writer = csv.writer(response)

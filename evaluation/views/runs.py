@@ -45,8 +45,9 @@ from evaluation.viewer import csv_safe
 from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
+from hilbench_annotate.params import param_choice
 from hilbench_annotate.toolkit.charts import column_chart, line_chart
-from hilbench_annotate.vocabulary import Role
+from hilbench_annotate.vocabulary import Domain, Role
 
 COLUMNS = [
     ("model", "Model"),
@@ -148,7 +149,7 @@ def _curves(project, rows) -> dict:
 @require_GET
 def project_evaluation(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
-    domain = request.GET.get("domain") or None
+    domain = param_choice(request.GET.get("domain"), Domain.values) or None
     endpoints = list(ModelEndpoint.objects.filter(project=project))
     lead = has_role(request.user, project.pk, Role.LEAD)
     policy = selection_policy(project)
@@ -302,7 +303,7 @@ def policy_update(request, project_id: int):
 @require_GET
 def leaderboard_csv(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
-    domain = request.GET.get("domain") or None
+    domain = param_choice(request.GET.get("domain"), Domain.values) or None
     methods = [m for m, _ in SupportStudy.Method.choices]
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="leaderboard-{project.slug}.csv"'
