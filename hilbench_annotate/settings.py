@@ -93,6 +93,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Bodies: small for anonymous requests, uploads held to the spool quota; refused before
+    # anything reads them (CsrfViewMiddleware reads the form later, in process_view).
+    "hilbench_annotate.request_limits.RequestBodyLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -250,6 +253,15 @@ BUNDLE_MAX_BYTES = int(os.environ.get("HILBENCH_BUNDLE_MAX_BYTES", str(8 * 1024*
 BUNDLE_MAX_FILES = int(os.environ.get("HILBENCH_BUNDLE_MAX_FILES", "50000"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Request bodies (hilbench_annotate/request_limits.py). A request neither signed in nor
+# carrying a valid API token may send at most this many kB (1000 bytes): larger is refused
+# (413) before it is read.
+ANONYMOUS_BODY_MAX_KB = float(os.environ.get("HILBENCH_ANONYMOUS_BODY_MAX_KB", "256"))
+# Uploads past FILE_UPLOAD_MAX_MEMORY_SIZE are spooled here while a request is read, not to
+# /tmp; one whose Content-Length would take the folder past this quota is refused (413).
+FILE_UPLOAD_TEMP_DIR = VAR_DIR / "upload-spool"
+FILE_UPLOAD_TEMP_DIR.mkdir(parents=True, exist_ok=True)
+UPLOAD_SPOOL_QUOTA_MB = float(os.environ.get("HILBENCH_UPLOAD_SPOOL_QUOTA_MB", "4000"))
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
