@@ -22,12 +22,12 @@ shows every mistake; a file with any problem imports nothing (``ImportRefused``)
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 from .trajectories import find_trajectory, read_trajectory, trajectory_questions
 
@@ -166,7 +166,7 @@ def _json_lines(
             continue
         where = f"line {number}"
         try:
-            data = json.loads(line)
+            data = json_loads(line)
         except ValueError as error:
             problems.append((where, f"not JSON ({error.args[0]})"))
             continue

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hilbench_annotate.chat import ChatError, ChatRetryable, chat_completion
 from hilbench_annotate.toolkit.compare import score
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.toolkit.sqlconsole import QueryRefused, QueryTimeout, read_schema, run_select
 
 RESULT_ROWS = 50  # rows of an execute_sql result the model sees
@@ -218,7 +219,7 @@ def score_submission(context: SqlTaskContext, query: str) -> dict:
 
 def _arguments(call: dict) -> dict:
     raw = call.get("function", {}).get("arguments") or "{}"
-    data = json.loads(raw) if isinstance(raw, str) else raw
+    data = json_loads(raw) if isinstance(raw, str) else raw
     if not isinstance(data, dict):
         raise ValueError("the arguments are not a JSON object")
     return data

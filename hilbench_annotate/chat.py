@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hilbench_annotate.toolkit.egress import EgressRefused, create_checked_connection
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 
 class ChatError(Exception):
@@ -66,7 +67,7 @@ def extract_json(content: str) -> object:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return json_loads(candidate)
         except ValueError:
             continue
     raise ValueError(f"the reply is not JSON: {snippet(content)}")
@@ -153,7 +154,7 @@ def _error_message(raw: bytes) -> str | None:
     """The message of an error answer in a shape model servers use: OpenAI's
     {"error": {"message": …}}, TGI's {"error": "…"}, vLLM's {"object": "error", "message": …}."""
     try:
-        data = json.loads(raw)
+        data = json_loads(raw)
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -240,7 +241,7 @@ def chat_completion(
     except OSError as error:  # connection reset mid-answer and the like
         raise ChatError(f"{what} {url} failed: {error}") from error
     try:
-        reply = json.loads(raw)
+        reply = json_loads(raw)
         choice = reply["choices"][0]
         message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError) as error:

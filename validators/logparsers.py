@@ -20,6 +20,8 @@ import json
 import re
 from collections.abc import Callable
 
+from hilbench_annotate.toolkit.jsontext import json_loads
+
 PASSED, FAILED, ERROR, SKIPPED, XFAIL = "PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL"
 STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL)
 # A status counts as passing as SWE-bench's grading counts it.
@@ -64,7 +66,7 @@ def parse_go_test(log: str) -> dict[str, str]:
         stripped = line.strip()
         if stripped.startswith("{") and '"Action"' in stripped:
             try:
-                event = json.loads(stripped)
+                event = json_loads(stripped)
             except json.JSONDecodeError:
                 continue
             status = _GO_ACTIONS.get(event.get("Action"))
@@ -94,7 +96,7 @@ def _json_objects(log: str):
     while index != -1:
         try:
             value, end = decoder.raw_decode(log, index)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # task output: nested past the parser
             index = log.find("{", index + 1)
             continue
         if isinstance(value, dict):
@@ -158,7 +160,7 @@ def parse_sweap_json(log: str) -> dict[str, str]:
     if start == -1 or end <= start:
         return {}
     try:
-        data = json.loads(log[start + len(SWEAP_START) : end].strip())
+        data = json_loads(log[start + len(SWEAP_START) : end].strip())
     except json.JSONDecodeError:
         return {}
     results = {}

@@ -12,6 +12,7 @@ from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.spec import render_swe_statement
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
 from . import layout
@@ -32,7 +33,7 @@ def read_annotate(folder: Path, item: dict[str, Any], workdir: Path) -> list[str
     """Fill ``item`` (from the release reader) with ``annotate/task.json``'s authoring state;
     return the problems. Checks that the release files agree with it."""
     try:
-        annotate = json.loads(_text(folder / layout.ANNOTATE))
+        annotate = json_loads(_text(folder / layout.ANNOTATE))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return [f"{layout.ANNOTATE} is not valid JSON: {exc}"]
     if not isinstance(annotate, dict) or annotate.get("format_version") != layout.FORMAT_VERSION:

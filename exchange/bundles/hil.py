@@ -33,12 +33,13 @@ from pathlib import Path
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.archives import extract_archive
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import layout
 
 
 def _json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json_loads(path.read_text(encoding="utf-8"))
 
 
 def _task_folders(root: Path) -> list[Path]:
@@ -180,7 +181,7 @@ from chromadb.utils.embedding_functions import SentenceTransformerEmbeddingFunct
 
 embedding = SentenceTransformerEmbeddingFunction(model_name="all-MiniLM-L6-v2")
 for info in sorted(Path(__file__).parent.glob("sql_tasks/*/business_info.json")):
-    data = json.loads(info.read_text())
+    data = json_loads(info.read_text())
     client = chromadb.PersistentClient(path=str(info.parent / "chroma_db"))
     try:
         client.delete_collection("business_info")

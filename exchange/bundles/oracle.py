@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.jsontext import json_loads
 from validators.environments import environment_use
 from validators.sandbox import (
     Mount,
@@ -88,7 +89,7 @@ def _reward(verifier: Path, output: str) -> dict[str, Any]:
     reward, grade = read_run_file(verifier / "reward.txt"), read_run_file(verifier / "grade.json")
     try:
         value = int(reward.decode().strip())
-        reason = json.loads(grade).get("reason", "")
+        reason = json_loads(grade).get("reason", "")
     except (ValueError, TypeError, AttributeError):  # missing (None), not a number, not JSON
         value = None
     if value is None:

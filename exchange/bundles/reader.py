@@ -19,6 +19,7 @@ from django.conf import settings
 from exchange.importers.hilbench import import_hilbench
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.toolkit.archives import ArchiveRefused, extract_archive
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import layout
 from .tarstream import file_sha256
@@ -53,7 +54,7 @@ def verify_manifest(root: Path) -> dict | None:
             )
         return None
     try:
-        manifest = json.loads(manifest_path.read_bytes().decode("utf-8"))
+        manifest = json_loads(manifest_path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportRefused(f"manifest.json is not valid JSON: {exc}", []) from exc
     if not isinstance(manifest, dict) or manifest.get("format") != layout.FORMAT:

@@ -21,6 +21,7 @@ from exchange.models import ReleaseFile
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.spec import render_swe_statement
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import layout
 
@@ -135,7 +136,7 @@ def _text(original: bytes, value: str) -> bytes:
 
 
 def _registry(original: bytes, snapshot: dict[str, Any]) -> bytes:
-    document = json.loads(original)
+    document = json_loads(original)
     old = {b.get("id"): b for b in document.get("blockers", [])}
     key = next(
         (k for b in old.values() for k in ("example_questions", "trigger_questions",
@@ -155,7 +156,7 @@ def _registry(original: bytes, snapshot: dict[str, Any]) -> bytes:
 
 
 def _metadata(original: bytes, snapshot: dict[str, Any]) -> bytes:
-    document = json.loads(original)
+    document = json_loads(original)
     env = snapshot.get("environment") or {}
     tests = {"FAIL_TO_PASS": env.get("fail_to_pass"), "PASS_TO_PASS": env.get("pass_to_pass")}
     if isinstance(document.get("swe_bench_metadata"), str):
@@ -177,7 +178,7 @@ def rewrite(path: str, original: bytes, snapshot: dict[str, Any]) -> bytes:
     if path == layout.METADATA:
         return _metadata(original, snapshot)
     if path == layout.SQL_BUSINESS_INFO:
-        document = json.loads(original)
+        document = json_loads(original)
         if isinstance(document, dict):
             document["business_info"] = value
         else:

@@ -18,6 +18,7 @@ from hilbench_annotate.repositories import repository_add_commit
 from hilbench_annotate.services import task_create
 from hilbench_annotate.services.blockers import blocker_check
 from hilbench_annotate.spec import parse_swe_statement, swe_title
+from hilbench_annotate.toolkit.jsontext import json_loads, toml_loads
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, Domain, TaskSource
 
 from .common import ImportReport, database_store, read_descriptions, sqlite_problem
@@ -57,13 +58,13 @@ def _text(path: Path) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(_text(path))
+    return json_loads(_text(path))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    return tomllib.loads(_text(path))
+    return toml_loads(_text(path))
 
 
 def _registry_blockers(domain: str, registry: Any) -> tuple[list[dict[str, Any]], list[str]]:

@@ -14,6 +14,7 @@ from hilbench_annotate.repositories import (
 )
 from hilbench_annotate.services import task_create_many
 from hilbench_annotate.spec import swe_title
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
 from .common import ImportReport, RecordStreamError, iter_records
@@ -31,7 +32,7 @@ def _test_list(record: dict[str, Any], name: str) -> list[str] | str:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip() else []
+            value = json_loads(value) if value.strip() else []
         except json.JSONDecodeError:
             return f"{name} is a string but not a JSON list"
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
