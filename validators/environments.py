@@ -13,7 +13,10 @@ What the build's sandbox may write is only the folders it fills — the reposito
 (``/testbed``), ``/env/venv``, ``/env/go`` — never the environment's own folder, where the
 host writes ``manifest.json``: task code could otherwise leave a link there for the host to
 write through. Folders that were the sandbox's are then given back to the worker's user and
-read with links left unfollowed.
+read with links left unfollowed. Each step works on copies of them in one tmpfs of the disk
+limit (``SANDBOX_DISK_MB``, all of them together) and only what fit is copied back, so no
+build leaves more than the limit. Trees a build wrote are walked and removed without
+recursing (``toolkit/trees.py``): a folder thousands deep fails no build and blocks no sweep.
 
 Steps (local backend): ``repository`` (the tree at the setup commit, as a fresh git
 repository, so tools that ask git for a version work), ``interpreter``, ``venv``,
@@ -28,9 +31,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shlex
-import shutil
 import subprocess
 import time
 import uuid
@@ -53,6 +56,7 @@ from hilbench_annotate.jobs import (
     job_send,
 )
 from hilbench_annotate.toolkit.gitrepo import resolve_commit
+from hilbench_annotate.toolkit.trees import files_under, own_tree, remove_tree
 
 from . import interpreters
 from .models import EnvironmentBuild
@@ -77,6 +81,8 @@ MANIFEST = "manifest.json"
 VERSION = ".v-"  # a built environment's folder: .v-<key>-<hex>; <key> links to it
 LOCKS = ".locks"  # flock files of the versions, by inode (never shown to a sandbox)
 PASS_THROUGH = ("PIP_", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -243,7 +249,8 @@ def environment_for(swe_environment, *, actor=None) -> tuple[BuiltEnvironment | 
 
 def environment_build_execute(*, build_id: int) -> None:
     """Claim the build and run its steps; idempotent (a finished build is left alone, one
-    whose worker died is taken over and built again from the start)."""
+    whose worker died is taken over and built again from the start). Whatever stops it, the
+    row ends failed with the reason and its folder is removed: never left running."""
     if not job_claim(EnvironmentBuild, build_id):
         return
     build = EnvironmentBuild.objects.select_related("repository").get(pk=build_id)
@@ -251,21 +258,25 @@ def environment_build_execute(*, build_id: int) -> None:
         _log(build, "already built by another build; reused")
         job_finish(EnvironmentBuild, build_id, step="", duration_s=0.0)
         return
-    _sweep_partial_builds()
     started = time.monotonic()
     work = environments_root() / f".build-{build.key}-{uuid.uuid4().hex[:8]}"
     try:
+        _sweep_partial_builds()
         if build.backend == "docker":
             _build_image(build, work)
         else:
             _build(build, work)
     except BuildStepFailed as failure:
-        shutil.rmtree(work, ignore_errors=True)
+        _discard(work)
         job_fail(EnvironmentBuild, build_id, str(failure))
         return
-    except Exception:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    except Exception as exc:  # noqa: BLE001 - a bug or a tree nothing expected: failed, said why
+        logger.exception("environment build %s stopped", build_id)
+        _discard(work)
+        job_fail(
+            EnvironmentBuild, build_id, f"The build stopped at step '{_step_of(build_id)}': {exc!r}"
+        )
+        return
     job_finish(EnvironmentBuild, build_id, step="", duration_s=round(time.monotonic() - started, 2))
 
 
@@ -289,13 +300,30 @@ def _log(build: EnvironmentBuild, line: str, *, step: str | None = None) -> None
     job_heartbeat(EnvironmentBuild, build.pk, **fields)
 
 
+def _step_of(build_id: int) -> str:
+    return EnvironmentBuild.objects.filter(pk=build_id).values_list("step", flat=True).first()
+
+
+def _discard(path: Path) -> bool:
+    """Remove a folder a build's sandbox wrote (``remove_tree``: however deep, whatever its
+    permissions); what cannot be removed is logged and left, never raised: a folder one build
+    left must not stop the next."""
+    try:
+        remove_tree(path)
+    except OSError as exc:
+        logger.warning("environment folder %s left in place: %s", path, exc)
+        return False
+    return True
+
+
 def _sweep_partial_builds() -> None:
     """Folders of builds whose worker died (older than a build may take) are removed."""
     cutoff = time.time() - settings.ENVIRONMENT_BUILD_WALL_S * 2
     root = environments_root()
     for path in root.glob(".build-*"):
-        if path.stat().st_mtime < cutoff:
-            shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            if path.lstat().st_mtime < cutoff:
+                _discard(path)
     for link in root.glob(".link-*"):  # made by a build that died before it renamed it
         if link.lstat().st_mtime < cutoff:
             link.unlink(missing_ok=True)
@@ -319,8 +347,8 @@ def _sweep_retired() -> None:
         try:
             if path.name not in _current_versions(root):  # not published while we locked it
                 inode = os.stat(path, follow_symlinks=False).st_ino
-                shutil.rmtree(path, ignore_errors=True)
-                (root / LOCKS / str(inode)).unlink(missing_ok=True)
+                if _discard(path):
+                    (root / LOCKS / str(inode)).unlink(missing_ok=True)
         finally:
             os.close(fd)
 
@@ -471,9 +499,7 @@ def _step_repository(build: EnvironmentBuild, work: Path) -> set[str]:
         testbed = checkout(mirror, commit, work / "testbed")
     except (DomainError, AttributeError) as exc:
         raise BuildStepFailed("repository", str(exc)) from exc
-    tracked = {
-        str(p.relative_to(testbed)) for p in testbed.rglob("*") if p.is_file() or p.is_symlink()
-    }
+    tracked = {path for path, _kind in files_under(testbed, kinds=("file", "link"))}
     git = ["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main"]
     identity = ["-c", "user.name=hilbench", "-c", "user.email=hilbench@localhost"]
     for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", commit]):
@@ -535,13 +561,12 @@ def _run_step(build, sandbox, step: str, command: str, work: Path, mounts) -> No
 
 def _generated_files(testbed: Path, tracked: set[str]) -> list[str]:
     generated = []
-    for path in testbed.rglob("*"):
-        relative = path.relative_to(testbed)
-        parts = relative.parts
-        if parts[0] == ".git" or "__pycache__" in parts or path.suffix == ".pyc":
+    for relative, _kind in files_under(testbed):  # plain files only, walked without recursing
+        parts = relative.split("/")
+        if parts[0] == ".git" or "__pycache__" in parts or relative.endswith(".pyc"):
             continue
-        if (path.is_file() and not path.is_symlink()) and str(relative) not in tracked:
-            generated.append(str(relative))
+        if relative not in tracked:
+            generated.append(relative)
     return sorted(generated)
 
 
@@ -552,9 +577,6 @@ def _own(folder: Path, *, for_sandbox: bool) -> None:
     if user is None:
         return
     uid, gid = user if for_sandbox else (os.geteuid(), os.getegid())
-    for directory, dirs, files in os.walk(folder):
-        os.lchown(directory, uid, gid)
-        for name in dirs + files:
-            os.lchown(os.path.join(directory, name), uid, gid)
-        if not for_sandbox:
-            os.chmod(directory, 0o755)  # noqa: S103 - the sandbox user reads it
+    # Links themselves, not what they name; without recursing (a run may nest folders
+    # thousands deep). Folders the sandbox user reads once built: 0755.
+    own_tree(folder, uid, gid, folder_mode=None if for_sandbox else 0o755)

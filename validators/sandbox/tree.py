@@ -71,23 +71,38 @@ def checkout(repo_path: Path, commit: str, dest: Path) -> Path:
     sha = resolve_commit(repo_path, commit)
     rows = _tree_rows(repo_path, sha)
     blobs = _read_blobs(repo_path, sorted({oid for _, kind, oid, _ in rows if kind == "blob"}))
-    links = []
-    for mode, kind, oid, name in rows:
-        path = clean_path(name)
-        if any(part.lower() == ".git" for part in path.split("/")):
-            raise DomainError(f"The tree at {commit} has a path inside .git: {path!r}.")
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if kind == "commit":
-            target.mkdir(exist_ok=True)
-        elif mode == "120000":
-            links.append((target, blobs[oid]))
-        else:
-            target.write_bytes(blobs[oid])
-            target.chmod(0o755 if mode == "100755" else 0o644)
-    for target, link in links:
-        os.symlink(os.fsdecode(link), target)
+    links, made = [], set()
+    try:
+        for mode, kind, oid, name in rows:
+            path = clean_path(name)
+            parts = path.split("/")
+            if any(part.lower() == ".git" for part in parts):
+                raise DomainError(f"The tree at {commit} has a path inside .git: {path!r}.")
+            target = dest / path
+            _make_folders(dest, parts[:-1], made)
+            if kind == "commit":
+                target.mkdir(exist_ok=True)
+            elif mode == "120000":
+                links.append((target, blobs[oid]))
+            else:
+                target.write_bytes(blobs[oid])
+                target.chmod(0o755 if mode == "100755" else 0o644)
+        for target, link in links:
+            os.symlink(os.fsdecode(link), target)
+    except OSError as exc:  # a path longer than the system allows, a full disk
+        raise DomainError(f"The tree at {commit} could not be written: {exc}") from exc
     return dest
+
+
+def _make_folders(dest: Path, parts: list[str], made: set[str]) -> None:
+    """The folders of one path of the tree, made a level at a time: ``Path.mkdir`` with
+    ``parents`` recurses once per missing level, and a committed tree may be thousands deep."""
+    relative = ""
+    for part in parts:
+        relative = f"{relative}/{part}" if relative else part
+        if relative not in made:
+            (dest / relative).mkdir(exist_ok=True)
+            made.add(relative)
 
 
 def apply_patches(dest: Path, patches: list[tuple[str, str]]) -> None:
