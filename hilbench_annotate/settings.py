@@ -420,18 +420,6 @@ SANDBOX_PYTHONS = dict(
     if "=" in item
 )
 ENVIRONMENT_BUILD_WALL_S = float(os.environ.get("HILBENCH_ENVIRONMENT_BUILD_WALL_S", "1800"))
-SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
-# Jobs (hilbench_annotate/jobs.py): one still queued after JOB_REDISPATCH_S is sent again (the
-# broker may have lost it); a running one whose worker said nothing for its kind's *_STALE_S
-# lost its worker and is taken over; after JOB_MAX_ATTEMPTS claims it is failed instead.
-JOB_REDISPATCH_S = int(os.environ.get("HILBENCH_JOB_REDISPATCH_S", "300"))
-JOB_MAX_ATTEMPTS = int(os.environ.get("HILBENCH_JOB_MAX_ATTEMPTS", "3"))
-VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
-EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
-IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
-# Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
-IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))
-EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
 # The only hosts an environment build may connect to (through its proxy, port 443 or 80;
 # validators/sandbox/egress.py): the package registries, and the host of a pip index the
 # worker is configured with (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL). ".example.org" allows its
@@ -450,6 +438,18 @@ BUILD_EGRESS_HOSTS = [
     for url in os.environ.get(variable, "").split()
     if urlsplit(url).hostname
 ]
+SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
+# Jobs (hilbench_annotate/jobs.py): one still queued after JOB_REDISPATCH_S is sent again (the
+# broker may have lost it); a running one whose worker said nothing for its kind's *_STALE_S
+# lost its worker and is taken over; after JOB_MAX_ATTEMPTS claims it is failed instead.
+JOB_REDISPATCH_S = int(os.environ.get("HILBENCH_JOB_REDISPATCH_S", "300"))
+JOB_MAX_ATTEMPTS = int(os.environ.get("HILBENCH_JOB_MAX_ATTEMPTS", "3"))
+VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
+EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
+IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
+# Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
+IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))
+EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
 # An export is written in chunks of this many tasks, by as many workers as there are (the
 # bundle's bytes depend on it, not on the number of workers); a chunk's worker sends a
 # heartbeat every 10 s, so one silent for EXPORT_CHUNK_STALE_S is taken over.
