@@ -15,6 +15,14 @@ from .gitutil import git
 DEPTH = 1200
 
 
+@pytest.fixture(autouse=True)
+def _deep_trees_removed(tmp_path):
+    """pytest removes its old temporary folders with ``shutil.rmtree``, which these stop."""
+    yield
+    for path in tmp_path.iterdir():
+        remove_tree(path)
+
+
 def deep_folder(root: Path, depth: int = DEPTH) -> None:
     """``root/d/d/…/d/leaf.txt``, made one level at a time through fds (a path that long
     is past what the shell's ``mkdir -p`` or ``Path.mkdir`` would do in one call)."""
