@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import shlex
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -55,7 +54,7 @@ from hilbench_annotate.jobs import (
     job_heartbeat_while,
     job_send,
 )
-from hilbench_annotate.toolkit.gitrepo import resolve_commit
+from hilbench_annotate.toolkit.gitrepo import resolve_commit, run_git
 from hilbench_annotate.toolkit.trees import files_under, own_tree, remove_tree
 
 from . import interpreters
@@ -500,14 +499,17 @@ def _step_repository(build: EnvironmentBuild, work: Path) -> set[str]:
     except (DomainError, AttributeError) as exc:
         raise BuildStepFailed("repository", str(exc)) from exc
     tracked = {path for path, _kind in files_under(testbed, kinds=("file", "link"))}
-    git = ["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main"]
+    # The host's git on the checked-out tree (no task code has run yet): run_git's
+    # environment (no system, global or inherited GIT_* configuration), hooks off.
+    config = ["-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main"]
     identity = ["-c", "user.name=hilbench", "-c", "user.email=hilbench@localhost"]
-    for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", commit]):
-        done = subprocess.run(
-            [*git, *args], cwd=testbed, capture_output=True, text=True, timeout=600
-        )
-        if done.returncode != 0:
-            raise BuildStepFailed("repository", f"git {args[-1]} failed", done.stderr[-STEP_TAIL:])
+    try:
+        run_git(None, [*config, "init", "-q", str(testbed)], cwd=testbed)
+        run_git(testbed, [*config, "add", "-A"], cwd=testbed, timeout=600)
+        commit_args = [*config, *identity, "commit", "-q", "--no-verify", "-m", commit]
+        run_git(testbed, commit_args, cwd=testbed, timeout=600)
+    except DomainError as exc:
+        raise BuildStepFailed("repository", str(exc)[-STEP_TAIL:]) from exc
     return tracked
 
 
