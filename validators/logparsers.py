@@ -16,11 +16,11 @@ match as that harness matches them:
 
 from __future__ import annotations
 
+# The standard library only: a bundle ships this file beside its verifier
+# (exchange/bundles/sidecars.py), where the app is not installed.
 import json
 import re
 from collections.abc import Callable
-
-from hilbench_annotate.toolkit.jsontext import json_loads
 
 PASSED, FAILED, ERROR, SKIPPED, XFAIL = "PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL"
 STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL)
@@ -66,8 +66,8 @@ def parse_go_test(log: str) -> dict[str, str]:
         stripped = line.strip()
         if stripped.startswith("{") and '"Action"' in stripped:
             try:
-                event = json_loads(stripped)
-            except json.JSONDecodeError:
+                event = json.loads(stripped)
+            except (json.JSONDecodeError, RecursionError):  # task output
                 continue
             status = _GO_ACTIONS.get(event.get("Action"))
             if status and event.get("Test"):
@@ -160,8 +160,8 @@ def parse_sweap_json(log: str) -> dict[str, str]:
     if start == -1 or end <= start:
         return {}
     try:
-        data = json_loads(log[start + len(SWEAP_START) : end].strip())
-    except json.JSONDecodeError:
+        data = json.loads(log[start + len(SWEAP_START) : end].strip())
+    except (json.JSONDecodeError, RecursionError):  # task output, nested past the parser
         return {}
     results = {}
     for test in data.get("tests") or [] if isinstance(data, dict) else []:
