@@ -218,3 +218,23 @@ def test_a_step_receives_back_only_what_fit(tmp_path):
         assert _size_mb(tree, venv) <= 64
         assert (tree / "kept.txt").read_text() == "repository file\n"
         assert not (tree / "x").exists(), "the step wrote to the host folder directly"
+
+
+def test_a_step_cannot_swap_its_disk_folder_for_a_link_to_the_machine(tmp_path):
+    """The step renames its ``/.disk`` folder and leaves a link to ``/usr/lib`` in its place:
+    the copy back would follow it onto the host (gigabytes past the limit). The step does not
+    see ``/.disk`` at all, and a link there is never copied back."""
+    with run_folder() as folder:
+        tree = folder / "tree"
+        tree.mkdir()
+        environments._own(tree, for_sandbox=True)  # as a build's folders are
+        result = BwrapSandbox().run(
+            command="mkdir -p /.disk/junk; mv /.disk/testbed /.disk/junk/t; "
+            "ln -s /usr/lib /.disk/testbed; ls -la /.disk; true",
+            limits=SandboxLimits(wall_s=60, disk_mb=16),
+            tree=tree,
+            persist_tree=True,
+        )
+        assert result.exit_code == 0, result.output
+        assert _size_mb(tree) <= 16, result.output
+        assert not any(p.is_symlink() for p in tree.iterdir())

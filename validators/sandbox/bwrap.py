@@ -100,8 +100,9 @@ ETC_ENTRIES = (
 ROOT_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 # A build step (``persist_tree``): the host folders it fills are bound at KEPT (+ their path),
 # and worked on in DISK, one tmpfs of ``disk_mb`` for all of them, by a step that runs in a
-# second bwrap (INNER_BWRAP, the same binary) with the same walls: no KEPT, no nested user
-# namespace, a PID namespace of its own. Only what fit comes back to the host.
+# second bwrap (INNER_BWRAP, the same binary) with the same walls: neither KEPT nor DISK
+# (only its own folders, bound from DISK), no nested user namespace, a PID namespace of its
+# own. Only what fit comes back to the host.
 KEPT = "/.kept"
 DISK = "/.disk"
 INNER_BWRAP = "/.bwrap"
@@ -132,10 +133,13 @@ for target in "$@"; do
   }}
   binds="$binds --bind {DISK}$target $target"
 done
-{INNER} $binds --tmpfs {KEPT} --remount-ro {KEPT} --chdir {TESTBED} /bin/sh /.run/command.sh
+{INNER} $binds --tmpfs {KEPT} --remount-ro {KEPT} --tmpfs {DISK} --remount-ro {DISK} \
+  --chdir {TESTBED} /bin/sh /.run/command.sh
 code=$?
 [ $code -eq 0 ] || exit $code
 for target in "$@"; do
+  # Only a real folder is copied back ("$target/." would follow a link onto the machine).
+  [ -d "{DISK}$target" ] && [ ! -L "{DISK}$target" ] &&
   find "{KEPT}$target" -mindepth 1 -delete && cp -a "{DISK}$target/." "{KEPT}$target/" || {{
     echo "hilbench sandbox: the build's folders could not be copied back" >&2
     exit 1
