@@ -438,6 +438,17 @@ BUILD_EGRESS_HOSTS = [
     for url in os.environ.get(variable, "").split()
     if urlsplit(url).hostname
 ]
+# ...on these ports (a pip index's own port is added), through CONNECT: plain-HTTP requests
+# to the proxy are not relayed, so an http:// index must be reached over https.
+BUILD_EGRESS_PORTS = sorted(
+    {int(p) for p in os.environ.get("HILBENCH_BUILD_EGRESS_PORTS", "443,80").split(",") if p}
+    | {
+        urlsplit(url).port
+        for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+        for url in os.environ.get(variable, "").split()
+        if urlsplit(url).port
+    }
+)
 SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30"))
 # Jobs (hilbench_annotate/jobs.py): one still queued after JOB_REDISPATCH_S is sent again (the
 # broker may have lost it); a running one whose worker said nothing for its kind's *_STALE_S

@@ -404,7 +404,11 @@ class BwrapSandbox:
             (folder / "group").write_text(
                 f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
             )
-            gateway = EgressGateway(folder, settings.BUILD_EGRESS_HOSTS) if network else None
+            gateway = (
+                EgressGateway(folder, settings.BUILD_EGRESS_HOSTS, settings.BUILD_EGRESS_PORTS)
+                if network
+                else None
+            )
             if gateway is not None:
                 command = gateway.prelude + command
                 run_env.update(gateway.env)

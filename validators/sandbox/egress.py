@@ -28,8 +28,10 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 
 from hilbench_annotate.toolkit.egress import EgressRefused, create_checked_connection
@@ -40,7 +42,10 @@ PORT = 3128
 SOCKET_NAME = "egress.sock"
 PORTS = (443, 80)
 HEAD_LIMIT = 8192
+HEAD_TIMEOUT_S = 30  # the whole request head, not each read of it
 CONNECT_TIMEOUT_S = 30
+MAX_CONNECTIONS = 32  # at once for one run: threads and sockets of the worker, not the sandbox's
+MAX_NOTED = 100  # connections named in the result (opened, refused)
 IDLE_TIMEOUT_S = 600
 CHUNK = 65536
 
@@ -106,6 +111,7 @@ class EgressGateway:
 
     folder: Path
     allowed_hosts: Sequence[str]
+    ports: Sequence[int] = PORTS
     refused: list[str] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
 
@@ -113,6 +119,9 @@ class EgressGateway:
         self._stop = threading.Event()
         self._server: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
 
     @property
     def prelude(self) -> str:
@@ -155,6 +164,26 @@ class EgressGateway:
             self._thread.join(timeout=5)
         if self._server is not None:
             self._server.close()
+        with self._lock:  # the run is over: every relay it left open ends now
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._open.clear()
+
+    def _track(self, sock: socket.socket) -> socket.socket:
+        with self._lock:
+            if self._stop.is_set():
+                sock.close()
+                raise OSError("the run is over")
+            self._open.add(sock)
+        return sock
+
+    def _note(self, where: list[str], text: str) -> None:
+        text = "".join(c if c.isprintable() else "?" for c in text)[:300]
+        with self._lock:
+            if len(where) < MAX_NOTED and text not in where:
+                where.append(text)
 
     def _accept(self) -> None:
         while not self._stop.is_set():
@@ -164,29 +193,42 @@ class EgressGateway:
                 continue
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            if not self._slots.acquire(blocking=False):
+                with contextlib.suppress(OSError):
+                    client.sendall(_Refusal("?", "too many connections", status=503).response())
+                client.close()
+                continue
+            try:
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            except RuntimeError:  # no thread could be started: refuse, keep accepting
+                self._slots.release()
+                client.close()
 
     def _serve(self, client: socket.socket) -> None:
-        with contextlib.closing(client):
-            client.settimeout(CONNECT_TIMEOUT_S)
-            try:
-                host, port = _read_connect(client)
-                upstream = self._connect(host, port)
-            except _Refusal as refusal:
-                self.refused.append(refusal.what)
-                with contextlib.suppress(OSError):
-                    client.sendall(refusal.response())
-                return
-            except OSError:
-                return
-            with contextlib.closing(upstream):
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                _relay(client, upstream)
+        try:
+            with contextlib.closing(self._track(client)):
+                try:
+                    host, port = _read_connect(client)
+                    upstream = self._track(self._connect(host, port))
+                except _Refusal as refusal:
+                    self._note(self.refused, refusal.what)
+                    with contextlib.suppress(OSError):
+                        client.sendall(refusal.response())
+                    return
+                with contextlib.closing(upstream):
+                    client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    _relay(client, upstream)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                self._open.discard(client)
+            self._slots.release()
 
     def _connect(self, host: str, port: int) -> socket.socket:
         where = f"{host}:{port}"
-        if port not in PORTS:
-            raise _Refusal(where, f"port {port} (only {', '.join(map(str, PORTS))})")
+        if port not in self.ports:
+            raise _Refusal(where, f"port {port} (only {', '.join(map(str, self.ports))})")
         if not self.allowed_hosts:
             raise _Refusal(where, "no host is allowed (HILBENCH_BUILD_EGRESS_HOSTS is empty)")
         try:
@@ -197,7 +239,7 @@ class EgressGateway:
             raise _Refusal(where, str(exc)) from exc
         except OSError as exc:
             raise _Refusal(where, f"could not connect: {exc}", status=502) from exc
-        self.opened.append(where)
+        self._note(self.opened, where)
         return upstream
 
     def summary(self) -> str:
@@ -218,7 +260,7 @@ class _Refusal(Exception):
 
     def response(self) -> bytes:
         body = f"refused by the build's registry proxy: {self.what}\n".encode()
-        reason = "Forbidden" if self.status == 403 else "Bad Gateway"
+        reason = HTTPStatus(self.status).phrase
         return (
             f"HTTP/1.1 {self.status} {reason}\r\nContent-Type: text/plain\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -227,8 +269,16 @@ class _Refusal(Exception):
 
 def _read_connect(client: socket.socket) -> tuple[str, int]:
     head = b""
+    deadline = time.monotonic() + HEAD_TIMEOUT_S
     while b"\r\n\r\n" not in head:
-        piece = client.recv(1024)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Refusal("?", f"no request head within {HEAD_TIMEOUT_S} s", status=408)
+        client.settimeout(left)
+        try:
+            piece = client.recv(1024)
+        except TimeoutError:
+            continue
         if not piece:
             raise _Refusal("?", "the request ended before its head did", status=400)
         head += piece
