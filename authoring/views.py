@@ -26,6 +26,7 @@ from hilbench_annotate.access import access_task, can_edit_task, require_task_ed
 from hilbench_annotate.errors import AccessDenied, DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
+from hilbench_annotate.params import param_id
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole, sqlsyntax
@@ -346,11 +347,10 @@ def revisions(request, task_id: int):
     history = list(task.revisions.select_related("author").defer("snapshot").order_by("-number"))
     context = {"task": task, "history": history}
     numbers = [r.number for r in history]
-    try:
-        a = int(request.GET.get("a") or (numbers[1] if len(numbers) > 1 else numbers[0]))
-        b = int(request.GET.get("b") or numbers[0])
-    except (ValueError, IndexError):
-        a = b = None
+    latest = numbers[0] if numbers else None
+    previous = numbers[1] if len(numbers) > 1 else latest
+    a = param_id(request.GET["a"]) if request.GET.get("a") else previous
+    b = param_id(request.GET["b"]) if request.GET.get("b") else latest
     if a and b:
         pair = {r.number: r for r in Revision.objects.filter(task=task, number__in=[a, b])}
         if a in pair and b in pair:

@@ -37,6 +37,12 @@ FILTERS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "evaluation-compare": (False, ("left", "right")),
     "api-leaderboard": (True, ("domain",)),
 }
+# url name -> the query parameters a task's own pages read (the task is the route's argument)
+TASK_FILTERS: dict[str, tuple[str, ...]] = {
+    "workspace-revisions": ("a", "b"),
+    "workspace-blocker-form": ("index",),
+    "workspace-repo": ("path", "file", "setup_patch"),
+}
 
 HOSTILE = {
     "overflow": "9" * 25,
@@ -65,12 +71,13 @@ def world(project):
     for role in ROLES[:-1]:
         users[role] = UserFactory(username=f"fuzz-{role}")
         MembershipFactory(project=project, user=users[role], role=role)
-    TaskFactory(project=project, author=users["author"])
-    return project, users
+    task = TaskFactory(project=project, author=users["author"])
+    swe = TaskFactory(project=project, author=users["author"], swe=True)
+    return project, users, {"sql": task, "swe": swe}
 
 
 def test_every_filtered_list_route_is_in_the_resolver():
-    assert set(FILTERS) <= _names()
+    assert set(FILTERS) | set(TASK_FILTERS) <= _names()
 
 
 def _query(params: tuple[str, ...], value: str) -> str:
@@ -80,10 +87,17 @@ def _query(params: tuple[str, ...], value: str) -> str:
     return "&".join(f"{p}=1&{p}={encoded}" for p in params)
 
 
-def _server_errors(client, project, value: str, *, one_at_a_time: bool) -> list[tuple]:
-    errors = []
+def _routes(project, tasks):
     for name, (per_project, params) in FILTERS.items():
-        url = reverse(name, args=[project.pk] if per_project else [])
+        yield name, reverse(name, args=[project.pk] if per_project else []), params
+    for name, params in TASK_FILTERS.items():
+        for task in tasks.values():
+            yield name, reverse(name, args=[task.pk]), params
+
+
+def _server_errors(client, project, tasks, value: str, *, one_at_a_time: bool) -> list[tuple]:
+    errors = []
+    for name, url, params in _routes(project, tasks):
         for sent in [(p,) for p in params] if one_at_a_time else [params]:
             response = client.get(f"{url}?{_query(sent, value)}")
             if response.status_code >= 500:
@@ -95,24 +109,26 @@ def _server_errors(client, project, value: str, *, one_at_a_time: bool) -> list[
 def test_no_list_route_answers_a_hostile_filter_with_a_5xx(world, kind):
     """Every filter alone for the author (whose task each filter then meets: a bad value
     behind another filter that matches nothing is never read), all at once for each role."""
-    project, users = world
+    project, users, tasks = world
     failures = []
     for role in ROLES:
         client = APIClient()
         client.force_login(users[role])
-        errors = _server_errors(client, project, HOSTILE[kind], one_at_a_time=role == "author")
+        errors = _server_errors(
+            client, project, tasks, HOSTILE[kind], one_at_a_time=role == "author"
+        )
         failures += [(role, *error) for error in errors]
     assert failures == []
 
 
 def test_the_task_list_ignores_what_it_cannot_use_and_says_so(client, world):
-    project, users = world
+    project, users, _tasks = world
     client.force_login(users["author"])
     response = client.get(reverse("task-list"), {"project": "9" * 25, "q": "x" * 100_000})
     assert response.status_code == 200
     assert "Ignored the filter(s) project" in response.content.decode()
     # A search cut to its limit still searches: nothing has that title.
     assert list(response.context["page"].object_list) == []
-    assert Task.objects.filter(project=project).count() == 1
+    assert Task.objects.filter(project=project).count() == 2
     listed = client.get(reverse("task-list"), {"project": str(project.pk)})
-    assert len(listed.context["page"].object_list) == 1
+    assert len(listed.context["page"].object_list) == 2
