@@ -15,6 +15,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from hilbench_annotate.errors import DomainError
@@ -111,17 +112,23 @@ def _fast_import(handle, *, dest: Path, home: Path) -> tuple[int, str]:
             env=git_env(home),
             cwd=home,
         )
+        deadline = time.monotonic() + EXPORT_TIMEOUT
         try:
             for piece in checked_stream(handle, branch=BRANCH):
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired("git fast-import", EXPORT_TIMEOUT)
                 process.stdin.write(piece)
             process.stdin.close()
-            returncode = process.wait(timeout=EXPORT_TIMEOUT)
+            returncode = process.wait(timeout=max(1.0, deadline - time.monotonic()))
         except StreamRefused:
             process.kill()
             process.wait()
             shutil.rmtree(dest, ignore_errors=True)
             raise
-        except (BrokenPipeError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait(), f"it took longer than {EXPORT_TIMEOUT} s"
+        except BrokenPipeError:  # fast-import stopped early: its own message says why
             process.kill()
             returncode = process.wait()
         errors.seek(0)

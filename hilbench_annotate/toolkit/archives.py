@@ -15,17 +15,21 @@ Messages name the archive by ``label`` (what the user called the upload) when gi
 by where it is stored.
 """
 
-import shutil
+import contextlib
 import tarfile
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.trees import remove_tree
 
 MAX_MEMBERS = 50_000
 MAX_TOTAL_BYTES = 4 * 1024**3
 MAX_RATIO = 100.0
+# Folders deep a member may lie: Python's tarfile, zipfile and shutil recurse once a level, and
+# every tree the app walks comes from somewhere (a SWE repository nests about a dozen).
+MAX_DEPTH = 128
 # Below this many unpacked bytes the ratio is not checked: small text archives compress well.
 RATIO_FLOOR_BYTES = 64 * 1024**2
 # How many problems a refusal names (the count is always complete).
@@ -54,6 +58,8 @@ def _check_name(name: str) -> str | None:
         return f"{name!r} leaves the archive's folder"
     if "\x00" in name:
         return f"{name!r} holds a NUL character"
+    if len(path.parts) > MAX_DEPTH:
+        return f"{name[:80]!r}… is {len(path.parts)} folders deep (at most {MAX_DEPTH})"
     return None
 
 
@@ -177,7 +183,8 @@ def extract_archive(
                 target, members=[m for m in tf if m.name in checked], filter="data"
             )
     except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-        shutil.rmtree(target, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(target)
         # OSError's text carries the path written to; the archive's name is enough.
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise DomainError(f"{label or Path(archive).name} refused: {reason}") from exc

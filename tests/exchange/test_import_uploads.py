@@ -6,6 +6,7 @@ import html
 import io
 import json
 import os
+import tarfile
 import time
 import zipfile
 
@@ -121,6 +122,29 @@ def test_a_decompression_bomb_is_refused_before_it_is_written(client, project, a
     assert job.status == "failed"
     assert "small-but-huge.zip refused: unpacks to" in job.error
     assert "times the archive's" in job.error
+    assert _store_entries() == [] and not Task.objects.exists()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_a_member_1200_folders_deep_is_refused_by_the_import_job(
+    client, project, author, demo_data, kind
+):
+    """Issue 24 (deep trees, in uploads): Python's tarfile and zipfile make folders one
+    recursion a level; a member 1,200 folders deep was a RecursionError and the job an error."""
+    client.force_login(author)
+    name = "x/" + "a/" * 1200 + "retail_bank.sqlite"
+    if kind == "zip":
+        archive = _zip({name: b"x"})
+    else:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            tf.addfile(info, io.BytesIO(b"x"))
+        archive = buffer.getvalue()
+    job = _bird_post(client, project, demo_data, databases=archive, name=f"deep.{kind}")
+    assert job.status == "failed", job.error
+    assert "1202 folders deep (at most 128)" in job.error, job.error
     assert _store_entries() == [] and not Task.objects.exists()
 
 
