@@ -77,7 +77,7 @@ def _size_mb(*folders) -> float:
     return total / (1 << 20)
 
 
-def test_a_folder_1200_deep_stops_neither_its_build_nor_a_later_one(tmp_path):
+def test_a_folder_1200_deep_stops_neither_its_build_nor_a_later_one(app_data, tmp_path):
     deep = _env(tmp_path, [DEEP_INSTALL], "deep")
     build = _build(deep)
     assert build.status in ("succeeded", "failed"), (build.status, build.error)
@@ -170,7 +170,7 @@ def test_the_reaper_finishes_a_build_whose_worker_died(tmp_path, eager, settings
 # --- item 8: the disk limit of a build --------------------------------------------------
 
 
-def test_a_build_writing_past_the_disk_limit_fails_and_leaves_nothing(tmp_path, settings):
+def test_a_build_writing_past_the_disk_limit_fails_and_leaves_nothing(app_data, tmp_path, settings):
     settings.SANDBOX_DISK_MB = 64
     env = _env(tmp_path, ["dd if=/dev/zero of=big bs=1M count=200"], "big")
     build = _build(env)
@@ -180,7 +180,7 @@ def test_a_build_writing_past_the_disk_limit_fails_and_leaves_nothing(tmp_path, 
     assert _partial_builds(build.key) == []
 
 
-def test_the_limit_is_one_budget_for_all_the_build_fills(tmp_path, settings):
+def test_the_limit_is_one_budget_for_all_the_build_fills(app_data, tmp_path, settings):
     """40 MB into the repository and 40 MB into the venv: each fits alone, not together.
     A build within the limit still builds."""
     settings.SANDBOX_DISK_MB = 64
@@ -196,7 +196,7 @@ def test_the_limit_is_one_budget_for_all_the_build_fills(tmp_path, settings):
     assert "stopped by the disk limit" in build.error and "'install'" in build.error
 
 
-def test_a_step_receives_back_only_what_fit(tmp_path):
+def test_a_step_receives_back_only_what_fit(app_data, tmp_path):
     """Straight to the sandbox: a step that ignores its full disk ends, and the host folders
     it filled hold at most the limit, whatever it tried to write."""
     with run_folder() as folder:
@@ -220,7 +220,7 @@ def test_a_step_receives_back_only_what_fit(tmp_path):
         assert not (tree / "x").exists(), "the step wrote to the host folder directly"
 
 
-def test_a_step_cannot_swap_its_disk_folder_for_a_link_to_the_machine(tmp_path):
+def test_a_step_cannot_swap_its_disk_folder_for_a_link_to_the_machine(app_data, tmp_path):
     """The step renames its ``/.disk`` folder and leaves a link to ``/usr/lib`` in its place:
     the copy back would follow it onto the host (gigabytes past the limit). The step does not
     see ``/.disk`` at all, and a link there is never copied back."""
