@@ -358,6 +358,20 @@ def _argv(
     return [*argv, "/bin/sh", "/.run/start.sh", *(mount.target for mount in kept)]
 
 
+def _write_run_files(folder: Path, command: str) -> None:
+    """What ``/.run`` shows the sandbox: its users, the command, the start script."""
+    (folder / "passwd").write_text(
+        f"root:x:0:0:root:/root:/bin/sh\n"
+        f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
+    (folder / "group").write_text(f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n")
+    (folder / "command.sh").write_text(command + "\n")
+    (folder / "start.sh").write_text(START)
+    for name in ("passwd", "group", "command.sh", "start.sh"):
+        (folder / name).chmod(0o644)
+
+
 class BwrapSandbox:
     """Task code in Linux namespaces on this machine (see the module docstring)."""
 
@@ -396,14 +410,6 @@ class BwrapSandbox:
         }
         run_env.update(env or {})
         with run_folder() as folder:
-            (folder / "passwd").write_text(
-                f"root:x:0:0:root:/root:/bin/sh\n"
-                f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/sh\n"
-                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-            )
-            (folder / "group").write_text(
-                f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
-            )
             gateway = (
                 EgressGateway(folder, settings.BUILD_EGRESS_HOSTS, settings.BUILD_EGRESS_PORTS)
                 if network
@@ -412,10 +418,7 @@ class BwrapSandbox:
             if gateway is not None:
                 command = gateway.prelude + command
                 run_env.update(gateway.env)
-            (folder / "command.sh").write_text(command + "\n")
-            (folder / "start.sh").write_text(START)
-            for name in ("passwd", "group", "command.sh", "start.sh"):
-                (folder / name).chmod(0o644)
+            _write_run_files(folder, command)
             argv = _argv(
                 binary,
                 folder,
@@ -431,11 +434,7 @@ class BwrapSandbox:
                 with gateway or contextlib.nullcontext():
                     result = self._execute(argv, limits, uid=uid, user=user, cgroup=cgroup)
                 if gateway is not None:
-                    result.output += gateway.summary()
-                    result.details["egress"] = {
-                        "opened": gateway.opened,
-                        "refused": gateway.refused,
-                    }
+                    gateway.report(result)
             finally:
                 counters = cgroup.counters() if cgroup else {}
                 if cgroup:

@@ -242,6 +242,12 @@ class EgressGateway:
         self._note(self.opened, where)
         return upstream
 
+    def report(self, result) -> None:
+        """What the run's result says of the proxy: the connections it opened and refused,
+        and a line in the output naming every refusal."""
+        result.output += self.summary()
+        result.details["egress"] = {"opened": self.opened, "refused": self.refused}
+
     def summary(self) -> str:
         """A line for the build's log naming every refused connection, or ""."""
         if not self.refused:
