@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from hilbench_annotate.celery import app
 from hilbench_annotate.jobs import jobs_reap
+from hilbench_annotate.toolkit.trees import remove_tree
 from validators import environments
 from validators.environments import (
     environment_build_execute,
@@ -99,6 +100,11 @@ def test_a_folder_1200_deep_stops_neither_its_build_nor_a_later_one(app_data, tm
     later = _build(_env(tmp_path, ["echo ok > done.txt"], "later"))
     assert later.status == "succeeded", later.error
     assert not stale.exists(), "the sweep left the deep folder"
+    # The deep environment goes too: left in the var folder, it stops every tool that walks
+    # the project with recursion (setuptools' package discovery among them).
+    (environments_root() / build.key).unlink(missing_ok=True)
+    for version in environments_root().glob(f"{environments.VERSION}{build.key}-*"):
+        remove_tree(version)
 
 
 def test_the_sweep_logs_and_skips_what_it_cannot_remove(monkeypatch, caplog):
