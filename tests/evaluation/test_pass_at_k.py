@@ -2,6 +2,7 @@
 (evaluation.metrics.pass_at_k, the unbiased 1 - C(n-c,k)/C(n,k)), so the two agree."""
 
 import pytest
+from django.urls import reverse
 
 from evaluation.selectors import leaderboard, task_selection
 from hilbench_annotate.gates import gate_results
@@ -52,3 +53,12 @@ def test_leaderboard_and_pass_rate_gate_show_the_same_pass_at_k(sql_task, lead):
     assert (name, green) == ("pass_rate", False)
     assert message.startswith("drop: baseline pass@3 0.45 > 0.34") and "full_info" not in message
 
+
+def test_selection_page_shows_the_estimate(client, sql_task, lead):
+    import_results(
+        project=sql_task.project, actor=lead, records=_records(sql_task, PASSES["a"]), model="a"
+    )
+    client.force_login(lead)
+    url = reverse("evaluation-task-selection", args=[sql_task.pk])
+    page = client.get(url).content.decode()
+    assert "90.0%" in page and "60.0%" in page
