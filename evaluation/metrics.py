@@ -3,8 +3,9 @@
 No Django here on purpose: the same numbers must come out of imported run results, the
 dashboard and offline scripts, and pure functions are what the tests can pin exactly.
 
-Definitions follow ``design/PRODUCT.md`` ("Metrics"): Ask-F1 and pass@k as the HiL-Bench
-release computes them, the shaped reward from the HiL-Bench paper, and the Delta-Burden
+Definitions follow ``design/PRODUCT.md`` ("Metrics"): Ask-F1 as the HiL-Bench release
+computes it, pass@k as the unbiased estimator of Chen et al. 2021 (its pass@1 is the
+release's mean over passes), the shaped reward from the HiL-Bench paper, and the Delta-Burden
 Curve, AUDBC, P_ask/R_ask and flip rate from "I Need Help! Evaluating LLM's Ability to
 Ask for Users' Support".
 """
@@ -15,28 +16,52 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import groupby, pairwise
+from math import comb
 
 # --- pass@k ---------------------------------------------------------------------------
 
 
-def pass_at_k(passes: Sequence[bool], k: int) -> bool | None:
-    """Whether any of the first ``k`` passes solved the task.
+def pass_at_k(passes: Sequence[bool], k: int) -> float | None:
+    """The unbiased estimate of pass@k from ``n`` passes of which ``c`` solved the task:
+    ``1 - C(n - c, k) / C(n, k)`` (Chen et al. 2021), the chance that k passes drawn from
+    the n without replacement hold at least one solve. pass@1 is the mean over passes, and
+    with exactly k passes pass@k is whether any of them solved it.
 
     ``None`` when fewer than ``k`` passes ran: counting such a task as failed would
     punish it for runs that never happened.
     """
+    exact = _pass_at_k_exact(passes, k)
+    return None if exact is None else float(exact)
+
+
+def _pass_at_k_exact(passes: Sequence[bool], k: int) -> Fraction | None:
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
-    if len(passes) < k:
+    n = len(passes)
+    if n < k:
         return None
-    return any(passes[:k])
+    failed = n - sum(bool(p) for p in passes)
+    return 1 - Fraction(comb(failed, k), comb(n, k))
+
+
+def mean_pass_at_k(pass_lists: Iterable[Sequence[bool]], k: int) -> float | None:
+    """The mean of the per-list pass@k estimates (tasks on the leaderboard, models in the
+    pass-rate selection), summed exactly so a threshold is not missed by rounding.
+
+    ``None`` over no list; every list needs at least ``k`` passes (callers pick them).
+    """
+    estimates = [_pass_at_k_exact(passes, k) for passes in pass_lists]
+    if any(e is None for e in estimates):
+        raise ValueError(f"every pass list needs at least {k} passes")
+    return float(sum(estimates) / len(estimates)) if estimates else None
 
 
 def pass_at_k_rates(per_task: Mapping[str, Sequence[bool]], ks: Sequence[int]) -> dict:
     """pass@k for every k in ``ks`` over one fixed set of tasks, so pass@1 and pass@3
     describe the same tasks: those with ``depth`` passes, where ``depth`` is the largest k of
     ``ks`` that any task reached. Tasks with fewer passes are counted apart (``short``),
-    never mixed in; a k beyond ``depth`` has no rate.
+    never mixed in; a k beyond ``depth`` has no rate. A rate is the mean over the counted
+    tasks of each task's unbiased pass@k estimate (``mean_pass_at_k``).
 
     ``{"rates": {k: share or None}, "tasks": n counted, "short": n left out, "depth": d}``;
     a rate over no task is ``None``, not 0%.
@@ -46,12 +71,7 @@ def pass_at_k_rates(per_task: Mapping[str, Sequence[bool]], ks: Sequence[int]) -
     reached = max((len(passes) for passes in per_task.values()), default=0)
     depth = max((k for k in ks if k <= reached), default=0)
     counted = [passes for passes in per_task.values() if depth and len(passes) >= depth]
-    rates = {
-        k: (sum(bool(pass_at_k(passes, k)) for passes in counted) / len(counted))
-        if counted and k <= depth
-        else None
-        for k in ks
-    }
+    rates = {k: mean_pass_at_k(counted, k) if k <= depth else None for k in ks}
     return {
         "rates": rates,
         "tasks": len(counted),
@@ -365,6 +385,7 @@ __all__ = [
     "duplicate_rate",
     "duplicate_rate_micro",
     "flip_rate_curve",
+    "mean_pass_at_k",
     "pass_at_k",
     "pass_at_k_rates",
     "shaped_reward",

@@ -218,7 +218,8 @@ def leaderboard(
 def per_task_rows(
     project, *, domain: str | None = None, rows: list[PassRow] | None = None
 ) -> list[dict]:
-    """Per task and model: pass@3 (or fewer passes) per mode and the task's Ask-F1."""
+    """Per task and model: pass@3 per mode (pass@n for a mode with n < 3 passes, i.e.
+    whether any of them solved it) and the task's Ask-F1."""
     rows = project_passes(project, domain=domain) if rows is None else rows
     out = []
     for (task_id, model), passes in sorted(_group(rows, "task_id", "model").items()):
@@ -273,8 +274,9 @@ def task_selections(tasks: list) -> dict[int, dict]:
     evidence, in a fixed number of queries.
 
     Each model that has at least k passes in both baseline and full_info on the task's
-    current revision contributes its pass@k in each; the task is kept when the mean over
-    those models is ≥ full_info_min for full_info and ≤ baseline_max for baseline.
+    current revision contributes its pass@k in each (the unbiased estimate over all its
+    passes, as on the leaderboard); the task is kept when the mean over those models is
+    ≥ full_info_min for full_info and ≤ baseline_max for baseline.
     """
     policies = {
         project_id: selection_policy(project)
@@ -299,6 +301,7 @@ def task_selections(tasks: list) -> dict[int, dict]:
 
 def _selection(policy, current: int | None, rows: list[PassRow]) -> dict:
     evidence = []
+    counted: list[dict[str, list[bool]]] = []  # the complete models' passes by mode
     for (model,), passes in sorted(_group(rows, "model").items()):
         by_mode = {
             mode: [r.resolved for r in sorted(group, key=lambda r: r.index)]
@@ -312,6 +315,8 @@ def _selection(policy, current: int | None, rows: list[PassRow]) -> dict:
         }
         entry["complete"] = entry[Mode.FULL_INFO] is not None and entry[Mode.BASELINE] is not None
         evidence.append(entry)
+        if entry["complete"]:
+            counted.append(by_mode)
     complete = [e for e in evidence if e["complete"]]
     result = {
         "k": policy.k,
@@ -329,8 +334,9 @@ def _selection(policy, current: int | None, rows: list[PassRow]) -> dict:
                 f"full_info on the current revision; {policy.min_models} needed"
             ),
         }
-    full_info = sum(e[Mode.FULL_INFO] for e in complete) / len(complete)
-    baseline = sum(e[Mode.BASELINE] for e in complete) / len(complete)
+    # The leaderboard's function: a mean of unbiased pass@k estimates, here over models.
+    full_info = metrics.mean_pass_at_k([m[Mode.FULL_INFO] for m in counted], policy.k)
+    baseline = metrics.mean_pass_at_k([m[Mode.BASELINE] for m in counted], policy.k)
     result.update(full_info_pass=full_info, baseline_pass=baseline)
     reasons = []
     if full_info < policy.full_info_min:

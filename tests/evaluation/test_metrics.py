@@ -19,6 +19,7 @@ from evaluation.metrics import (
     duplicate_rate,
     duplicate_rate_micro,
     flip_rate_curve,
+    mean_pass_at_k,
     pass_at_k,
     pass_at_k_rates,
     shaped_reward,
@@ -28,17 +29,58 @@ from evaluation.metrics import (
 # --- pass@k -----------------------------------------------------------------------------
 
 
-def test_pass_at_k_looks_only_at_the_first_k_passes():
-    passes = [False, True, False]
-    assert pass_at_k(passes, 1) is False
-    assert pass_at_k(passes, 2) is True
-    assert pass_at_k(passes, 3) is True
-    assert pass_at_k([False, False, True], 2) is False
+def test_pass_at_k_is_the_unbiased_estimator():
+    # Issue 25's worked examples: 1 - C(n - c, k) / C(n, k) (Chen et al. 2021), not
+    # "any of the first k", which says 0 / 1 / 1, 1 / 1 / 1 and pass@3 0 for these.
+    assert pass_at_k([False, True, False], 1) == pytest.approx(1 / 3)
+    assert pass_at_k([False, True, False], 2) == pytest.approx(2 / 3)
+    assert pass_at_k([True, False, False], 1) == pytest.approx(1 / 3)
+    assert pass_at_k([True, False, False], 2) == pytest.approx(2 / 3)
+    # n = 5, c = 2: 1 - C(3, 3) / C(5, 3) = 1 - 1/10.
+    assert pass_at_k([False, False, False, True, True], 3) == pytest.approx(0.9)
+
+
+def test_pass_at_k_does_not_depend_on_the_order_of_passes():
+    passes = [False, False, False, True, True]
+    for k in (1, 2, 3, 4, 5):
+        assert pass_at_k(passes, k) == pytest.approx(pass_at_k(passes[::-1], k))
+
+
+def test_pass_at_1_is_the_mean_over_passes():
+    rng = random.Random(25)
+    for n in range(1, 9):
+        passes = [rng.random() < 0.4 for _ in range(n)]
+        assert pass_at_k(passes, 1) == pytest.approx(sum(passes) / n)
+
+
+def test_pass_at_k_edge_cases():
+    assert pass_at_k([True] * 4, 1) == 1.0 and pass_at_k([True] * 4, 4) == 1.0
+    assert pass_at_k([False] * 4, 1) == 0.0 and pass_at_k([False] * 4, 4) == 0.0
+    # k = n: whether any of the n passes solved it.
+    assert pass_at_k([False, False, True], 3) == 1.0
+    # Fewer failures than k: every draw of k holds a solve.
+    assert pass_at_k([True, False, True, False], 3) == 1.0
+    assert isinstance(pass_at_k([True], 1), float)
 
 
 def test_pass_at_k_is_none_with_fewer_than_k_passes():
     assert pass_at_k([True, True], 3) is None
     assert pass_at_k([], 1) is None
+
+
+def test_mean_pass_at_k_is_the_mean_of_the_estimates():
+    # Issue 25: tasks [F, T, F] and [T, F, F] -> pass@1 1/3, pass@2 2/3 (the app said 0.5, 1).
+    tasks = [[False, True, False], [True, False, False]]
+    assert mean_pass_at_k(tasks, 1) == pytest.approx(1 / 3)
+    assert mean_pass_at_k(tasks, 2) == pytest.approx(2 / 3)
+    assert mean_pass_at_k([], 1) is None
+    # Summed exactly: three estimates of 0.1 average to 0.1 (floats give 0.10000000000000002,
+    # which a baseline_max of 0.1 would refuse).
+    one_in_ten = [True] + [False] * 9
+    assert mean_pass_at_k([one_in_ten] * 3, 1) == 0.1
+    assert mean_pass_at_k([[True, False, False], [False, True, True]], 1) == 0.5
+    with pytest.raises(ValueError):
+        mean_pass_at_k([[True, True], [True]], 2)
 
 
 def test_pass_at_k_rejects_k_below_one():
@@ -51,12 +93,15 @@ def test_pass_at_k_rejects_k_below_one():
 def test_pass_at_k_is_over_one_fixed_set_of_tasks():
     per_task = {"a": [False, True, True], "b": [False, False, False], "c": [True]}
     rates = pass_at_k_rates(per_task, [1, 2, 3])
-    # Every k over a and b (the tasks with three passes); c, with one pass, apart. Before,
-    # pass@1 counted c (1/3) and pass@2 did not (1/2): two different task sets.
-    assert rates == {"rates": {1: 0.0, 2: 0.5, 3: 0.5}, "tasks": 2, "short": 1, "depth": 3}
-    # Nobody ran a fourth pass: the set is the tasks with one, pass@4 has no rate.
+    # Every k over a and b (the tasks with three passes); c, with one pass, apart.
+    # a (2 of 3 solved): pass@1 2/3, pass@2 and pass@3 1; b: 0 throughout.
+    assert rates["rates"] == pytest.approx({1: 1 / 3, 2: 0.5, 3: 0.5})
+    assert (rates["tasks"], rates["short"], rates["depth"]) == (2, 1, 3)
+    # Nobody ran a fourth pass: the set is the tasks with one, pass@4 has no rate;
+    # pass@1 is the mean of a's 2/3, b's 0 and c's 1.
     deeper = pass_at_k_rates(per_task, [1, 4])
-    assert deeper == {"rates": {1: 1 / 3, 4: None}, "tasks": 3, "short": 0, "depth": 1}
+    assert deeper["rates"] == {1: pytest.approx(5 / 9), 4: None}
+    assert (deeper["tasks"], deeper["short"], deeper["depth"]) == (3, 0, 1)
     # One pass per task: pass@1 over every task.
     single = pass_at_k_rates({"a": [True], "b": [False]}, [1, 2, 3])
     assert single == {"rates": {1: 0.5, 2: None, 3: None}, "tasks": 2, "short": 0, "depth": 1}

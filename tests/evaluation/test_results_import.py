@@ -86,7 +86,8 @@ def test_imported_questions_are_judged_and_scored(sql_task, lead):
     # Pass 1: 2 distinct of 2 calls, 2 of 3 blockers; pass 2: no calls. Micro: P 1, R 2/6.
     assert row["ask_precision"] == pytest.approx(1.0)
     assert row["ask_recall"] == pytest.approx(1 / 3)
-    assert row["pass_at_1"] == 1.0 and row["tokens_per_pass"] == 1200
+    # pass@1 is the mean over passes: 1 of 2 solved.
+    assert row["pass_at_1"] == 0.5 and row["tokens_per_pass"] == 1200
 
 
 def test_results_folder_with_trajectories(sql_task, lead, tmp_path):
@@ -232,8 +233,9 @@ def test_per_task_rows(sql_task, lead):
     ]
     import_results(project=sql_task.project, actor=lead, records=records, model="m")
     (row,) = per_task_rows(sql_task.project)
-    assert row["baseline"] is True and row["baseline_passes"] == 2
-    assert row["full_info"] is None and row["ask_human"] is False
+    # With fewer than 3 passes, pass@n: solved in one of 2 (1.0), in none of 1 (0.0).
+    assert row["baseline"] == 1.0 and row["baseline_passes"] == 2
+    assert row["full_info"] is None and row["ask_human"] == 0.0
     # 1 distinct blocker of 2 calls, of 3 blockers.
     assert row["ask_precision"] == pytest.approx(0.5)
     assert row["ask_recall"] == pytest.approx(1 / 3)

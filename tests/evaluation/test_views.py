@@ -45,8 +45,9 @@ def test_leaderboard_page_and_csv(client, results, author):
     ).content.decode()
     header, *rows = csv_text.strip().splitlines()
     assert header.startswith("model,mode,tasks,passes,pass_at_1,pass_at_2,pass_at_3,ask_f1")
-    # baseline: only pass 3 resolved -> pass@1 0, pass@2 0, pass@3 1; full_info all 1.
-    assert rows[0].startswith("model-a,baseline,1,3,0.0000,0.0000,1.0000")
+    # baseline: 1 of 3 passes resolved (the third) -> pass@1 1/3, pass@2 1 - C(2,2)/C(3,2)
+    # = 2/3, pass@3 1 (unbiased, so not which pass it was); full_info all 1.
+    assert rows[0].startswith("model-a,baseline,1,3,0.3333,0.6667,1.0000")
     assert rows[1].startswith("model-a,full_info,1,3,1.0000,1.0000,1.0000")
     # AUDBC of one flipping instance: Δ over k = 0, 1 is 0, 1; mean 0.5 over a gain of 1.
     assert rows[0].endswith(",0.5000")

@@ -226,7 +226,7 @@ def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_pa
     # information and 0/3 without.
     assert validation["pass_rate"]["decision"] == "keep"
     (model,) = validation["pass_rate"]["models"]
-    assert (model["model"], model["full_info"], model["baseline"]) == ("model-a", True, False)
+    assert (model["model"], model["full_info"], model["baseline"]) == ("model-a", 1.0, 0.0)
     assert all(g["green"] for g in validation["gates"])
     review = json.loads(files["sql_0/" + layout.REVIEW])
     assert [d["reviewer"] for d in review["decisions"]] == ["reviewer-1"]
