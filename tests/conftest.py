@@ -1,6 +1,8 @@
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,6 +148,49 @@ def worker_env(broker: str) -> dict[str, str]:
         host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
         env["DATABASE_URL"] = f"postgres://{user}{host}/{db['NAME']}"
     return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_web(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """gunicorn, as deployed (one gthread worker), with ``env``; its output in
+    ``tmp_path / "web.log"``. Returns the process once ``/login/`` answers, and its base URL."""
+    import requests
+
+    port = free_port()
+    with open(tmp_path / "web.log", "a") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "hilbench_annotate.wsgi:application",
+                f"--bind=127.0.0.1:{port}",
+                "--workers=1",
+                "--worker-class=gthread",
+                "--threads=2",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(base + "/login/", timeout=2).status_code == 200:
+                return proc, base
+        except requests.RequestException:
+            pass
+        log_text = (tmp_path / "web.log").read_text()
+        assert proc.poll() is None and time.monotonic() < deadline, log_text
+        time.sleep(0.2)
 
 
 def slow_swe_task(demo_data, *, username: str, sleep_s: int):

@@ -14,9 +14,7 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -29,14 +27,15 @@ from hilbench_annotate.models import Revision, Task, TaskEvent
 from validators.models import ValidationRun
 from validators.services import validation_run_start
 
-from .conftest import ROOT, _use_broker, slow_swe_task, start_worker, worker_env
+from .conftest import (
+    _use_broker,
+    free_port,
+    slow_swe_task,
+    start_web,
+    start_worker,
+    worker_env,
+)
 from .factories import MembershipFactory, ProjectFactory, UserFactory
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -56,7 +55,7 @@ class PrivateRedis:
     every queued and every unacknowledged message."""
 
     def __init__(self, directory) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.directory = directory
         self.proc: subprocess.Popen | None = None
         self.start()
@@ -220,39 +219,9 @@ def _admin_connection():
 
 
 def _start_web(tmp_path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
     env = worker_env(settings.CELERY_BROKER_URL)
     env["PGAPPNAME"] = APP_NAME  # so the test can find the server's connections
-    log = open(tmp_path / "web.log", "a")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "hilbench_annotate.wsgi:application",
-            f"--bind=127.0.0.1:{port}",
-            "--workers=1",
-            "--worker-class=gthread",
-            "--threads=2",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        import requests
-
-        try:
-            return requests.get(base + "/login/", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
-    _wait(up, 60, "the web server")
-    return proc, base
+    return start_web(tmp_path, env)
 
 
 @pytest.mark.django_db(transaction=True)

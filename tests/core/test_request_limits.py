@@ -8,8 +8,6 @@ import io
 import json
 import os
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -30,7 +28,7 @@ from exchange.models import ImportJob
 from hilbench_annotate.request_limits import RequestBodyLimitMiddleware
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 
-from ..conftest import ROOT, worker_env
+from ..conftest import start_web, worker_env
 
 pytestmark = pytest.mark.django_db
 
@@ -217,57 +215,21 @@ def test_an_upload_past_the_spool_quota_is_refused_unread(
 # --- a real server --------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def server(transactional_db, tmp_path):
     """gunicorn, as deployed, on the test database, with a var folder and a TMPDIR of its own."""
     var, tmp = tmp_path / "var", tmp_path / "tmp"
     tmp.mkdir()
-    port = _free_port()
     env = {
         **worker_env(settings.CELERY_BROKER_URL),
         "HILBENCH_VAR_DIR": str(var),
         "TMPDIR": str(tmp),
     }
-    log = open(tmp_path / "web.log", "a")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "hilbench_annotate.wsgi:application",
-            f"--bind=127.0.0.1:{port}",
-            "--workers=1",
-            "--worker-class=gthread",
-            "--threads=2",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(base + "/login/", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, (
-            tmp_path / "web.log"
-        ).read_text()
-        time.sleep(0.2)
+    proc, base = start_web(tmp_path, env)
+    port = int(base.rsplit(":", 1)[1])
     yield {"port": port, "base": base, "spool": var / "upload-spool", "tmp": tmp}
     proc.terminate()
     proc.wait(timeout=20)
-    log.close()
 
 
 def _listing(*folders: Path) -> set[str]:
