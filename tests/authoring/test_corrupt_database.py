@@ -6,24 +6,14 @@ import os
 import pytest
 from django.urls import reverse
 
-from exchange.importers import import_bird
-from hilbench_annotate.models import Task
-
 pytestmark = pytest.mark.django_db
 
 UNREADABLE = "The database cannot be read (file is not a database)"
 
 
 @pytest.fixture
-def corrupt_task(project, author, demo_data):
-    import_bird(
-        project=project,
-        questions=demo_data["sql"]["questions"],
-        databases=demo_data["sql"]["databases"],
-        actor=author,
-        limit=1,
-    )
-    task = Task.objects.get(project=project)
+def corrupt_task(sql_task):
+    task = sql_task
     path = task.sql_environment.database.path
     os.chmod(path, 0o644)
     path.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))

@@ -7,27 +7,12 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from exchange.importers import import_bird
-from hilbench_annotate.models import Task
-
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 SCRIPT = (
     "CREATE TABLE loan_code (code TEXT, meaning TEXT); INSERT INTO loan_code VALUES ('A', 'x');"
 )
-
-
-@pytest.fixture
-def sql_task(project, author, demo_data):
-    import_bird(
-        project=project,
-        questions=demo_data["sql"]["questions"],
-        databases=demo_data["sql"]["databases"],
-        actor=author,
-        limit=1,
-    )
-    return Task.objects.get(project=project)
 
 
 def _edited_files(settings) -> list[Path]:

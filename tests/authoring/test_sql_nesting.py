@@ -27,18 +27,6 @@ DEEP = "SELECT " + "(" * 3000 + "1" + ")" * 3000
 LIMIT_SAID = f"at most {sqlsyntax.MAX_SQL_NESTING} are accepted"
 
 
-@pytest.fixture
-def bird_task(project, author, demo_data):
-    import_bird(
-        project=project,
-        questions=demo_data["sql"]["questions"],
-        databases=demo_data["sql"]["databases"],
-        actor=author,
-        limit=1,
-    )
-    return Task.objects.get(project=project)
-
-
 def test_the_scan_counts_parentheses_and_case_outside_strings_and_comments():
     assert sqlsyntax.nesting_depth("SELECT 1") == 0
     assert sqlsyntax.nesting_depth("SELECT ((1)), (2)") == 2
@@ -64,26 +52,26 @@ def test_the_console_refuses_it_naming_the_limit():
         check_select(DEEP)
 
 
-def test_a_reviewer_s_console_query_is_answered_with_the_limit(client, bird_task, reviewer):
+def test_a_reviewer_s_console_query_is_answered_with_the_limit(client, sql_task, reviewer):
     client.force_login(reviewer)
     started = time.monotonic()
     response = client.post(
-        reverse("workspace-sql-query", args=[bird_task.pk]), {"console_sql": DEEP}, **HTMX
+        reverse("workspace-sql-query", args=[sql_task.pk]), {"console_sql": DEEP}, **HTMX
     )
     assert response.status_code == 200
     assert LIMIT_SAID in response.content.decode()
     assert time.monotonic() - started < 3
 
 
-def test_format_says_why_it_did_not_format(client, bird_task, author):
+def test_format_says_why_it_did_not_format(client, sql_task, author):
     client.force_login(author)
     response = client.post(
-        reverse("workspace-sql-format", args=[bird_task.pk]), {"env.gold_sql": DEEP}, **HTMX
+        reverse("workspace-sql-format", args=[sql_task.pk]), {"env.gold_sql": DEEP}, **HTMX
     )
     assert response.status_code == 200
     assert LIMIT_SAID in response.content.decode()
     unterminated = client.post(
-        reverse("workspace-sql-format", args=[bird_task.pk]),
+        reverse("workspace-sql-format", args=[sql_task.pk]),
         {"env.gold_sql": "SELECT 'open"},
         **HTMX,
     )
@@ -91,15 +79,15 @@ def test_format_says_why_it_did_not_format(client, bird_task, author):
 
 
 def test_saving_it_stores_it_with_a_lint_finding_and_the_workspace_still_opens(
-    client, bird_task, author
+    client, sql_task, author
 ):
     client.force_login(author)
-    response = save(client, bird_task, form_data(bird_task, **{"env.gold_sql": DEEP}), **HTMX)
+    response = save(client, sql_task, form_data(sql_task, **{"env.gold_sql": DEEP}), **HTMX)
     assert response.status_code == 200
     assert LIMIT_SAID in response.content.decode()
-    bird_task.refresh_from_db()
-    assert bird_task.sql_environment.gold_sql == DEEP
-    assert client.get(reverse("workspace", args=[bird_task.pk])).status_code == 200
+    sql_task.refresh_from_db()
+    assert sql_task.sql_environment.gold_sql == DEEP
+    assert client.get(reverse("workspace", args=[sql_task.pk])).status_code == 200
 
 
 def test_validation_fails_the_parse_check_naming_the_limit():

@@ -7,24 +7,12 @@ import pytest
 from django.urls import reverse
 
 from authoring.models import LintWaiver
-from exchange.importers import import_bird, import_swebench
+from exchange.importers import import_swebench
 from hilbench_annotate.models import Revision, Task
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def sql_task(project, author, demo_data):
-    import_bird(
-        project=project,
-        questions=demo_data["sql"]["questions"],
-        databases=demo_data["sql"]["databases"],
-        actor=author,
-        limit=1,
-    )
-    return Task.objects.get(project=project)
 
 
 @pytest.fixture
