@@ -16,6 +16,7 @@ import ijson
 from django.conf import settings
 
 from hilbench_annotate.models import SqlDatabase
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 DESCRIPTION_HEADER = [
     "original_column_name",
@@ -105,14 +106,10 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield index, json.loads(raw)
+                yield index, json_loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise RecordStreamError(
                     index, f"line {index + 1} is not valid JSON: {exc}"
-                ) from None
-            except RecursionError:
-                raise RecordStreamError(
-                    index, f"line {index + 1} nests deeper than JSON records may"
                 ) from None
 
 

@@ -11,9 +11,7 @@ import json
 import tomllib
 from typing import Any
 
-
-def _too_deep() -> str:
-    return "it nests deeper than the parser can follow (a few hundred levels)"
+TOO_DEEP = "it nests deeper than the parser can follow (a few hundred levels)"
 
 
 def json_loads(data: str | bytes | bytearray) -> Any:
@@ -21,7 +19,7 @@ def json_loads(data: str | bytes | bytearray) -> Any:
     try:
         return json.loads(data)
     except RecursionError:
-        raise json.JSONDecodeError(_too_deep(), "", 0) from None
+        raise json.JSONDecodeError(TOO_DEEP, "", 0) from None
 
 
 def toml_loads(text: str) -> dict[str, Any]:
@@ -29,4 +27,4 @@ def toml_loads(text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except RecursionError:
-        raise tomllib.TOMLDecodeError(_too_deep()) from None
+        raise tomllib.TOMLDecodeError(TOO_DEEP) from None
