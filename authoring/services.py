@@ -7,6 +7,7 @@ from django.db import transaction
 
 from authoring import checks, drafts
 from authoring.models import LintWaiver
+from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.services import revision_create, task_event, task_snapshot
@@ -17,7 +18,7 @@ from hilbench_annotate.services.tasks import (
     task_bump_version,
     task_require_editable,
 )
-from hilbench_annotate.vocabulary import Domain
+from hilbench_annotate.vocabulary import Domain, Role
 
 
 @dataclass
@@ -104,9 +105,30 @@ def open_findings_many(findings: dict[int, list[dict[str, str]]]) -> dict[int, l
     }
 
 
+# Findings the judge's recall depends on: many near-copies of one trigger phrasing lift the
+# recall floor without a question the judge could not already match. The task's author may
+# not waive them; a reviewer, auditor or lead of the project may.
+JUDGE_CRITICAL_RULES = frozenset({"trigger_count", "near_duplicate", "cross_blocker_duplicate"})
+
+
+def _require_waiver_right(task: Task, actor, fingerprint: str) -> None:
+    rule = fingerprint.split("@", 1)[0]
+    if rule not in JUDGE_CRITICAL_RULES:
+        return
+    if actor.pk == task.author_id:
+        raise DomainError(
+            f"A {rule.replace('_', ' ')} finding bears on the judge's recall: a reviewer, "
+            "auditor or lead other than the task's author must waive it."
+        )
+    require_role(
+        actor, task.project, Role.REVIEWER, Role.AUDITOR, Role.LEAD, action="waive this finding"
+    )
+
+
 @transaction.atomic
 def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaiver:
     _editable(task)
+    _require_waiver_right(task, actor, fingerprint)
     reason = reason.strip()
     if len(reason) < 10:
         raise DomainError("Say why the finding does not apply (at least a short sentence).")

@@ -10,6 +10,13 @@
 * Throughput: ``judge_many`` over 1,200 questions.
 * Accuracy: the cross-validated figures of the shipped weights, as ``make judge-weights``
   measured them (``judge/weights/embedded.json``), and the held-out release examples.
+* Over HTTP (``--http``, the figure the issue asks for): the app's own server (gunicorn, as
+  deployed: DEBUG off, 2 sync workers, each with the judge preloaded) on a fresh database
+  of its own (SQLite under ``var/bench``, or ``DATABASE_URL``) holding the demo's blocked
+  task, whose index the save built (``judge_index_prepare``). A harness token starts one
+  ``ask_human`` run and asks, over one keep-alive connection: the first question of the
+  run, then 300 questions nobody asked before (the judge really runs; the verdict cache is
+  not hit) and 300 repeats (served from it); p50 / p95 / p99 of each, client-measured.
 """
 
 import argparse
@@ -61,7 +68,13 @@ def registry(examples: Path) -> list[RegistryBlocker]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=Path, default=DEFAULT_EXAMPLES)
+    parser.add_argument("--http", action="store_true", help="also over the app's own server")
+    parser.add_argument("--requests", type=int, default=300)
     args = parser.parse_args()
+    if args.http:
+        import judge_http  # noqa: PLC0415 - configures Django, so only when asked
+
+        judge_http.main(args.requests)
     before = rss_mb()
     start = time.perf_counter()
     get_encoder()

@@ -146,6 +146,10 @@ else:
             # A file, not memory, so a worker process in the tests can share it; one per
             # test process, so two test runs on one machine do not share a database.
             "TEST": {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")},
+            # A process keeps its connection (as with PostgreSQL): opening the file and
+            # setting its pragmas on every request was a large part of a short one.
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
             # WAL and a busy timeout so the web server and the worker can share the file.
             "OPTIONS": {
                 "timeout": 20,
@@ -489,6 +493,9 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Judge ----------------------------------------------------------------------------------
 JUDGE_BACKEND = os.environ.get("HILBENCH_JUDGE", "embedded")
+# Build a task's judge index (its embeddings, kept in the database) in a worker whenever its
+# registry is saved, so the first ask_human question does not pay for it.
+JUDGE_PREPARE_ON_SAVE = os.environ.get("HILBENCH_JUDGE_PREPARE_ON_SAVE", "1") != "0"
 # Model endpoints registered by leads read their API key from an environment variable with
 # this prefix only (never the server's own secrets), and, when this list is set, may only
 # point at these hosts (comma-separated): the workers call them.

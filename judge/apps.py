@@ -6,10 +6,13 @@ class JudgeConfig(AppConfig):
     verbose_name = "ask_human judge"
 
     def ready(self) -> None:
+        from hilbench_annotate.revision_hooks import register_revision_hook
         from hilbench_annotate.warmup import register_warmup
 
         from . import gates  # models are loaded only now
         from .services import judge_preload
+        from .tasks import revision_prepare_hook
 
         gates.register()
         register_warmup("judge", judge_preload)
+        register_revision_hook("judge_index", revision_prepare_hook)

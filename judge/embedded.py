@@ -2,24 +2,32 @@
 
 A learned scorer over cheap features (``judge.features``: sentence embeddings of all-MiniLM-
 L6-v2 as int8 ONNX, word overlap, character and word TF-IDF, each against the blocker's
-trigger questions, description and resolution, and as margins over the other blockers). Its
-weights (``judge/weights/embedded.json``) are fitted on 98 HiL-Bench release tasks by
-``make judge-weights`` (``scripts/train_judge.py``, ``judge.training``): a logistic regression
-per (question, blocker); the blocker of highest logit is the answer when it clears the
-domain's threshold, chosen on tasks the model was not fitted on for precision ≥ 0.975.
+trigger questions and description and the task's text, and as margins over the other
+blockers). Its weights (``judge/weights/embedded.json``) are fitted on 98 HiL-Bench release
+tasks by ``make judge-weights`` (``scripts/train_judge.py``, ``judge.training``): a logistic
+regression per (question, blocker); the blocker of highest logit is the answer when it clears
+the domain's threshold, chosen on tasks the model was not fitted on.
 
-Before scoring, the question-form rules (``judge.rules``) turn away statements,
-confirmations and broad questions; a message with several questions that target different
-blockers is irrelevant as a whole (multi-topic). The verdict names a blocker or none; the
-caller answers with that blocker's resolution verbatim (``judge.base.respond``). The
-resolution is read to *recognise* the blocker (the words a question about it uses), never
-returned by the judge.
+The judge never reads a resolution — as the release's judge, it sees a blocker's id,
+description, type and trigger questions, and the task's own text. Before scoring, the
+release's rejection rules, each with the reason kept in the verdict (the call log shows it,
+the agent reads only "irrelevant question"):
 
-The version (``embedded-2-<weights id>``; with thresholds other than the fitted ones, the
+* form (``question_rules.reject_reason``): statements, confirmations, broad questions;
+* vague: the question names nothing of the task — no term or quoted phrase of its blockers
+  or its text beyond the frame every question has ("What threshold should I use?");
+* multi-topic: the message asks several questions that target different blockers, or one
+  about something else ("… and what error message should be shown?"); a follow-up on the
+  same detail ("What is X, and how is it calculated?") is one topic.
+
+The caller answers with the named blocker's resolution verbatim (``judge.base.respond``).
+
+The version (``embedded-3-<weights id>``; with thresholds other than the fitted ones, the
 name of the project's calibration or else ``/t<hash of the thresholds>``) is stored with every
 verdict, so cached verdicts of one judge are never served under another. Registry indexes
-are cached (LRU) by their content and domain; one judge per configuration per process
-(``judge.services.get_judge``).
+are cached (LRU) by their content, domain and task text; one judge per configuration per
+process (``judge.services.get_judge``), and ``prepare`` builds a task's index ahead of its
+first question (when its registry is saved).
 """
 
 from __future__ import annotations
@@ -33,7 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbench_annotate.question_rules import clean, question_parts, reject_reason
+from hilbench_annotate.question_rules import (
+    clean,
+    follows_up,
+    names_task,
+    question_parts,
+    reject_reason,
+)
 
 from .base import JudgeError, RegistryBlocker, Verdict, load_registry, registry_from_json
 from .encoder import get_encoder
@@ -52,11 +66,12 @@ def registry_domain(registry: Sequence[RegistryBlocker]) -> str:
     return "swe" if any(b.type in SWE_TYPES for b in registry) else "sql"
 
 
-def registry_key(registry: Sequence[RegistryBlocker], domain: str = "") -> str:
-    """A hash of what the judge reads of a registry (and the domain it is judged in)."""
-    digest = hashlib.sha256(domain.encode() + b"\x02")
+def registry_key(registry: Sequence[RegistryBlocker], domain: str = "", context: str = "") -> str:
+    """A hash of what the judge reads of a registry, the domain it is judged in and the
+    task's text (never the resolutions: the judge does not read them)."""
+    digest = hashlib.sha256(domain.encode() + b"\x02" + context.encode() + b"\x03")
     for blocker in registry:
-        for part in (blocker.id, blocker.description, blocker.resolution, blocker.type):
+        for part in (blocker.id, blocker.description, blocker.type):
             digest.update(part.encode() + b"\x00")
         for question in blocker.trigger_questions:
             digest.update(question.encode() + b"\x00")
@@ -79,13 +94,17 @@ class EmbeddedJudge:
         thresholds: dict | None = None,
         version: str = "",
         embed=None,
+        index_embed=None,
     ):
         """``weights``: the fitted model (default: the shipped file); ``thresholds``: per
         domain, instead of the fitted ones (a project's calibration); ``version``: the name
         of that calibration (default: derived from the thresholds when they differ from the
         fitted ones, so verdicts under other thresholds never share a version);
-        ``embed``: texts -> normalised rows (default: the encoder)."""
+        ``embed``: texts -> normalised rows (default: the encoder); ``index_embed``: the same
+        for the registry texts an index is built from (default: ``embed``; the app's is the
+        shared store, ``judge.embedstore``)."""
         self._embed = embed
+        self._index_embed = index_embed
         weights = weights or load_weights()
         self.model = Model.from_json(weights)
         self.weights_id = str(weights.get("version", "unversioned"))
@@ -98,7 +117,7 @@ class EmbeddedJudge:
                 self.model.intercept,
                 {**self.model.thresholds, **{k: float(v) for k, v in thresholds.items()}},
             )
-        self.version = version or f"embedded-2-{self.weights_id}"
+        self.version = version or f"embedded-3-{self.weights_id}"
         if not version and self.model.thresholds != fitted:
             digest = hashlib.sha256(
                 json.dumps(sorted(self.model.thresholds.items())).encode()
@@ -112,19 +131,33 @@ class EmbeddedJudge:
     def thresholds(self) -> dict[str, float]:
         return dict(self.model.thresholds)
 
-    def _index(self, registry: Sequence[RegistryBlocker], domain: str) -> RegistryIndex:
-        key = registry_key(registry, domain)
+    def _index(
+        self, registry: Sequence[RegistryBlocker], domain: str, context: str = ""
+    ) -> RegistryIndex:
+        key = registry_key(registry, domain, context)
         with self._lock:
             index = self._cache.get(key)
             if index is not None:
                 self._cache.move_to_end(key)
                 return index
-        index = build_index(list(registry), domain, self._encode)
+        index = build_index(list(registry), domain, self._index_embed or self._encode, context)
         with self._lock:
             self._cache[key] = index
             while len(self._cache) > REGISTRY_CACHE_SIZE:
                 self._cache.popitem(last=False)
         return index
+
+    def forget_indexes(self) -> None:
+        """Drop the cached registry indexes (the next question of each builds its own)."""
+        with self._lock:
+            self._cache.clear()
+
+    def prepare(
+        self, registry: Sequence[RegistryBlocker], domain: str | None = None, context: str = ""
+    ) -> None:
+        """Build (and cache) the registry's index now, so its first question is not slower."""
+        if registry:
+            self._index(registry, domain or registry_domain(registry), context)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self._embed(texts) if self._embed else get_encoder().encode(texts)
@@ -136,44 +169,77 @@ class EmbeddedJudge:
         ]
 
     def scores(
-        self, question: str, registry: Sequence[RegistryBlocker], domain: str | None = None
+        self,
+        question: str,
+        registry: Sequence[RegistryBlocker],
+        domain: str | None = None,
+        context: str = "",
     ) -> dict[str, float]:
         """Each blocker's logit for ``question`` (no rules, no threshold)."""
         domain = domain or registry_domain(registry)
-        index = self._index(registry, domain)
+        index = self._index(registry, domain, context)
         [logits] = self._logits([clean(question)], index)
         return {bid: round(float(v), 4) for bid, v in zip(index.ids, logits, strict=True)}
 
+    def scores_many(
+        self,
+        questions: Sequence[str],
+        registry: Sequence[RegistryBlocker],
+        domain: str | None = None,
+        context: str = "",
+    ) -> list[dict[str, float]]:
+        """``scores`` of many questions against one registry, encoded in one batch."""
+        domain = domain or registry_domain(registry)
+        index = self._index(registry, domain, context)
+        rows = self._logits([clean(q) for q in questions], index)
+        return [
+            {bid: round(float(v), 4) for bid, v in zip(index.ids, logits, strict=True)}
+            for logits in rows
+        ]
+
     def judge(
-        self, question: str, registry: Sequence[RegistryBlocker], domain: str | None = None
+        self,
+        question: str,
+        registry: Sequence[RegistryBlocker],
+        domain: str | None = None,
+        context: str = "",
     ) -> Verdict:
-        return self.judge_many([(question, registry)], domain=domain)[0]
+        """The verdict for ``question`` (``domain``: the task's, inferred from the blockers'
+        types when not given; ``context``: the task's own text)."""
+        reason = reject_reason(question)
+        if reason is not None:
+            return Verdict(None, f"rule: {reason}", {})
+        if not registry:
+            return Verdict(None, "the registry has no blockers", {})
+        return self._judge(question, registry, domain or registry_domain(registry), context)
 
     def judge_many(
-        self, items: list[tuple[str, Sequence[RegistryBlocker]]], domain: str | None = None
+        self,
+        items: list[tuple[str, Sequence[RegistryBlocker]]],
+        domain: str | None = None,
+        context: str = "",
     ) -> list[Verdict]:
-        """Verdicts for (question, registry) pairs (``domain``: of every registry; inferred
-        from each registry's blocker types when not given)."""
-        verdicts = []
-        for question, registry in items:
-            reason = reject_reason(question)
-            if reason is not None:
-                verdicts.append(Verdict(None, f"rule: {reason}", {}))
-                continue
-            if not registry:
-                verdicts.append(Verdict(None, "the registry has no blockers", {}))
-                continue
-            verdicts.append(self._judge(question, registry, domain or registry_domain(registry)))
-        return verdicts
+        """Verdicts for (question, registry) pairs, all of one domain and task text when
+        given."""
+        return [self.judge(q, registry, domain=domain, context=context) for q, registry in items]
 
-    def _judge(self, question: str, registry: Sequence[RegistryBlocker], domain: str) -> Verdict:
-        index = self._index(registry, domain)
+    def _judge(
+        self, question: str, registry: Sequence[RegistryBlocker], domain: str, context: str
+    ) -> Verdict:
+        index = self._index(registry, domain, context)
         threshold = self.model.thresholds.get(domain, max(self.model.thresholds.values()))
+        if not names_task(question, index.terms):
+            return Verdict(
+                None, "vague: names nothing of the task (no term of its blockers or its text)", {}
+            )
         parts = question_parts(question)
-        texts = [clean(question), *(parts if len(parts) > 1 else [])]
-        logits = self._logits(texts, index)
+        topical = [p for p in parts if names_task(p, index.terms)] if len(parts) > 1 else []
+        stray = [p for p in parts if len(parts) > 1 and p not in topical and not follows_up(p)]
+        if stray:
+            return Verdict(None, f"multi-topic: also asks “{stray[0][:120]}”", {})
+        logits = self._logits([clean(question), *(topical if len(topical) > 1 else [])], index)
         scores = {bid: round(float(v), 4) for bid, v in zip(index.ids, logits[0], strict=True)}
-        targeted = {index.ids[int(np.argmax(row))] for row in logits[1:] if row.max() >= threshold}
+        targeted = {index.ids[int(np.argmax(row))] for row in logits[1:]}
         if len(targeted) > 1:
             return Verdict(
                 None, f"multi-topic: asks about {', '.join(sorted(targeted))} at once", scores

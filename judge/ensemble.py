@@ -2,7 +2,7 @@
 
 When the embedded judge's best logit lies within ``band`` of its threshold — the questions
 it is least sure of — the LLM judge decides; elsewhere (and for questions the form rules turn
-away, or multi-topic messages) the embedded verdict stands. The LLM's failures propagate
+away, vague or multi-topic messages) the embedded verdict stands. The LLM's failures propagate
 (``JudgeError``), never an "irrelevant". The version names both judges and the band
 (``long_version``); what is stored with verdicts is that, or when it passes the columns'
 100 characters (a long model name), its start and a hash of it (``base.version_fit``).
@@ -23,10 +23,15 @@ class EnsembleJudge:
         self.version = version_fit(self.long_version)
 
     def judge(
-        self, question: str, registry: Sequence[RegistryBlocker], domain: str | None = None
+        self,
+        question: str,
+        registry: Sequence[RegistryBlocker],
+        domain: str | None = None,
+        context: str = "",
     ) -> Verdict:
         domain = domain or registry_domain(registry)
-        verdict = self.embedded.judge(question, registry, domain=domain)
+        verdict = self.embedded.judge(question, registry, domain=domain, context=context)
+        # The rules' refusals (form, vague, multi-topic) stand: they carry no scores or say so.
         if not verdict.scores or verdict.reason.startswith("multi-topic"):
             return verdict
         threshold = self.embedded.thresholds.get(domain, max(self.embedded.thresholds.values()))

@@ -1,16 +1,25 @@
 """The embedded judge's features of a (question, blocker) pair, per blocker of a registry.
 
-For each blocker: how close the question is to its trigger questions, description and
-resolution, measured four ways — sentence embeddings (MiniLM), rarity-weighted content-word
-overlap, character 3–5-gram TF-IDF (within word boundaries, so identifiers and file or
-column names count even when tokenised differently) and word 1–2-gram TF-IDF over
-identifier-friendly tokens. Each feature also enters as a *margin*: its value minus the best
-value among the registry's other blockers (the value itself when there is one), which is
-what tells "this blocker, not that one". Last, a domain flag (SWE = 1).
+What the judge reads of a blocker is what the release's judge reads: its description and its
+trigger questions — never its resolution — and, to decide relevance, the task's own text
+(the blocked question and business information of an SQL task, the problem statement,
+requirements and interface of a SWE task; ``judge.services.task_context``).
 
-A registry's side (its embeddings, vocabularies, TF-IDF vectors) is computed once into a
-:class:`RegistryIndex` and cached by the caller; a question then costs one embedding and a
-few hundred dictionary lookups. Pure functions over numpy; the encoder is passed in.
+For each blocker, how close the question is to its trigger questions (the best one and the
+second best), its description (whole and its best sentence) and the sentences of the task's
+text most like the blocker, measured four ways — sentence embeddings (MiniLM),
+rarity-weighted content-word overlap, character 3–5-gram TF-IDF (within word boundaries, so
+identifiers and file or column names count even when tokenised differently) and word
+1–2-gram TF-IDF over identifier-friendly tokens. Each feature also enters as a *margin*: its
+value minus the best value among the registry's other blockers (the value itself when there
+is one), which is what tells "this blocker, not that one". Last, per question: the share of
+its words no blocker uses, the share neither the blockers nor the task's text use (off-task),
+and a domain flag (SWE = 1).
+
+A registry's side (its embeddings, vocabularies, TF-IDF vectors, the task's terms) is
+computed once into a :class:`RegistryIndex` and cached by the caller; a question then costs
+one embedding and a few hundred dictionary lookups. Pure functions over numpy; the encoder
+is passed in.
 """
 
 from __future__ import annotations
@@ -23,46 +32,52 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hilbench_annotate.question_rules import TaskTerms, content_words
+
 from .base import RegistryBlocker
 
 BASE_FEATURES = (
     "emb_trigger_max",  # best cosine to a trigger question
+    "emb_trigger_second",  # the second best (the best again with one trigger)
     "emb_trigger_mean",  # cosine to the mean of the trigger embeddings
     "emb_description",
-    "emb_resolution",
+    "emb_description_sentence",  # best cosine to one sentence of the description
+    "emb_context",  # best cosine to the task-text sentences most like the blocker
     "lex_trigger_description",  # rarity-weighted share of the question's words found there
-    "lex_with_resolution",
+    "lex_context",  # … and in those task-text sentences
     "char_trigger_max",  # character 3-5-gram TF-IDF, best trigger
     "char_description",
     "word_trigger_max",  # word 1-2-gram TF-IDF, best trigger
-    "word_all",  # word TF-IDF against triggers + description + resolution joined
+    "word_all",  # word TF-IDF against triggers + description joined
 )
 FEATURES = (
     *BASE_FEATURES,
     *(f"margin_{name}" for name in BASE_FEATURES),
     "question_unseen_share",  # share of the question's words no blocker of the registry uses
+    "question_offtask_share",  # … that neither the blockers nor the task's text use
     "domain_swe",
 )
+CONTEXT_SENTENCES = 2  # task-text sentences linked to each blocker
+DIMENSION = 384
 
-_STOPWORDS = frozenset(
-    re.findall(
-        r"\S+",
-        """a an the of to in on for and or is are was were be been being do does did should
-    would could can will shall may might must which what who whom whose when where why how
-    that this these those it its as at by with from if so any all some there their they we
-    i you me my our your he she his her them than then into about whether not no only just
-    used use using defined define determine determined considered mean meant""",
-    )
-)
-_WORD = re.compile(r"[a-z0-9_]+")
 _TOKEN = re.compile(r"[A-Za-z0-9_]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 Sparse = dict[str, float]
 Embed = Callable[[list[str]], np.ndarray]
 
+__all__ = ["FEATURES", "RegistryIndex", "build_index", "content_words", "features", "sentences"]
 
-def content_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
+
+def sentences(text: str) -> list[str]:
+    """The sentences (and list items, lines) of ``text`` of four words or more, each cut to
+    400 characters, markdown markers stripped."""
+    out = []
+    for piece in _SENTENCE_END.split(text or ""):
+        piece = " ".join(piece.strip(" -*#>\t").split())
+        if len(re.findall(r"\w+", piece)) >= 4:
+            out.append(piece[:400])
+    return out
 
 
 def _char_grams(text: str) -> Counter:
@@ -117,75 +132,121 @@ class RegistryIndex:
     trigger_embeddings: tuple[np.ndarray, ...]  # per blocker (n_triggers, dim)
     mean_trigger: np.ndarray  # (blockers, dim), normalised
     description: np.ndarray  # (blockers, dim)
-    resolution: np.ndarray  # (blockers, dim)
+    description_sentences: tuple[np.ndarray, ...]  # per blocker (n_sentences, dim)
+    context: tuple[np.ndarray, ...]  # per blocker: its linked task-text sentences
+    context_words: tuple[frozenset[str], ...]
     words_td: tuple[frozenset[str], ...]
-    words_tdr: tuple[frozenset[str], ...]
     idf: dict[str, float]  # rarity of a word among the registry's blockers
     unseen_idf: float
+    known: frozenset[str]  # every word a blocker uses
+    task_words: frozenset[str]  # every word of the task's text
     char: _Tfidf
     char_triggers: tuple[tuple[Sparse, ...], ...]
     char_description: tuple[Sparse, ...]
     word: _Tfidf
     word_triggers: tuple[tuple[Sparse, ...], ...]
     word_all: tuple[Sparse, ...]
+    terms: TaskTerms  # what the task names (question_rules.names_task)
 
 
-def build_index(registry: Sequence[RegistryBlocker], domain: str, embed: Embed) -> RegistryIndex:
-    """Everything about ``registry`` the features read (``embed``: texts -> normalised rows)."""
+def build_index(
+    registry: Sequence[RegistryBlocker], domain: str, embed: Embed, context: str = ""
+) -> RegistryIndex:
+    """Everything about ``registry`` (and the task's text, ``context``) the features and the
+    judge's rules read (``embed``: texts -> normalised rows)."""
     triggers = [[" ".join(q.split()) for q in b.trigger_questions if q.strip()] for b in registry]
     descriptions = [b.description or b.id.replace("_", " ") for b in registry]
-    resolutions = [b.resolution or d for b, d in zip(registry, descriptions, strict=True)]
+    description_parts = [sentences(d) for d in descriptions]
+    task_sentences = sentences(context)
     flat = [q for qs in triggers for q in qs]
-    vectors = embed([*flat, *descriptions, *resolutions]) if registry else np.zeros((0, 384))
-    dim = vectors.shape[1] if len(vectors) else 384
+    parts = [p for ps in description_parts if len(ps) > 1 for p in ps]
+    texts = [*flat, *descriptions, *parts, *task_sentences]
+    vectors = embed(texts) if texts else np.zeros((0, DIMENSION), dtype=np.float32)
+    dim = vectors.shape[1] if len(vectors) else DIMENSION
     trigger_embeddings, position = [], 0
     for qs in triggers:
         trigger_embeddings.append(vectors[position : position + len(qs)])
         position += len(qs)
-    description = vectors[len(flat) : len(flat) + len(registry)]
-    resolution = vectors[len(flat) + len(registry) :]
+    description = vectors[position : position + len(registry)]
+    position += len(registry)
+    description_sentences = []
+    for ps, whole in zip(description_parts, description, strict=True):
+        if len(ps) > 1:
+            description_sentences.append(vectors[position : position + len(ps)])
+            position += len(ps)
+        else:
+            description_sentences.append(whole[None, :])
+    task_vectors = vectors[position:]
     means = []
     for rows, fallback in zip(trigger_embeddings, description, strict=True):
         mean = rows.mean(axis=0) if len(rows) else fallback
         means.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
+    linked, linked_words = _link_context(
+        task_sentences, task_vectors, trigger_embeddings, description
+    )
     words_td = tuple(
         frozenset().union(*(content_words(t) for t in [*qs, d]))
         for qs, d in zip(triggers, descriptions, strict=True)
     )
-    words_tdr = tuple(w | content_words(r) for w, r in zip(words_td, resolutions, strict=True))
     frequency: Counter = Counter()
-    for vocabulary in words_tdr:
+    for vocabulary in words_td:
         frequency.update(vocabulary)
     count = len(registry)
-    corpus = [*flat, *descriptions, *resolutions]
+    corpus = [*flat, *descriptions]
     char = _Tfidf(_char_grams, corpus)
     word = _Tfidf(_word_grams, corpus)
-    joined = [
-        " ".join([*qs, d, r]) for qs, d, r in zip(triggers, descriptions, resolutions, strict=True)
-    ]
+    joined = [" ".join([*qs, d]) for qs, d in zip(triggers, descriptions, strict=True)]
     return RegistryIndex(
         ids=tuple(b.id for b in registry),
         domain_swe=1.0 if domain == "swe" else 0.0,
         trigger_embeddings=tuple(trigger_embeddings),
         mean_trigger=np.asarray(means, dtype=np.float32).reshape(-1, dim),
         description=description,
-        resolution=resolution,
+        description_sentences=tuple(description_sentences),
+        context=linked,
+        context_words=linked_words,
         words_td=words_td,
-        words_tdr=words_tdr,
         idf={w: math.log((count + 1) / (df + 0.5)) for w, df in frequency.items()},
         unseen_idf=math.log((count + 1) / 0.5),
+        known=frozenset().union(*words_td),
+        task_words=content_words(context or ""),
         char=char,
         char_triggers=tuple(tuple(char.vector(q) for q in qs) for qs in triggers),
         char_description=tuple(char.vector(d) for d in descriptions),
         word=word,
         word_triggers=tuple(tuple(word.vector(q) for q in qs) for qs in triggers),
         word_all=tuple(word.vector(j) for j in joined),
+        terms=TaskTerms.of([*descriptions, *flat, context or ""]),
     )
+
+
+def _link_context(task_sentences, task_vectors, trigger_embeddings, description):
+    """Per blocker, the ``CONTEXT_SENTENCES`` sentences of the task's text most like its
+    description or one of its trigger questions (their embeddings and words)."""
+    if not task_sentences:
+        empty = np.zeros((0, description.shape[1] if len(description) else DIMENSION))
+        return (tuple(empty for _ in description), tuple(frozenset() for _ in description))
+    linked, words = [], []
+    for rows, whole in zip(trigger_embeddings, description, strict=True):
+        reference = np.vstack([whole[None, :], rows]) if len(rows) else whole[None, :]
+        closeness = (task_vectors @ reference.T).max(axis=1)
+        chosen = np.argsort(-closeness, kind="stable")[:CONTEXT_SENTENCES]
+        linked.append(task_vectors[chosen])
+        words.append(frozenset().union(*(content_words(task_sentences[i]) for i in chosen)))
+    return tuple(linked), tuple(words)
 
 
 def _overlap(weights: dict[str, float], vocabulary: frozenset[str]) -> float:
     total = sum(weights.values())
     return sum(weights[w] for w in weights.keys() & vocabulary) / total if total else 0.0
+
+
+def _best(rows: np.ndarray, vector: np.ndarray) -> tuple[float, float]:
+    """The best and second-best cosine of ``vector`` to ``rows`` (the best twice with one)."""
+    if not len(rows):
+        return 0.0, 0.0
+    closeness = np.sort(rows @ vector)[::-1]
+    return float(closeness[0]), float(closeness[1] if len(closeness) > 1 else closeness[0])
 
 
 def features(question: str, vector: np.ndarray, index: RegistryIndex) -> np.ndarray:
@@ -198,14 +259,17 @@ def features(question: str, vector: np.ndarray, index: RegistryIndex) -> np.ndar
     char_q, word_q = index.char.vector(question), index.word.vector(question)
     base = np.zeros((count, len(BASE_FEATURES)), dtype=np.float64)
     for b in range(count):
-        rows = index.trigger_embeddings[b]
+        best, second = _best(index.trigger_embeddings[b], vector)
+        context = index.context[b]
         base[b] = (
-            float((rows @ vector).max()) if len(rows) else 0.0,
+            best,
+            second,
             float(index.mean_trigger[b] @ vector),
             float(index.description[b] @ vector),
-            float(index.resolution[b] @ vector),
+            float((index.description_sentences[b] @ vector).max()),
+            float((context @ vector).max()) if len(context) else 0.0,
             _overlap(weights, index.words_td[b]),
-            _overlap(weights, index.words_tdr[b]),
+            _overlap(weights, index.context_words[b]),
             max((_cosine(char_q, t) for t in index.char_triggers[b]), default=0.0),
             _cosine(char_q, index.char_description[b]),
             max((_cosine(word_q, t) for t in index.word_triggers[b]), default=0.0),
@@ -221,8 +285,9 @@ def features(question: str, vector: np.ndarray, index: RegistryIndex) -> np.ndar
         second = base[order[1], np.arange(base.shape[1])]
         others = np.where(np.arange(count)[:, None] == order[0][None, :], second, top)
         margins = base - others
-    known = frozenset().union(*index.words_tdr)
     total = sum(weights.values())
-    unseen = sum(v for w, v in weights.items() if w not in known) / total if total else 0.0
-    question_level = np.tile([unseen, index.domain_swe], (count, 1))
+    unseen = sum(v for w, v in weights.items() if w not in index.known) / total if total else 0.0
+    outside = index.known | index.task_words
+    offtask = sum(v for w, v in weights.items() if w not in outside) / total if total else 0.0
+    question_level = np.tile([unseen, offtask, index.domain_swe], (count, 1))
     return np.hstack([base, margins, question_level])

@@ -32,10 +32,11 @@ def _judge_recall(task, snapshot, workdir: Path):
         "needs_expansion": report.needs_expansion,
         "per_blocker": report.per_blocker,
         "shortfall": report.shortfall,
-        "trigger_copies": report.trigger_copies,
+        "compromised": report.compromised,
+        "authored": report.authored,
     }
-    # Held-out questions left out as copies of trigger questions, said in every message.
-    note = report.trigger_copies_note
+    # Questions counted as misses until replaced, or not counted at all: in every message.
+    note = report.floor_note
     spaced = " " + note if note else ""
     if report.recall is None:
         return [
@@ -64,8 +65,8 @@ def _judge_recall(task, snapshot, workdir: Path):
                 + ". "
                 + (
                     note
-                    or "Questions that became trigger phrases no longer count: add and "
-                    "label fresh ones."
+                    or "Held-out questions must be written and labelled by others than the "
+                    "task's author: add and label fresh ones."
                 ),
                 details,
             )

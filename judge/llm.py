@@ -184,9 +184,14 @@ class LLMJudge:
         return f"LLMJudge(url={self.url!r}, model={self.model!r}, version={self.version!r})"
 
     def judge(
-        self, question: str, registry: list[RegistryBlocker], domain: str | None = None
+        self,
+        question: str,
+        registry: list[RegistryBlocker],
+        domain: str | None = None,
+        context: str = "",
     ) -> Verdict:
-        """``domain`` is accepted for the judges' common interface; the prompt needs none."""
+        """``domain`` and ``context`` (the task's text) are accepted for the judges' common
+        interface; the prompt, as the release's, reads the blockers only."""
         if not registry:
             return Verdict(blocker_id=None, reason="the registry holds no blocker")
         ids = {blocker.id for blocker in registry}

@@ -85,7 +85,8 @@ class ValidationQuestion(models.Model):
 
     Its gold label comes from two independent labellers, or a third when they disagree.
     A question whose wording became a trigger question leaves the held-out split, so no
-    question is both a trigger and a test item.
+    question is both a trigger and a test item; it counts as a miss until a fresh question
+    replaces it (``judge.floor``).
     """
 
     class Split(models.TextChoices):
@@ -100,6 +101,9 @@ class ValidationQuestion(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its wording became a trigger question: a fresh question written after this
+    # replaces it in the recall (judge.floor); until then it counts as a miss.
+    retired_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["task", "id"]
@@ -164,3 +168,21 @@ class JudgeCalibration(models.Model):
 
     def __str__(self) -> str:
         return self.version
+
+
+class JudgeEmbedding(models.Model):
+    """A sentence embedding of a registry text (trigger question, description, task-text
+    sentence), kept so that every process builds a task's judge index without running the
+    model again: filled when the registry is saved (``judge.services.judge_index_prepare``)."""
+
+    model = models.CharField(max_length=60)
+    digest = models.CharField(max_length=64, help_text="sha256 of the text")
+    vector = models.BinaryField(help_text="float32, normalised")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["model", "digest"], name="judge_embedding_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model}:{self.digest[:12]}"

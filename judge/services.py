@@ -4,6 +4,9 @@ import hashlib
 import json
 import re
 import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -11,12 +14,14 @@ from django.db import IntegrityError, transaction
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError, LimitReached
 from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.vocabulary import Role
 
 from . import limits
 from .access import require_ask_human_caller
 from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict, version_fit
 from .embedded import EmbeddedJudge
+from .embedstore import stored_encode
 from .encoder import get_encoder
 from .ensemble import EnsembleJudge
 from .llm import PROMPT_VERSION, LLMJudge
@@ -40,12 +45,26 @@ def registry_from_snapshot(snapshot: dict) -> list[RegistryBlocker]:
     ]
 
 
-def registry_hash(registry: list[RegistryBlocker]) -> str:
-    """What the judges read of a registry: ids, descriptions, trigger questions, and (the
-    embedded judge, to recognise a blocker) resolutions and types."""
+def task_context(snapshot: dict) -> str:
+    """The task's own text as the judge reads it to decide relevance (never a resolution):
+    SQL, the blocked question and the business information; SWE, the blocked problem
+    statement, requirements and interface."""
+    spec = snapshot.get("blocked_spec") or {}
+    if snapshot.get("domain") == "sql":
+        business = (snapshot.get("environment") or {}).get("business_info") or []
+        parts = [spec.get("question", ""), *(s for s in business if isinstance(s, str))]
+        return "\n".join(p for p in parts if p)
+    return render_swe_statement(spec) if spec else ""
+
+
+def registry_hash(registry: list[RegistryBlocker], context: str = "") -> str:
+    """What the judges read of a task: ids, descriptions, types and trigger questions of its
+    blockers, and its text; and the resolutions, which the answer is (a new resolution is a
+    new cached answer, though the verdict would be the same)."""
     payload = [
         [b.id, b.description, list(b.trigger_questions), b.resolution, b.type] for b in registry
     ]
+    payload.append(context)
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -66,20 +85,39 @@ def _embedded(calibration: JudgeCalibration | None) -> EmbeddedJudge:
             judge = _judges.get(key)
             if judge is None:
                 judge = _judges[key] = (
-                    EmbeddedJudge(thresholds=calibration.thresholds, version=calibration.version)
+                    EmbeddedJudge(
+                        thresholds=calibration.thresholds,
+                        version=calibration.version,
+                        index_embed=stored_encode,
+                    )
                     if calibration
-                    else EmbeddedJudge()
+                    else EmbeddedJudge(index_embed=stored_encode)
                 )
     return judge
+
+
+# A project's calibration, read again at most every few seconds per process: every ask_human
+# call asks for its judge. A new calibration is seen at once by the process that made it
+# (``calibration_forget``) and within CALIBRATION_TTL_S by the others.
+CALIBRATION_TTL_S = 5.0
+_calibrations: dict[int, tuple[float, JudgeCalibration | None]] = {}
+
+
+def calibration_forget(project_id: int) -> None:
+    _calibrations.pop(project_id, None)
 
 
 def project_calibration(project) -> JudgeCalibration | None:
     """The project's latest calibration, if it was made for the shipped judge's weights."""
     if project is None:
         return None
+    known = _calibrations.get(project.pk)
+    if known is not None and known[0] > time.monotonic():
+        return known[1]
     calibration = JudgeCalibration.objects.filter(project=project).first()
     if calibration is None or not calibration.version.startswith(_embedded(None).version + "/"):
-        return None
+        calibration = None
+    _calibrations[project.pk] = (time.monotonic() + CALIBRATION_TTL_S, calibration)
     return calibration
 
 
@@ -128,29 +166,111 @@ def judge_preload() -> str:
     return f"judge {judge.version}"
 
 
-def judge_cached(
-    *, judge, registry: list[RegistryBlocker], question: str, domain: str | None = None
-) -> Verdict:
-    """Deterministic: the same judge version, registry and question give the same verdict
-    (``domain``: the task's; the registry's blocker types say it otherwise)."""
-    key = {
+def judge_index_prepare(*, revision_id: int) -> str:
+    """Build the judge's index of a saved revision's registry and task text in this process,
+    and keep its embeddings (``judge.embedstore``) so every other process builds it from one
+    query: the task's first question then pays no encoding. Best effort — a revision gone,
+    a judge without an index (the LLM) or a model that cannot load only says why."""
+    revision = Revision.objects.filter(pk=revision_id).select_related("task__project").first()
+    if revision is None:
+        return "no such revision"
+    registry = registry_from_snapshot(revision.snapshot)
+    try:
+        judge = get_judge(project=revision.task.project)
+        embedded = getattr(judge, "embedded", judge)
+        if not hasattr(embedded, "prepare"):
+            return f"{judge.version} keeps no index"
+        embedded.prepare(
+            registry, domain=revision.task.domain, context=task_context(revision.snapshot)
+        )
+    except JudgeError as exc:
+        return f"not prepared: {exc}"
+    return f"prepared {len(registry)} blockers of revision {revision.number}"
+
+
+def verdict_key(*, judge, question: str, digest: str) -> dict:
+    """What a verdict is kept under: the judge's version, the hash of what it read of the
+    task (``registry_hash``) and the question, normalised."""
+    return {
         "judge_version": judge.version,
-        "registry_hash": registry_hash(registry),
+        "registry_hash": digest,
         "question": normalise(question),
     }
+
+
+def verdict_lookup(key: dict) -> Verdict | None:
     hit = JudgeCacheEntry.objects.filter(**key).first()
-    if hit is not None:
-        return Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
-    verdict = judge.judge(question, registry, domain=domain)  # JudgeError: never cached
+    return None if hit is None else Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
+
+
+def verdict_store(key: dict, verdict: Verdict) -> Verdict:
+    """Keep ``verdict`` (in a savepoint of the caller's transaction, if any); when a
+    concurrent call stored one first, theirs is the verdict."""
     try:
         with transaction.atomic():
             JudgeCacheEntry.objects.create(
                 **key, blocker_key=verdict.blocker_id, reason=verdict.reason[:2000]
             )
     except IntegrityError:
-        hit = JudgeCacheEntry.objects.get(**key)  # a concurrent call stored it first: use theirs
+        hit = JudgeCacheEntry.objects.get(**key)
         return Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
     return verdict
+
+
+def judge_cached(
+    *,
+    judge,
+    registry: list[RegistryBlocker],
+    question: str,
+    domain: str | None = None,
+    context: str = "",
+) -> Verdict:
+    """Deterministic: the same judge version, registry, task text and question give the same
+    verdict (``domain``: the task's; the registry's blocker types say it otherwise;
+    ``context``: the task's text, ``task_context``)."""
+    key = verdict_key(judge=judge, question=question, digest=registry_hash(registry, context))
+    hit = verdict_lookup(key)
+    if hit is not None:
+        return hit
+    # JudgeError: never cached
+    return verdict_store(key, judge.judge(question, registry, domain=domain, context=context))
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """What the judge reads of one revision: its registry, the task's text, their hash."""
+
+    registry: list[RegistryBlocker]
+    context: str
+    digest: str
+
+
+# Revisions never change: what the judge reads of one is kept per process (an agent asks
+# several questions of one revision; its snapshot was read and parsed for each).
+_revision_inputs: OrderedDict[int, JudgeInput] = OrderedDict()
+_REVISION_INPUTS_SIZE = 1024
+
+
+def forget_process_caches() -> None:
+    """Drop what this process keeps by row id (revisions' judge inputs, projects'
+    calibrations): ids are never reused in a database, but a test database starts again at 1."""
+    with _judges_lock:
+        _revision_inputs.clear()
+        _calibrations.clear()
+
+
+def revision_judge_input(revision_id: int) -> JudgeInput:
+    known = _revision_inputs.get(revision_id)
+    if known is not None:
+        return known
+    snapshot = Revision.objects.values_list("snapshot", flat=True).get(pk=revision_id)
+    registry, context = registry_from_snapshot(snapshot), task_context(snapshot)
+    known = JudgeInput(registry, context, registry_hash(registry, context))
+    with _judges_lock:
+        _revision_inputs[revision_id] = known
+        while len(_revision_inputs) > _REVISION_INPUTS_SIZE:
+            _revision_inputs.popitem(last=False)
+    return known
 
 
 @transaction.atomic
@@ -169,6 +289,12 @@ def ask_human_run_start(*, task: Task, actor, label: str = "", session: str = ""
         if refusal:
             raise LimitReached(refusal, limit=limits.SESSION_ANSWER_CAP)
     judge = get_judge(project=task.project)
+    # The index of the revision, in this process, before the agent's first question (built
+    # from the embeddings its save kept: judge_index_prepare).
+    task_input = revision_judge_input(revision.pk)
+    embedded = getattr(judge, "embedded", judge)  # the ensemble's embedded half
+    if hasattr(embedded, "prepare"):
+        embedded.prepare(task_input.registry, domain=task.domain, context=task_input.context)
     return AskHumanRun.objects.create(
         task=task,
         revision=revision,
@@ -207,6 +333,16 @@ def _capped(run: AskHumanRun, question: str, client_time: str, cap: tuple[str, s
     return call
 
 
+def _response(verdict: Verdict, registry: list[RegistryBlocker]) -> str:
+    """The matched blocker's resolution verbatim, or ``irrelevant question``."""
+    if not verdict.blocker_id:
+        return IRRELEVANT
+    response = next((b.resolution for b in registry if b.id == verdict.blocker_id), None)
+    if response is None:
+        raise JudgeError(f"The judge named an unknown blocker {verdict.blocker_id!r}.")
+    return response
+
+
 def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") -> AskHumanCall:
     """Answer one agent question and log it. A judge failure is logged and raised, never
     turned into "irrelevant question"; so is a question refused by the session cap."""
@@ -217,7 +353,7 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
     if len(question) > 4000:
         raise DomainError("The question is longer than 4,000 characters.")
     limits.rate_per_token_check(run.session)
-    registry = registry_from_snapshot(Revision.objects.get(pk=run.revision_id).snapshot)
+    task_input = revision_judge_input(run.revision_id)
     cap = _cap_reached(run)
     if cap:
         return _capped(run, question, client_time, cap)
@@ -226,24 +362,27 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         raise DomainError(
             f"The run was started with judge {run.judge_version}, the app now has {judge.version}."
         )
-    try:
-        verdict = judge_cached(
-            judge=judge, registry=registry, question=question, domain=run.task.domain
-        )
-    except JudgeError as exc:
-        AskHumanCall.objects.create(
-            run=run, question=question, error=str(exc), client_time=client_time[:40]
-        )
-        raise
-    response = IRRELEVANT
-    if verdict.blocker_id:
-        response = next((b.resolution for b in registry if b.id == verdict.blocker_id), None)
-        if response is None:
-            raise JudgeError(f"The judge named an unknown blocker {verdict.blocker_id!r}.")
+    key = verdict_key(judge=judge, question=question, digest=task_input.digest)
+    verdict = verdict_lookup(key)
+    fresh = verdict is None
+    if fresh:
+        try:
+            verdict = judge.judge(
+                question, task_input.registry, domain=run.task.domain, context=task_input.context
+            )
+        except JudgeError as exc:
+            AskHumanCall.objects.create(
+                run=run, question=question, error=str(exc), client_time=client_time[:40]
+            )
+            raise
     with transaction.atomic():
-        # The judge ran unlocked; whether an answer still fits under the caps is decided
-        # under the caller's lock, so simultaneous questions cannot all take the last one.
+        # The judge ran unlocked; its verdict is kept, and whether an answer still fits under
+        # the caps decided, in one transaction under the caller's lock, so simultaneous
+        # questions cannot all take the last answer.
         limits.caller_lock(run.created_by_id)
+        if fresh:
+            verdict = verdict_store(key, verdict)
+        response = _response(verdict, task_input.registry)
         cap = _cap_reached(run) if verdict.blocker_id else None
         if cap is None:
             duplicate = bool(verdict.blocker_id) and (

@@ -21,17 +21,28 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
 from hilbench_annotate.question_rules import reject_reason
 
+from . import floor
 from .base import JudgeError
 from .features import content_words
 from .models import JudgeCalibration, QuestionLabel, ValidationQuestion
-from .services import get_judge, judge_cached, normalise, registry_from_snapshot
-from .training import Outcome, Scored, choose_threshold, counts
+from .probes import VAGUE_SETS
+from .services import (
+    calibration_forget,
+    get_judge,
+    judge_cached,
+    normalise,
+    registry_from_snapshot,
+    task_context,
+)
+from .thresholds import Scored, choose_threshold
+from .training import GENERIC_TEST, GENERIC_TRAIN, Outcome, counts
 
 # --- labelling ------------------------------------------------------------------------------
 
@@ -65,30 +76,6 @@ def closest_trigger(text: str, triggers: list[str]) -> tuple[float, str]:
 
 def _triggers(task: Task) -> list[str]:
     return list(TriggerQuestion.objects.filter(blocker__task=task).values_list("text", flat=True))
-
-
-def trigger_copies(questions, triggers: list[str]) -> dict[int, tuple[float, str]]:
-    """Of ``questions``, those as close to one of ``triggers`` as ``question_add`` refuses,
-    by id: (similarity, that trigger). Measured each time rather than stored, because a
-    trigger can get there by any path (an accepted suggestion, the registry editor, an edit,
-    an import), and a question counts again once its trigger is gone."""
-    out = {}
-    for question in questions:
-        similarity, trigger = closest_trigger(question.text, triggers)
-        if similarity >= settings.JUDGE_HELD_OUT_MAX_SIMILARITY:
-            out[question.pk] = (similarity, trigger)
-    return out
-
-
-def trigger_copies_note(count: int, *, advise: bool = True) -> str:
-    """What is said of ``count`` held-out questions left out as copies of trigger questions."""
-    if not count:
-        return ""
-    what = "question now matches" if count == 1 else "questions now match"
-    counts = "counts" if count == 1 else "count"
-    return f"{count} held-out {what} trigger questions and no longer {counts}" + (
-        "; add fresh ones." if advise else "."
-    )
 
 
 def question_add(*, task: Task, actor, text: str, source: str = "author") -> ValidationQuestion:
@@ -201,8 +188,9 @@ class RecallReport:
     settled: int = 0
     per_blocker: dict[str, dict] = field(default_factory=dict)  # key -> {held_out, correct}
     shortfall: list[str] = field(default_factory=list)  # why there are too few questions
-    # Held-out questions a trigger question now (nearly) copies: not counted.
-    trigger_copies: list[dict] = field(default_factory=list)  # {question, text, trigger, …}
+    # Compromised questions no fresh one replaces yet: counted as misses (judge.floor).
+    compromised: list[dict] = field(default_factory=list)  # {question, text, compromised, …}
+    authored: int = 0  # settled questions the task's author wrote: not counted
 
     @property
     def passes(self) -> bool:
@@ -213,8 +201,24 @@ class RecallReport:
         )
 
     @property
-    def trigger_copies_note(self) -> str:
-        return trigger_copies_note(len(self.trigger_copies), advise=not self.passes)
+    def floor_note(self) -> str:
+        """What the recall leaves out or counts against the task, in words."""
+        notes = []
+        if self.compromised:
+            n = len(self.compromised)
+            notes.append(
+                f"{n} held-out question{'s' if n != 1 else ''} "
+                f"{'were' if n != 1 else 'was'} retired or copied into the registry and "
+                f"count{'' if n != 1 else 's'} as {'misses' if n != 1 else 'a miss'} until "
+                f"fresh questions by others replace {'them' if n != 1 else 'it'}."
+            )
+        if self.authored:
+            n = self.authored
+            notes.append(
+                f"{n} held-out question{'s' if n != 1 else ''} written by the task's author "
+                "do not count."
+            )
+        return " ".join(notes)
 
     @property
     def needs_expansion(self) -> bool:
@@ -238,8 +242,16 @@ def held_out_shortfall(task: Task, per_blocker: dict[str, int], settled: int) ->
     return out
 
 
+def counts_for(task: Task, question: ValidationQuestion) -> bool:
+    """Whether ``question`` may count toward the task's recall: someone other than the
+    task's author wrote it (``judge.floor``)."""
+    return question.created_by_id is None or question.created_by_id != task.author_id
+
+
 def labelling_progress(task: Task) -> dict:
-    """Held-out questions by state, and per blocker how many settled ones target it."""
+    """Held-out questions by state, and per blocker how many settled ones by someone other
+    than the task's author target it (the author's own do not count, so neither do they
+    toward the minimums)."""
     states: Counter = Counter()
     per_blocker: Counter = Counter()
     questions = list(
@@ -247,16 +259,16 @@ def labelling_progress(task: Task) -> dict:
             "labels"
         )
     )
-    # The recall does not count them, so neither do the labelling's minimums.
-    copies = trigger_copies(questions, _triggers(task))
+    authored = 0
     for question in questions:
-        if question.pk in copies:
-            continue
         state, gold = gold_label(question)
         states[state] += 1
+        if not counts_for(task, question):
+            authored += state in ("agreed", "adjudicated")
+            continue
         if state in ("agreed", "adjudicated") and gold is not None:
             per_blocker[gold] += 1
-    settled = states["agreed"] + states["adjudicated"]
+    settled = states["agreed"] + states["adjudicated"] - authored
     keys = list(task.blockers.values_list("key", flat=True))
     needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
     return {
@@ -274,54 +286,62 @@ def labelling_progress(task: Task) -> dict:
         ],
         "task_needed": settings.JUDGE_MIN_HELD_OUT_PER_TASK,
         "shortfall": held_out_shortfall(task, dict(per_blocker), settled),
-        "trigger_copies": len(copies),
+        "authored": authored,
     }
 
 
 def judge_recall(*, task: Task, judge) -> RecallReport:
-    """The judge's precision and recall on the task's settled held-out questions, per
-    blocker too, and what is missing for the measurement to count. Questions that a
-    trigger question of the judged registry copies are left out (``trigger_copies``)."""
+    """The judge's precision and recall on the task's settled held-out questions written by
+    others than its author, per blocker too, and what is missing for the measurement to
+    count. Retired questions and questions matched only through registry text added after
+    them count as misses until fresh ones replace them (``judge.floor``)."""
     snapshot = task.revisions.order_by("-number").first().snapshot
     registry = registry_from_snapshot(snapshot)
-    questions = list(
-        task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).prefetch_related(
-            "labels"
-        )
-    )
-    copies = trigger_copies(questions, [q for b in registry for q in b.trigger_questions])
-    positives = matches = correct = unsettled = settled = 0
+    context = task_context(snapshot)
+    judged: list[floor.Judged] = []
+    unsettled = authored = 0
+    for question in task.validation_questions.prefetch_related("labels"):
+        state, gold = gold_label(question)
+        held_out = question.split == ValidationQuestion.Split.HELD_OUT
+        if state not in ("agreed", "adjudicated"):
+            unsettled += held_out
+            continue
+        if not counts_for(task, question):
+            authored += 1
+            continue
+        predicted = judge_cached(
+            judge=judge,
+            registry=registry,
+            question=question.text,
+            domain=task.domain,
+            context=context,
+        ).blocker_id
+        judged.append(floor.Judged(question, gold, predicted if held_out else None))
+    floor.compromise(judged, floor.RegistryHistory(task, judge))
+    counted, open_misses = floor.replace(judged)
+    return _report(task, counted, open_misses, unsettled=unsettled, authored=authored)
+
+
+def _report(task, counted, open_misses, *, unsettled: int, authored: int) -> RecallReport:
+    positives = matches = correct = 0
     misses, false_matches = [], []
     per_blocker: dict[str, dict] = {}
-    for question in questions:
-        if question.pk in copies:
-            continue
-        state, gold = gold_label(question)
-        if state not in ("agreed", "adjudicated"):
-            unsettled += 1
-            continue
-        settled += 1
-        predicted = judge_cached(
-            judge=judge, registry=registry, question=question.text, domain=task.domain
-        ).blocker_id
-        positives += gold is not None
+    for item in counted:
+        # A compromised question is a miss, whatever the judge says of it now.
+        predicted = None if item.compromised else item.predicted
+        positives += item.gold is not None
         matches += predicted is not None
-        item = {
-            "question": question.pk,
-            "text": question.text,
-            "gold": gold,
-            "predicted": predicted,
-        }
-        if gold is not None:
-            tally = per_blocker.setdefault(gold, {"held_out": 0, "correct": 0})
+        if item.gold is not None and not item.compromised:
+            tally = per_blocker.setdefault(item.gold, {"held_out": 0, "correct": 0})
             tally["held_out"] += 1
-            tally["correct"] += predicted == gold
-        if predicted is not None and predicted == gold:
+            tally["correct"] += predicted == item.gold
+        if predicted is not None and predicted == item.gold:
             correct += 1
         elif predicted is not None:
-            false_matches.append(item)
-        if gold is not None and predicted != gold:
-            misses.append(item)
+            false_matches.append(item.item())
+        if item.gold is not None and predicted != item.gold:
+            misses.append(item.item())
+    honest = sum(1 for item in counted if not item.compromised)
     counts_per_blocker = {key: tally["held_out"] for key, tally in per_blocker.items()}
     return RecallReport(
         precision=correct / matches if matches else None,
@@ -332,19 +352,11 @@ def judge_recall(*, task: Task, judge) -> RecallReport:
         misses=misses,
         false_matches=false_matches,
         unsettled=unsettled,
-        settled=settled,
+        settled=honest,
         per_blocker=per_blocker,
-        shortfall=held_out_shortfall(task, counts_per_blocker, settled),
-        trigger_copies=[
-            {
-                "question": q.pk,
-                "text": q.text,
-                "trigger": copies[q.pk][1],
-                "similarity": copies[q.pk][0],
-            }
-            for q in questions
-            if q.pk in copies
-        ],
+        shortfall=held_out_shortfall(task, counts_per_blocker, honest),
+        compromised=[item.item() for item in open_misses],
+        authored=authored,
     )
 
 
@@ -374,47 +386,99 @@ def suggestions_accept(*, task: Task, actor, accepted: list[dict]) -> Task:
             blocker=blocker, actor=actor, expected_version=task.version, text=suggestion["text"]
         )
         question.split = ValidationQuestion.Split.RETIRED
-        question.save(update_fields=["split"])
+        question.retired_at = timezone.now()
+        question.save(update_fields=["split", "retired_at"])
     return task
 
 
 # Fewer settled positives than this in a domain: the shipped threshold is kept for it.
 CALIBRATION_MIN_POSITIVES = 20
+# A domain calibrated needs settled negatives too, at least this many and half its
+# positives: thresholds chosen on positives alone answer everything.
+CALIBRATION_MIN_NEGATIVES = 20
+# Tasks per domain the fixed negatives are asked against.
+CALIBRATION_PROBE_TASKS = 10
 
 
-def judge_calibrate(*, project, actor, min_precision: float = 0.97):
-    """Choose the embedded judge's threshold per domain on the project's settled held-out
-    questions (the lowest logit at which precision reaches ``min_precision``) and store them
-    as a new judge version for the project. A domain with fewer than
-    ``CALIBRATION_MIN_POSITIVES`` settled positives keeps the shipped threshold."""
-    base = get_judge("embedded")  # the shipped judge, without any project's thresholds
+def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
+    """The shipped judge's best logit for each settled held-out question of the project
+    written by someone other than its task's author, and per domain the (registry, task
+    text) of its tasks, for the fixed negatives."""
     scored: list[Scored] = []
+    registries: dict[str, list] = {}
     for task in Task.objects.filter(project=project).prefetch_related(
         "validation_questions__labels"
     ):
         revision = task.revisions.order_by("-number").first()
-        if revision is None:
+        registry = registry_from_snapshot(revision.snapshot) if revision else []
+        if not registry:
             continue
-        registry = registry_from_snapshot(revision.snapshot)
+        context = task_context(revision.snapshot)
+        registries.setdefault(task.domain, []).append((registry, context))
         for question in task.validation_questions.all():
             if question.split != ValidationQuestion.Split.HELD_OUT:
                 continue
             state, gold = gold_label(question)
-            if state not in ("agreed", "adjudicated") or not registry:
+            if state not in ("agreed", "adjudicated") or not counts_for(task, question):
                 continue
             if reject_reason(question.text) is not None:
                 scored.append(Scored(task.domain, gold, None, float("-inf")))
                 continue
-            scores = base.scores(question.text, registry, domain=task.domain)
+            scores = base.scores(question.text, registry, domain=task.domain, context=context)
             best = max(scores, key=lambda key: (scores[key], key))
             scored.append(Scored(task.domain, gold, best, scores[best]))
+    return scored, registries
+
+
+def _fixed_negative_floor(base, domain: str, registries: list, shipped: float) -> float | None:
+    """The highest logit below ``shipped`` that a fixed generic or off-task negative
+    (``FIXED_NEGATIVES``) reaches on the domain's tasks: a calibrated threshold stays above it,
+    so it answers none of them the shipped judge does not."""
+    questions = [q for q in FIXED_NEGATIVES if reject_reason(q) is None]
+    below = [
+        logit
+        for registry, context in registries[:CALIBRATION_PROBE_TASKS]
+        for scores in base.scores_many(questions, registry, domain=domain, context=context)
+        for logit in [max(scores.values())]
+        if logit < shipped
+    ]
+    return max(below) if below else None
+
+
+def judge_calibrate(*, project, actor, min_precision: float = 0.97):
+    """Choose the embedded judge's threshold per domain on the project's settled held-out
+    questions by others than their task's author (the lowest logit at which precision
+    reaches ``min_precision``) and store them as a new judge version for the project.
+
+    A domain with fewer than ``CALIBRATION_MIN_POSITIVES`` settled positives keeps the
+    shipped threshold; one calibrated needs ``CALIBRATION_MIN_NEGATIVES`` settled negatives
+    (and half as many as its positives), or the calibration is refused. A calibrated
+    threshold never answers a fixed generic or off-task negative the shipped judge does not
+    (``_fixed_negative_floor``)."""
+    base = get_judge("embedded")  # the shipped judge, without any project's thresholds
+    scored, registries = _calibration_scores(project, base)
     if not any(s.label is not None for s in scored):
         raise DomainError("No settled held-out question targets a blocker yet: label some first.")
     thresholds = dict(base.thresholds)
     for domain in thresholds:
         mine = [s for s in scored if s.domain == domain]
-        if sum(s.label is not None for s in mine) >= CALIBRATION_MIN_POSITIVES:
-            thresholds[domain] = choose_threshold(mine, min_precision)
+        positives = sum(s.label is not None for s in mine)
+        if positives < CALIBRATION_MIN_POSITIVES:
+            continue
+        negatives = len(mine) - positives
+        needed = max(CALIBRATION_MIN_NEGATIVES, (positives + 1) // 2)
+        if negatives < needed:
+            raise DomainError(
+                f"Calibrating {domain.upper()} needs at least {needed} settled negative "
+                f"held-out questions (off-task or adjacent ones labelled “none”); it has "
+                f"{negatives} beside {positives} positives. Without them every threshold "
+                "looks precise."
+            )
+        chosen = choose_threshold(mine, min_precision)
+        floor_logit = _fixed_negative_floor(base, domain, registries[domain], thresholds[domain])
+        if floor_logit is not None:
+            chosen = max(chosen, floor_logit + 1e-6)
+        thresholds[domain] = chosen
     outcomes = [
         Outcome(
             s.domain,
@@ -426,6 +490,8 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
     ]
     figures = counts(outcomes)["all"]
     number = JudgeCalibration.objects.filter(project=project).count() + 1
+    transaction.on_commit(lambda: calibration_forget(project.pk))
+    calibration_forget(project.pk)
     return JudgeCalibration.objects.create(
         project=project,
         version=f"{base.version}/p{project.pk}-cal{number}",
@@ -445,6 +511,13 @@ NEGATIVES = (
     "How long should this task take me?",
     "Is there anything else I should know?",
     "Who wrote this task?",
+)
+# What a calibration is checked against: these, the generic questions the judge is trained
+# and measured with, and the vague ones (judge.probes).
+FIXED_NEGATIVES = tuple(
+    dict.fromkeys(
+        [*NEGATIVES, *GENERIC_TRAIN, *GENERIC_TEST, *(q for qs in VAGUE_SETS.values() for q in qs)]
+    )
 )
 
 

@@ -49,8 +49,17 @@ def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict
             action = "label"
         elif state == "disputed":
             action = "adjudicate"
+    # Held-out questions others wrote stay sealed from the task's author until labelled: an
+    # author who read them could write the registry to match them (judge.floor).
+    sealed = (
+        task.author_id == user.pk
+        and question.created_by_id != user.pk
+        and not settled
+        and question.split == ValidationQuestion.Split.HELD_OUT
+    )
     return {
         "question": question,
+        "sealed": sealed,
         "state": state,
         "gold": gold,
         "settled": settled,

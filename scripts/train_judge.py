@@ -33,7 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from judge.embedded import EmbeddedJudge  # noqa: E402
 from judge.encoder import MODEL_ID, get_encoder  # noqa: E402
+from judge.thresholds import DOMAIN_PRECISION_FLOOR  # noqa: E402
 from judge.training import (  # noqa: E402
+    FOLDS,
     GENERIC_TEST,
     TARGET_PRECISION,
     TEST_GENERIC,
@@ -59,6 +61,20 @@ def _line(name: str, figures: dict) -> str:
         for d in ("all", "sql", "swe")
     ]
     return f"{name:<12} " + " | ".join(parts)
+
+
+def _refusals(name: str, figures: dict) -> str:
+    """The vague and joined-message figures of a cross-validation (``judge.probes``)."""
+    vague = ", ".join(
+        f"{set_name} {v['answering']}/{v['tasks']}"
+        for set_name, v in figures["vague_tasks_answering"].items()
+    )
+    joined = figures["joined_answered"]
+    return (
+        f"{'':<12} vague questions: tasks answering any — {vague}; "
+        f"joined messages answered {joined['answered']}/{joined['messages']} "
+        f"({joined['share']:.1%})"
+    )
 
 
 def main() -> int:
@@ -87,6 +103,7 @@ def main() -> int:
         result = cross_validate(tasks, featurizer, seed=seed)
         folds.append(result)
         print(_line(f"halving {seed}", result), f"tasks<0.85 {result['recall_distribution']}")
+        print(_refusals(f"halving {seed}", result))
     summary = {
         domain: {
             metric: {
@@ -107,7 +124,11 @@ def main() -> int:
         **weights,
         "method": {
             "model": "L2 logistic regression per (question, blocker), Newton's method",
-            "thresholds": f"lowest logit reaching precision {TARGET_PRECISION} out of fold",
+            "thresholds": f"per domain, chosen together: the most questions right with pooled "
+            f"precision {TARGET_PRECISION} (each domain {DOMAIN_PRECISION_FLOOR}) on "
+            f"out-of-fold logits of {FOLDS} folds",
+            "inputs": "blocker descriptions, types and trigger questions, and the task's text; "
+            "never a resolution",
             "positives": "every example question held out in turn (leave one out)",
             "negatives": f"per task, one question of each of {TEST_OTHERS} other tasks of its "
             f"domain and {TEST_GENERIC} generic questions (training: of every other task, and "
@@ -119,7 +140,15 @@ def main() -> int:
             "swe": sum(t.domain == "swe" for t in tasks),
             "questions": sum(len(b.trigger_questions) for t in tasks for b in t.registry),
         },
-        "cross_validation": {"halvings": args.seeds, **summary},
+        "cross_validation": {
+            "halvings": args.seeds,
+            **summary,
+            "vague_tasks_answering": {
+                name: max(f["vague_tasks_answering"][name]["share"] for f in folds)
+                for name in folds[0]["vague_tasks_answering"]
+            },
+            "joined_answered": max(f["joined_answered"]["share"] for f in folds),
+        },
     }
     release = load_tasks(args.examples) if args.examples.is_dir() else []
     if release:
@@ -147,6 +176,7 @@ def _leave_group_out(tasks, featurizer, out: Path | None) -> int:
         )
     print(_line("pooled", result))
     print("lowest group", result["min_group"], "tasks<0.85", result["recall_distribution"])
+    print(_refusals("pooled", result))
     if out:
         out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0

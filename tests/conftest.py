@@ -55,6 +55,17 @@ def pytest_report_header(config):
 
 
 @pytest.fixture(autouse=True)
+def _judge_caches():
+    """The judge's per-process caches are keyed by row ids, which each test's database
+    hands out again from 1."""
+    from judge.services import forget_process_caches
+
+    forget_process_caches()
+    yield
+    forget_process_caches()
+
+
+@pytest.fixture(autouse=True)
 def _stores(settings, tmp_path):
     """Each test gets its own database, repository and upload stores (and a fast hasher)."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

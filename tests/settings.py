@@ -12,3 +12,7 @@ import os
 os.environ.setdefault("DJANGO_DEBUG", "1")
 
 from hilbench_annotate.settings import *  # noqa: E402, F403
+
+# Saving a revision sends the judge's index to a worker; the suite runs no worker for it
+# (tests/judge/test_index_prepare.py turns it on with the task run eagerly).
+JUDGE_PREPARE_ON_SAVE = False

@@ -31,6 +31,10 @@ RULES: dict[str, str] = {
         "A trigger question is one the judge accepts: a question, not a statement, an "
         '"I assume X, right?" confirmation or a broad question (hilbench_annotate.question_rules).'
     ),
+    "names_nothing": (
+        "A trigger question names something of the task (a term, column or identifier), not "
+        'only the frame of every question ("What value should be used?").'
+    ),
     "contains_resolution": "A trigger question does not contain the resolution or its values.",
     "near_duplicate": "A blocker's trigger questions are varied: no two near-duplicates.",
     "cross_blocker_duplicate": (

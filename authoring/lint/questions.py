@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from hilbench_annotate.question_rules import question_parts, reject_reason
+from hilbench_annotate.question_rules import (
+    explicit_question_parts,
+    quoted_phrases,
+    reject_reason,
+    term_stems,
+)
 
 from .draft import DraftBlocker
 from .findings import ERROR, WARNING, Finding
@@ -42,9 +47,10 @@ def check_self_referential(blocker: DraftBlocker, j: int, question: str) -> Iter
 
 
 def check_multi_topic(blocker: DraftBlocker, j: int, question: str) -> Iterator[Finding]:
-    """Several questions in one: the judge refuses the message when they target different
-    blockers (``question_parts``, the judge's own split), so this is a warning."""
-    parts = question_parts(question)
+    """Several questions in one, by their explicit markers ("X? Y?", "X and also Y"): the
+    judge refuses the message when they target different blockers (it splits further still:
+    ``question_parts``), so this is a warning."""
+    parts = explicit_question_parts(question)
     if len(parts) > 1:
         yield Finding(
             "multi_topic",
@@ -67,6 +73,25 @@ def check_not_a_question(blocker: DraftBlocker, j: int, question: str) -> Iterat
             f'{blocker.question_label(j)}: the judge answers "irrelevant question" to it '
             f"({reason}); ask an open question about the missing detail instead.",
             ERROR,
+        )
+
+
+def check_names_nothing(blocker: DraftBlocker, j: int, question: str) -> Iterator[Finding]:
+    """A trigger question made only of frame words ("What value should be used?") shows the
+    judge nothing to recognise; an agent asking it is refused as vague. A warning: as a
+    trigger, its own words are the registry's, so the judge does not refuse it."""
+    if (
+        reject_reason(question) is None
+        and not term_stems(question)
+        and not (quoted_phrases(question))
+    ):
+        yield Finding(
+            "names_nothing",
+            blocker.question_field(j),
+            f"{blocker.question_label(j)} names nothing of the task (only words every "
+            "clarifying question has); name the term, column or identifier it asks about, as "
+            "an agent's question must to be answered.",
+            WARNING,
         )
 
 

@@ -21,6 +21,7 @@ from .literals import Known, resolution_literals
 from .questions import (
     check_contains_resolution,
     check_multi_topic,
+    check_names_nothing,
     check_not_a_question,
     check_self_referential,
 )
@@ -68,6 +69,7 @@ def lint_task(
             findings += check_self_referential(blocker, j, question)
             findings += check_multi_topic(blocker, j, question)
             findings += check_not_a_question(blocker, j, question)
+            findings += check_names_nothing(blocker, j, question)
             findings += check_contains_resolution(blocker, j, question, known)
     findings += check_duplicates(blockers, cleaned, similarity_threshold)
     findings += check_overlap(blockers, overlap_threshold)

@@ -16,7 +16,7 @@ from hilbench_annotate.models import Task
 from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.vocabulary import Domain
-from judge.services import project_calibration
+from judge.services import project_calibration, task_context
 
 from . import layout, modes, release
 from .layout import APPLIED_EDIT_SCRIPT
@@ -97,6 +97,12 @@ def judge_settings_for(project) -> dict:
     if calibration is None:
         return {}
     return {"version": calibration.version, "thresholds": calibration.thresholds}
+
+
+def _with_context(judge_settings: dict, snapshot: dict) -> dict:
+    """The sidecar's judge settings for one task: the project's, and the task's own text,
+    which the judge reads to decide relevance (``judge.services.task_context``)."""
+    return {**judge_settings, "context": task_context(snapshot)}
 
 
 def _modes(
@@ -204,7 +210,7 @@ def sql_files(
             registry=registry,
             gold_sql=env.gold_sql,
             golden_output=env.golden_output,
-            judge_settings=judge_settings,
+            judge_settings=_with_context(judge_settings, snapshot),
         ),
     )
 
@@ -326,7 +332,7 @@ def swe_files(
             gold_patch=env.gold_patch,
             test_patch=env.test_patch,
             tests=tests,
-            judge_settings=judge_settings,
+            judge_settings=_with_context(judge_settings, snapshot),
         ),
     )
 

@@ -57,11 +57,11 @@ DEMO_BLOCKERS = [
 # (gold blocker or None, question): paraphrases, far-worded positives and negatives.
 DEMO_VALIDATION_QUESTIONS = [
     ("troubled_loan_definition", "Which loans count as troubled for this question?"),
-    ("troubled_loan_definition", "What makes a loan troubled in this data?"),
+    ("troubled_loan_definition", "Which loan states count as troubled in this data?"),
     ("troubled_loan_definition", "Do delinquent contracts fall under the problem category?"),
     ("loan_servicing_payment_code", "Which purpose code identifies loan servicing payments?"),
     ("loan_servicing_payment_code", "How are loan servicing payments marked in transaction_log?"),
-    ("loan_servicing_payment_code", "What value flags a payment of the loan servicing fee?"),
+    ("loan_servicing_payment_code", "What k_symbol value flags a loan servicing payment?"),
     ("review_year_dates", "What span of dates does the review year refer to?"),
     ("review_year_dates", "What period does the review year cover?"),
     ("review_year_dates", "Which twelve months make up the review year?"),

@@ -22,6 +22,7 @@ from hilbench_annotate.models import (
     TaskEvent,
     TriggerQuestion,
 )
+from hilbench_annotate.revision_hooks import revision_saved
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import Domain
@@ -160,7 +161,7 @@ def revision_create(
 ) -> Revision:
     """Freeze the task as it is now. Caller holds the task row lock (or just created it)."""
     last = task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
-    return Revision.objects.create(
+    revision = Revision.objects.create(
         task=task,
         number=last + 1,
         snapshot=task_snapshot(task),
@@ -168,6 +169,8 @@ def revision_create(
         reason=reason,
         lint_findings=lint_findings or [],
     )
+    revision_saved(revision.pk)
+    return revision
 
 
 EDITABLE_ENV_FIELDS = {

@@ -4,8 +4,10 @@ import pytest
 
 from exchange.demo.blocked_task import DEMO_BLOCKERS
 from hilbench_annotate import services as core
+from hilbench_annotate.vocabulary import Role
 from judge.validation import label_add, question_add
 
+from ..conftest import _member
 from ..factories import TaskFactory
 
 TROUBLED, SERVICING, YEAR = (b["key"] for b in DEMO_BLOCKERS)
@@ -36,10 +38,18 @@ def task(project, author):
 
 
 @pytest.fixture
-def labelled(task, author, reviewer, auditor, lead):
-    """Every question labelled by two people; one disagreement settled by a third."""
+def writer(project):
+    """A domain expert of the project who is not the task's author: held-out questions count
+    toward the recall only when someone other than the author wrote them (judge.floor)."""
+    return _member(project, "writer", Role.AUTHOR)
+
+
+@pytest.fixture
+def labelled(task, writer, reviewer, auditor, lead):
+    """Every question written by ``writer``, labelled by two people; one disagreement settled
+    by a third."""
     for gold, text in HELD_OUT:
-        question = question_add(task=task, actor=author, text=text)
+        question = question_add(task=task, actor=writer, text=text)
         label_add(question=question, labeller=reviewer, blocker_key=gold)
         disagree = text.startswith("How many branches")
         label_add(question=question, labeller=auditor, blocker_key=YEAR if disagree else gold)

@@ -111,7 +111,7 @@ def test_thresholds_per_domain_and_the_version_names_them(judge):
     assert strict.judge(question, REGISTRY, domain="swe").blocker_id == "crisis_period"
     assert strict.version == "strict"
     weights = load_weights()
-    assert judge.version == f"embedded-2-{weights['version']}"
+    assert judge.version == f"embedded-3-{weights['version']}"
 
 
 @pytest.mark.django_db
@@ -152,13 +152,69 @@ def test_the_features_are_what_the_weights_were_fitted_on():
     assert rows[top, margin] > 0 and all(rows[b, margin] < 0 for b in range(3) if b != top)
 
 
-def test_the_resolution_helps_recognise_a_blocker(judge):
-    """A question in the resolution's words (not the description's or the triggers') still
-    finds its blocker; without a resolution the score is lower."""
-    question = "Is the unemployment rate above 5 percent what marks a district?"
-    with_resolution = judge.scores(question, REGISTRY)["distressed_district"]
+def test_the_judge_never_reads_a_resolution(judge):
+    """As the release's judge: descriptions and trigger questions, never the resolution
+    (issue 25: scoring against the resolution let vague questions harvest answers). Scores
+    and verdicts are the same whatever the resolutions say."""
+    questions = [
+        "Is the unemployment rate above 5 percent what marks a district?",
+        "Over which dates does the crisis period run?",
+        "What values should I use?",
+    ]
     emptied = [replace(b, resolution="") for b in REGISTRY]
-    assert with_resolution > judge.scores(question, emptied)["distressed_district"]
+    other = [replace(b, resolution=f"{b.id}: 42 and district.A99, unemployment") for b in REGISTRY]
+    for question in questions:
+        scores = judge.scores(question, REGISTRY)
+        assert judge.scores(question, emptied) == scores == judge.scores(question, other)
+        assert judge.judge(question, emptied) == judge.judge(question, REGISTRY)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What threshold should I use?",
+        "What values should I use?",
+        "Which columns should I use?",
+        "What default value should be used?",
+        "What formula should I use?",
+        "What time period should I use?",
+        "What are the requirements?",
+    ],
+)
+def test_a_vague_question_is_irrelevant_and_the_reason_is_kept(judge, question):
+    verdict = judge.judge(question, REGISTRY)
+    assert verdict.blocker_id is None
+    assert verdict.reason.startswith("vague"), verdict.reason
+    assert respond(verdict, REGISTRY) == IRRELEVANT
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What dates define the crisis period, and what birth date makes a client senior?",
+        "What dates define the crisis period and what birth date makes a client senior?",
+        "What dates define the crisis period; what birth date makes a client senior?",
+        "What dates define the crisis period / what birth date makes a client senior?",
+        "1) What dates define the crisis period? 2) What birth date makes a client senior?",
+        "What dates define the crisis period?\nWhat birth date makes a client senior?",
+        # One part names this task, the other asks about something else altogether.
+        "What dates define the crisis period, and what error message should the login "
+        "page show for a locked account?",
+    ],
+)
+def test_a_message_joining_two_topics_is_irrelevant_however_it_is_joined(judge, message):
+    verdict = judge.judge(message, REGISTRY)
+    assert verdict.blocker_id is None, verdict
+    assert verdict.reason.startswith("multi-topic"), verdict.reason
+
+
+def test_the_task_text_tells_a_question_about_the_task_from_a_vague_one(judge):
+    """A question naming a term only the task's text uses (not its blockers) is judged, not
+    refused as vague; without the text it names nothing of the task."""
+    question = "Which loan_status codes mean arrears?"
+    context = "List the districts where loan_status marks clients in arrears since 1996."
+    assert judge.judge(question, REGISTRY).reason.startswith("vague")
+    assert not judge.judge(question, REGISTRY, context=context).reason.startswith("vague")
 
 
 def test_encoder_matches_the_float_model_within_int8_error():

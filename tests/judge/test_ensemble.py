@@ -28,10 +28,14 @@ def _band_around(embedded, question):
 def test_the_llm_decides_only_inside_the_band(endpoint, embedded, settings):  # noqa: F811
     llm = get_judge("llm")
     narrow = EnsembleJudge(embedded, llm, band=0.01)
-    for question in (CLEAR_MATCH, CLEAR_MISS):
-        verdict = narrow.judge(question, REGISTRY)
-        assert verdict.reason.startswith("embedded:")
-        assert verdict.blocker_id == embedded.judge(question, REGISTRY).blocker_id
+    verdict = narrow.judge(CLEAR_MATCH, REGISTRY)
+    assert verdict.reason.startswith("embedded:")
+    assert verdict.blocker_id == embedded.judge(CLEAR_MATCH, REGISTRY).blocker_id
+    # A message the rules refuse (it names nothing of the task) never reaches the LLM, however
+    # wide the band.
+    wide = EnsembleJudge(embedded, llm, band=100.0)
+    refused = wide.judge(CLEAR_MISS, REGISTRY)
+    assert refused.blocker_id is None and refused.reason.startswith("vague")
     assert endpoint.requests == []
 
     # A band wide enough to hold the question: the LLM's answer stands, even against the
@@ -57,7 +61,7 @@ def test_the_version_names_both_judges_and_the_band(endpoint, settings):  # noqa
     settings.JUDGE_BACKEND = "ensemble"
     settings.JUDGE_ENSEMBLE_BAND = 2.0
     judge = get_judge()
-    assert judge.version.startswith("ensemble-embedded-2-") and judge.version.endswith(":2")
+    assert judge.version.startswith("ensemble-embedded-3-") and judge.version.endswith(":2")
     assert "llm-prompt" in judge.version
     # Multi-topic messages stay the embedded judge's call.
     message = "What dates define the crisis period? And what birth date makes someone senior?"
@@ -84,7 +88,7 @@ def test_a_long_model_name_still_fits_the_version_columns(endpoint, settings):  
     assert len(first.long_version) > limit
     assert len(first.version) <= limit and len(second.version) <= limit
     assert first.version != second.version  # differing only past the cut
-    assert first.version.startswith("ensemble-embedded-2-")
+    assert first.version.startswith("ensemble-embedded-3-")
     # The long form stays readable, naming both judges and the band.
     assert first.long_version.endswith(f"{model}-a:{settings.JUDGE_ENSEMBLE_BAND:g}")
     # Stored with a verdict (the embedded judge is sure of this one: no LLM call).

@@ -22,6 +22,10 @@ def registries(tmp_path):
     return folder
 
 
+# The embedded judge keeps its registries' embeddings in the database (judge.embedstore).
+pytestmark = pytest.mark.django_db
+
+
 def _write(path: Path, lines: list) -> Path:
     path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
     return path
@@ -187,7 +191,7 @@ def test_labelled_questions_are_measured_overall_per_domain_and_per_task(tmp_pat
         sum(j["predicted"] == j["expected"] for j in positives if j["task"] == "bank") / 3, 4
     )
     assert figures["recall_distribution"]["tasks"] == 2
-    assert figures["judge"].startswith("embedded-2-")
+    assert figures["judge"].startswith("embedded-3-")
     printed = capsys.readouterr().out
     assert "all: precision" in printed and "recall per task over 2 tasks" in printed
 

@@ -2,7 +2,15 @@ import json
 
 import pytest
 
-from hilbench_annotate.question_rules import clean, question_parts, reject_reason
+from hilbench_annotate.question_rules import (
+    TaskTerms,
+    clean,
+    follows_up,
+    names_task,
+    question_parts,
+    reject_reason,
+    term_stems,
+)
 from tests.conftest import FIXTURES, shared_path
 
 REGISTRIES = "*/*/shared/ask-human-data/blocker_registry.json"
@@ -91,6 +99,18 @@ def test_accepted(question):
         ("Should I use Match or League_Results for the score? And which column?", 2),
         ("What exact date range defines the crisis period?", 1),
         ("Which one? Why?", 1),  # parts of fewer than three words do not count
+        # The joins an agent uses (issue 25): ", and", " and ", "; ", " / ", numbered, lines.
+        ("Which code means settled loans, and which districts are distressed?", 2),
+        ("Which code means settled loans and which districts are distressed?", 2),
+        ("Which code means settled loans; which districts are distressed?", 2),
+        ("Which code means settled loans / which districts are distressed?", 2),
+        ("1) Which code means settled loans? 2) Which districts are distressed?", 2),
+        ("Which code means settled loans?\nWhich districts are distressed?", 2),
+        ("Which code means settled loans and if a loan is late, is it troubled?", 2),
+        # A statement around one question is one question; so is a clause of one.
+        ("The status column holds codes A to D. Which one means settled?", 1),
+        ("When a loan is late, should it count as troubled?", 1),
+        ("Should removed_at_date and removed_in_version be treated as exclusive?", 1),
     ],
 )
 def test_question_parts_splits_messages_that_ask_several_questions(message, parts):
@@ -102,3 +122,86 @@ def test_question_parts_splits_messages_that_ask_several_questions(message, part
 def test_clean_strips_list_markers_and_quotes():
     assert clean("-  How is it defined?") == "How is it defined?"
     assert clean('1. "Which years?"') == "Which years?"
+
+
+@pytest.mark.parametrize(
+    "part, follows",
+    [
+        ("how is it calculated?", True),
+        ("Which field should this be?", True),
+        ("And which column?", True),
+        ("If so, what is the exact limit?", True),
+        ("which column should I use?", True),  # a short generic tail
+        ("What error message should the login page show for a locked account?", False),
+    ],
+)
+def test_a_part_that_follows_up_on_the_question_before_it(part, follows):
+    assert follows_up(part) is follows
+
+
+TERMS = TaskTerms.of(
+    [
+        "The question asks for Middle Eastern circuits; which countries count is unclear.",
+        "Which circuits.country values identify Middle Eastern countries?",
+        "Technical circuits are slow circuits.",
+        'The "recent period" is not defined.',
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # The issue's own vague questions: frame words only.
+        "What threshold should I use?",
+        "What values should I use?",
+        "Which columns should I use?",
+        "What default value should be used?",
+        "What should the function return?",
+        "What formula should I use?",
+        "What are the requirements?",
+        "What time period should I use?",
+        # A term the task does not use names something else, not this task.
+        "What is the capital of France?",
+    ],
+)
+def test_a_question_that_names_nothing_of_the_task_is_vague(question):
+    assert not names_task(question, TERMS)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which countries are considered Middle Eastern?",
+        "What threshold makes a circuit technical?",
+        "What dates does 'recent period' cover?",  # quoted phrase of the task
+    ],
+)
+def test_a_question_that_names_a_term_of_the_task_is_not_vague(question):
+    assert names_task(question, TERMS)
+
+
+def test_terms_are_singular_and_identifiers_stay_whole():
+    assert term_stems("Which countries and circuits?") == {"country", "circuit"}
+    assert term_stems("Does human_to_bytes accept 10MB?") == {"human_to_bytes", "10mb"}
+    assert term_stems("What threshold should the column use?") == frozenset()
+
+
+@pytest.mark.shared_data
+def test_few_release_trigger_questions_name_nothing_of_their_task():
+    """The vague rule's cost: a trigger question held out from its registry still names a term
+    of its other trigger questions, descriptions or task text — all but 1% of them."""
+    from judge.training import _without, load_tasks
+
+    tasks = load_tasks(shared_path("examples") / "hilbench-calibration")
+    vague, total = [], 0
+    for task in tasks:
+        for b, blocker in enumerate(task.registry):
+            for q, question in enumerate(blocker.trigger_questions):
+                total += 1
+                registry = _without(task.registry, b, q)
+                texts = [x.description for x in registry]
+                texts += [t for x in registry for t in x.trigger_questions]
+                if not names_task(question, TaskTerms.of([*texts, task.context])):
+                    vague.append(question)
+    assert total > 1200 and len(vague) / total <= 0.01, vague

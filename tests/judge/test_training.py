@@ -124,3 +124,53 @@ def test_the_calibration_data_has_two_distinct_halvings_in_five_seeds():
         ("navidrome/navidrome", "protonmail/webclients"),
     }
     assert len(group_folds(tasks)) == 12  # 8 databases, 4 repositories
+
+
+def _scored(seed: int, n: int = 600) -> list:
+    """Two domains of answered items: right ones score higher, SWE's overlap more."""
+    from judge.thresholds import Scored
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for domain, right_mean in (("sql", 3.0), ("swe", 1.5)):
+        for _ in range(n):
+            right = rng.random() < 0.7
+            logit = float(rng.normal(right_mean if right else -1.5, 1.5))
+            out.append(Scored(domain, "b" if right else "x", "b", logit))
+    return out
+
+
+def _precision(scored, thresholds, domain=None) -> float:
+    chosen = [
+        s
+        for s in scored
+        if s.logit >= thresholds[s.domain] and (domain is None or s.domain == domain)
+    ]
+    return sum(s.best == s.label for s in chosen) / len(chosen)
+
+
+def test_thresholds_chosen_together_hold_the_pooled_target_and_each_domains_floor():
+    from judge.thresholds import choose_threshold, choose_thresholds
+
+    scored = _scored(0)
+    together = choose_thresholds(scored, 0.97, floor=0.95)
+    assert _precision(_scored(1), together) >= 0.96  # on a fresh draw too
+    assert min(_precision(scored, together, d) for d in ("sql", "swe")) >= 0.94
+    # Chosen together they answer at least as many right as each domain on its own.
+    apart = {
+        d: choose_threshold([s for s in scored if s.domain == d], 0.97) for d in ("sql", "swe")
+    }
+    right = lambda th: sum(s.best == s.label and s.logit >= th[s.domain] for s in scored)  # noqa: E731
+    assert right(together) >= right(apart) * 0.98
+
+
+def test_smoothed_thresholds_move_less_with_the_draw_than_raw_ones():
+    """The reason for the smoothing: on the raw right/wrong sequence the lowest logit that
+    reaches the target jumps with each draw of the same distribution."""
+    from judge.thresholds import choose_threshold, choose_thresholds
+
+    smooth = [choose_thresholds(_scored(seed), 0.97)["swe"] for seed in range(8)]
+    raw = [
+        choose_threshold([s for s in _scored(seed) if s.domain == "swe"], 0.97) for seed in range(8)
+    ]
+    assert np.std(smooth) < np.std(raw)

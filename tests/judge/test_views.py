@@ -11,6 +11,7 @@ from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import NEGATIVES, label_add, question_add
 
 from ..factories import TaskFactory
+from .test_recall_loop import FRESH
 from .util import settle_held_out
 
 urlpatterns = [path("", include("hilbench_annotate.urls")), path("", include("judge.urls"))]
@@ -170,19 +171,17 @@ def test_measure_then_accept_suggestions_retires_them(client, labelled, author, 
     measure = reverse("judge-measure", args=[task.pk])
     response = _as(client, reviewer).post(measure)
     report = response.context["measured"]
-    assert report.recall == pytest.approx(7 / 11) and report.precision == 1.0
+    assert report.recall < 0.80 and report.precision == 1.0
     html = response.content.decode()
-    assert "64%" in html and "below the floor" in html and "Suggested trigger questions" in html
+    assert f"{round(report.recall * 100)}%" in html and "below the floor" in html
+    assert "Suggested trigger questions" in html
     assert "Accept selected" not in html  # a reviewer may not accept
 
     response = _as(client, author).post(measure)
     suggestions = {s["text"]: s for s in response.context["suggestions"]}
-    assert len(suggestions) == 4
+    assert len(suggestions) == len(report.misses) >= 2
     assert 'name="accept"' in response.content.decode()
-    chosen = [
-        suggestions["Are defaulted contracts the ones we care about, status-wise?"],
-        suggestions["Is the audit cycle aligned with a particular twelve-month window?"],
-    ]
+    chosen = list(suggestions.values())[:2]
     accept = reverse("judge-accept", args=[task.pk])
     data = {"accept": [str(s["question"]) for s in chosen]}
     data.update({f"text-{s['question']}": s["text"] for s in suggestions.values()})
@@ -202,20 +201,18 @@ def test_measure_then_accept_suggestions_retires_them(client, labelled, author, 
     assert retired == {s["text"] for s in chosen}
     assert len(response.context["retired"]) == 2
 
-    # The accepted "Is the audit cycle aligned…" copies the held-out "Which twelve-month
-    # window is the audit cycle?" too: it stops counting, one review-year question short.
+    # The retired questions still count as misses, and the page says why, until fresh
+    # questions by others replace them.
     response = client.post(measure)
-    assert not response.context["measured"].passes
+    measured = response.context["measured"]
+    assert not measured.passes and measured.recall <= report.recall
     html = response.content.decode()
-    assert "too few questions" in html
-    assert (
-        "1 held-out question now matches trigger questions and no longer counts; add fresh ones."
-        in html
+    assert "2 held-out questions were retired or copied into the registry" in html
+    settle_held_out(
+        task,
+        [(s["blocker"], FRESH[s["blocker"]][n]) for n, s in enumerate(chosen)],
     )
-    settle_held_out(task, [(YEAR, "Which twelve months make up the review year?")])
-    response = client.post(measure)
-    assert response.context["measured"].passes
-    assert "passes" in response.content.decode()
+    assert not client.post(measure).context["measured"].compromised
 
 
 def test_measure_with_htmx_swaps_only_its_card_with_the_busy_indicator(
@@ -232,7 +229,7 @@ def test_measure_with_htmx_swaps_only_its_card_with_the_busy_indicator(
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
     assert html.lstrip().startswith('<section class="card" id="measure"')
-    assert 'id="measured"' in html and "64%" in html and "below the floor" in html
+    assert 'id="measured"' in html and "below the floor" in html
     assert "Labelling progress" not in html  # the rest of the page is not sent again
 
     untouched = TaskFactory(project=project, author=author)
@@ -243,17 +240,25 @@ def test_measure_with_htmx_swaps_only_its_card_with_the_busy_indicator(
 
 
 def test_report_shows_per_domain_numbers_and_kappa(client, labelled, reviewer):
+    from judge.services import get_judge
+    from judge.validation import judge_recall
+
     response = _as(client, reviewer).get(reverse("judge-report", args=[labelled.project_id]))
     assert response.status_code == 200
     html = response.content.decode()
     report = response.context["report"]
-    assert report.overall.recall == pytest.approx(7 / 11) and report.overall.precision == 1.0
-    assert report.by_domain["Text-to-SQL"].recall == pytest.approx(7 / 11)
+    task_report = judge_recall(task=labelled, judge=get_judge(project=labelled.project))
+    assert report.overall.recall == pytest.approx(task_report.recall)
+    assert report.overall.precision == 1.0
+    assert report.by_domain["Text-to-SQL"].recall == pytest.approx(task_report.recall)
     assert "Domain: Text-to-SQL" in html and "Blocker type: question" in html
-    # Misses are all question-type blockers (troubled / review year); schema ones all matched.
-    assert report.by_type["schema"].recall == 1.0
-    assert report.by_type["question"].recall == pytest.approx(4 / 8)
-    assert [b["tasks"] for b in report.histogram] == [0, 1, 0, 0, 0]
+    # The schema blocker's questions are all matched; the misses are question-type ones.
+    assert report.by_type["schema"].recall == pytest.approx(
+        task_report.per_blocker[SERVICING]["correct"]
+        / task_report.per_blocker[SERVICING]["held_out"]
+    )
+    assert report.by_type["question"].recall < 1.0
+    assert sum(b["tasks"] for b in report.histogram) == 1
     (pair,) = report.agreement
     assert pair["labellers"] == ("reviewer", "auditor")
     assert "reviewer &amp; auditor" in html and f"{pair['kappa']:.2f}" in html

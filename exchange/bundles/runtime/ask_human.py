@@ -5,7 +5,9 @@ judge, shipped beside it (``judge/``) — no call back to the app, no internet.
 ``irrelevant question``; at most ``ASK_HUMAN_MAX_ANSWERS`` (3, the release's cap) questions
 are answered per session. Every question is logged in ``OUTPUT_DIR/ask_human_metrics.json``
 in the release's format (the harness reads Ask-F1 from it). Environment:
-``BLOCKER_REGISTRY_PATH``, ``JUDGE_CONFIG`` (thresholds), ``OUTPUT_DIR``, ``PORT``.
+``BLOCKER_REGISTRY_PATH``, ``JUDGE_CONFIG`` (thresholds, and the task's own text the judge
+reads to decide relevance), ``OUTPUT_DIR``, ``PORT``. The registry's index is built when the
+server starts, not on the first question.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ _document = json.loads(REGISTRY.read_text(encoding="utf-8"))
 _registry = registry_from_json(_document)
 _resolutions = {b["id"]: b["resolution"] for b in _document.get("blockers", [])}
 _settings = json.loads(CONFIG.read_text()) if CONFIG.is_file() else {}
+_context = str(_settings.pop("context", "") or "")
 _judge = EmbeddedJudge(**_settings)
+_judge.prepare(_registry, context=_context)
 _questions = []
 
 
@@ -53,7 +57,7 @@ def ask_human(question):
         answered = sum(1 for q in _questions if q["blocker_name"])
         blocker = None
         if answered < MAX_ANSWERS and question and question.strip():
-            blocker = _judge.judge(question.strip(), _registry).blocker_id
+            blocker = _judge.judge(question.strip(), _registry, context=_context).blocker_id
         response = _resolutions.get(blocker, IRRELEVANT) if blocker else IRRELEVANT
         _questions.append({"question": question, "response": response, "blocker_name": blocker})
         _save()

@@ -120,13 +120,14 @@ class Command(BaseCommand):
         self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
 
     def _label_demo_questions(self, project, users) -> None:
-        """Held-out judge-validation questions for the blocked task, labelled by two people."""
+        """Held-out judge-validation questions for the blocked task, written by another domain
+        expert than its author (the author's own would not count) and labelled by two people."""
 
         task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
         if ValidationQuestion.objects.filter(task=task).exists():
             return
         for gold, text in DEMO_VALIDATION_QUESTIONS:
-            question = question_add(task=task, actor=users["author"], text=text)
+            question = question_add(task=task, actor=users["author2"], text=text)
             label_add(question=question, labeller=users["reviewer"], blocker_key=gold)
             label_add(question=question, labeller=users["auditor"], blocker_key=gold)
 

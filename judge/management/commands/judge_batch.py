@@ -3,7 +3,10 @@
     python manage.py judge_batch --registries DIR --questions FILE.jsonl --out FILE.jsonl \\
         [--judge embedded|llm|ensemble] [--report FILE.json]
 
-``DIR/<task>.json`` are registry files (``{"blockers": [...]}``); each input line is
+``DIR/<task>.json`` are registry files (``{"blockers": [...]}``), with the task's own text
+in ``DIR/<task>.txt`` where there is one (the judge reads it to decide relevance: an SQL
+task's question and business information, a SWE task's problem statement, requirements and
+interface); each input line is
 ``{"task": ..., "question": ...}``, optionally with ``domain`` (``sql``/``swe``; otherwise
 read from the registry's blocker types) and ``expected`` (the blocker the question targets,
 or null). Each output line is the input line plus ``predicted`` (the matched blocker's id, or
@@ -46,9 +49,12 @@ class Command(BaseCommand):
         if not registries_dir.is_dir():
             raise CommandError(f"--registries {registries_dir} is not a directory")
         registries: dict[str, list[RegistryBlocker]] = {}
+        contexts: dict[str, str] = {}
         for path in sorted(registries_dir.glob("*.json")):
             try:
                 registries[path.stem] = load_registry(path)
+                text = path.with_suffix(".txt")
+                contexts[path.stem] = text.read_text(encoding="utf-8") if text.is_file() else ""
             except (OSError, ValueError) as exc:
                 raise CommandError(f"registry {path.name}: {exc}") from exc
         if not registries:
@@ -60,7 +66,9 @@ class Command(BaseCommand):
         for record in records:
             registry = registries[record["task"]]
             domain = record.get("domain") or registry_domain(registry)
-            verdict = judge.judge(record["question"], registry, domain=domain)
+            verdict = judge.judge(
+                record["question"], registry, domain=domain, context=contexts[record["task"]]
+            )
             out = {
                 **record,
                 "predicted": verdict.blocker_id,
