@@ -19,11 +19,12 @@ from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole
 from hilbench_annotate.vocabulary import Domain
 
 
-def edited_database_path(task: Task, edit_script: str) -> Path | None:
-    """The task's database with ``edit_script`` applied (a cached read-only copy), or None
-    when the task has no database. Raises EditScriptError when the script fails and
-    StorageFull when the project's quota has no room for the copy."""
-    env = task.sql_environment
+def edited_database_path(task: Task, edit_script: str, env=None) -> Path | None:
+    """The task's database (``env``'s, by default the task's own environment's) with
+    ``edit_script`` applied (a cached read-only copy), or None when there is no database.
+    Raises EditScriptError when the script fails and StorageFull when the project's quota has
+    no room for the copy."""
+    env = env or task.sql_environment
     if env.database is None:
         return None
     return edited_copy(
@@ -31,10 +32,9 @@ def edited_database_path(task: Task, edit_script: str) -> Path | None:
     )
 
 
-def _sql_findings(task: Task, draft: Mapping[str, Any]) -> tuple[list[lint.Finding], Any]:
-    env = draft["environment"]
+def _sql_findings(task: Task, draft: Mapping[str, Any], env=None) -> tuple[list[lint.Finding], Any]:
     try:
-        path = edited_database_path(task, env.get("edit_script", ""))
+        path = edited_database_path(task, draft["environment"].get("edit_script", ""), env)
     except DomainError as exc:
         return [lint.Finding("edit_script", "environment.edit_script", str(exc), "error")], None
     if path is None:
@@ -107,11 +107,12 @@ def _names_present(path: str, commit: str, names: frozenset[str]) -> frozenset[s
     return frozenset(gitrepo.names_present(Path(path), commit, names))
 
 
-def repository_names(task: Task, draft: Mapping[str, Any]) -> frozenset[str] | None:
+def repository_names(task: Task, draft: Mapping[str, Any], env=None) -> frozenset[str] | None:
     """The names the draft's resolutions use that the repository holds at the base commit
-    (None without a repository, or when it cannot be searched: lint then falls back on the
-    names the specification gives as code)."""
-    env = task.swe_environment
+    (``env``'s, by default the task's own environment's; None without a repository, or when
+    it cannot be searched: lint then falls back on the names the specification gives as
+    code)."""
+    env = env or task.swe_environment
     if env.repository is None or not env.base_commit:
         return None
     try:
@@ -120,12 +121,13 @@ def repository_names(task: Task, draft: Mapping[str, Any]) -> frozenset[str] | N
         return None
 
 
-def lint_inputs(task: Task, draft: Mapping[str, Any]) -> dict[str, Any]:
+def lint_inputs(task: Task, draft: Mapping[str, Any], env=None) -> dict[str, Any]:
     """What lint reads from the task besides the draft: the database's schema (SQL) or the
-    repository's names (SWE), as ``lint_task`` / ``check_spec`` keyword arguments."""
+    repository's names (SWE), as ``lint_task`` / ``check_spec`` keyword arguments; from
+    ``env`` when given (a revision's, ``selectors.environment_at``)."""
     if task.domain == Domain.SQL:
-        return {"schema": _sql_findings(task, draft)[1]}
-    return {"repository_names": repository_names(task, draft)}
+        return {"schema": _sql_findings(task, draft, env)[1]}
+    return {"repository_names": repository_names(task, draft, env)}
 
 
 def draft_findings(task: Task, draft: Mapping[str, Any]) -> list[lint.Finding]:

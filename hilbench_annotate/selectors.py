@@ -1,12 +1,22 @@
 """Reads of the core domain, always scoped to what the user may see."""
 
 from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
 from hilbench_annotate.access import access_task
-from hilbench_annotate.models import Blocker, Project, Revision, Task, TriggerQuestion
+from hilbench_annotate.models import (
+    Blocker,
+    Project,
+    Revision,
+    SqlDatabase,
+    Task,
+    TriggerQuestion,
+)
 from hilbench_annotate.params import param_choice, param_id, param_text
+from hilbench_annotate.services.tasks import SQL_ENV_FIELDS, SWE_ENV_FIELDS
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 TASK_FILTERS = ("project", "domain", "status", "author", "resource", "tag", "q")
@@ -96,3 +106,27 @@ def current_revisions(task_ids) -> dict[int, tuple[int, int]]:
     ):
         current[task_id] = (pk, number)
     return current
+
+
+def environment_at(task: Task, snapshot: Mapping[str, Any]) -> SimpleNamespace:
+    """The task's environment as ``snapshot`` (a revision's) froze it, shaped like the
+    environment row: the fields from the snapshot, for SQL the database of the snapshot's
+    content (databases are stored by content: its db_id and sha256), for SWE the task's
+    repository mirror (the snapshot names the commit). A field an older snapshot lacks is
+    read from the task. What a validation run pinned to a revision checks."""
+    frozen = snapshot.get("environment") or {}
+    if task.domain == Domain.SQL:
+        live = task.sql_environment
+        fields = {f: frozen.get(f, getattr(live, f)) for f in SQL_ENV_FIELDS}
+        database = live.database
+        sha = frozen.get("database_sha256", database.sha256 if database else None)
+        if database is None or database.sha256 != sha:
+            database = (
+                SqlDatabase.objects.filter(db_id=fields["db_id"], sha256=sha).first()
+                if sha
+                else None
+            )
+        return SimpleNamespace(**fields, database=database)
+    live = task.swe_environment
+    fields = {f: frozen.get(f, getattr(live, f)) for f in SWE_ENV_FIELDS}
+    return SimpleNamespace(**fields, repository=live.repository)

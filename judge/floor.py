@@ -51,13 +51,17 @@ class RegistryHistory:
     """A task's revisions in order, for judging a question against the registry as it stood
     when the question was written (and when it first matched)."""
 
-    def __init__(self, task: Task, judge):
+    def __init__(self, task: Task, judge, upto_version: int | None = None):
+        """``upto_version``: only the revisions up to the one of that task version (a
+        validation run's revision): nothing written after it counts."""
         self.task, self.judge = task, judge
-        self.revisions = list(
-            Revision.objects.filter(task=task)
+        self.revisions = [
+            revision
+            for revision in Revision.objects.filter(task=task)
             .order_by("number")
             .only("number", "created_at", "snapshot")
-        )
+            if upto_version is None or revision.snapshot.get("version", 0) <= upto_version
+        ]
 
     def predicted(self, revision: Revision, question: str) -> str | None:
         return judge_cached(

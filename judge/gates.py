@@ -21,7 +21,7 @@ from .validation import judge_recall, labelling_progress
 
 
 def _judge_recall(task, snapshot, workdir: Path):
-    report = judge_recall(task=task, judge=get_judge(project=task.project))
+    report = judge_recall(task=task, judge=get_judge(project=task.project), snapshot=snapshot)
     details = {
         "precision": report.precision,
         "recall": report.recall,

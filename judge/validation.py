@@ -290,12 +290,15 @@ def labelling_progress(task: Task) -> dict:
     }
 
 
-def judge_recall(*, task: Task, judge) -> RecallReport:
+def judge_recall(*, task: Task, judge, snapshot: dict | None = None) -> RecallReport:
     """The judge's precision and recall on the task's settled held-out questions written by
     others than its author, per blocker too, and what is missing for the measurement to
     count. Retired questions and questions matched only through registry text added after
-    them count as misses until fresh ones replace them (``judge.floor``)."""
-    snapshot = task.revisions.order_by("-number").first().snapshot
+    them count as misses until fresh ones replace them (``judge.floor``). Against
+    ``snapshot`` (a validation run's revision; by default the current revision's) and the
+    revisions up to it."""
+    if snapshot is None:
+        snapshot = task.revisions.order_by("-number").first().snapshot
     registry = registry_from_snapshot(snapshot)
     context = task_context(snapshot)
     judged: list[floor.Judged] = []
@@ -317,7 +320,8 @@ def judge_recall(*, task: Task, judge) -> RecallReport:
             context=context,
         ).blocker_id
         judged.append(floor.Judged(question, gold, predicted if held_out else None))
-    floor.compromise(judged, floor.RegistryHistory(task, judge))
+    history = floor.RegistryHistory(task, judge, upto_version=snapshot.get("version"))
+    floor.compromise(judged, history)
     counted, open_misses = floor.replace(judged)
     return _report(task, counted, open_misses, unsettled=unsettled, authored=authored)
 

@@ -134,6 +134,22 @@ def demo_data(tmp_path_factory):
     return build_all(tmp_path_factory.mktemp("demo"))
 
 
+@pytest.fixture
+def sql_task(project, author, demo_data):
+    """The first demo BIRD question, imported by ``author`` with its database."""
+    from exchange.importers import import_bird
+    from hilbench_annotate.models import Task
+
+    import_bird(
+        project=project,
+        questions=demo_data["sql"]["questions"],
+        databases=demo_data["sql"]["databases"],
+        actor=author,
+        limit=1,
+    )
+    return Task.objects.get(project=project)
+
+
 # --- real worker processes -------------------------------------------------------------
 
 

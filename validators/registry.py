@@ -1,7 +1,9 @@
 """The check groups a validation run can include, per domain.
 
-Each group is a function ``(task, snapshot, workdir) -> list[CheckResult]``. The structural
-groups are registered here; other apps add theirs with ``register_group`` in their
+Each group is a function ``(task, snapshot, workdir) -> list[CheckResult]`` that checks the
+snapshot it is handed — the run's revision — and nothing of the task's current state: the
+environment it reads is ``environment_at(task, snapshot)``. The structural groups are
+registered here; other apps add theirs with ``register_group`` in their
 ``AppConfig.ready`` (the judge's recall: ``judge/gates.py``).
 """
 
@@ -14,6 +16,7 @@ from django.conf import settings
 from authoring.checks import lint_inputs, patch_chain_check
 from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.selectors import environment_at
 from hilbench_annotate.toolkit.gitrepo import run_git
 
 from .leakage import check_leakage, forbidden_texts, sanitize
@@ -26,11 +29,12 @@ from .swe import check_swe_tests
 
 def _spec(task, snapshot, workdir: Path):
     waivers = dict(task.lint_waivers.values_list("fingerprint", "reason"))
-    return check_spec(snapshot, waivers, **lint_inputs(task, snapshot))
+    env = environment_at(task, snapshot)
+    return check_spec(snapshot, waivers, **lint_inputs(task, snapshot, env))
 
 
 def _swe_patches(task, snapshot, workdir: Path):
-    env = task.swe_environment
+    env = environment_at(task, snapshot)
     if env.repository is None:
         return [
             CheckResult("patches_apply", SKIPPED, "The task has no repository to apply patches to.")
@@ -51,11 +55,11 @@ def _swe_patches(task, snapshot, workdir: Path):
 
 
 def _swe_tests(task, snapshot, workdir: Path):
-    return check_swe_tests(task.swe_environment, limits=limits_from_settings())
+    return check_swe_tests(environment_at(task, snapshot), limits=limits_from_settings())
 
 
 def _history_leakage(task, snapshot, workdir: Path):
-    env = task.swe_environment
+    env = environment_at(task, snapshot)
     if env.repository is None:
         return [CheckResult("history_leakage", SKIPPED, "The task has no repository.")]
     shipped = sanitize(
@@ -84,7 +88,8 @@ def _sql_ground_truth(task, snapshot, workdir: Path):
             project_id=task.project_id, source=source, edit_script=script, timeout_s=timeout_s
         )
 
-    return check_sql_task(task.sql_environment, timeout_s=settings.SQL_CHECK_TIMEOUT_S, copy=copy)
+    env = environment_at(task, snapshot)
+    return check_sql_task(env, timeout_s=settings.SQL_CHECK_TIMEOUT_S, copy=copy)
 
 
 CheckGroup = Callable[..., list[CheckResult]]

@@ -171,3 +171,50 @@ def test_validate_command_exit_codes(swe_task, capsys):
     assert err.value.returncode == 1
     with pytest.raises(CommandError, match="Unknown checks"):
         call_command("validate", str(swe_task.pk), "--here", "--checks", "sql_ground_truth")
+
+
+def _results(run) -> dict[str, tuple[str, str]]:
+    return {r.check_name: (r.outcome, r.message) for r in run.results.all()}
+
+
+def _run_pinned_while_the_author_saves(task, author, checks, change):
+    """A run started on revision N; the author saves N+1 (``change`` applied to the
+    environment) before the worker gets to it. The run's results, and those of a run on
+    N+1, for comparison."""
+    from authoring.services import workspace_save
+
+    first = ValidationRun.objects.create(
+        task=task, revision=task.revisions.order_by("-number").first(), checks=checks
+    )
+    validation_run_execute(run_id=first.pk)
+    pinned = ValidationRun.objects.create(task=task, revision=first.revision, checks=checks)
+    task.refresh_from_db()
+    draft = core.task_snapshot(task)
+    draft["environment"].update(change)
+    workspace_save(task=task, actor=author, expected_version=task.version, draft=draft)
+    validation_run_execute(run_id=pinned.pk)  # the worker runs it now
+    later = ValidationRun.objects.create(
+        task=task, revision=task.revisions.order_by("-number").first(), checks=checks
+    )
+    validation_run_execute(run_id=later.pk)
+    assert later.revision.number == pinned.revision.number + 1
+    return _results(first), _results(pinned), _results(later)
+
+
+def test_a_run_checks_the_swe_revision_it_is_pinned_to(swe_task, author):
+    broken = "--- a/nowhere.py\n+++ b/nowhere.py\n@@ -1 +1 @@\n-absent\n+present\n"
+    first, pinned, later = _run_pinned_while_the_author_saves(
+        swe_task, author, ["swe_patches"], {"setup_patch": broken}
+    )
+    assert first["patches_apply"][0] == "passed"
+    assert later["patches_apply"][0] == "failed"  # the edit matters…
+    assert pinned == first  # …and the run on the earlier revision does not see it
+
+
+def test_a_run_checks_the_sql_revision_it_is_pinned_to(sql_task, author):
+    first, pinned, later = _run_pinned_while_the_author_saves(
+        sql_task, author, ["sql_ground_truth"], {"gold_sql": "SELECT no_such_column FROM nowhere"}
+    )
+    assert first["gold_sql_runs"][0] == "passed"
+    assert later["gold_sql_runs"][0] != "passed"
+    assert pinned == first
