@@ -23,7 +23,7 @@ from authoring.services import (
 )
 from hilbench_annotate import envspec, workflow
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
-from hilbench_annotate.errors import AccessDenied, DomainError, StaleVersion
+from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
 from hilbench_annotate.params import param_id
@@ -204,13 +204,9 @@ def workspace_save_view(request, task_id: int):
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-conflict", context, status=409)
         return render(request, "authoring/conflict.html", context, status=409)
-    except AccessDenied:
-        raise  # a 403 (AccessDeniedMiddleware), not a save error
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-status", {"error": str(exc)}, status=400)
-        if isinstance(exc, AccessDenied):
-            raise
         # Without htmx the whole page comes back, showing the refused form as it was sent.
         messages.error(request, str(exc))
         task = access_task(request.user, task_id)

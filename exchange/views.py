@@ -125,8 +125,6 @@ def export_list(request):
                         reveal_reviewers=data["reveal_reviewers"],
                         allow_internet=data["allow_internet"],
                     )
-            except AccessDenied:
-                raise  # a 403 page, not a form error
             except DomainError as exc:
                 form.add_error(None, str(exc))
             else:

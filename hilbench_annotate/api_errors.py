@@ -4,13 +4,20 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from hilbench_annotate.errors import DomainError, LimitReached, StaleVersion, Unavailable
+from hilbench_annotate.errors import (
+    AccessDenied,
+    DomainError,
+    LimitReached,
+    StaleVersion,
+    Unavailable,
+)
 
 MAX_INT64 = 2**63 - 1
 
 
 def exception_handler(exc, context):
-    """Domain errors become 400 / 403 / 409 / 429 with a message naming what is wrong."""
+    """Domain errors and access refusals become 400 / 403 / 409 / 429 with a message naming
+    what is wrong."""
     if isinstance(exc, StaleVersion):
         return Response(
             {"detail": str(exc), "current_version": exc.current},
@@ -30,7 +37,7 @@ def exception_handler(exc, context):
             status=exc.status_code,
             headers={"Retry-After": str(exc.retry_after)},
         )
-    if isinstance(exc, DomainError):
+    if isinstance(exc, DomainError | AccessDenied):
         return Response({"detail": str(exc)}, status=exc.status_code)
     if isinstance(exc, DjangoValidationError):
         return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)

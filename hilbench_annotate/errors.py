@@ -1,4 +1,5 @@
-"""Domain errors. The API's exception handler maps them to 400 / 403 / 409 / 429."""
+"""Domain errors and access refusals. The API's exception handler maps them to 400 / 403 /
+409 / 429, the middleware a refusal to a 403 page."""
 
 
 class DomainError(Exception):
@@ -14,7 +15,13 @@ class Unavailable(Exception):
     what = "A service"
 
 
-class AccessDenied(DomainError):
+class AccessDenied(Exception):
+    """The user may not do this; the message names the missing role or relation.
+
+    Not a ``DomainError``: a view shows a domain error as a message on its page, but an access
+    refusal is a 403 page (``access.AccessDeniedMiddleware``) or a 403 response (the API's
+    ``exception_handler``) — a view that catches ``DomainError`` never swallows it."""
+
     status_code = 403
 
 

@@ -19,7 +19,7 @@ from hilbench_annotate.access import (
     not_found,
     require_role,
 )
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.redirects import redirect_next
@@ -95,8 +95,6 @@ def take_next(request, layer_id: int):
     layer = access_review_layer(request.user, layer_id)
     try:
         assignment = services.review_take_next(user=request.user, layer=layer)
-    except AccessDenied:
-        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("review-queue")
@@ -232,8 +230,6 @@ def review_task(request, task_id: int):
                     blocker_comments=typed["comments"],
                     reject_reason=typed["reject_reason"],
                 )
-        except AccessDenied:
-            raise  # a 403 (AccessDeniedMiddleware), not a message
         except DomainError as exc:
             # The page again, with everything the reviewer typed: a refusal loses nothing.
             messages.error(request, str(exc))
@@ -263,8 +259,6 @@ def assign(request, task_id: int):
     try:
         services.review_assign(task=task, reviewer=reviewer, actor=request.user)
         messages.success(request, f"Assigned to {reviewer.username}.")
-    except AccessDenied:
-        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-task", task_id=task_id)
@@ -277,8 +271,6 @@ def release(request, assignment_id: int):
     try:
         services.review_release(assignment=assignment, actor=request.user)
         messages.info(request, "Released: the task is back in the queue.")
-    except AccessDenied:
-        raise  # a 403 (AccessDeniedMiddleware), not a message
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-queue")
@@ -480,8 +472,6 @@ def workspace_submit(request, task_id: int):
         with transaction.atomic():
             task = access_task(request.user, task_id, for_update=True, edit=True)
             services.task_submit(task=task, actor=request.user, expected_version=expected_version)
-    except AccessDenied:
-        raise  # a 403 page, not a message
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{WORKSPACE}#save-status", {"error": str(exc)}, status=400)

@@ -408,3 +408,53 @@ def test_no_permission_check_is_written_inline():
         for line in inline_permission_checks(source)
     ]
     assert not inline, inline
+
+
+# --- views parse, call one service, render --------------------------------------------------
+
+
+def _is_view_module(module: str) -> bool:
+    """``<app>/views*`` and ``<app>/api*``, modules or packages."""
+    parts = module.split("/")
+    return len(parts) > 1 and parts[1].startswith(("views", "api"))
+
+
+def access_denied_catches(source: str) -> list[int]:
+    """Lines of ``except`` clauses that name ``AccessDenied`` (alone or in a tuple)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ExceptHandler)
+        and node.type is not None
+        and "AccessDenied" in {_name_of(n) for n in ast.walk(node.type)}
+    ]
+
+
+def _name_of(node) -> str:
+    return node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("try:\n    f()\nexcept AccessDenied:\n    raise", True),
+        ("try:\n    f()\nexcept (DomainError, errors.AccessDenied):\n    pass", True),
+        ("try:\n    f()\nexcept DomainError as exc:\n    show(exc)", False),
+    ],
+)
+def test_the_access_denied_rule_reads_except_clauses(source, caught):
+    assert bool(access_denied_catches(source)) is caught
+
+
+def test_no_view_catches_access_denied():
+    """``AccessDenied`` is not a ``DomainError``: a view catches domain errors to show them,
+    and a refusal goes by itself to the middleware (a 403 page) or the API's handler."""
+    assert _is_view_module("review/views.py") and _is_view_module("evaluation/views/runs.py")
+    assert _is_view_module("judge/api.py") and not _is_view_module("review/services/api_x.py")
+    caught = [
+        f"{module}:{line}"
+        for module, source in _sources()
+        if _is_view_module(module)
+        for line in access_denied_catches(source)
+    ]
+    assert not caught, caught

@@ -30,7 +30,7 @@ from evaluation.services import (
 )
 from evaluation.viewer import csv_safe, view_steps
 from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import DomainError
 from hilbench_annotate.params import param_choice, param_id, param_text
 from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.vocabulary import Domain, Role
@@ -105,8 +105,6 @@ def pass_label(request, pass_id: int):
                 mode=request.POST.get("mode", ""),
                 note=request.POST.get("note", ""),
             )
-    except AccessDenied:
-        raise  # a 403 page (AccessDeniedMiddleware), not a form message
     except DomainError as error:
         messages.error(request, str(error))
     else:

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from evaluation.services import evaluation_run_execute, results_import_start, support_import
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
 
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
                 runs = results_import_start(
                     project=project, actor=actor, path=path, model_name=model
                 )
-        except DomainError as error:
+        except (DomainError, AccessDenied) as error:
             raise CommandError(str(error)) from None
         for run in runs:
             if wait:
