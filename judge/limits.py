@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 
 from hilbench_annotate.errors import LimitReached
@@ -42,7 +43,10 @@ def _who(session: str) -> str:
 
 def caller_lock(user_id: int) -> None:
     """Serialise the limit checks of one caller across processes. Precondition: inside a
-    transaction (the lock is held until it ends; on SQLite the write lock does this)."""
+    transaction (the lock is held until it ends). On SQLite the transaction itself holds the
+    database's write lock (``transaction_mode`` IMMEDIATE) and there is no row lock to take."""
+    if connection.vendor == "sqlite":
+        return
     list(get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk"))
 
 
@@ -52,6 +56,22 @@ def _retry_after(times: list[datetime], limit: int, seconds: int, now: datetime)
     return max(1, math.ceil((leaves_last + timedelta(seconds=seconds) - now).total_seconds()))
 
 
+# Runs started and questions asked in a session since a time: checked on every question, in
+# SQL (building it with the ORM cost more than running it).
+_REQUESTS_SINCE = (
+    "SELECT (SELECT COUNT(*) FROM judge_askhumanrun WHERE session = %s AND created_at > %s)"
+    " + (SELECT COUNT(*) FROM judge_askhumancall c JOIN judge_askhumanrun r ON r.id = c.run_id"
+    " WHERE r.session = %s AND c.created_at > %s)"
+)
+
+
+def _requests_since(session: str, since: datetime) -> int:
+    at = connection.ops.adapt_datetimefield_value(since)
+    with connection.cursor() as cursor:
+        cursor.execute(_REQUESTS_SINCE, [session, at, session, at])
+        return cursor.fetchone()[0]
+
+
 def rate_per_token_check(session: str) -> None:
     """Runs started plus questions asked in this session within the window."""
     if not session or settings.ASK_HUMAN_RATE_PER_TOKEN is None:
@@ -59,10 +79,10 @@ def rate_per_token_check(session: str) -> None:
     limit, seconds = settings.ASK_HUMAN_RATE_PER_TOKEN
     now = timezone.now()
     since = now - timedelta(seconds=seconds)
+    if _requests_since(session, since) < limit:
+        return
     runs = AskHumanRun.objects.filter(session=session, created_at__gt=since)
     calls = AskHumanCall.objects.filter(run__session=session, created_at__gt=since)
-    if runs.count() + calls.count() < limit:
-        return
     times = sorted(
         [*runs.values_list("created_at", flat=True), *calls.values_list("created_at", flat=True)]
     )
@@ -104,12 +124,14 @@ def session_answers(*, session: str, task_id: int) -> int:
     )
 
 
-def session_cap_refusal(*, session: str, task_id: int) -> str | None:
-    """Why the session gets no more answers about the task, or None."""
+def session_cap_refusal(*, session: str, task_id: int, answered: int | None = None) -> str | None:
+    """Why the session gets no more answers about the task, or None (``answered``: the
+    session's answers about the task when the caller counted them already)."""
     cap = settings.ASK_HUMAN_SESSION_ANSWER_CAP
     if not session or not cap:
         return None
-    answered = session_answers(session=session, task_id=task_id)
+    if answered is None:
+        answered = session_answers(session=session, task_id=task_id)
     if answered < cap:
         return None
     return (

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError, LimitReached
@@ -199,8 +199,8 @@ def verdict_key(*, judge, question: str, digest: str) -> dict:
 
 
 def verdict_lookup(key: dict) -> Verdict | None:
-    hit = JudgeCacheEntry.objects.filter(**key).first()
-    return None if hit is None else Verdict(blocker_id=hit.blocker_key, reason=hit.reason)
+    hit = JudgeCacheEntry.objects.filter(**key).values_list("blocker_key", "reason")[:1]
+    return next((Verdict(blocker_id=b, reason=r) for b, r in hit), None)
 
 
 def verdict_store(key: dict, verdict: Verdict) -> Verdict:
@@ -306,13 +306,40 @@ def ask_human_run_start(*, task: Task, actor, label: str = "", session: str = ""
     )
 
 
-def _cap_reached(run: AskHumanRun) -> tuple[str, str] | None:
+_ANSWERED = (
+    "SELECT COALESCE(SUM(CASE WHEN c.run_id = %s THEN 1 ELSE 0 END), 0), COUNT(*), "
+    "COALESCE(SUM(CASE WHEN c.run_id = %s AND c.blocker_key = %s THEN 1 ELSE 0 END), 0) "
+    "FROM judge_askhumancall c JOIN judge_askhumanrun r ON r.id = c.run_id "
+    "WHERE c.blocker_key IS NOT NULL AND "
+)
+_ANSWERED_IN_SESSION = _ANSWERED + "r.session = %s AND r.task_id = %s"
+_ANSWERED_IN_RUN = _ANSWERED + "c.run_id = %s"
+
+
+def _answered(run: AskHumanRun, blocker_key: str | None = None) -> dict[str, int]:
+    """Answers so far: the run's (``run``), its session's about the task (``session``; the
+    run's own without a session) and the run's about ``blocker_key`` (``same``).
+
+    One query, in SQL: it runs twice on every question (before the judge, and again under
+    the caller's lock), and building it with the ORM cost more than running it."""
+    if run.session:
+        sql, params = _ANSWERED_IN_SESSION, [run.session, run.task_id]
+    else:
+        sql, params = _ANSWERED_IN_RUN, [run.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [run.pk, run.pk, blocker_key or "", *params])
+        mine, session, same = cursor.fetchone()
+    return {"run": mine, "session": session, "same": same}
+
+
+def _cap_reached(run: AskHumanRun, answered: dict[str, int]) -> tuple[str, str] | None:
     """(limit, reason) when the run may get no more answers: its own cap (silent, as in the
     release: the agent reads "irrelevant question"), or its session's cap for the task."""
-    answered = run.calls.exclude(blocker_key=None).count()
-    if run.answer_cap and answered >= run.answer_cap:
+    if run.answer_cap and answered["run"] >= run.answer_cap:
         return "run_answer_cap", f"answer cap of {run.answer_cap} reached"
-    refusal = limits.session_cap_refusal(session=run.session, task_id=run.task_id)
+    refusal = limits.session_cap_refusal(
+        session=run.session, task_id=run.task_id, answered=answered["session"]
+    )
     return (limits.SESSION_ANSWER_CAP, refusal) if refusal else None
 
 
@@ -354,7 +381,7 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         raise DomainError("The question is longer than 4,000 characters.")
     limits.rate_per_token_check(run.session)
     task_input = revision_judge_input(run.revision_id)
-    cap = _cap_reached(run)
+    cap = _cap_reached(run, _answered(run))
     if cap:
         return _capped(run, question, client_time, cap)
     judge = get_judge(project=run.task.project)
@@ -383,11 +410,10 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         if fresh:
             verdict = verdict_store(key, verdict)
         response = _response(verdict, task_input.registry)
-        cap = _cap_reached(run) if verdict.blocker_id else None
+        answered = _answered(run, verdict.blocker_id) if verdict.blocker_id else None
+        cap = _cap_reached(run, answered) if answered else None
         if cap is None:
-            duplicate = bool(verdict.blocker_id) and (
-                run.calls.filter(blocker_key=verdict.blocker_id).exists()
-            )
+            duplicate = bool(answered and answered["same"])
             return AskHumanCall.objects.create(
                 run=run,
                 question=question,
