@@ -4,7 +4,6 @@ Objects are reached through ``access_*`` (404 when the user may not read the tas
 do what at which layer is decided by the services, which raise AccessDenied / DomainError.
 """
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import path
 from django.utils import timezone
@@ -209,18 +208,7 @@ class TaskAssignApi(APIView):
     )
     def post(self, request, task_id: int):
         data = _valid(AssignIn, request.data)
-        with transaction.atomic():
-            task = access_task(request.user, task_id, for_update=True)
-            reviewer = (
-                get_user_model()
-                .objects.filter(username=data["reviewer"], memberships__project=task.project_id)
-                .first()
-            )
-            if reviewer is None:
-                raise serializers.ValidationError(
-                    {"reviewer": [f"{data['reviewer']} is not a member of {task.project.name}."]}
-                )
-            assignment = review_assign(task=task, reviewer=reviewer, actor=request.user)
+        assignment = review_assign(actor=request.user, task_id=task_id, reviewer=data["reviewer"])
         return Response(AssignmentOut(assignment).data, status=status.HTTP_201_CREATED)
 
 

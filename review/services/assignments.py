@@ -3,11 +3,12 @@ giving a task back."""
 
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hilbench_annotate import workflow
-from hilbench_annotate.access import has_role, require_role
+from hilbench_annotate.access import access_task, has_role, require_role
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event
@@ -78,16 +79,31 @@ def review_take_next(*, user, layer: ReviewLayer) -> ReviewAssignment | None:
 
 
 @transaction.atomic
-def review_assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
-    """A lead assigns (or reassigns) the task's current layer to ``reviewer``."""
-    require_role(actor, task.project, Role.LEAD)
+def review_assign(*, actor, task_id: int, reviewer: str) -> ReviewAssignment:
+    """A lead assigns (or reassigns) the task's current layer to the project member named
+    ``reviewer`` — the page and the API alike. The task must be visible to ``actor`` (404
+    otherwise) and ``actor`` a lead (403) before the name is looked up, so that only leads
+    learn which usernames exist; a name that is no member of the project is refused (400)."""
+    task = access_task(actor, task_id, for_update=True)
+    require_role(actor, task.project, Role.LEAD, action="assign reviewers")
+    member = (
+        get_user_model()
+        .objects.filter(username=reviewer, memberships__project=task.project_id)
+        .first()
+    )
+    if member is None:
+        raise DomainError(f"{reviewer or 'No one'} is not a member of {task.project.name}.")
+    return _assign(task=task, reviewer=member, actor=actor)
+
+
+def _assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
+    """``review_assign`` once the task is locked, the actor a lead and the reviewer known."""
     if task.status != workflow.IN_REVIEW:
         raise DomainError("Only a task in review can be assigned.")
     layer = pipeline_layer(task, task.review_layer)
     problem = independence_problem(task, reviewer, layer)
     if problem:
         raise DomainError(f"{reviewer.username} cannot take this task: {problem}")
-    task = Task.objects.select_for_update().get(pk=task.pk)
     for previous in (
         ReviewAssignment.objects.filter(task=task, status=ReviewAssignment.Status.ACTIVE)
         .exclude(reviewer=reviewer)

@@ -34,7 +34,7 @@ def decide(task: Task, username: str, outcome: str = "approve") -> None:
     layer = services.pipeline_ensure(task.project)[task.review_layer - 1]
     with transaction.atomic():
         if not layer.self_check:
-            services.review_assign(task=task, reviewer=user, actor=lead)
+            services.review_assign(actor=lead, task_id=task.pk, reviewer=user.username)
         services.review_decide(
             task=Task.objects.select_for_update().get(pk=task.pk),
             reviewer=user,

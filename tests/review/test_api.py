@@ -604,6 +604,28 @@ def test_assigning_is_for_leads_and_project_members_only(
     assert not ReviewAssignment.objects.exists()
 
 
+def test_the_assign_page_and_api_give_the_same_answer(
+    api, client, project, task, lead, auditor, outsider
+):
+    """One service behind both: a non-member and an unknown name are refused with the same
+    message on the page (a message, no 404) and in the API (400), a non-lead with a 403."""
+    from django.contrib.messages import get_messages
+
+    place(task, 3)
+    client.force_login(lead)
+    for name in ("outsider", "nobody"):
+        response = assign(api, lead, task, name)
+        expected = f"{name} is not a member of {project.name}."
+        assert (response.status_code, response.json()) == (400, {"detail": expected})
+        page = client.post(reverse("review-assign", args=[task.pk]), {"reviewer": name})
+        assert page.status_code == 302
+        assert [str(m) for m in get_messages(page.wsgi_request)][-1] == expected
+    client.force_login(auditor)
+    page = client.post(reverse("review-assign", args=[task.pk]), {"reviewer": "auditor"})
+    assert page.status_code == 403 == assign(api, auditor, task, "auditor").status_code
+    assert not ReviewAssignment.objects.exists()
+
+
 def test_release_gives_the_task_back_to_the_queue(api, project, task, auditor, auditor2, lead):
     place(task, 3)
     taken = take(api, auditor, project, 3).json()
