@@ -96,6 +96,11 @@ def _distinct(tasks: QuerySet[Task], field: str) -> list[str]:
     return [v for v in tasks.order_by(field).values_list(field, flat=True).distinct() if v]
 
 
+def revision_current(task: Task) -> Revision | None:
+    """The task's current (latest) revision, None before its first."""
+    return task.revisions.order_by("-number").first()
+
+
 def current_revisions(task_ids) -> dict[int, tuple[int, int]]:
     """Task id -> (primary key, number) of its current (latest) revision, in one query."""
     current: dict[int, tuple[int, int]] = {}

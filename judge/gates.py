@@ -17,7 +17,7 @@ from validators.results import FAILED, PASSED, CheckResult
 from validators.services import gate_many_for
 
 from .services import get_judge
-from .validation import judge_recall, labelling_progress
+from .validation import judge_recall, labelling_progress, labelling_progress_many
 
 
 def _judge_recall(task, snapshot, workdir: Path):
@@ -93,7 +93,15 @@ def _judge_recall(task, snapshot, workdir: Path):
 
 
 def labelling_gate(task) -> tuple[bool, str]:
-    progress = labelling_progress(task)
+    return _labelling_verdict(labelling_progress(task))
+
+
+def labelling_gate_many(tasks) -> dict[int, tuple[bool, str]]:
+    progress = labelling_progress_many(tasks)
+    return {task.pk: _labelling_verdict(progress[task.pk]) for task in tasks}
+
+
+def _labelling_verdict(progress: dict) -> tuple[bool, str]:
     if progress["open"]:
         return False, (
             f"{progress['open']} held-out question(s) still need their labels "
@@ -108,6 +116,7 @@ def register() -> None:
     register_gate(
         "judge_labelling",
         labelling_gate,
+        check_many=labelling_gate_many,
         description="every held-out question is labelled by two people (a third settles "
         f"disagreements), at least {settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER} per blocker",
     )

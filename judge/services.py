@@ -14,6 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError, LimitReached
 from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.vocabulary import Role
 
@@ -278,7 +279,7 @@ def ask_human_run_start(*, task: Task, actor, label: str = "", session: str = ""
     """``session``: the harness session of an API caller (``limits.harness_session``);
     empty for runs the app starts itself, which no rate limit or session cap counts."""
     require_role(actor, task.project, Role.HARNESS, Role.LEAD, action="start ask_human runs")
-    revision = task.revisions.order_by("-number").first()
+    revision = revision_current(task)
     if revision is None:
         raise DomainError("The task has no revision to evaluate.")
     if session:

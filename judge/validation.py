@@ -27,6 +27,7 @@ from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
 from hilbench_annotate.question_rules import reject_reason
+from hilbench_annotate.selectors import revision_current
 
 from . import floor
 from .base import JudgeError
@@ -225,13 +226,18 @@ class RecallReport:
         return self.recall is not None and self.recall < settings.JUDGE_RECALL_EXPANSION_BELOW
 
 
-def held_out_shortfall(task: Task, per_blocker: dict[str, int], settled: int) -> list[str]:
+def held_out_shortfall(
+    task: Task, per_blocker: dict[str, int], settled: int, keys: list[str] | None = None
+) -> list[str]:
     """What the task's settled held-out questions lack to measure its judge: per blocker
-    (``per_blocker``: settled questions targeting it) and in all."""
+    (``per_blocker``: settled questions targeting it; ``keys``: the task's blocker keys, read
+    when not given) and in all."""
     needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
+    if keys is None:
+        keys = list(task.blockers.values_list("key", flat=True))
     out = [
         f"{key}: {per_blocker.get(key, 0)} of the {needed} settled held-out questions it needs"
-        for key in task.blockers.values_list("key", flat=True)
+        for key in keys
         if per_blocker.get(key, 0) < needed
     ]
     if settled < settings.JUDGE_MIN_HELD_OUT_PER_TASK:
@@ -252,13 +258,26 @@ def labelling_progress(task: Task) -> dict:
     """Held-out questions by state, and per blocker how many settled ones by someone other
     than the task's author target it (the author's own do not count, so neither do they
     toward the minimums)."""
+    return labelling_progress_many([task])[task.pk]
+
+
+def labelling_progress_many(tasks: list[Task]) -> dict[int, dict]:
+    """``labelling_progress`` of many tasks in three queries (an export's gate asks it of
+    every task of a chunk)."""
+    questions: dict[int, list] = {task.pk: [] for task in tasks}
+    for question in ValidationQuestion.objects.filter(
+        task__in=list(questions), split=ValidationQuestion.Split.HELD_OUT
+    ).prefetch_related("labels"):
+        questions[question.task_id].append(question)
+    keys: dict[int, list[str]] = {task.pk: [] for task in tasks}
+    for task_id, key in Blocker.objects.filter(task__in=list(keys)).values_list("task_id", "key"):
+        keys[task_id].append(key)
+    return {task.pk: _progress(task, questions[task.pk], keys[task.pk]) for task in tasks}
+
+
+def _progress(task: Task, questions: list, keys: list[str]) -> dict:
     states: Counter = Counter()
     per_blocker: Counter = Counter()
-    questions = list(
-        task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).prefetch_related(
-            "labels"
-        )
-    )
     authored = 0
     for question in questions:
         state, gold = gold_label(question)
@@ -269,7 +288,6 @@ def labelling_progress(task: Task) -> dict:
         if state in ("agreed", "adjudicated") and gold is not None:
             per_blocker[gold] += 1
     settled = states["agreed"] + states["adjudicated"] - authored
-    keys = list(task.blockers.values_list("key", flat=True))
     needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
     return {
         "states": dict(states),
@@ -285,7 +303,7 @@ def labelling_progress(task: Task) -> dict:
             for k in keys
         ],
         "task_needed": settings.JUDGE_MIN_HELD_OUT_PER_TASK,
-        "shortfall": held_out_shortfall(task, dict(per_blocker), settled),
+        "shortfall": held_out_shortfall(task, dict(per_blocker), settled, keys),
         "authored": authored,
     }
 
@@ -298,7 +316,7 @@ def judge_recall(*, task: Task, judge, snapshot: dict | None = None) -> RecallRe
     ``snapshot`` (a validation run's revision; by default the current revision's) and the
     revisions up to it."""
     if snapshot is None:
-        snapshot = task.revisions.order_by("-number").first().snapshot
+        snapshot = revision_current(task).snapshot
     registry = registry_from_snapshot(snapshot)
     context = task_context(snapshot)
     judged: list[floor.Judged] = []
@@ -413,7 +431,7 @@ def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
     for task in Task.objects.filter(project=project).prefetch_related(
         "validation_questions__labels"
     ):
-        revision = task.revisions.order_by("-number").first()
+        revision = revision_current(task)
         registry = registry_from_snapshot(revision.snapshot) if revision else []
         if not registry:
             continue
@@ -539,7 +557,7 @@ def candidates_generate(*, task: Task, actor) -> Candidates:
     question, or to a question already there, is refused (``question_add``) and listed. The
     endpoint is called before any row is written, so no transaction waits on it. Without an
     endpoint only the negatives are added: positives are then written by people."""
-    snapshot = task.revisions.order_by("-number").first().snapshot
+    snapshot = revision_current(task).snapshot
     proposed = [("template", text) for text in NEGATIVES]
     result = Candidates()
     if settings.JUDGE_LLM_BASE_URL:

@@ -13,13 +13,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hilbench_annotate import workflow
-from hilbench_annotate.access import ProjectRoles, access_project, access_task, require_task_editor
+from hilbench_annotate.access import ProjectRoles, access_project, access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.params import MAX_ID
-from review.access import access_assignment, access_comment
+from review.access import access_comment
 from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
-from review.selectors import eligible_tasks
+from review.selectors import eligible_tasks, pipeline_layers, policy_for
 from review.serializers import (
     AssignIn,
     AssignmentOut,
@@ -42,9 +42,7 @@ from review.services import (
     comment_add,
     comment_set_resolved,
     notifications_mark_read,
-    pipeline_ensure,
     pipeline_update,
-    policy_for,
     review_assign,
     review_decide,
     review_release,
@@ -91,7 +89,7 @@ def _pipeline_out(project: Project) -> dict:
     return PipelineOut(
         {
             "project": project.pk,
-            "layers": pipeline_ensure(project),
+            "layers": pipeline_layers(project),
             "lock_minutes": policy.lock_minutes,
             "reject_reasons": policy.reject_reasons,
         }
@@ -99,7 +97,7 @@ def _pipeline_out(project: Project) -> dict:
 
 
 def _layer_at(project: Project, position: int) -> ReviewLayer:
-    for layer in pipeline_ensure(project):
+    for layer in pipeline_layers(project):
         if layer.position == position:
             return layer
     raise DomainError(f"The pipeline of {project.name} has no layer {position}.")
@@ -117,12 +115,9 @@ class TaskSubmitApi(APIView):
     )
     def post(self, request, task_id: int):
         data = _valid(SubmitIn, request.data)
-        with transaction.atomic():
-            task = access_task(request.user, task_id, for_update=True)
-            require_task_editor(request.user, task)
-            task = task_submit(
-                task=task, actor=request.user, expected_version=data["expected_version"]
-            )
+        task = task_submit(
+            actor=request.user, task_id=task_id, expected_version=data["expected_version"]
+        )
         return Response(TaskReviewStateOut(task).data)
 
 
@@ -161,7 +156,7 @@ class ReviewQueueApi(APIView):
         rows = []
         roles = ProjectRoles(user)
         for project in projects:
-            for layer in pipeline_ensure(project):
+            for layer in pipeline_layers(project):
                 if filters.get("layer", layer.position) != layer.position:
                     continue
                 if not roles.has(project.pk, layer.role):
@@ -220,10 +215,7 @@ class AssignmentReleaseApi(APIView):
         summary="Give the task back to the queue (its reviewer, or a lead)",
     )
     def post(self, request, assignment_id: int):
-        with transaction.atomic():
-            assignment = access_assignment(request.user, assignment_id, for_update=True)
-            review_release(assignment=assignment, actor=request.user)
-        assignment.refresh_from_db(fields=["status"])
+        assignment = review_release(actor=request.user, assignment_id=assignment_id)
         return Response(AssignmentOut(assignment).data)
 
 

@@ -6,7 +6,27 @@ from django.utils import timezone
 from hilbench_annotate import workflow
 from hilbench_annotate.access import has_role
 from hilbench_annotate.models import Revision, Task
-from review.models import Comment, ReviewAssignment, ReviewDecision, ReviewLayer
+from review.models import (
+    DEFAULT_REJECT_REASONS,
+    Comment,
+    ReviewAssignment,
+    ReviewDecision,
+    ReviewLayer,
+    ReviewPolicy,
+)
+
+
+def pipeline_layers(project) -> list[ReviewLayer]:
+    """The project's layers in order (stored when the project is made: ``review.apps``)."""
+    return list(ReviewLayer.objects.filter(project=project).order_by("position"))
+
+
+def policy_for(project) -> ReviewPolicy:
+    """The project's review policy; for a project without one yet, the default (unsaved: a
+    read never writes; the lead's edit saves it)."""
+    return ReviewPolicy.objects.filter(project=project).first() or ReviewPolicy(
+        project=project, reject_reasons=list(DEFAULT_REJECT_REASONS)
+    )
 
 
 def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:

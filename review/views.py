@@ -23,11 +23,12 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.redirects import redirect_next
+from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import Role
 from review import selectors, services
-from review.access import access_assignment, access_comment, access_review_layer
+from review.access import access_comment, access_review_layer
 from review.models import Notification, ReviewAssignment, ReviewLayer
 from review.timeline import RESTATING_EVENTS, event_text
 
@@ -36,7 +37,7 @@ def _layers_for(projects, roles: ProjectRoles):
     """(project, layer) pairs whose role the user has — the queues they may work."""
     pairs = []
     for project in projects:
-        for layer in services.pipeline_ensure(project):
+        for layer in selectors.pipeline_layers(project):
             if roles.has(project.pk, layer.role):
                 pairs.append((project, layer))
     return pairs
@@ -106,7 +107,7 @@ def take_next(request, layer_id: int):
 
 def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     """The review page's context; ``typed`` is a refused decision's input, shown again."""
-    layers = services.pipeline_ensure(task.project)
+    layers = selectors.pipeline_layers(task.project)
     layer = layers[task.review_layer - 1] if task.review_layer else None
     assignment = None
     if layer:
@@ -120,7 +121,7 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
             .select_related("reviewer")
             .first()
         )
-    current = task.revisions.order_by("-number").first()
+    current = revision_current(task)
     judged = selectors.revision_judged_last(task, layer.position) if layer else None
     changes = None
     if judged and current and judged.number != current.number:
@@ -154,7 +155,7 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "may_decide": may_decide,
         "why_not": problem,
         "is_lead": is_lead,
-        "reject_reasons": services.policy_for(task.project).reject_reasons,
+        "reject_reasons": selectors.policy_for(task.project).reject_reasons,
         "decisions": task.decisions.select_related("reviewer", "revision"),
         "candidates": _candidates(task, layer) if is_lead and layer else [],
         "threads": selectors.task_threads(task),
@@ -218,7 +219,7 @@ def review_task(request, task_id: int):
         try:
             with transaction.atomic():
                 task = access_task(request.user, task_id, for_update=True)
-                layer = services.pipeline_ensure(task.project)[(task.review_layer or 1) - 1]
+                layer = selectors.pipeline_layers(task.project)[(task.review_layer or 1) - 1]
                 typed = _typed_decision(request, task, layer)
                 services.review_decide(
                     task=task,
@@ -264,9 +265,8 @@ def assign(request, task_id: int):
 @login_required
 @require_POST
 def release(request, assignment_id: int):
-    assignment = access_assignment(request.user, assignment_id)
     try:
-        services.review_release(assignment=assignment, actor=request.user)
+        services.review_release(actor=request.user, assignment_id=assignment_id)
         messages.info(request, "Released: the task is back in the queue.")
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -278,7 +278,7 @@ def release(request, assignment_id: int):
 def timeline(request, task_id: int):
     """Everything that happened to the task, oldest first. Read-only by construction."""
     task = access_task(request.user, task_id)
-    layer_names = {layer.position: layer.name for layer in services.pipeline_ensure(task.project)}
+    layer_names = {layer.position: layer.name for layer in selectors.pipeline_layers(task.project)}
     entries = []
     for event in task.events.exclude(kind__in=RESTATING_EVENTS).select_related("actor"):
         entries.append(
@@ -446,9 +446,9 @@ def pipeline(request, project_id: int):
             "checklist": layer.checklist,
             "gates": layer.gates,
         }
-        for layer in services.pipeline_ensure(project)
+        for layer in selectors.pipeline_layers(project)
     ]
-    return _pipeline_page(request, project, layers=layers, policy=services.policy_for(project))
+    return _pipeline_page(request, project, layers=layers, policy=selectors.policy_for(project))
 
 
 # Submit for review is pressed in the authoring workspace; its status line answers there.
@@ -466,9 +466,7 @@ def workspace_submit(request, task_id: int):
     try:
         if expected_version is None:
             raise DomainError("The form did not say which state of the task it edits; reload it.")
-        with transaction.atomic():
-            task = access_task(request.user, task_id, for_update=True, edit=True)
-            services.task_submit(task=task, actor=request.user, expected_version=expected_version)
+        services.task_submit(actor=request.user, task_id=task_id, expected_version=expected_version)
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{WORKSPACE}#save-status", {"error": str(exc)}, status=400)

@@ -458,3 +458,73 @@ def test_no_view_catches_access_denied():
         for line in access_denied_catches(source)
     ]
     assert not caught, caught
+
+
+def unit_of_work_by_hand(source: str) -> list[int]:
+    """Lines where a module opens a transaction (``transaction.atomic``, called or as a
+    decorator), calls ``select_for_update`` or passes ``for_update=True``."""
+    return sorted(
+        {
+            node.lineno
+            for node in ast.walk(ast.parse(source))
+            if (isinstance(node, ast.Attribute) and node.attr in ("atomic", "select_for_update"))
+            or (
+                isinstance(node, ast.keyword)
+                and node.arg == "for_update"
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is True
+            )
+        }
+    )
+
+
+# Views and APIs that still open their own transaction or take a lock: the services they call
+# are to take the actor and ids and do it (issue 26). The list only shrinks: a module listed
+# here must still do it, one that no longer does leaves the list.
+UNIT_OF_WORK_STILL_IN_VIEWS = {
+    "authoring/views.py",
+    "evaluation/api.py",
+    "evaluation/views/failures.py",
+    "evaluation/views/runs.py",
+    "exchange/api.py",
+    "exchange/views.py",
+    "hilbench_annotate/api.py",
+    "hilbench_annotate/views.py",
+    "judge/api.py",
+    "judge/views.py",
+    "review/api.py",
+    "review/views.py",
+    "validators/views.py",
+}
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("with transaction.atomic():\n    pass", True),
+        ("@transaction.atomic\ndef f(): pass", True),
+        ("Task.objects.select_for_update().get(pk=1)", True),
+        ("access_task(user, 1, for_update=True)", True),
+        ("access_task(user, 1, for_update=False)", False),
+        ("task_submit(actor=user, task_id=1, expected_version=3)", False),
+    ],
+)
+def test_the_unit_of_work_rule_finds_transactions_and_locks(source, caught):
+    assert bool(unit_of_work_by_hand(source)) is caught
+
+
+def test_views_leave_the_transaction_and_the_lock_to_services():
+    """A view or API parses, calls one service and renders: the service checks access, locks,
+    opens the transaction and records the event (docs/architecture.md, "The unit of work")."""
+    by_module = {
+        module: unit_of_work_by_hand(source)
+        for module, source in _sources()
+        if _is_view_module(module)
+    }
+    by_hand = {module for module, lines in by_module.items() if lines}
+    assert by_hand <= UNIT_OF_WORK_STILL_IN_VIEWS, {
+        m: by_module[m] for m in by_hand - UNIT_OF_WORK_STILL_IN_VIEWS
+    }
+    assert by_hand >= UNIT_OF_WORK_STILL_IN_VIEWS, (
+        f"no longer by hand, leave the list: {sorted(UNIT_OF_WORK_STILL_IN_VIEWS - by_hand)}"
+    )

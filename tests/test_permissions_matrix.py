@@ -19,10 +19,13 @@ as one that does not exist.
 
 import io
 import json
+import re
 from functools import cached_property
 from types import SimpleNamespace
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
@@ -156,7 +159,8 @@ def _version(task) -> int:
 
 
 def _pipeline_body(w) -> dict:
-    from review.services import pipeline_ensure, policy_for
+    from review.selectors import policy_for
+    from review.services import pipeline_ensure
 
     policy = policy_for(w.project)
     layers = [
@@ -417,8 +421,11 @@ def test_permission_matrix(world, operation, role, expected):
     before = _task_state(world.task), _task_state(world.in_review), ReviewDecision.objects.count()
 
     method = getattr(client, operation[0].lower())
-    response = method(url, body, format=fmt) if body is not None else method(url)
+    with CaptureQueriesContext(connection) as queries:
+        response = method(url, body, format=fmt) if body is not None else method(url)
 
+    if operation[0] == "GET":  # reads never write
+        assert not _writes(queries), _writes(queries)
     got = _status_class(response.status_code)
     assert got == expected, f"{role}: {response.status_code} {response.content[:300]!r}"
     if expected != "2xx":
@@ -1006,6 +1013,21 @@ def _row_counts() -> dict[str, int]:
     }
 
 
+# A request may write its own bookkeeping: the session, the login throttle's records.
+BOOKKEEPING_TABLES = ("django_session", "axes_")
+WRITE = re.compile(r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)', re.I)
+
+
+def _writes(queries) -> list[str]:
+    """The statements of ``queries`` that insert, update or delete rows of the app's tables."""
+    found = []
+    for query in queries.captured_queries:
+        match = WRITE.match(query["sql"])
+        if match and not match.group(2).startswith(BOOKKEEPING_TABLES):
+            found.append(query["sql"][:200])
+    return found
+
+
 def _html_client(w, role):
     from django.test import Client
 
@@ -1042,10 +1064,18 @@ def test_html_permission_matrix(html_world, operation, role, expected):
     url, data = requests[operation](w)
     before = _row_counts(), _task_state(w.task), _task_state(w.in_review)
 
-    response = _send(_html_client(w, role), method, url, data)
+    client = _html_client(w, role)
+    with CaptureQueriesContext(connection) as queries:
+        response = _send(client, method, url, data)
 
     got = _html_class(response)
     assert got == expected, f"{role}: {response.status_code} {response.content[:300]!r}"
+    if method == "GET":
+        # Reads never write: not the page, and not its fragment (htmx).
+        with CaptureQueriesContext(connection) as fragment_queries:
+            _send(client, method, url, data, htmx=True)
+        writes = _writes(queries) + _writes(fragment_queries)
+        assert not writes, writes
     if expected in ("200", "302"):
         return
     assert (_row_counts(), _task_state(w.task), _task_state(w.in_review)) == before

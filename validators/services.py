@@ -10,7 +10,7 @@ from django.utils import timezone
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import job_claim, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Task
-from hilbench_annotate.selectors import current_revisions
+from hilbench_annotate.selectors import current_revisions, revision_current
 from hilbench_annotate.services import event_record, task_event
 
 from .models import ValidationResult, ValidationRun
@@ -24,7 +24,7 @@ def _run_create(*, task: Task, actor, checks: list[str] | None) -> ValidationRun
     unknown = [c for c in checks if c not in allowed]
     if unknown:
         raise DomainError(f"Unknown checks for a {task.domain} task: {unknown}; known: {allowed}")
-    revision = task.revisions.order_by("-number").first()
+    revision = revision_current(task)
     if revision is None:
         raise DomainError("The task has no revision to validate.")
     run = ValidationRun.objects.create(

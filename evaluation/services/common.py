@@ -13,6 +13,7 @@ from django.conf import settings
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import job_finish
 from hilbench_annotate.models import Project, Revision, Task
+from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.services.tasks import event_record
 
 from ..models import EvaluationRun
@@ -21,7 +22,7 @@ MAX_PASSES = 10
 
 
 def current_revision(task: Task) -> Revision:
-    revision = task.revisions.order_by("-number").first()
+    revision = revision_current(task)
     if revision is None:
         raise DomainError(f"Task {task.pk} has no revision to evaluate.")
     return revision

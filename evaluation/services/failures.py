@@ -104,8 +104,14 @@ Answer with a single JSON object and nothing else:
 
 
 def taxonomy(project: Project) -> list[TaxonomyEntry]:
-    """The project's taxonomy, the paper's defaults until a lead changes them."""
-    entries = list(TaxonomyEntry.objects.filter(project=project))
+    """The project's taxonomy, the paper's defaults until a lead changes them (stored when the
+    project is made: ``evaluation.apps``)."""
+    return list(TaxonomyEntry.objects.filter(project=project))
+
+
+def taxonomy_ensure(project: Project) -> list[TaxonomyEntry]:
+    """Store the paper's default taxonomy for a project that has none (when it is made)."""
+    entries = taxonomy(project)
     if entries:
         return entries
     with transaction.atomic():

@@ -224,8 +224,6 @@ def llm_labelling_start(request, project_id: int):
 def taxonomy_edit(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
     if request.method == "POST":
-        # Before taxonomy(): it stores the default entries on first use, and a refused
-        # request stores nothing.
         require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
     entries = taxonomy(project)
     is_lead = has_role(request.user, project.pk, Role.LEAD)

@@ -7,7 +7,7 @@ reviewer decides; ``threads``: comments and notifications. Reads are in ``review
 
 from .assignments import review_assign, review_release, review_take_next
 from .decisions import review_decide
-from .pipeline import pipeline_ensure, pipeline_layer, pipeline_update, policy_for
+from .pipeline import pipeline_ensure, pipeline_layer, pipeline_update
 from .threads import comment_add, comment_set_resolved, notifications_mark_read, notify
 from .transitions import task_enter_review, task_submit, task_transition
 
@@ -19,7 +19,6 @@ __all__ = [
     "pipeline_ensure",
     "pipeline_layer",
     "pipeline_update",
-    "policy_for",
     "review_assign",
     "review_decide",
     "review_release",

@@ -14,10 +14,11 @@ from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event
 from hilbench_annotate.toolkit.wording import shorten
 from hilbench_annotate.vocabulary import Role
+from review.access import access_assignment
 from review.models import ReviewAssignment, ReviewLayer
-from review.selectors import eligible_tasks, independence_problem
+from review.selectors import eligible_tasks, independence_problem, policy_for
 
-from .pipeline import pipeline_layer, policy_for
+from .pipeline import pipeline_layer
 from .threads import notify
 
 
@@ -143,7 +144,9 @@ def _assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
 
 
 @transaction.atomic
-def review_release(*, assignment: ReviewAssignment, actor) -> None:
+def review_release(*, actor, assignment_id: int) -> ReviewAssignment:
+    """Give the task back to the queue: its reviewer, or a lead; on the task's row lock."""
+    assignment = access_assignment(actor, assignment_id, for_update=True)
     if assignment.reviewer_id != actor.pk:
         require_role(actor, assignment.task.project, Role.LEAD)
     released = ReviewAssignment.objects.filter(
@@ -160,3 +163,5 @@ def review_release(*, assignment: ReviewAssignment, actor) -> None:
         kind="review_released",
         layer=assignment.layer,
     )
+    assignment.refresh_from_db(fields=["status"])
+    return assignment

@@ -7,11 +7,12 @@ from hilbench_annotate import workflow
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.toolkit.wording import plain_list, shorten
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
-from review.selectors import independence_problem
+from review.selectors import independence_problem, pipeline_layers, policy_for
 
-from .pipeline import pipeline_ensure, pipeline_layer, policy_for
+from .pipeline import pipeline_layer
 from .threads import notify
 from .transitions import task_transition
 
@@ -87,7 +88,7 @@ def _layer_and_assignment(
 
 
 def _judged_revision(task: Task, revision_number: int) -> Revision:
-    revision = task.revisions.order_by("-number").first()
+    revision = revision_current(task)
     if revision is None or revision.number != revision_number:
         raise DomainError(
             f"You judged revision {revision_number}, but the task is at revision "
@@ -137,7 +138,7 @@ def _apply_decision(task: Task, layer: ReviewLayer, decision: ReviewDecision) ->
     reviewer, outcome = decision.reviewer, decision.outcome
     if outcome == "approve":
         state, next_layer = workflow.approve_target(
-            layer.position, len(pipeline_ensure(task.project))
+            layer.position, len(pipeline_layers(task.project))
         )
         task_transition(
             task=task,

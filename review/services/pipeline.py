@@ -1,5 +1,6 @@
-"""A project's review pipeline: its layers (made from the default the first time), its policy,
-and the lead's edits of both."""
+"""A project's review pipeline: its layers and policy, made from the defaults with the project
+(``pipeline_ensure``, run by ``review.apps`` when a project is created), and the lead's edits
+of both. Reading them is ``review.selectors`` (``pipeline_layers``, ``policy_for``)."""
 
 from django.db import transaction
 
@@ -13,10 +14,12 @@ from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import Role
 from review.models import DEFAULT_REJECT_REASONS, ReviewLayer, ReviewPolicy
 from review.pipeline import DEFAULT_LAYERS
+from review.selectors import pipeline_layers, policy_for
 
 
 def pipeline_ensure(project: Project) -> list[ReviewLayer]:
-    """The project's layers, made from the default pipeline the first time they are needed."""
+    """The project's layers, made from the default pipeline (with the default policy) when it
+    has none: when the project is created, and before a task first enters review."""
     layers = list(ReviewLayer.objects.filter(project=project).order_by("position"))
     if layers:
         return layers
@@ -27,13 +30,6 @@ def pipeline_ensure(project: Project) -> list[ReviewLayer]:
         for position, layer in enumerate(DEFAULT_LAYERS, start=1):
             ReviewLayer.objects.get_or_create(project=project, position=position, defaults=layer)
     return list(ReviewLayer.objects.filter(project=project).order_by("position"))
-
-
-def policy_for(project: Project) -> ReviewPolicy:
-    policy, _ = ReviewPolicy.objects.get_or_create(
-        project=project, defaults={"reject_reasons": DEFAULT_REJECT_REASONS}
-    )
-    return policy
 
 
 @transaction.atomic
@@ -100,7 +96,7 @@ def pipeline_update(
 
 
 def pipeline_layer(task: Task, position: int) -> ReviewLayer:
-    layers = pipeline_ensure(task.project)
+    layers = pipeline_layers(task.project)
     try:
         return layers[position - 1]
     except IndexError:

@@ -8,6 +8,7 @@ from django.utils import timezone
 from authoring.checks import as_dicts, draft_findings
 from authoring.services import open_findings
 from hilbench_annotate import workflow
+from hilbench_annotate.access import access_task
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import task_event, task_snapshot
@@ -81,12 +82,13 @@ def task_enter_review(*, task: Task, actor, **data) -> Task:
 
 
 @transaction.atomic
-def task_submit(*, task: Task, actor, expected_version: int) -> Task:
-    """Lint and quick structural checks on the saved task, then hand it to review.
+def task_submit(*, actor, task_id: int, expected_version: int) -> Task:
+    """Lint and quick structural checks on the saved task, then hand it to review: the
+    task's author or a lead, on the task's row lock, in one transaction.
 
     Refused, naming every open finding, while any error is neither fixed nor waived.
-    Caller holds the task row lock.
     """
+    task = access_task(actor, task_id, for_update=True, edit=True)
     if task.version != expected_version:
         raise StaleVersion(expected=expected_version, current=task.version)
     findings = as_dicts(draft_findings(task, task_snapshot(task)))

@@ -67,7 +67,7 @@ def test_main_screens_have_no_serious_axe_violations(browser, live_server, demo)
     blocked = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
     swe = Task.objects.get(project__slug="demo", domain="swe")
     # The demo's blocked task goes to review, so the queues and the review page have content.
-    task_submit(task=blocked, actor=blocked.author, expected_version=blocked.version)
+    task_submit(actor=blocked.author, task_id=blocked.pk, expected_version=blocked.version)
 
     page = new_page(browser, live_server, "author", bypass_csp=True)
     audit.check(page, "task list")

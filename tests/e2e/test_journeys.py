@@ -48,7 +48,7 @@ def test_lead_edits_pipeline_assigns_and_sees_why_sign_off_waits(browser, live_s
     from review.services import task_submit
 
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
-    task_submit(task=task, actor=task.author, expected_version=task.version)
+    task_submit(actor=task.author, task_id=task.pk, expected_version=task.version)
     decide(task, "author")  # the self-check
     extra_item = "Trigger questions read like a real user's questions"
 

@@ -19,7 +19,7 @@ def at_peer_review() -> Task:
     from review import services
 
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
-    task = services.task_submit(task=task, actor=task.author, expected_version=task.version)
+    task = services.task_submit(actor=task.author, task_id=task.pk, expected_version=task.version)
     layer = services.pipeline_ensure(task.project)[0]
     services.review_decide(
         task=task,

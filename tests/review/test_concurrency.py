@@ -138,7 +138,7 @@ def test_an_expired_lock_is_not_kept_alive_by_an_older_unexpired_assignment(
     first, second = two_auditors
     third = _members(project, "late", 1)[0]
     released = review_take_next(user=first, layer=registry_audit)  # locked for 60 minutes
-    review_release(assignment=released, actor=first)
+    review_release(actor=first, assignment_id=released.pk)
     ReviewPolicy.objects.filter(project=project).update(lock_minutes=5)
     lapsed = review_take_next(user=second, layer=registry_audit)  # locked for 5 minutes
     # Ten minutes later: the second lock has lapsed, the released one's expiry has not.

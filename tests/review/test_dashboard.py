@@ -44,6 +44,7 @@ def _url(project, **query):
 
 
 def _pipeline(project, names=LAYERS):
+    ReviewLayer.objects.filter(project=project).delete()  # the default one, made with it
     for position, name in enumerate(names, start=1):
         ReviewLayer.objects.create(
             project=project,

@@ -18,6 +18,7 @@ migration = importlib.import_module("review.migrations.0002_final_sign_off_judge
 
 
 def _pipeline(project, layers: list[tuple[str, list[str]]]) -> None:
+    ReviewLayer.objects.filter(project=project).delete()  # the default one, made with it
     for position, (name, gates) in enumerate(layers, start=1):
         ReviewLayer.objects.create(
             project=project, position=position, name=name, role="lead", gates=gates
@@ -43,8 +44,9 @@ def test_existing_final_sign_offs_get_judge_recall_once(project):
     # One that has it already is left alone.
     done = ProjectFactory(slug="done")
     _pipeline(done, [("Review", []), ("Final sign-off", ["judge_recall", "pass_rate"])])
-    # One whose pipeline was never made gets the default when first needed.
+    # One whose pipeline was never made (0003 makes it: the last test).
     fresh = ProjectFactory(slug="fresh")
+    ReviewLayer.objects.filter(project=fresh).delete()
 
     assert migration.final_sign_off_judge_recall(apps, None) == 2
 
@@ -67,3 +69,20 @@ def test_existing_final_sign_offs_get_judge_recall_once(project):
     )
     # Run again (a second database, a re-applied migration): nothing more to do.
     assert migration.final_sign_off_judge_recall(apps, None) == 0
+
+
+def test_projects_without_a_pipeline_get_the_default_one_once(project):
+    """0003: a pipeline is made with its project; older projects without one get it."""
+    made_with = importlib.import_module("review.migrations.0003_pipelines_with_their_projects")
+    assert [layer.name for layer in ReviewLayer.objects.filter(project=project)] == [
+        layer["name"] for layer in DEFAULT_LAYERS
+    ]  # made with the project
+    ReviewLayer.objects.filter(project=project).delete()  # as an older version left it
+    custom = ProjectFactory(slug="custom")
+    _pipeline(custom, [("Check", ["lint_clean"])])
+    assert made_with.pipelines_for_every_project(apps, None) == 1
+    assert ReviewLayer.objects.filter(project=project).count() == len(DEFAULT_LAYERS)
+    assert list(ReviewLayer.objects.filter(project=custom).values_list("name", flat=True)) == [
+        "Check"
+    ]
+    assert made_with.pipelines_for_every_project(apps, None) == 0
