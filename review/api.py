@@ -4,7 +4,6 @@ Objects are reached through ``access_*`` (404 when the user may not read the tas
 do what at which layer is decided by the services, which raise AccessDenied / DomainError.
 """
 
-from django.db import transaction
 from django.urls import path
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -15,10 +14,9 @@ from rest_framework.views import APIView
 from hilbench_annotate import workflow
 from hilbench_annotate.access import ProjectRoles, access_project, access_task
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Project, Task
+from hilbench_annotate.models import Project
 from hilbench_annotate.params import MAX_ID
-from review.access import access_comment
-from review.models import Comment, Notification, ReviewAssignment, ReviewLayer
+from review.models import Notification, ReviewAssignment, ReviewLayer
 from review.selectors import eligible_tasks, pipeline_layers, policy_for
 from review.serializers import (
     AssignIn,
@@ -70,18 +68,14 @@ class PipelineApi(APIView):
     )
     def put(self, request, project_id: int):
         data = _valid(PipelineIn, request.data)
-        with transaction.atomic():
-            project = access_project(request.user, project_id)
-            # Serialises concurrent replacements of the same pipeline.
-            Project.objects.select_for_update().filter(pk=project.pk).first()
-            pipeline_update(
-                project=project,
-                actor=request.user,
-                layers=[dict(layer) for layer in data["layers"]],
-                lock_minutes=data["lock_minutes"],
-                reject_reasons=data["reject_reasons"],
-            )
-        return Response(_pipeline_out(project))
+        pipeline_update(
+            actor=request.user,
+            project_id=project_id,
+            layers=[dict(layer) for layer in data["layers"]],
+            lock_minutes=data["lock_minutes"],
+            reject_reasons=data["reject_reasons"],
+        )
+        return Response(_pipeline_out(access_project(request.user, project_id)))
 
 
 def _pipeline_out(project: Project) -> dict:
@@ -239,18 +233,16 @@ class TaskDecisionsApi(APIView):
     )
     def post(self, request, task_id: int):
         data = _valid(DecisionIn, request.data)
-        with transaction.atomic():
-            task = access_task(request.user, task_id, for_update=True)
-            decision = review_decide(
-                task=task,
-                reviewer=request.user,
-                outcome=data["outcome"],
-                revision_number=data["revision"],
-                summary=data["summary"],
-                checklist=[dict(answer) for answer in data["checklist"]],
-                blocker_comments=data["blocker_comments"],
-                reject_reason=data["reject_reason"],
-            )
+        decision = review_decide(
+            actor=request.user,
+            task_id=task_id,
+            outcome=data["outcome"],
+            revision_number=data["revision"],
+            summary=data["summary"],
+            checklist=[dict(answer) for answer in data["checklist"]],
+            blocker_comments=data["blocker_comments"],
+            reject_reason=data["reject_reason"],
+        )
         return Response(DecisionOut(decision).data, status=status.HTTP_201_CREATED)
 
 
@@ -271,22 +263,13 @@ class TaskCommentsApi(APIView):
     )
     def post(self, request, task_id: int):
         data = _valid(CommentIn, request.data)
-        with transaction.atomic():
-            task = access_task(request.user, task_id)
-            parent = None
-            if data["parent"] is not None:
-                parent = Comment.objects.filter(
-                    pk=data["parent"], task__in=Task.objects.visible_to(request.user)
-                ).first()
-                if parent is None:
-                    raise serializers.ValidationError({"parent": ["No such comment."]})
-            comment = comment_add(
-                task=task,
-                author=request.user,
-                body=data["body"],
-                blocker_key=data["blocker_key"],
-                parent=parent,
-            )
+        comment = comment_add(
+            actor=request.user,
+            task_id=task_id,
+            body=data["body"],
+            blocker_key=data["blocker_key"],
+            parent_id=data["parent"],
+        )
         return Response(CommentOut(comment).data, status=status.HTTP_201_CREATED)
 
 
@@ -299,11 +282,9 @@ class CommentResolveApi(APIView):
     )
     def post(self, request, comment_id: int):
         data = _valid(ResolveIn, request.data)
-        with transaction.atomic():
-            comment = access_comment(request.user, comment_id)
-            root = comment_set_resolved(
-                comment=comment, actor=request.user, resolved=data["resolved"]
-            )
+        root = comment_set_resolved(
+            actor=request.user, comment_id=comment_id, resolved=data["resolved"]
+        )
         return Response(CommentOut(root).data)
 
 

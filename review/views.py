@@ -3,7 +3,6 @@
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,8 +15,6 @@ from hilbench_annotate.access import (
     access_project,
     access_task,
     has_role,
-    not_found,
-    require_role,
 )
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_results
@@ -28,7 +25,7 @@ from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import Role
 from review import selectors, services
-from review.access import access_comment, access_review_layer
+from review.access import access_review_layer
 from review.models import Notification, ReviewAssignment, ReviewLayer
 from review.timeline import RESTATING_EVENTS, event_text
 
@@ -217,20 +214,21 @@ def review_task(request, task_id: int):
     if request.method == "POST":
         typed = {}
         try:
-            with transaction.atomic():
-                task = access_task(request.user, task_id, for_update=True)
-                layer = selectors.pipeline_layers(task.project)[(task.review_layer or 1) - 1]
-                typed = _typed_decision(request, task, layer)
-                services.review_decide(
-                    task=task,
-                    reviewer=request.user,
-                    outcome=typed["outcome"],
-                    revision_number=typed["revision"],
-                    summary=typed["summary"],
-                    checklist=typed["checklist"],
-                    blocker_comments=typed["comments"],
-                    reject_reason=typed["reject_reason"],
-                )
+            # The form is read against the layer it was shown for; the service checks, on
+            # the locked row, that the task is still there (and judged at that revision).
+            task = access_task(request.user, task_id)
+            layer = selectors.pipeline_layers(task.project)[(task.review_layer or 1) - 1]
+            typed = _typed_decision(request, task, layer)
+            services.review_decide(
+                actor=request.user,
+                task_id=task_id,
+                outcome=typed["outcome"],
+                revision_number=typed["revision"],
+                summary=typed["summary"],
+                checklist=typed["checklist"],
+                blocker_comments=typed["comments"],
+                reject_reason=typed["reject_reason"],
+            )
         except DomainError as exc:
             # The page again, with everything the reviewer typed: a refusal loses nothing.
             messages.error(request, str(exc))
@@ -322,31 +320,24 @@ def timeline(request, task_id: int):
 @login_required
 @require_POST
 def comment_add(request, task_id: int):
-    task = access_task(request.user, task_id)
-    parent = None
-    if request.POST.get("parent"):
-        parent = access_comment(request.user, request.POST["parent"])
-        if parent.task_id != task.pk:
-            raise not_found("comment")
     try:
         services.comment_add(
-            task=task,
-            author=request.user,
+            actor=request.user,
+            task_id=task_id,
             body=request.POST.get("body", ""),
             blocker_key=request.POST.get("blocker_key", ""),
-            parent=parent,
+            parent_id=request.POST.get("parent"),
         )
     except DomainError as exc:
         messages.error(request, str(exc))
-    return redirect_next(request, f"/tasks/{task.pk}/#threads")
+    return redirect_next(request, f"/tasks/{task_id}/#threads")
 
 
 @login_required
 @require_POST
 def comment_resolve(request, comment_id: int):
-    comment = access_comment(request.user, comment_id)
-    services.comment_set_resolved(
-        comment=comment, actor=request.user, resolved=request.POST.get("resolved") == "1"
+    comment = services.comment_set_resolved(
+        actor=request.user, comment_id=comment_id, resolved=request.POST.get("resolved") == "1"
     )
     return redirect_next(request, f"/tasks/{comment.task_id}/#threads")
 
@@ -415,13 +406,12 @@ def _pipeline_page(request, project, *, layers, policy, status: int = 200):
 def pipeline(request, project_id: int):
     project = access_project(request.user, project_id)
     if request.method == "POST":
-        require_role(request.user, project, Role.LEAD, action="edit the pipeline")
         rows = _posted_layers(request)
         reject_reasons = request.POST.get("reject_reasons", "").splitlines()
         try:
             services.pipeline_update(
-                project=project,
                 actor=request.user,
+                project_id=project.pk,
                 layers=[row for row in rows if not row["delete"]],
                 lock_minutes=_lock_minutes(request),
                 reject_reasons=reject_reasons,

@@ -492,8 +492,6 @@ UNIT_OF_WORK_STILL_IN_VIEWS = {
     "hilbench_annotate/views.py",
     "judge/api.py",
     "judge/views.py",
-    "review/api.py",
-    "review/views.py",
     "validators/views.py",
 }
 

@@ -4,6 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from hilbench_annotate import workflow
+from hilbench_annotate.access import access_task
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Revision, Task
@@ -20,8 +21,8 @@ from .transitions import task_transition
 @transaction.atomic
 def review_decide(
     *,
-    task: Task,
-    reviewer,
+    actor,
+    task_id: int,
     outcome: str,
     revision_number: int,
     summary: str = "",
@@ -31,11 +32,13 @@ def review_decide(
 ) -> ReviewDecision:
     """Approve, request changes or reject at the task's current layer.
 
-    Caller holds the task row lock. Refused unless the reviewer holds the task's active
-    assignment (or, at the self-check, is its author), may act at this layer under the
-    independence rules, judged the current revision, and — to approve — the layer's gates
-    are green and every checklist item is answered.
+    ``actor`` decides, on the task's row lock, in one transaction. Refused unless they may
+    read the task (404), hold its active assignment (or, at the self-check, are its author),
+    may act at this layer under the independence rules, judged the current revision, and — to
+    approve — the layer's gates are green and every checklist item is answered.
     """
+    task = access_task(actor, task_id, for_update=True)
+    reviewer = actor
     layer, assignment = _layer_and_assignment(task, reviewer, outcome)
     revision = _judged_revision(task, revision_number)
     answers = _checklist_answers(layer, checklist or [], strict=outcome == "approve")

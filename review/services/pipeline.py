@@ -5,7 +5,7 @@ of both. Reading them is ``review.selectors`` (``pipeline_layers``, ``policy_for
 from django.db import transaction
 
 from hilbench_annotate import workflow
-from hilbench_annotate.access import require_role
+from hilbench_annotate.access import access_project, require_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_names
 from hilbench_annotate.models import Project, Task
@@ -34,10 +34,14 @@ def pipeline_ensure(project: Project) -> list[ReviewLayer]:
 
 @transaction.atomic
 def pipeline_update(
-    *, project: Project, actor, layers: list[dict], lock_minutes: int, reject_reasons: list[str]
+    *, actor, project_id: int, layers: list[dict], lock_minutes: int, reject_reasons: list[str]
 ) -> list[ReviewLayer]:
-    """Replace the project's pipeline (leads only). Tasks in review keep their position."""
-    require_role(actor, project, Role.LEAD)
+    """Replace the project's pipeline (leads only; a project ``actor`` cannot see is a 404),
+    on the project's row lock so that concurrent replacements follow one another. Tasks in
+    review keep their position."""
+    project = access_project(actor, project_id)
+    require_role(actor, project, Role.LEAD, action="edit the pipeline")
+    Project.objects.select_for_update().filter(pk=project.pk).first()
     if not 1 <= len(layers) <= 10:
         raise DomainError("A pipeline has between 1 and 10 layers.")
     problems = []

@@ -3,20 +3,28 @@
 from django.db import transaction
 from django.utils import timezone
 
+from hilbench_annotate.access import access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event
 from hilbench_annotate.toolkit.wording import shorten
+from review.access import access_comment
 from review.models import Comment, Notification
 
 
 @transaction.atomic
 def comment_add(
-    *, task: Task, author, body: str, blocker_key: str = "", parent: Comment | None = None
+    *, actor, task_id: int, body: str, blocker_key: str = "", parent_id=None
 ) -> Comment:
+    """``actor`` comments on a task they may read (404 otherwise), on one of its blockers, or
+    replies in a thread (``parent_id``: any comment of it; a comment they cannot see is no
+    such comment)."""
+    task = access_task(actor, task_id)
+    author = actor
     body = body.strip()
     if not body:
         raise DomainError("A comment needs text.")
+    parent = _parent(actor, parent_id)
     if parent is not None:
         if parent.task_id != task.pk:
             raise DomainError("The reply belongs to another task.")
@@ -48,7 +56,27 @@ def comment_add(
 
 
 @transaction.atomic
-def comment_set_resolved(*, comment: Comment, actor, resolved: bool) -> Comment:
+def _parent(actor, parent_id) -> Comment | None:
+    if parent_id in (None, ""):
+        return None
+    try:
+        parent_id = int(parent_id)
+    except (TypeError, ValueError):
+        raise DomainError("No such comment.") from None
+    parent = (
+        Comment.objects.filter(pk=parent_id, task__in=Task.objects.visible_to(actor))
+        .select_related("parent")
+        .first()
+    )
+    if parent is None:
+        raise DomainError("No such comment.")
+    return parent
+
+
+@transaction.atomic
+def comment_set_resolved(*, actor, comment_id: int, resolved: bool) -> Comment:
+    """Resolve or reopen the thread of a comment on a task ``actor`` may read."""
+    comment = access_comment(actor, comment_id)
     root = comment.parent or comment
     Comment.objects.filter(pk=root.pk).update(resolved=resolved)
     root.resolved = resolved

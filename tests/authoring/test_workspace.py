@@ -445,8 +445,8 @@ def test_pages_name_a_task_state_by_its_revision_number_only(client, sql_task, a
 
     review.task_enter_review(task=sql_task, actor=author)
     review.review_decide(
-        task=sql_task,
-        reviewer=author,
+        actor=author,
+        task_id=sql_task.pk,
         outcome="request_changes",
         revision_number=1,
         summary="Plant the blockers first.",

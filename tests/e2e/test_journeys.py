@@ -36,8 +36,8 @@ def decide(task: Task, username: str, outcome: str = "approve") -> None:
         if not layer.self_check:
             services.review_assign(actor=lead, task_id=task.pk, reviewer=user.username)
         services.review_decide(
-            task=Task.objects.select_for_update().get(pk=task.pk),
-            reviewer=user,
+            actor=user,
+            task_id=task.pk,
             outcome=outcome,
             revision_number=task.revisions.order_by("-number").first().number,
             checklist=[{"item": item, "passed": True, "note": ""} for item in layer.checklist],

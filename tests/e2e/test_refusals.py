@@ -22,8 +22,8 @@ def at_peer_review() -> Task:
     task = services.task_submit(actor=task.author, task_id=task.pk, expected_version=task.version)
     layer = services.pipeline_ensure(task.project)[0]
     services.review_decide(
-        task=task,
-        reviewer=task.author,
+        actor=task.author,
+        task_id=task.pk,
         outcome="approve",
         revision_number=task.revisions.order_by("-number").first().number,
         checklist=[{"item": item, "passed": True} for item in layer.checklist],

@@ -122,7 +122,7 @@ def test_an_expired_lock_does_not_keep_the_task_from_the_next_reviewer(
     task.refresh_from_db()
     with pytest.raises(DomainError, match="Take the task first"):
         review_decide(
-            task=task, reviewer=first, outcome="request_changes", revision_number=1, summary="x"
+            actor=first, task_id=task.pk, outcome="request_changes", revision_number=1, summary="x"
         )
 
 

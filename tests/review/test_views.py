@@ -84,8 +84,8 @@ def task_at_layer_2(project, staff, demo_data):
 def _approve(task, user):
     layer = services.pipeline_ensure(task.project)[task.review_layer - 1]
     return services.review_decide(
-        task=task,
-        reviewer=user,
+        actor=user,
+        task_id=task.pk,
         outcome="approve",
         revision_number=task.revisions.order_by("-number").first().number,
         checklist=[{"item": i, "passed": True} for i in layer.checklist],
@@ -231,7 +231,7 @@ def test_pipeline_page_is_editable_by_leads_only(client, project, staff):
 
 
 def test_timeline_lists_everything_and_offers_no_edit(client, task_at_layer_2, staff):
-    services.comment_add(task=task_at_layer_2, author=staff["peer"], body="Looks realistic.")
+    services.comment_add(actor=staff["peer"], task_id=task_at_layer_2.pk, body="Looks realistic.")
     client.force_login(staff["lead"])
     page = client.get(reverse("task-timeline", args=[task_at_layer_2.pk])).content.decode()
     assert "Approve</strong> at layer 1" in page
@@ -245,7 +245,7 @@ def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_la
     layer2 = services.pipeline_ensure(task.project)[1]
     client.force_login(staff["peer"])
     client.post(reverse("review-take-next", args=[layer2.pk]))
-    services.comment_add(task=task, author=staff["peer"], body="Looks realistic.")
+    services.comment_add(actor=staff["peer"], task_id=task.pk, body="Looks realistic.")
     client.force_login(staff["lead"])
     page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
     timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
@@ -396,8 +396,8 @@ def test_a_notification_cuts_a_long_title_at_a_word_with_an_ellipsis(
     layer2 = services.pipeline_ensure(task.project)[1]
     services.review_take_next(user=staff["peer"], layer=layer2)
     services.review_decide(
-        task=task,
-        reviewer=staff["peer"],
+        actor=staff["peer"],
+        task_id=task.pk,
         outcome="request_changes",
         revision_number=task.revisions.order_by("-number").first().number,
         summary="Sharpen one question.",
