@@ -10,14 +10,9 @@ from authoring.models import LintWaiver
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
-from hilbench_annotate.services import revision_create, task_event, task_snapshot
-from hilbench_annotate.services.blockers import registry_problems, registry_replace
-from hilbench_annotate.services.tasks import (
-    EDITABLE_ENV_FIELDS,
-    environment_update,
-    task_bump_version,
-    task_require_editable,
-)
+from hilbench_annotate.services import TaskChanges, task_edit, task_event, task_snapshot
+from hilbench_annotate.services.blockers import registry_problems
+from hilbench_annotate.services.tasks import EDITABLE_ENV_FIELDS, task_require_editable
 from hilbench_annotate.vocabulary import Domain, Role
 
 
@@ -51,7 +46,7 @@ def workspace_save(
     """
     _editable(task)
     problems = registry_problems(domain=task.domain, blockers=draft["blockers"])
-    if problems:
+    if problems:  # before the findings are computed (task_edit checks it again)
         raise DomainError("; ".join(problems))
     if task.domain == Domain.SWE and draft["environment"].get("setup_patch"):
         _refuse_escaping_patch(task, draft["environment"]["setup_patch"])
@@ -62,24 +57,20 @@ def workspace_save(
     findings = checks.as_dicts(checks.draft_findings(task, draft))
     if drafts.comparable(current) == drafts.comparable(draft):
         return SaveResult(task=task, revision=None, findings=findings)
-    task_bump_version(task=task, expected_version=expected_version)
-    task.blocked_spec = draft["blocked_spec"]
-    Task.objects.filter(pk=task.pk).update(blocked_spec=task.blocked_spec)
     env_fields = EDITABLE_ENV_FIELDS[task.domain]
-    environment_update(
-        task=task,
-        changes={k: draft["environment"][k] for k in env_fields if k in draft["environment"]},
+    changes = TaskChanges(
+        blocked_spec=draft["blocked_spec"],
+        environment={k: draft["environment"][k] for k in env_fields if k in draft["environment"]},
+        blockers=draft["blockers"],
     )
-    registry_replace(task=task, blockers=draft["blockers"])
-    revision = revision_create(
-        task=task, actor=actor, reason="saved in workspace", lint_findings=findings
-    )
-    task_event(
+    revision = task_edit(
         task=task,
         actor=actor,
-        kind="workspace_saved",
-        version=task.version,
-        revision=revision.number,
+        expected_version=expected_version,
+        changes=changes,
+        reason="saved in workspace",
+        event="workspace_saved",
+        lint_findings=findings,
         errors=sum(1 for f in findings if f["severity"] == "error"),
     )
     return SaveResult(task=task, revision=revision, findings=findings)

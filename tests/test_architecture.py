@@ -526,3 +526,21 @@ def test_views_leave_the_transaction_and_the_lock_to_services():
     assert by_hand >= UNIT_OF_WORK_STILL_IN_VIEWS, (
         f"no longer by hand, leave the list: {sorted(UNIT_OF_WORK_STILL_IN_VIEWS - by_hand)}"
     )
+
+
+# The edit recipe's steps, which only ``hilbench_annotate.services.edits.task_edit`` combines.
+EDIT_RECIPE_STEPS = ("task_bump_version", "environment_update", "registry_replace")
+
+
+def test_only_core_writes_a_tasks_content():
+    """An app edits a task's content through ``task_edit`` (or the blocker services): no
+    module outside core's services claims a version, writes the environment or replaces the
+    registry itself."""
+    outside = [
+        f"{module}: {name}"
+        for module, source in _sources()
+        if not module.startswith("hilbench_annotate/services/")
+        for name in EDIT_RECIPE_STEPS
+        if re.search(rf"\b{name}\b", source)
+    ]
+    assert not outside, outside

@@ -9,6 +9,7 @@ from .blockers import (
     trigger_question_update,
 )
 from .bulk import task_create_many
+from .edits import TaskChanges, task_edit, task_touch_environment, task_update
 from .tasks import (
     event_record,
     revision_create,
@@ -17,11 +18,10 @@ from .tasks import (
     task_snapshot,
     task_snapshots,
     task_tags_set,
-    task_touch_environment,
-    task_update,
 )
 
 __all__ = [
+    "TaskChanges",
     "blocker_create",
     "blocker_delete",
     "blocker_update",
@@ -29,6 +29,7 @@ __all__ = [
     "revision_create",
     "task_create",
     "task_create_many",
+    "task_edit",
     "task_event",
     "task_snapshot",
     "task_snapshots",

@@ -341,57 +341,6 @@ def task_bump_version(*, task: Task, expected_version: int) -> None:
     task.version = expected_version + 1
 
 
-@transaction.atomic
-def task_update(
-    *,
-    task: Task,
-    actor,
-    expected_version: int,
-    title: str | None = None,
-    blocked_spec: dict[str, str] | None = None,
-) -> Task:
-    """Change a task's own fields; a new revision records it."""
-    task_require_editable(task)
-    task_bump_version(task=task, expected_version=expected_version)
-    changed = []
-    if title is not None:
-        if not title.strip():
-            raise DomainError("title must not be empty.")
-        task.title = title.strip()[:300]
-        changed.append("title")
-    if blocked_spec is not None:
-        task.blocked_spec = _check_spec(task.domain, blocked_spec, "blocked_spec")
-        changed.append("blocked_spec")
-    if changed:
-        Task.objects.filter(pk=task.pk).update(**{f: getattr(task, f) for f in changed})
-    revision_create(task=task, actor=actor, reason=_edited_reason(changed))
-    task_event(
-        task=task,
-        actor=actor,
-        kind="task_edited",
-        fields=changed,
-        version=task.version,
-    )
-    return task
-
-
-@transaction.atomic
-def task_touch_environment(*, task: Task, actor, expected_version: int, changes: dict) -> Task:
-    """Change editable environment fields outside the workspace, as one revision."""
-    task_require_editable(task)
-    task_bump_version(task=task, expected_version=expected_version)
-    changed = environment_update(task=task, changes=changes)
-    revision_create(task=task, actor=actor, reason=_edited_reason(changed))
-    task_event(
-        task=task,
-        actor=actor,
-        kind="environment_edited",
-        fields=changed,
-        version=task.version,
-    )
-    return task
-
-
 TAG_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
 MAX_TAGS = 20
 
