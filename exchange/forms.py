@@ -2,12 +2,13 @@ from django import forms
 from django.conf import settings
 
 from exchange.models import ImportJob
-from exchange.services.imports import SKIP_MISSING_DATABASES_LABEL
+from exchange.services.imports import IMPORTERS, SKIP_MISSING_DATABASES_LABEL
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 
 class ImportForm(forms.Form):
-    """One form for the three importers; ``clean`` checks the files the chosen kind needs."""
+    """One form for every importer (``services.imports.IMPORTERS``: the fields each kind
+    shows and the files it needs); ``clean`` checks the files the chosen kind needs."""
 
     kind = forms.ChoiceField(choices=ImportJob.Kind.choices, label="What to import")
     project = forms.TypedChoiceField(coerce=int, label="Project")
@@ -34,13 +35,6 @@ class ImportForm(forms.Form):
         "a bundle's manifest checksums are verified",
     )
 
-    NEEDS = {
-        ImportJob.Kind.BIRD: ("questions",),
-        ImportJob.Kind.SWEBENCH: ("instances",),
-        ImportJob.Kind.HILBENCH: ("archive",),
-        ImportJob.Kind.BUNDLE: ("archive",),
-    }
-
     def __init__(self, *args, projects=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["project"].choices = [(p.pk, p.name) for p in projects]
@@ -54,7 +48,8 @@ class ImportForm(forms.Form):
     def clean(self):
         data = super().clean()
         kind = data.get("kind")
-        for name in self.NEEDS.get(kind, ()):
+        importer = IMPORTERS.get(kind)
+        for name in importer.needs if importer else ():
             if not data.get(name):
                 self.add_error(name, "Needed for this kind of import.")
         if (

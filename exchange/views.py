@@ -11,7 +11,7 @@ from django_htmx.http import HttpResponseStopPolling
 from exchange.forms import ExportForm, ImportForm
 from exchange.models import ExportJob, ImportJob
 from exchange.services.exports import bundle_export_start
-from exchange.services.imports import import_start
+from exchange.services.imports import IMPORTERS, import_start
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
@@ -32,9 +32,10 @@ def import_list(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         project = next(p for p in projects if p.pk == data["project"])
-        files = {
+        files = {  # the files the chosen kind reads (others sent with the form are not kept)
             name: data.get(name)
-            for name in ("questions", "databases", "instances", "repository", "archive")
+            for name in IMPORTERS[data["kind"]].fields
+            if name in request.FILES
         }
         options = {
             "skip_missing_databases": data["skip_missing_databases"],
@@ -58,9 +59,14 @@ def import_list(request):
         .select_related("project", "created_by")
         .defer("report")[:20]
     )
-    return render(
-        request, "imports/list.html", {"form": form, "jobs": jobs, "can_import": bool(projects)}
-    )
+    context = {
+        "form": form,
+        "jobs": jobs,
+        "can_import": bool(projects),
+        # The fields each kind of import shows: the page's script hides the others.
+        "import_fields": {kind: list(importer.fields) for kind, importer in IMPORTERS.items()},
+    }
+    return render(request, "imports/list.html", context)
 
 
 def access_import_job(user, job_id: int) -> ImportJob:

@@ -123,7 +123,7 @@ def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, li
     """Everything needed to make the task, or the reasons it cannot be imported.
 
     A folder exported by this app also carries ``annotate/task.json`` (the authoring state
-    the release's files do not hold) and, for SWE, the repository: ``bundles.reader`` reads
+    the release's files do not hold) and, for SWE, the repository: ``importers.bundle`` reads
     those on top of what is read here.
     """
     shared = folder / "shared"

@@ -12,16 +12,19 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from evaluation.models import EvaluationRun
-from exchange.bundles.reader import import_bundle
 from exchange.importers import import_bird, import_hilbench, import_swebench
+from exchange.importers.bundle import import_bundle
 from exchange.importers.hilbench import find_task_folders
 from exchange.models import ImportJob
 from hilbench_annotate.errors import DomainError, ImportRefused
@@ -157,7 +160,6 @@ def import_start(*, project: Project, actor, kind: str, files: dict, options: di
 
 # The API's BIRD records name databases the project's tasks already have (job option).
 STORED_DATABASES = "project"
-RECORD_KINDS = {ImportJob.Kind.BIRD: "questions", ImportJob.Kind.SWEBENCH: "instances"}
 API_MISSING_DATABASES_ADVICE = "send skip_missing_databases=true to import its questions without it"
 
 
@@ -296,63 +298,101 @@ def _progress(job_id: int):
     return progress
 
 
+def _run_bird(job: ImportJob, files: dict[str, Path], directory: Path):
+    options = job.options
+    databases = directory / "databases"
+    if "databases" in files:
+        _unpack(job, files, "databases", databases)
+    if options.get("databases") == STORED_DATABASES:
+        root = None  # records sent to the API name the databases the project already has
+    else:
+        root = _databases_root(databases) if databases.exists() else directory
+    return import_bird(
+        project=job.project,
+        questions=files["questions"],
+        databases=root,
+        db_id=options.get("db_id") or None,
+        limit=options.get("limit") or None,
+        skip_missing_databases=bool(options.get("skip_missing_databases")),
+        missing_databases_advice=options.get("advice") or MISSING_DATABASES_ADVICE_PAGE,
+        actor=job.created_by,
+        progress=_progress(job.pk),
+    )
+
+
+def _run_swebench(job: ImportJob, files: dict[str, Path], directory: Path):
+    if "repository" in files:
+        extracted = _unpack(job, files, "repository", directory / "repository")
+        repo = str(_repository_root(extracted))
+    else:
+        # Checked again: the job may have been queued before the site's rules changed.
+        repo = origin_allowed(job.options.get("repo_url") or "")
+    return import_swebench(
+        project=job.project,
+        instances=files["instances"],
+        repo=repo,
+        actor=job.created_by,
+        progress=_progress(job.pk),
+    )
+
+
+def _run_bundle(job: ImportJob, files: dict[str, Path], directory: Path):
+    # The bundle reader checks the archive (limits, paths, links) and the manifest.
+    return import_bundle(
+        project=job.project,
+        path=files["archive"],
+        actor=job.created_by,
+        label=job.options.get("names", {}).get("archive"),
+    )
+
+
+def _run_hilbench(job: ImportJob, files: dict[str, Path], directory: Path):
+    extracted = _unpack(job, files, "archive", directory / "folders")
+    root = extracted
+    if not find_task_folders(extracted):
+        # One wrapping folder (e.g. "sql/") inside the archive: look one level deeper.
+        children = [p for p in extracted.iterdir() if p.is_dir()]
+        root = children[0] if len(children) == 1 else extracted
+    return import_hilbench(project=job.project, root=root, actor=job.created_by)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """One kind of import: the fields of the Import page it shows (its JavaScript hides the
+    others), the files it cannot go without, the file records sent to the bulk API are
+    stored as (None: the API does not take this kind), and what runs it in the worker."""
+
+    fields: tuple[str, ...]
+    needs: tuple[str, ...]
+    run: Callable[[ImportJob, dict[str, Path], Path], Any]
+    records: str | None = None
+
+
+IMPORTERS: dict[str, Importer] = {
+    ImportJob.Kind.BIRD: Importer(
+        fields=("questions", "databases", "skip_missing_databases"),
+        needs=("questions",),
+        run=_run_bird,
+        records="questions",
+    ),
+    ImportJob.Kind.SWEBENCH: Importer(
+        fields=("instances", "repository", "repo_url"),
+        needs=("instances",),
+        run=_run_swebench,
+        records="instances",
+    ),
+    ImportJob.Kind.HILBENCH: Importer(fields=("archive",), needs=("archive",), run=_run_hilbench),
+    ImportJob.Kind.BUNDLE: Importer(fields=("archive",), needs=("archive",), run=_run_bundle),
+}
+# Kinds the bulk records API takes, and the file their records are stored as.
+RECORD_KINDS = {kind: i.records for kind, i in IMPORTERS.items() if i.records is not None}
+
+
 def _run_importer(job: ImportJob) -> dict:
     """Run the job's importer on its stored files; returns the report. Raises on refusal."""
     directory = settings.UPLOAD_STORE / job.upload_dir
     files = {role: directory / name for role, name in job.options.get("files", {}).items()}
-    options = job.options
-    if job.kind == ImportJob.Kind.BIRD:
-        databases = directory / "databases"
-        if "databases" in files:
-            _unpack(job, files, "databases", databases)
-        report = import_bird(
-            project=job.project,
-            questions=files["questions"],
-            # Records sent to the API name the databases the project already has.
-            databases=None
-            if options.get("databases") == STORED_DATABASES
-            else _databases_root(databases)
-            if databases.exists()
-            else directory,
-            db_id=options.get("db_id") or None,
-            limit=options.get("limit") or None,
-            skip_missing_databases=bool(options.get("skip_missing_databases")),
-            missing_databases_advice=options.get("advice") or MISSING_DATABASES_ADVICE_PAGE,
-            actor=job.created_by,
-            progress=_progress(job.pk),
-        )
-    elif job.kind == ImportJob.Kind.SWEBENCH:
-        if "repository" in files:
-            extracted = _unpack(job, files, "repository", directory / "repository")
-            repo = str(_repository_root(extracted))
-        else:
-            # Checked again: the job may have been queued before the site's rules changed.
-            repo = origin_allowed(options.get("repo_url") or "")
-        report = import_swebench(
-            project=job.project,
-            instances=files["instances"],
-            repo=repo,
-            actor=job.created_by,
-            progress=_progress(job.pk),
-        )
-    elif job.kind == ImportJob.Kind.BUNDLE:
-        # The bundle reader checks the archive (limits, paths, links) and the manifest.
-        report = import_bundle(
-            project=job.project,
-            path=files["archive"],
-            actor=job.created_by,
-            label=options.get("names", {}).get("archive"),
-        )
-    else:
-        extracted = _unpack(job, files, "archive", directory / "folders")
-        folders = find_task_folders(extracted)
-        root = extracted
-        if not folders:
-            # One wrapping folder (e.g. "sql/") inside the archive: look one level deeper.
-            children = [p for p in extracted.iterdir() if p.is_dir()]
-            root = children[0] if len(children) == 1 else extracted
-        report = import_hilbench(project=job.project, root=root, actor=job.created_by)
-    return report.as_dict()
+    return IMPORTERS[job.kind].run(job, files, directory).as_dict()
 
 
 def _without_server_paths(text: str, job: ImportJob) -> str:

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from django.urls import reverse
 
-from exchange.bundles.reader import import_bundle
+from exchange.importers.bundle import import_bundle
 from exchange.importers.hilbench import import_hilbench
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task

@@ -62,3 +62,22 @@ def test_a_bad_record_and_a_missing_database_are_reported_together(
     expect(status).to_contain_text("Nothing was imported")
     assert Task.objects.count() == before
     page.context.close()
+
+
+def test_the_page_shows_the_fields_of_the_chosen_kind_from_the_importer_registry(
+    browser, live_server, demo
+):
+    from exchange.services.imports import IMPORTERS
+
+    page = new_page(browser, live_server, "author")
+    page.goto(f"{live_server.url}/imports/")
+    every = {name for importer in IMPORTERS.values() for name in importer.fields}
+    for kind, importer in IMPORTERS.items():
+        page.select_option("#id_kind", kind)
+        for name in every:
+            field = page.locator(f".kind-field[data-field={name}]")
+            if name in importer.fields:
+                expect(field).to_be_visible()
+            else:
+                expect(field).to_be_hidden()
+    page.context.close()

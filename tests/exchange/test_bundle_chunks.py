@@ -12,8 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from exchange.bundles import layout
-from exchange.bundles.reader import import_bundle
 from exchange.bundles.tarstream import tar_header
+from exchange.importers.bundle import import_bundle
 from exchange.models import ExportChunk, ExportJob
 from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.models import Project, SqlEnvironment, Task

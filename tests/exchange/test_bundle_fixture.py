@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from exchange.bundles import layout
-from exchange.bundles.reader import import_bundle
+from exchange.importers.bundle import import_bundle
 from hilbench_annotate.models import Task
 
 from ..conftest import FIXTURES

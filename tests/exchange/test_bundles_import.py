@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from exchange.bundles import layout
-from exchange.bundles.reader import import_bundle
+from exchange.importers.bundle import import_bundle
 from exchange.models import ImportJob
 from exchange.services.imports import import_execute
 from hilbench_annotate.errors import ImportRefused

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from exchange.bundles.reader import import_bundle
+from exchange.importers.bundle import import_bundle
 
 from ._importing import ImportCommand
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from django.conf import settings
 
-from exchange.importers.hilbench import import_hilbench
+from exchange.bundles import layout
+from exchange.bundles.tarstream import file_sha256
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.toolkit.archives import ArchiveRefused, extract_archive
 from hilbench_annotate.toolkit.jsontext import json_loads
 
-from . import layout
-from .tarstream import file_sha256
+from .hilbench import import_hilbench
 
 
 def _walk_files(root: Path) -> tuple[list[str], list[str]]:
