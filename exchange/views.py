@@ -33,9 +33,7 @@ def import_list(request):
         data = form.cleaned_data
         project = next(p for p in projects if p.pk == data["project"])
         files = {  # the files the chosen kind reads (others sent with the form are not kept)
-            name: data.get(name)
-            for name in IMPORTERS[data["kind"]].fields
-            if name in request.FILES
+            name: data.get(name) for name in IMPORTERS[data["kind"]].fields if name in request.FILES
         }
         options = {
             "skip_missing_databases": data["skip_missing_databases"],
