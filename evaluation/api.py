@@ -1,6 +1,5 @@
 """Evaluation API: the shaped reward for a training loop, the leaderboard, results upload."""
 
-from django.db import transaction
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -90,13 +89,12 @@ class ResultsApi(APIView):
         project = access_project(request.user, project_id, roles=("lead",))
         data = ResultsIn(data=request.data)
         data.is_valid(raise_exception=True)
-        with transaction.atomic():
-            runs = results_upload_start(
-                project=project,
-                actor=request.user,
-                upload=data.validated_data["file"],
-                model_name=data.validated_data.get("model", ""),
-            )
+        runs = results_upload_start(
+            project=project,
+            actor=request.user,
+            upload=data.validated_data["file"],
+            model_name=data.validated_data.get("model", ""),
+        )
         body = [{"run": r.pk, "model": r.model_name, "passes": r.total} for r in runs]
         return Response(body, status=status.HTTP_202_ACCEPTED)
 

@@ -1,7 +1,6 @@
 """Import and export API: send records to import (authors, leads) or start an export (leads),
 and follow the job; the same services as the Import and Export pages."""
 
-from django.db import transaction
 from django.urls import path, reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -83,19 +82,18 @@ class RecordsImportApi(APIView):
         project = access_project(request.user, project_id, roles=(Role.AUTHOR, Role.LEAD))
         params = request.query_params
         content_type = (request.content_type or "").split(";")[0].strip().lower()
-        with transaction.atomic():
-            job = import_start_records(
-                project=project,
-                actor=request.user,
-                kind=params.get("kind") or ImportJob.Kind.BIRD,
-                body=request._request,  # the WSGI body, read in chunks by the service
-                json_lines=content_type in JSON_LINES_TYPES,
-                options={
-                    "skip_missing_databases": params.get("skip_missing_databases", "")
-                    in ("1", "true", "yes"),
-                    "repo_url": params.get("repo_url", ""),
-                },
-            )
+        job = import_start_records(
+            project=project,
+            actor=request.user,
+            kind=params.get("kind") or ImportJob.Kind.BIRD,
+            body=request._request,  # the WSGI body, read in chunks by the service
+            json_lines=content_type in JSON_LINES_TYPES,
+            options={
+                "skip_missing_databases": params.get("skip_missing_databases", "")
+                in ("1", "true", "yes"),
+                "repo_url": params.get("repo_url", ""),
+            },
+        )
         return Response(ImportOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -174,13 +172,12 @@ class ExportStartApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         project = access_project(request.user, data.pop("project"), roles=(Role.LEAD,))
-        with transaction.atomic():
-            job = bundle_export_start(
-                project=project,
-                actor=request.user,
-                selection={k: data.pop(k) for k in ("tasks", "states", "domain", "tags")},
-                **data,
-            )
+        job = bundle_export_start(
+            project=project,
+            actor=request.user,
+            selection={k: data.pop(k) for k in ("tasks", "states", "domain", "tags")},
+            **data,
+        )
         return Response(ExportOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 

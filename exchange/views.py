@@ -1,8 +1,9 @@
 """Import pages (authors, leads): upload, follow the job, read its report. Export pages
 (leads): choose tasks, follow the job, download the bundle while it is kept."""
 
+import json
+
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -40,14 +41,13 @@ def import_list(request):
             "repo_url": data["repo_url"],
         }
         try:
-            with transaction.atomic():
-                job = import_start(
-                    project=project,
-                    actor=request.user,
-                    kind=data["kind"],
-                    files=files,
-                    options=options,
-                )
+            job = import_start(
+                project=project,
+                actor=request.user,
+                kind=data["kind"],
+                files=files,
+                options=options,
+            )
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
@@ -62,7 +62,7 @@ def import_list(request):
         "jobs": jobs,
         "can_import": bool(projects),
         # The fields each kind of import shows: the page's script hides the others.
-        "import_fields": {kind: list(importer.fields) for kind, importer in IMPORTERS.items()},
+        "import_fields": json.dumps({kind: list(i.fields) for kind, i in IMPORTERS.items()}),
     }
     return render(request, "imports/list.html", context)
 
@@ -115,20 +115,19 @@ def export_list(request):
             data = form.cleaned_data
             try:
                 project = access_project(request.user, data["project"], roles=(Role.LEAD,))
-                with transaction.atomic():
-                    job = bundle_export_start(
-                        project=project,
-                        actor=request.user,
-                        selection={
-                            "tasks": data["tasks"],
-                            "states": data["states"],
-                            "domain": data["domain"],
-                            "tags": data["tags"],
-                        },
-                        draft=data["draft"],
-                        reveal_reviewers=data["reveal_reviewers"],
-                        allow_internet=data["allow_internet"],
-                    )
+                job = bundle_export_start(
+                    project=project,
+                    actor=request.user,
+                    selection={
+                        "tasks": data["tasks"],
+                        "states": data["states"],
+                        "domain": data["domain"],
+                        "tags": data["tags"],
+                    },
+                    draft=data["draft"],
+                    reveal_reviewers=data["reveal_reviewers"],
+                    allow_internet=data["allow_internet"],
+                )
             except DomainError as exc:
                 form.add_error(None, str(exc))
             else:

@@ -3,7 +3,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -54,12 +53,11 @@ def task_tags(request, task_id: int):
     """Replace a task's tags (its author or a lead)."""
     task = access_task(request.user, task_id, edit=True)
     try:
-        with transaction.atomic():
-            names = services.task_tags_set(
-                task=task,
-                actor=request.user,
-                names=request.POST.get("tags", "").replace(",", " ").split(),
-            )
+        names = services.task_tags_set(
+            task=task,
+            actor=request.user,
+            names=request.POST.get("tags", "").replace(",", " ").split(),
+        )
     except DomainError as exc:
         # The page again with the tags as typed, so fixing one name loses none of the others.
         messages.error(request, str(exc))

@@ -1,6 +1,5 @@
 """The ask_human service for evaluation runs (token-authenticated machine users)."""
 
-from django.db import transaction
 from django.urls import path
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -56,13 +55,12 @@ class AskHumanRunApi(APIView):
         data.is_valid(raise_exception=True)
         # Harness users may not read tasks: any member may name one; the service checks role.
         task = task_for_ask_human(request.user, data.validated_data["task"])
-        with transaction.atomic():
-            run = ask_human_run_start(
-                task=task,
-                actor=request.user,
-                label=data.validated_data.get("label", ""),
-                session=harness_session(request.user, request.auth),
-            )
+        run = ask_human_run_start(
+            task=task,
+            actor=request.user,
+            label=data.validated_data.get("label", ""),
+            session=harness_session(request.user, request.auth),
+        )
         body = {
             "run": run.pk,
             "task": task.pk,

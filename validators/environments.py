@@ -43,6 +43,7 @@ from typing import Any
 
 import docker
 from django.conf import settings
+from django.db import transaction
 
 from hilbench_annotate.envspec import build_key, spec_clean
 from hilbench_annotate.errors import DomainError
@@ -194,6 +195,7 @@ def environment_use(
 # --- starting and running a build ----------------------------------------------------------
 
 
+@transaction.atomic
 def environment_build_start(*, swe_environment, actor, force: bool = False) -> EnvironmentBuild:
     """Queue a build of the task's environment (sent once the transaction commits).
 

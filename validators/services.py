@@ -44,6 +44,7 @@ def _run_create(*, task: Task, actor, checks: list[str] | None) -> ValidationRun
     return run
 
 
+@transaction.atomic
 def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) -> ValidationRun:
     """Queue a run on the task's current revision; the job is sent once the transaction commits."""
     run = _run_create(task=task, actor=actor, checks=checks)

@@ -7,7 +7,6 @@ sees their results."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -28,8 +27,7 @@ def run_start(request, task_id: int):
     task = access_task(request.user, task_id, edit=True)
     checks = request.POST.getlist("checks") or None
     try:
-        with transaction.atomic():
-            run = validation_run_start(task=task, actor=request.user, checks=checks)
+        run = validation_run_start(task=task, actor=request.user, checks=checks)
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("task-detail", task_id=task.pk)
@@ -93,12 +91,11 @@ def build_start(request, task_id: int):
     if task.domain != "swe":
         raise not_found("environment")
     try:
-        with transaction.atomic():
-            build = environment_build_start(
-                swe_environment=task.swe_environment,
-                actor=request.user,
-                force=bool(request.POST.get("rebuild")),
-            )
+        build = environment_build_start(
+            swe_environment=task.swe_environment,
+            actor=request.user,
+            force=bool(request.POST.get("rebuild")),
+        )
     except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("workspace", task_id=task.pk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db import transaction
 
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError
@@ -17,6 +18,7 @@ from ..models import ModelEndpoint, SelectionPolicy
 from .common import MAX_PASSES
 
 
+@transaction.atomic
 def endpoint_create(
     *,
     project: Project,
@@ -98,6 +100,7 @@ def check_endpoint_address(base_url: str) -> None:
         ) from None
 
 
+@transaction.atomic
 def selection_policy_update(
     *,
     project: Project,

@@ -137,6 +137,7 @@ def _keys(project: Project) -> tuple[list[str], list[str]]:
     return dims, modes
 
 
+@transaction.atomic
 def taxonomy_update(*, project: Project, actor, entries: dict[int, dict]) -> None:
     """``entries``: entry id -> {name, definition, examples}. Keys stay, so labels keep
     their meaning; a new wording gives the LLM rubric a new version."""
@@ -161,6 +162,7 @@ def _failed_pass(task_pass: TaskPass) -> None:
         raise DomainError("Only failed passes are labelled; this pass resolved its task.")
 
 
+@transaction.atomic
 def failure_label_set(
     *, task_pass: TaskPass, actor, dimension: str, mode: str, note: str = ""
 ) -> FailureLabel:
@@ -272,6 +274,7 @@ def llm_label(*, endpoint: Endpoint, rubric_text: str, task_pass: TaskPass, dims
     raise ChatError("malformed labels 3 times: " + "; ".join(problems))
 
 
+@transaction.atomic
 def labelling_run_start(
     *, project: Project, actor, endpoint: ModelEndpoint, pass_ids: list[int] | None = None
 ) -> LabellingRun:

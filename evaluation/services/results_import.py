@@ -99,6 +99,7 @@ def results_import_start(
     ]
 
 
+@transaction.atomic
 def results_upload_start(*, project: Project, actor, upload, model_name: str = ""):
     """``results_import_start`` on a browser upload."""
     require_role(actor, project, Role.LEAD, action="do this")

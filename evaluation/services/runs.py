@@ -59,6 +59,7 @@ def sql_task_context(task: Task, revision: Revision) -> SqlTaskContext:
     )
 
 
+@transaction.atomic
 def evaluation_run_start(
     *,
     project: Project,

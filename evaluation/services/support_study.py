@@ -24,6 +24,7 @@ from .common import current_revision, project_tasks, stored_upload, task_resolve
 from .runs import sql_task_context
 
 
+@transaction.atomic
 def support_study_start(
     *, project: Project, actor, endpoint: ModelEndpoint, method: str, task_ids: list[int]
 ) -> SupportStudy:
@@ -135,6 +136,7 @@ def support_import(
     return study
 
 
+@transaction.atomic
 def support_upload(*, project: Project, actor, upload, model_name: str) -> SupportStudy:
     """``support_import`` on a browser upload."""
     require_role(actor, project, Role.LEAD, action="do this")

@@ -6,7 +6,6 @@ import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -97,14 +96,13 @@ def pass_compare(request):
 def pass_label(request, pass_id: int):
     task_pass = access_task_pass(request.user, pass_id)
     try:
-        with transaction.atomic():
-            failure_label_set(
-                task_pass=task_pass,
-                actor=request.user,
-                dimension=request.POST.get("dimension", ""),
-                mode=request.POST.get("mode", ""),
-                note=request.POST.get("note", ""),
-            )
+        failure_label_set(
+            task_pass=task_pass,
+            actor=request.user,
+            dimension=request.POST.get("dimension", ""),
+            mode=request.POST.get("mode", ""),
+            note=request.POST.get("note", ""),
+        )
     except DomainError as error:
         messages.error(request, str(error))
     else:
@@ -210,8 +208,7 @@ def llm_labelling_start(request, project_id: int):
         ModelEndpoint, pk=request.POST.get("endpoint") or 0, project=project
     )
     try:
-        with transaction.atomic():
-            run = labelling_run_start(project=project, actor=request.user, endpoint=endpoint)
+        run = labelling_run_start(project=project, actor=request.user, endpoint=endpoint)
     except DomainError as error:
         messages.error(request, str(error))
     else:
@@ -237,8 +234,7 @@ def taxonomy_edit(request, project_id: int):
             for e in entries
         }
         try:
-            with transaction.atomic():
-                taxonomy_update(project=project, actor=request.user, entries=changes)
+            taxonomy_update(project=project, actor=request.user, entries=changes)
         except DomainError as error:
             messages.error(request, str(error))
         else:

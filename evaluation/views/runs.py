@@ -5,7 +5,6 @@ import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -203,8 +202,7 @@ def _lead_post(request, project_id: int, form_class, action, form_kwargs=None):
         messages.error(request, _form_errors(form))
         return redirect("evaluation-project", project_id=project.pk)
     try:
-        with transaction.atomic():
-            result = action(project, form.cleaned_data)
+        result = action(project, form.cleaned_data)
     except DomainError as error:
         messages.error(request, str(error))
         return redirect("evaluation-project", project_id=project.pk)

@@ -112,6 +112,7 @@ def bundle_export_create(
     return job
 
 
+@transaction.atomic
 def bundle_export_start(
     *,
     project: Project,

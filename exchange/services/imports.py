@@ -125,6 +125,7 @@ def _import_job_create(
     return job
 
 
+@transaction.atomic
 def import_start(*, project: Project, actor, kind: str, files: dict, options: dict) -> ImportJob:
     """Store the uploaded files and schedule the import once this transaction commits."""
     if kind not in ImportJob.Kind.values:
@@ -163,6 +164,7 @@ STORED_DATABASES = "project"
 API_MISSING_DATABASES_ADVICE = "send skip_missing_databases=true to import its questions without it"
 
 
+@transaction.atomic
 def import_start_records(
     *, project: Project, actor, kind: str, body, json_lines: bool, options: dict
 ) -> ImportJob:

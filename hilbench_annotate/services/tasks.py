@@ -364,6 +364,7 @@ def tag_names_clean(names) -> list[str]:
     return clean
 
 
+@transaction.atomic
 def task_tags_set(*, task: Task, actor, names) -> list[str]:
     """Replace the task's tags (created in its project as needed); an event records it."""
 
