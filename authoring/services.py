@@ -12,7 +12,11 @@ from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.services import TaskChanges, task_edit, task_event, task_snapshot
 from hilbench_annotate.services.blockers import registry_problems
-from hilbench_annotate.services.tasks import EDITABLE_ENV_FIELDS, task_require_editable
+from hilbench_annotate.services.tasks import (
+    EDITABLE_ENV_FIELDS,
+    task_lock,
+    task_require_editable,
+)
 from hilbench_annotate.vocabulary import Domain, Role
 
 
@@ -40,10 +44,10 @@ def workspace_save(
 ) -> SaveResult:
     """Store the whole workspace as one new revision, with its lint findings.
 
-    Caller holds the task row lock (``access_task(..., for_update=True)``). A save made on
-    an old version raises StaleVersion and stores nothing; a save that changes nothing
-    makes no revision.
+    Takes the task's row lock. A save made on an old version raises StaleVersion and stores
+    nothing; a save that changes nothing makes no revision.
     """
+    task_lock(task)
     _editable(task)
     problems = registry_problems(domain=task.domain, blockers=draft["blockers"])
     if problems:  # before the findings are computed (task_edit checks it again)
@@ -118,6 +122,7 @@ def _require_waiver_right(task: Task, actor, fingerprint: str) -> None:
 
 @transaction.atomic
 def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaiver:
+    task_lock(task)
     _editable(task)
     _require_waiver_right(task, actor, fingerprint)
     reason = reason.strip()
@@ -138,6 +143,7 @@ def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaive
 
 @transaction.atomic
 def lint_waiver_withdraw(*, task: Task, actor, fingerprint: str) -> None:
+    task_lock(task)
     _editable(task)
     LintWaiver.objects.filter(task=task, fingerprint=fingerprint).delete()
     task_event(

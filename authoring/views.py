@@ -5,7 +5,7 @@ import logging
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -48,8 +48,8 @@ SAVE_LOST = (
 logger = logging.getLogger(__name__)
 
 
-def _editor_task(request, task_id: int, *, for_update: bool = False):
-    task = access_task(request.user, task_id, for_update=for_update)
+def _editor_task(request, task_id: int):
+    task = access_task(request.user, task_id)
     require_task_editor(request.user, task)
     return task
 
@@ -181,15 +181,14 @@ def _expected_version(request) -> int:
 def workspace_save_view(request, task_id: int):
     """Autosave and Ctrl-S: one revision per save; a stale save shows both versions."""
     try:
-        with transaction.atomic():
-            task = _editor_task(request, task_id, for_update=True)
-            draft = _draft(request, task)
-            result = workspace_save(
-                task=task,
-                actor=request.user,
-                expected_version=_expected_version(request),
-                draft=draft,
-            )
+        task = _editor_task(request, task_id)
+        draft = _draft(request, task)
+        result = workspace_save(
+            task=task,
+            actor=request.user,
+            expected_version=_expected_version(request),
+            draft=draft,
+        )
     except StaleVersion as exc:
         task = access_task(request.user, task_id)
         theirs = task_snapshot(task)
@@ -290,25 +289,24 @@ def blocker_form(request, task_id: int):
 @require_POST
 def waive(request, task_id: int):
     refused = None
-    with transaction.atomic():
-        task = _editor_task(request, task_id, for_update=True)
-        fingerprint = request.POST.get("fingerprint", "")
-        try:
-            if request.POST.get("withdraw"):
-                lint_waiver_withdraw(task=task, actor=request.user, fingerprint=fingerprint)
-            else:
-                lint_waive(
-                    task=task,
-                    actor=request.user,
-                    fingerprint=fingerprint,
-                    reason=request.POST.get("reason", ""),
-                )
-        except DomainError as exc:
-            refused = {
-                "fingerprint": fingerprint,
-                "reason": request.POST.get("reason", ""),
-                "error": str(exc),
-            }
+    task = _editor_task(request, task_id)
+    fingerprint = request.POST.get("fingerprint", "")
+    try:
+        if request.POST.get("withdraw"):
+            lint_waiver_withdraw(task=task, actor=request.user, fingerprint=fingerprint)
+        else:
+            lint_waive(
+                task=task,
+                actor=request.user,
+                fingerprint=fingerprint,
+                reason=request.POST.get("reason", ""),
+            )
+    except DomainError as exc:
+        refused = {
+            "fingerprint": fingerprint,
+            "reason": request.POST.get("reason", ""),
+            "error": str(exc),
+        }
     if request.htmx:
         # A refusal is said beside the finding, whose reason field keeps what was typed.
         findings = checks.as_dicts(checks.draft_findings(task, _draft(request, task)))

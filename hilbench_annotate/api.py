@@ -1,7 +1,6 @@
 """REST API. Reads go through ``access_*`` / ``visible_to``; writes call the same services
 as the HTML views, carrying the task version they were made on."""
 
-from django.db import transaction
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
@@ -62,10 +61,9 @@ class TaskDetailApi(APIView):
     @extend_schema(request=TaskUpdateIn, responses=TaskDetailOut)
     def patch(self, request, task_id: int):
         data = _valid(TaskUpdateIn, request)
-        with transaction.atomic():
-            task = access_task(request.user, task_id, for_update=True)
-            require_task_editor(request.user, task)
-            services.task_update(task=task, actor=request.user, **data)
+        task = access_task(request.user, task_id)
+        require_task_editor(request.user, task)
+        services.task_update(task=task, actor=request.user, **data)
         return Response(
             TaskDetailOut(selectors.task_detail(user=request.user, task_id=task_id)).data
         )
@@ -81,10 +79,9 @@ class BlockerListApi(APIView):
     @extend_schema(request=BlockerCreateIn, responses={201: BlockerOut})
     def post(self, request, task_id: int):
         data = _valid(BlockerCreateIn, request)
-        with transaction.atomic():
-            task = access_task(request.user, task_id, for_update=True)
-            require_task_editor(request.user, task)
-            blocker = services.blocker_create(task=task, actor=request.user, **data)
+        task = access_task(request.user, task_id)
+        require_task_editor(request.user, task)
+        blocker = services.blocker_create(task=task, actor=request.user, **data)
         return Response(BlockerOut(blocker).data, status=status.HTTP_201_CREATED)
 
 
@@ -97,10 +94,9 @@ class BlockerDetailApi(APIView):
     def patch(self, request, blocker_id: int):
         # Not partial: BlockerUpdateIn makes every field optional but expected_version.
         data = _valid(BlockerUpdateIn, request)
-        with transaction.atomic():
-            blocker = access_blocker(request.user, blocker_id, for_update=True)
-            require_task_editor(request.user, blocker.task)
-            blocker = services.blocker_update(blocker=blocker, actor=request.user, **data)
+        blocker = access_blocker(request.user, blocker_id)
+        require_task_editor(request.user, blocker.task)
+        blocker = services.blocker_update(blocker=blocker, actor=request.user, **data)
         return Response(BlockerOut(blocker).data)
 
     @extend_schema(
@@ -110,10 +106,9 @@ class BlockerDetailApi(APIView):
     )
     def delete(self, request, blocker_id: int):
         version = _version_param(request)
-        with transaction.atomic():
-            blocker = access_blocker(request.user, blocker_id, for_update=True)
-            require_task_editor(request.user, blocker.task)
-            services.blocker_delete(blocker=blocker, actor=request.user, expected_version=version)
+        blocker = access_blocker(request.user, blocker_id)
+        require_task_editor(request.user, blocker.task)
+        services.blocker_delete(blocker=blocker, actor=request.user, expected_version=version)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -121,10 +116,9 @@ class TriggerQuestionCreateApi(APIView):
     @extend_schema(request=TriggerQuestionIn, responses={201: TriggerQuestionOut})
     def post(self, request, blocker_id: int):
         data = _valid(TriggerQuestionIn, request)
-        with transaction.atomic():
-            blocker = access_blocker(request.user, blocker_id, for_update=True)
-            require_task_editor(request.user, blocker.task)
-            question = services.trigger_question_create(blocker=blocker, actor=request.user, **data)
+        blocker = access_blocker(request.user, blocker_id)
+        require_task_editor(request.user, blocker.task)
+        question = services.trigger_question_create(blocker=blocker, actor=request.user, **data)
         return Response(TriggerQuestionOut(question).data, status=status.HTTP_201_CREATED)
 
 
@@ -132,12 +126,9 @@ class TriggerQuestionDetailApi(APIView):
     @extend_schema(request=TriggerQuestionIn, responses=TriggerQuestionOut)
     def patch(self, request, question_id: int):
         data = _valid(TriggerQuestionIn, request)
-        with transaction.atomic():
-            question = access_trigger_question(request.user, question_id, for_update=True)
-            require_task_editor(request.user, question.blocker.task)
-            question = services.trigger_question_update(
-                question=question, actor=request.user, **data
-            )
+        question = access_trigger_question(request.user, question_id)
+        require_task_editor(request.user, question.blocker.task)
+        question = services.trigger_question_update(question=question, actor=request.user, **data)
         return Response(TriggerQuestionOut(question).data)
 
     @extend_schema(
@@ -147,12 +138,11 @@ class TriggerQuestionDetailApi(APIView):
     )
     def delete(self, request, question_id: int):
         version = _version_param(request)
-        with transaction.atomic():
-            question = access_trigger_question(request.user, question_id, for_update=True)
-            require_task_editor(request.user, question.blocker.task)
-            services.trigger_question_delete(
-                question=question, actor=request.user, expected_version=version
-            )
+        question = access_trigger_question(request.user, question_id)
+        require_task_editor(request.user, question.blocker.task)
+        services.trigger_question_delete(
+            question=question, actor=request.user, expected_version=version
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -28,6 +28,7 @@ from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
 from hilbench_annotate.question_rules import reject_reason
 from hilbench_annotate.selectors import revision_current
+from hilbench_annotate.services.tasks import task_lock
 
 from . import floor
 from .base import JudgeError
@@ -79,9 +80,12 @@ def _triggers(task: Task) -> list[str]:
     return list(TriggerQuestion.objects.filter(blocker__task=task).values_list("text", flat=True))
 
 
+@transaction.atomic
 def question_add(*, task: Task, actor, text: str, source: str = "author") -> ValidationQuestion:
     """A held-out question; refused when it is (nearly) one of the task's trigger questions
-    or a question already there."""
+    or a question already there. On the task's row lock: two people adding the same question
+    at once add it once."""
+    task_lock(task)
     text = " ".join(text.split())
     if len(text) < 8:
         raise DomainError("A validation question needs at least a short sentence.")
@@ -120,7 +124,9 @@ def gold_label(question: ValidationQuestion) -> tuple[str, str | None]:
 
 @transaction.atomic
 def label_add(*, question: ValidationQuestion, labeller, blocker_key: str | None) -> QuestionLabel:
-    """Two people label independently; only a disagreement goes to a third."""
+    """Two people label independently; only a disagreement goes to a third. On the task's
+    row lock."""
+    task_lock(question.task)
     keys = set(Blocker.objects.filter(task=question.task).values_list("key", flat=True))
     if blocker_key is not None and blocker_key not in keys:
         raise DomainError(f"The task has no blocker {blocker_key!r}.")
@@ -396,8 +402,9 @@ def expansion_suggestions(report: RecallReport) -> list[dict]:
 @transaction.atomic
 def suggestions_accept(*, task: Task, actor, accepted: list[dict]) -> Task:
     """Add the accepted (possibly edited) suggestions as trigger questions, in one revision per
-    question, and retire their source questions from the held-out split. Caller holds the
-    task row lock."""
+    question, and retire their source questions from the held-out split. On the task's row
+    lock."""
+    task_lock(task)
     for suggestion in accepted:
         question = ValidationQuestion.objects.get(pk=suggestion["question"], task=task)
         if question.split != ValidationQuestion.Split.HELD_OUT:

@@ -4,7 +4,6 @@ measuring the judge with the recall floor loop, and the project's judge report."
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -151,25 +150,24 @@ def questions(request, task_id: int):
 @login_required
 @require_POST
 def question_create(request, task_id: int):
-    with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True)
-        if not _may_add(request.user, task):
-            raise AccessDenied("Your role in this project does not add validation questions.")
-        source = "author" if task.author_id == request.user.pk else "reviewer"
-        try:
-            question = question_add(
-                task=task, actor=request.user, text=request.POST.get("text", ""), source=source
-            )
-        except DomainError as exc:
-            if request.htmx:
-                return render(
-                    request,
-                    "judge/questions.html#add-form",
-                    _context(request, task, notice=str(exc), ok=False,
-                             text=request.POST.get("text", "")),
-                )  # fmt: skip
-            messages.error(request, str(exc))
-            return redirect("judge-questions", task_id=task_id)
+    task = access_task(request.user, task_id)
+    if not _may_add(request.user, task):
+        raise AccessDenied("Your role in this project does not add validation questions.")
+    source = "author" if task.author_id == request.user.pk else "reviewer"
+    try:
+        question = question_add(
+            task=task, actor=request.user, text=request.POST.get("text", ""), source=source
+        )
+    except DomainError as exc:
+        if request.htmx:
+            return render(
+                request,
+                "judge/questions.html#add-form",
+                _context(request, task, notice=str(exc), ok=False,
+                         text=request.POST.get("text", "")),
+            )  # fmt: skip
+        messages.error(request, str(exc))
+        return redirect("judge-questions", task_id=task_id)
     notice = "Question added; it needs two independent labels."
     if request.htmx:
         question = task.validation_questions.prefetch_related("labels__labeller").get(
@@ -217,34 +215,33 @@ def generate(request, task_id: int):
 @login_required
 @require_POST
 def label(request, task_id: int, question_id: int):
-    with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True)
-        question = task.validation_questions.filter(pk=question_id).first()
-        if question is None:
-            messages.error(request, "No such question in this task.")
-            return redirect("judge-questions", task_id=task_id)
-        if task.author_id != request.user.pk and not may_label(request.user, task):
-            raise AccessDenied("Your role in this project does not label questions.")
-        choice = request.POST.get("blocker_key", "")
-        problem = None
-        if not choice:
-            problem = "Choose a blocker or “none (irrelevant)”."
-        elif question.split != ValidationQuestion.Split.HELD_OUT:
-            problem = "This question is retired; it is no longer labelled."
-        else:
-            try:
-                created = label_add(
-                    question=question,
-                    labeller=request.user,
-                    blocker_key=None if choice == NONE_VALUE else choice,
-                )
-            except DomainError as exc:
-                problem = str(exc)
-        if problem is None:
-            verb = "Adjudicated" if created.role == "adjudicator" else "Labelled"
-            notice = f"{verb}: “{question.text[:60]}”."
-        if request.htmx:
-            return _refresh(request, task, question, problem or notice, ok=problem is None)
+    task = access_task(request.user, task_id)
+    question = task.validation_questions.filter(pk=question_id).first()
+    if question is None:
+        messages.error(request, "No such question in this task.")
+        return redirect("judge-questions", task_id=task_id)
+    if task.author_id != request.user.pk and not may_label(request.user, task):
+        raise AccessDenied("Your role in this project does not label questions.")
+    choice = request.POST.get("blocker_key", "")
+    problem = None
+    if not choice:
+        problem = "Choose a blocker or “none (irrelevant)”."
+    elif question.split != ValidationQuestion.Split.HELD_OUT:
+        problem = "This question is retired; it is no longer labelled."
+    else:
+        try:
+            created = label_add(
+                question=question,
+                labeller=request.user,
+                blocker_key=None if choice == NONE_VALUE else choice,
+            )
+        except DomainError as exc:
+            problem = str(exc)
+    if problem is None:
+        verb = "Adjudicated" if created.role == "adjudicator" else "Labelled"
+        notice = f"{verb}: “{question.text[:60]}”."
+    if request.htmx:
+        return _refresh(request, task, question, problem or notice, ok=problem is None)
     if problem:
         messages.error(request, problem)
     else:
@@ -286,29 +283,27 @@ def measure(request, task_id: int):
 @require_POST
 def accept(request, task_id: int):
     chosen = request.POST.getlist("accept")
-    with transaction.atomic():
-        task = access_task(request.user, task_id, for_update=True, edit=True)
-        accepted = []
-        for raw in chosen:
-            question = task.validation_questions.filter(pk=raw).first() if raw.isdigit() else None
-            if question is None:
-                messages.error(request, f"No question {raw} in this task.")
-                return redirect("judge-questions", task_id=task_id)
-            state, gold = gold_label(question)
-            if state not in ("agreed", "adjudicated") or gold is None:
-                messages.error(request, f"“{question.text[:60]}” has no settled blocker label.")
-                return redirect("judge-questions", task_id=task_id)
-            text = " ".join(request.POST.get(f"text-{question.pk}", question.text).split())
-            accepted.append({"question": question.pk, "blocker": gold, "text": text})
-        if not accepted:
-            messages.info(request, "No suggestion selected.")
+    task = access_task(request.user, task_id, edit=True)
+    accepted = []
+    for raw in chosen:
+        question = task.validation_questions.filter(pk=raw).first() if raw.isdigit() else None
+        if question is None:
+            messages.error(request, f"No question {raw} in this task.")
             return redirect("judge-questions", task_id=task_id)
-        try:
-            with transaction.atomic():
-                suggestions_accept(task=task, actor=request.user, accepted=accepted)
-        except DomainError as exc:
-            messages.error(request, str(exc))
+        state, gold = gold_label(question)
+        if state not in ("agreed", "adjudicated") or gold is None:
+            messages.error(request, f"“{question.text[:60]}” has no settled blocker label.")
             return redirect("judge-questions", task_id=task_id)
+        text = " ".join(request.POST.get(f"text-{question.pk}", question.text).split())
+        accepted.append({"question": question.pk, "blocker": gold, "text": text})
+    if not accepted:
+        messages.info(request, "No suggestion selected.")
+        return redirect("judge-questions", task_id=task_id)
+    try:
+        suggestions_accept(task=task, actor=request.user, accepted=accepted)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("judge-questions", task_id=task_id)
     n = len(accepted)
     messages.success(
         request,

@@ -478,16 +478,6 @@ def unit_of_work_by_hand(source: str) -> list[int]:
     )
 
 
-# Views and APIs that still open their own transaction or take a lock: the services they call
-# are to take the actor and ids and do it (issue 26). The list only shrinks: a module listed
-# here must still do it, one that no longer does leaves the list.
-UNIT_OF_WORK_STILL_IN_VIEWS = {
-    "authoring/views.py",
-    "hilbench_annotate/api.py",
-    "judge/views.py",
-}
-
-
 @pytest.mark.parametrize(
     "source,caught",
     [
@@ -506,18 +496,12 @@ def test_the_unit_of_work_rule_finds_transactions_and_locks(source, caught):
 def test_views_leave_the_transaction_and_the_lock_to_services():
     """A view or API parses, calls one service and renders: the service checks access, locks,
     opens the transaction and records the event (docs/architecture.md, "The unit of work")."""
-    by_module = {
-        module: unit_of_work_by_hand(source)
+    by_hand = {
+        module: lines
         for module, source in _sources()
-        if _is_view_module(module)
+        if _is_view_module(module) and (lines := unit_of_work_by_hand(source))
     }
-    by_hand = {module for module, lines in by_module.items() if lines}
-    assert by_hand <= UNIT_OF_WORK_STILL_IN_VIEWS, {
-        m: by_module[m] for m in by_hand - UNIT_OF_WORK_STILL_IN_VIEWS
-    }
-    assert by_hand >= UNIT_OF_WORK_STILL_IN_VIEWS, (
-        f"no longer by hand, leave the list: {sorted(UNIT_OF_WORK_STILL_IN_VIEWS - by_hand)}"
-    )
+    assert not by_hand, by_hand
 
 
 # The edit recipe's steps, which only ``hilbench_annotate.services.edits.task_edit`` combines.

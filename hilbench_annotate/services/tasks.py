@@ -326,6 +326,15 @@ def _edited_reason(fields: list[str]) -> str:
     return "edited " + (plain_list(words, quote=False) or "nothing")
 
 
+def task_lock(task: Task) -> Task:
+    """Lock the task's row until the caller's transaction ends, and refresh from it what an
+    edit checks (its version and status): a service that reads before it writes starts here."""
+    row = Task.objects.select_for_update().filter(pk=task.pk).values("version", "status").first()
+    if row:
+        task.version, task.status = row["version"], row["status"]
+    return task
+
+
 def task_bump_version(*, task: Task, expected_version: int) -> None:
     """Claim the next version with ``UPDATE … WHERE version = expected``; refuse stale edits.
 
