@@ -2,6 +2,7 @@
 Registered in ``AuthoringConfig.ready``."""
 
 from hilbench_annotate.gates import register_gate
+from hilbench_annotate.selectors import current_snapshots
 from hilbench_annotate.services import task_snapshots
 
 from .lint_cache import snapshot_findings
@@ -9,9 +10,13 @@ from .services import open_findings_many
 
 
 def _lint_clean_many(tasks) -> dict[int, tuple[bool, str]]:
-    """Lint errors of each task's saved state (linted once per state, ``lint_cache``) not
-    covered by a waiver: what blocks submission and export."""
-    blocking = open_findings_many(snapshot_findings(tasks, task_snapshots(tasks)))
+    """Lint errors of each task's current revision (linted once per state, ``lint_cache``)
+    not covered by a waiver: what blocks submission and export."""
+    snapshots = current_snapshots(task.pk for task in tasks)
+    unrevised = [task for task in tasks if task.pk not in snapshots]
+    if unrevised:
+        snapshots |= task_snapshots(unrevised)
+    blocking = open_findings_many(snapshot_findings(tasks, snapshots))
     return {
         pk: (False, f"{len(errors)} lint error(s) neither fixed nor waived")
         if errors

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
 from hilbench_annotate.access import access_task
 from hilbench_annotate.models import (
@@ -99,6 +99,17 @@ def _distinct(tasks: QuerySet[Task], field: str) -> list[str]:
 def revision_current(task: Task) -> Revision | None:
     """The task's current (latest) revision, None before its first."""
     return task.revisions.order_by("-number").first()
+
+
+def current_snapshots(task_ids) -> dict[int, dict[str, Any]]:
+    """Task id -> the snapshot of its current revision, in one query (tasks without a
+    revision are left out)."""
+    latest = Revision.objects.filter(task_id=OuterRef("task_id")).order_by("-number")
+    return dict(
+        Revision.objects.filter(
+            task_id__in=list(task_ids), pk=Subquery(latest.values("pk")[:1])
+        ).values_list("task_id", "snapshot")
+    )
 
 
 def current_revisions(task_ids) -> dict[int, tuple[int, int]]:

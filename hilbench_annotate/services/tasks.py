@@ -1,7 +1,5 @@
-import contextlib
 import re
 from collections import namedtuple
-from contextvars import ContextVar
 from typing import Any
 
 from django.db import transaction
@@ -87,29 +85,9 @@ _BLOCKER_FIELDS = (
 _BlockerRow = namedtuple("_BlockerRow", _BLOCKER_FIELDS)
 
 
-_KNOWN_SNAPSHOTS: ContextVar[dict[int, dict[str, Any]] | None] = ContextVar(
-    "known_snapshots", default=None
-)
-
-
-@contextlib.contextmanager
-def snapshots_known(snapshots: dict[int, dict[str, Any]]):
-    """Within the block, ``task_snapshots`` gives these snapshots for their tasks instead
-    of reading them again: for a caller that read many tasks once and changes none of them
-    in the block (an export chunk, whose gates read the snapshots too)."""
-    token = _KNOWN_SNAPSHOTS.set(snapshots)
-    try:
-        yield
-    finally:
-        _KNOWN_SNAPSHOTS.reset(token)
-
-
 def task_snapshots(tasks: list[Task]) -> dict[int, dict[str, Any]]:
     """``task_snapshot`` of many tasks (their environments loaded with them) in two queries:
-    the blockers, and their trigger questions (none for the tasks ``snapshots_known``)."""
-    known = _KNOWN_SNAPSHOTS.get() or {}
-    if all(task.pk in known for task in tasks):
-        return {task.pk: known[task.pk] for task in tasks}
+    the blockers, and their trigger questions."""
     blockers: dict[int, list[tuple[Any, list[str]]]] = {task.pk: [] for task in tasks}
     by_id: dict[int, list[str]] = {}
     for row in Blocker.objects.filter(task__in=[t.pk for t in tasks]).values_list(*_BLOCKER_FIELDS):

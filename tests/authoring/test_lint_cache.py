@@ -47,11 +47,15 @@ def test_a_kept_result_is_read_back_and_an_edit_lints_again(settings, tmp_path):
 def test_a_finding_about_the_machine_is_not_kept(settings, tmp_path):
     project = seed_demo(settings, tmp_path)
     task = sql_task(project)
+    with transaction.atomic():
+        services.task_touch_environment(
+            task=task,
+            actor=user("author"),
+            expected_version=task.version,
+            changes={"edit_script": "UPDATE loan SET status = 'A';"},
+        )
     # The project's quota leaves no room for the edited copy its edit script needs.
     settings.PROJECT_DATABASE_QUOTA_MB = 0
-    task.sql_environment.__class__.objects.filter(task=task).update(
-        edit_script="UPDATE loan SET status = 'A';"
-    )
     task = Task.objects.get(pk=task.pk)
     green, message = gate_results(task, ["lint_clean"])[0][1:]
     assert not green, message

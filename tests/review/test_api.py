@@ -400,8 +400,9 @@ def test_approving_with_a_failed_checklist_item_is_400(api, task, author, layers
 def test_approving_while_the_lint_gate_is_red_is_400(api, task, author, layers):
     place(task, 1)
     task.blockers.first().trigger_questions.all().delete()  # too few questions: a lint error
+    revision_create(task=task, actor=author, reason="questions removed")  # the state judged
 
-    response = decide(api, author, task, "approve", 1, checklist=answers(layers[0]))
+    response = decide(api, author, task, "approve", 2, checklist=answers(layers[0]))
 
     assert response.status_code == 400
     assert "Gates are not green: lint_clean" in response.json()["detail"]
