@@ -1013,8 +1013,10 @@ def _row_counts() -> dict[str, int]:
     }
 
 
-# A request may write its own bookkeeping: the session, the login throttle's records.
-BOOKKEEPING_TABLES = ("django_session", "axes_")
+# A request may write its own bookkeeping — the session, the login throttle's records — and
+# fill a cache keyed by content (lint results of a task state, judge verdicts): no domain
+# state, nothing a later request reads differently.
+BOOKKEEPING_TABLES = ("django_session", "axes_", "authoring_lintresult", "judge_judgecacheentry")
 WRITE = re.compile(r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)', re.I)
 
 
