@@ -25,9 +25,8 @@ def _seed() -> tuple[int, str, int]:
     from django.db import transaction
 
     from exchange.demo import sql_demo
-    from exchange.demo.blocked_task import BLOCKED_QUESTION, DEMO_BLOCKERS
+    from exchange.demo.plant import plant_demo_blockers
     from exchange.importers import import_bird
-    from hilbench_annotate import services
     from hilbench_annotate.models import Membership, Project, Task
     from hilbench_annotate.services.tokens import api_token_create
     from judge.services import judge_index_prepare
@@ -44,16 +43,7 @@ def _seed() -> tuple[int, str, int]:
     )
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(project=project).order_by("pk").first()
-        services.task_update(
-            task=task,
-            actor=author,
-            expected_version=task.version,
-            blocked_spec={"question": BLOCKED_QUESTION, "evidence": ""},
-        )
-        for blocker in DEMO_BLOCKERS:
-            services.blocker_create(
-                task=task, actor=author, expected_version=task.version, **blocker
-            )
+        plant_demo_blockers(task, author)
     revision = task.revisions.order_by("-number").first()
     started = time.perf_counter()
     print(judge_index_prepare(revision_id=revision.pk), end="")

@@ -9,9 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from exchange.demo.blocked_task import DEMO_BLOCKERS
-from exchange.importers import import_bird
 from hilbench_annotate import services as core
-from hilbench_annotate.models import Task
 
 
 def tool_call(name: str, arguments: dict | str, call_id: str = "c1") -> dict:
@@ -91,16 +89,9 @@ def chat_server():
 
 
 @pytest.fixture
-def sql_task(project, author, demo_data):
-    """One demo SQL task with the demo's three blockers planted."""
-    import_bird(
-        project=project,
-        questions=demo_data["sql"]["questions"],
-        databases=demo_data["sql"]["databases"],
-        actor=author,
-        limit=1,
-    )
-    task = Task.objects.get(project=project)
+def sql_task(sql_task, author):
+    """The shared demo SQL task (tests/conftest.py) with the demo's three blockers planted."""
+    task = sql_task
     for blocker in DEMO_BLOCKERS:
         task.refresh_from_db()
         core.blocker_create(task=task, actor=author, expected_version=task.version, **blocker)

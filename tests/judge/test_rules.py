@@ -11,6 +11,7 @@ from hilbench_annotate.question_rules import (
     reject_reason,
     term_stems,
 )
+from judge import probes
 from tests.conftest import FIXTURES, shared_path
 
 REGISTRIES = "*/*/shared/ask-human-data/blocker_registry.json"
@@ -153,14 +154,7 @@ TERMS = TaskTerms.of(
     "question",
     [
         # The issue's own vague questions: frame words only.
-        "What threshold should I use?",
-        "What values should I use?",
-        "Which columns should I use?",
-        "What default value should be used?",
-        "What should the function return?",
-        "What formula should I use?",
-        "What are the requirements?",
-        "What time period should I use?",
+        *probes.VAGUE_REPORTED,
         # A term the task does not use names something else, not this task.
         "What is the capital of France?",
     ],

@@ -12,6 +12,7 @@ from exchange.demo.blocked_task import (  # noqa: F401 - re-exported for tests
     DEMO_VALIDATION_QUESTIONS,
 )
 from exchange.demo.evaluation import demo_results
+from exchange.demo.plant import plant_demo_blockers
 from exchange.importers import import_bird, import_swebench
 from hilbench_annotate import services
 from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
@@ -155,16 +156,7 @@ class Command(BaseCommand):
             return
         with transaction.atomic():
             task = Task.objects.select_for_update().get(pk=task.pk)
-            services.task_update(
-                task=task,
-                actor=author,
-                expected_version=task.version,
-                blocked_spec={"question": BLOCKED_QUESTION, "evidence": ""},
-            )
-            for blocker in DEMO_BLOCKERS:
-                services.blocker_create(
-                    task=task, actor=author, expected_version=task.version, **blocker
-                )
+            plant_demo_blockers(task, author)
             # Planting loan_servicing_payment_code: the agent must not read the code's
             # meaning in the column description.
             env = task.sql_environment
