@@ -22,7 +22,9 @@ def _text(data, name: str) -> str:
     return str(data.get(name, "")).replace("\r\n", "\n")
 
 
-SPEC_LINES = ("packages", "pre_install", "install")
+SPEC_LINES = (
+    "packages", "requirement_files", "conda_files", "pre_install", "install", "eval_commands",
+)  # fmt: skip
 
 
 def _lines(text: str) -> list[str]:
@@ -32,7 +34,7 @@ def _lines(text: str) -> list[str]:
 def _spec_from_form(data, saved: Mapping[str, Any]) -> dict[str, Any]:
     """The environment specification as the form shows it (validated when saved)."""
     spec = dict(saved)
-    for name in ("language", "python", "log_parser"):
+    for name in ("language", "python", "log_parser", "requirements_commit"):
         if f"env.spec.{name}" in data:
             spec[name] = _text(data, f"env.spec.{name}").strip()
     for name in SPEC_LINES:

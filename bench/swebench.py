@@ -1,6 +1,6 @@
 """The real SWE-bench instances of ../shared/data/swe-bench, end to end, and their table.
 
-    .venv/bin/python bench/swebench.py [--only ID,ID] [--markdown]
+    .venv/bin/python bench/swebench.py [--repo pytest|pylint|all] [--only ID,ID] [--markdown]
 
 Imports the instances (specifications filled from SWE-bench's own data), builds each
 distinct environment once (local sandbox, network allowed while building), and runs every
@@ -19,10 +19,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "swe-bench"
+# The repositories of ../shared/data/swe-bench: instances file and git bundle.
+REPOS = {
+    "pytest": ("pytest-instances.jsonl", "pytest-dev__pytest.bundle"),
+    "pylint": ("pylint-instances.jsonl", "pylint-dev__pylint.bundle"),
+}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", default="all", choices=[*REPOS, "all"])
     parser.add_argument("--only", default="", help="comma-separated instance ids")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
@@ -50,20 +56,27 @@ def main() -> int:
 
     call_command("migrate", verbosity=0)
     wanted = {i for i in args.only.split(",") if i}
-    records = [json.loads(line) for line in (DATA / "pytest-instances.jsonl").open()]
-    chosen = [r for r in records if not wanted or r["instance_id"] in wanted]
-    selection = var / "instances.jsonl"
-    selection.write_text("".join(json.dumps(r) + "\n" for r in chosen))
     user = get_user_model().objects.create(username="bench")
-    project = Project.objects.create(name="SWE-bench", slug="swe-bench")
-    started = time.monotonic()
-    import_swebench(
-        project=project, instances=selection, repo=str(DATA / "pytest-dev__pytest.bundle"),
-        actor=user,
-    )  # fmt: skip
-    print(f"imported {len(chosen)} instances in {time.monotonic() - started:.1f} s", flush=True)
+    chosen = []
+    for name in REPOS if args.repo == "all" else [args.repo]:
+        instances, bundle = REPOS[name]
+        records = [json.loads(line) for line in (DATA / instances).open()]
+        mine = [r for r in records if not wanted or r["instance_id"] in wanted]
+        if not mine:
+            continue
+        selection = var / f"{name}-instances.jsonl"
+        selection.write_text("".join(json.dumps(r) + "\n" for r in mine))
+        project = Project.objects.create(name=f"SWE-bench {name}", slug=f"swe-bench-{name}")
+        started = time.monotonic()
+        report = import_swebench(
+            project=project, instances=selection, repo=str(DATA / bundle), actor=user
+        )
+        print(f"{name}: imported {len(mine)} instances in {time.monotonic() - started:.1f} s")
+        for note in report.notes:
+            print(f"  note: {note}")
+        chosen += [(project, r) for r in mine]
     rows, proven = [], 0
-    for record in chosen:
+    for project, record in chosen:
         task = Task.objects.get(project=project, source_id=record["instance_id"])
         env = task.swe_environment
         key = environment_key(env)

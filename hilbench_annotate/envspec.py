@@ -1,8 +1,13 @@
 """What a SWE task's tests need to run: its environment specification, as data.
 
 A specification names the toolchain (a Python version, or the machine's Go / Node), the
-packages to install (pinned), the commands run in the repository before and for installing
-it, environment variables, and the log parser that reads the test output. It is part of the
+packages to install (pinned), the repository's own requirement files (SWE-bench's
+``packages: requirements.txt``: candidate paths, the first found at ``requirements_commit``
+wins — ``validators/requirements.py`` resolves them from the mirror), a conda environment
+file (SWE-bench's ``environment.yml``; no conda channel is reachable here, so such a
+specification says it cannot build), the commands run in the repository before and for
+installing it, commands run before every test run (SWE-bench's ``eval_commands``),
+environment variables, and the log parser that reads the test output. It is part of the
 task (``SweEnvironment.
 environment_spec``; every change is a revision); importers fill it (SWE-bench's own
 per-repository, per-version specifications; a release task's ``metadata.json``).
@@ -32,6 +37,7 @@ LOG_PARSERS = {
     "jest": "Jest (--verbose or --json)",
     "mocha": "Mocha (spec or json reporter)",
     "sweap_json": "the task's own parser.py (SWE-Bench Pro / HiL-Bench release)",
+    "django": "Django's tests/runtests.py --verbosity 2 (SWE-bench's parse_log_django)",
 }
 # Our parser names that the release's harness (hil, custom_eval.py) spells differently.
 HARNESS_PARSER_NAMES = {"go_test": "gotest"}
@@ -51,6 +57,8 @@ RESERVED_ENV = {"PATH", "HOME", "PWD", "LD_PRELOAD", "LD_LIBRARY_PATH"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _PYTHON = re.compile(r"^3\.\d{1,2}(\.\d{1,3})?$")
 _PARSER = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+_REPO_PATH = re.compile(r"^[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*$")
 MAX_COMMANDS = 30
 MAX_TEXT = 200_000
 
@@ -58,9 +66,13 @@ EMPTY: dict[str, Any] = {
     "language": "python",
     "python": "",
     "packages": [],
+    "requirement_files": [],
+    "requirements_commit": "",
+    "conda_files": [],
     "pre_install": [],
     "install": [],
     "env": {},
+    "eval_commands": [],
     "log_parser": "pytest",
     "run_script": "",
     "parser_script": "",
@@ -77,6 +89,15 @@ def _lines(value: Any, name: str, problems: list[str]) -> list[str]:
     if len(lines) > MAX_COMMANDS * 10:
         problems.append(f"{name} has {len(lines)} lines; at most {MAX_COMMANDS * 10}")
     return lines
+
+
+def _paths(value: Any, name: str, problems: list[str]) -> list[str]:
+    """Paths inside the repository (relative, no ``..``), one per line."""
+    paths = _lines(value, name, problems)
+    for path in paths:
+        if not _REPO_PATH.match(path) or ".." in path.split("/") or len(path) > 300:
+            problems.append(f"{name}: {path!r} is not a path inside the repository")
+    return paths
 
 
 def _env(value: Any, problems: list[str]) -> dict[str, str]:
@@ -117,8 +138,14 @@ def spec_clean(raw: Any) -> dict[str, Any]:
     if python and not _PYTHON.match(python):
         problems.append(f"python must be a version like 3.9 or 3.11.7, not {python!r}")
     spec["python"] = python
-    for name in ("packages", "pre_install", "install"):
+    for name in ("packages", "pre_install", "install", "eval_commands"):
         spec[name] = _lines(raw.get(name, []), name, problems)
+    for name in ("requirement_files", "conda_files"):
+        spec[name] = _paths(raw.get(name, []), name, problems)
+    commit = str(raw.get("requirements_commit") or "").strip().lower()
+    if commit and not _COMMIT.match(commit):
+        problems.append(f"requirements_commit must be a commit id, not {commit!r}")
+    spec["requirements_commit"] = commit
     spec["env"] = _env(raw.get("env") or {}, problems)
     parser = str(raw.get("log_parser") or "pytest").strip()
     if not _PARSER.match(parser):
@@ -150,5 +177,20 @@ def build_key(spec: dict[str, Any], *, base_commit: str) -> str:
         **{k: spec.get(k) for k in ("language", "python", "packages", "pre_install", "install")},
         "env": spec.get("env") or {},
     }
+    # Added after the first environments were built: only when used, so their keys stand.
+    if spec.get("requirement_files"):
+        material["requirements"] = {
+            "files": spec["requirement_files"],
+            "commit": spec.get("requirements_commit") or base_commit,
+        }
+    if spec.get("conda_files"):
+        material["conda_files"] = spec["conda_files"]
     canonical = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+
+def eval_script(spec: dict[str, Any], test_command: str) -> str:
+    """The shell text of a test run: the specification's ``eval_commands`` first (SWE-bench's
+    eval script runs them before the tests and goes on when one fails — ``locale-gen`` without
+    root, say), then the test command, whose exit code is the run's."""
+    return "\n".join([*(spec.get("eval_commands") or []), test_command])

@@ -9,9 +9,12 @@ package (it pulls in datasets, modal, docker…) nor the network at run time.
     python scripts/swebench_specs.py            # pip-downloads swebench==4.1.0 (no deps)
     python scripts/swebench_specs.py --wheel W  # or reads a wheel you have
 
-The constants modules are plain data; they are loaded from the wheel by file, never by
-importing the ``swebench`` package. Python and JavaScript/Go repositories are kept (the
-languages the app has log parsers for); the output is sorted, so a rerun is byte-identical.
+Besides the specifications, the per-repository paths where the harness reads a repository's
+own requirement files and conda environment files (``MAP_REPO_TO_REQS_PATHS``,
+``MAP_REPO_TO_ENV_YML_PATHS``). The constants modules are plain data; they are loaded from
+the wheel by file, never by importing the ``swebench`` package. Python and JavaScript/Go
+repositories are kept (the languages the app has log parsers for); the output is sorted, so a
+rerun is byte-identical.
 """
 
 import argparse
@@ -27,7 +30,10 @@ from pathlib import Path
 VERSION = "4.1.0"
 OUT = Path(__file__).resolve().parent.parent / "exchange" / "importers" / "swebench_specs.json"
 LANGUAGES = {"python": "PY", "go": "GO", "javascript": "JS"}
-SPEC_KEYS = ("python", "pip_packages", "packages", "pre_install", "install", "test_cmd", "env")
+SPEC_KEYS = (
+    "python", "pip_packages", "packages", "pre_install", "install", "test_cmd", "env",
+    "eval_commands",
+)  # fmt: skip
 # SWE-bench's parser functions by name -> the app's parser (validators/logparsers.py).
 PARSERS = {
     "parse_log_pytest": "pytest",
@@ -37,6 +43,7 @@ PARSERS = {
     "parse_log_jest": "jest",
     "parse_log_jest_json": "jest",
     "parse_log_mocha_v2": "mocha",
+    "parse_log_django": "django",
 }
 
 
@@ -88,7 +95,7 @@ def _parsers(root: Path, language: str) -> dict[str, str]:
 
 def _clean(spec: dict) -> dict:
     kept = {key: spec[key] for key in SPEC_KEYS if key in spec}
-    for key in ("pre_install", "install"):
+    for key in ("pre_install", "install", "eval_commands"):
         if isinstance(kept.get(key), str):
             kept[key] = [kept[key]]
     if isinstance(kept.get("packages"), str):
@@ -112,6 +119,10 @@ def main() -> None:
             module = _module(root, f"swebench/harness/constants/{language}.py")
             specs = getattr(module, f"MAP_REPO_VERSION_TO_SPECS_{suffix}")
             parsers = _parsers(root, language)
+            # Where the harness reads a repository's own requirement files and conda
+            # environment files (``packages: requirements.txt`` / ``environment.yml``).
+            requirement_paths = getattr(module, "MAP_REPO_TO_REQS_PATHS", {})
+            conda_paths = getattr(module, "MAP_REPO_TO_ENV_YML_PATHS", {})
             for repo, versions in specs.items():
                 parser_name = parsers.get(repo, "")
                 repos[repo] = {
@@ -119,6 +130,10 @@ def main() -> None:
                     "log_parser": PARSERS.get(parser_name, parser_name),
                     "versions": {v: _clean(s) for v, s in sorted(versions.items())},
                 }
+                if repo in requirement_paths:
+                    repos[repo]["requirement_paths"] = list(requirement_paths[repo])
+                if repo in conda_paths:
+                    repos[repo]["conda_paths"] = list(conda_paths[repo])
     document = {"source": f"swebench=={VERSION}", "repos": dict(sorted(repos.items()))}
     OUT.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{len(repos)} repositories written to {OUT}")

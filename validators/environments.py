@@ -20,8 +20,11 @@ recursing (``toolkit/trees.py``): a folder thousands deep fails no build and blo
 
 Steps (local backend): ``repository`` (the tree at the setup commit, as a fresh git
 repository, so tools that ask git for a version work), ``interpreter``, ``venv``,
-``packages``, ``pre_install``, ``install``, ``finish`` (list the files the install generated
-in the repository — a version module, ``*.egg-info`` — which every test tree then carries).
+``requirements`` (the repository's own requirement files, resolved on the host from the
+mirror at ``requirements_commit`` — ``validators/requirements.py`` — and installed from
+``/env/requirements/requirements.txt``), ``packages``, ``pre_install``, ``install``,
+``finish`` (list the files the install generated in the repository — a version module,
+``*.egg-info`` — which every test tree then carries).
 Task code runs in the sandbox with the environment mounted at ``/env`` and the repository at
 ``/testbed``, the paths it keeps afterwards.
 """
@@ -60,6 +63,7 @@ from hilbench_annotate.toolkit.trees import files_under, own_tree, remove_tree
 
 from . import interpreters
 from .models import EnvironmentBuild
+from .requirements import Requirements, conda_unavailable, resolve_requirements
 from .sandbox import (
     ENV_ROOT,
     TESTBED,
@@ -78,6 +82,7 @@ LOG_LIMIT = 200_000
 TESTBED_IN_IMAGE = IMAGE_TREE
 STEP_TAIL = 4000
 MANIFEST = "manifest.json"
+REQUIREMENTS_FILE = "requirements.txt"  # under <environment>/requirements/
 VERSION = ".v-"  # a built environment's folder: .v-<key>-<hex>; <key> links to it
 LOCKS = ".locks"  # flock files of the versions, by inode (never shown to a sandbox)
 PASS_THROUGH = ("PIP_", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
@@ -381,9 +386,11 @@ def _publish(work: Path, key: str) -> Path:
 
 def _build(build: EnvironmentBuild, work: Path) -> None:
     spec = build.spec
+    _refuse_conda(build)
     work.mkdir(mode=0o755)
     manifest: dict[str, Any] = {"key": build.key, "spec": spec, "commit": build.commit}
     tracked = _step_repository(build, work)
+    requirements = _step_requirements(build, work)
     interpreter = None
     if spec["language"] == "python":
         interpreter = _step_interpreter(build, spec)
@@ -416,6 +423,17 @@ def _build(build: EnvironmentBuild, work: Path) -> None:
             mounts,
         )
         manifest["venv"] = True
+    if requirements is not None:
+        if requirements.lines:
+            mounts.append(Mount(work / "requirements", f"{ENV_ROOT}/requirements"))
+            command = f"python -m pip install -r {ENV_ROOT}/requirements/{REQUIREMENTS_FILE}"
+            _run_step(build, sandbox, "requirements", command, work, mounts)
+        manifest["requirements"] = {
+            "commit": requirements.commit,
+            "path": requirements.path,
+            "included": requirements.included,
+            "lines": len(requirements.lines),
+        }
     if spec["packages"]:
         requirements = " ".join(shlex.quote(p) for p in spec["packages"])
         _run_step(build, sandbox, "packages", f"python -m pip install {requirements}", work, mounts)
@@ -442,11 +460,47 @@ def _write_manifest(work: Path, manifest: dict[str, Any]) -> None:
         handle.write(json.dumps(manifest, indent=1, sort_keys=True))
 
 
-def dockerfile(spec: dict[str, Any], *, base_image: str) -> str:
+def _refuse_conda(build: EnvironmentBuild) -> None:
+    if build.spec.get("conda_files"):
+        _log(build, "conda: " + conda_unavailable(build.spec["conda_files"]), step="conda")
+        raise BuildStepFailed("conda", conda_unavailable(build.spec["conda_files"]))
+
+
+def _step_requirements(build: EnvironmentBuild, work: Path) -> Requirements | None:
+    """The repository's requirement files, resolved from the mirror (never the network) and
+    written to ``work/requirements/`` for the install step to read; None when the
+    specification names none."""
+    files = build.spec.get("requirement_files") or []
+    if not files:
+        return None
+    commit = build.spec.get("requirements_commit") or build.commit
+    _log(build, f"requirements: {', '.join(files)} at {commit[:12]}", step="requirements")
+    try:
+        requirements = resolve_requirements(Path(build.repository.path), commit, files)
+    except DomainError as exc:
+        raise BuildStepFailed("requirements", str(exc)) from exc
+    folder = work / "requirements"
+    folder.mkdir(mode=0o755)
+    (folder / REQUIREMENTS_FILE).write_text(requirements.text)
+    (folder / REQUIREMENTS_FILE).chmod(0o644)
+    pulled = f" (with {', '.join(requirements.included)})" if requirements.included else ""
+    skipped = f"; -r files not in the repository: {', '.join(requirements.missing)}"
+    _log(
+        build,
+        f"requirements: {requirements.path}{pulled}{skipped if requirements.missing else ''}\n"
+        + requirements.text,
+    )
+    return requirements
+
+
+def dockerfile(spec: dict[str, Any], *, base_image: str, requirements: bool = False) -> str:
     """The docker backend's environment: the same steps as a local build, as image layers;
-    the tests then run in it as user 1000 with no network (``sandbox/docker.py``)."""
+    the tests then run in it as user 1000 with no network (``sandbox/docker.py``).
+    ``requirements``: the build folder holds the resolved ``requirements.txt``."""
     env = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in spec.get("env", {}).items())
     steps = []
+    if requirements:
+        steps.append(f"python -m pip install -r /tmp/{REQUIREMENTS_FILE}")
     if spec["packages"]:
         steps.append("python -m pip install " + " ".join(shlex.quote(p) for p in spec["packages"]))
     steps += [*spec["pre_install"], *spec["install"]]
@@ -456,7 +510,8 @@ def dockerfile(spec: dict[str, Any], *, base_image: str) -> str:
     return (
         f"FROM {base_image}\n"
         "RUN useradd --uid 1000 --create-home sandbox || true\n"
-        f"COPY testbed {TESTBED}\n"
+        + (f"COPY requirements/{REQUIREMENTS_FILE} /tmp/\n" if requirements else "")
+        + f"COPY testbed {TESTBED}\n"
         f"WORKDIR {TESTBED}\n"
         f"{env}{runs}"
         f"RUN cp -a {TESTBED} {TESTBED_IN_IMAGE} && chown -R 1000:1000 {TESTBED_IN_IMAGE}\n"
@@ -473,9 +528,15 @@ def _base_image(spec: dict[str, Any]) -> str:
 def _build_image(build: EnvironmentBuild, work: Path) -> None:
     """The docker backend: a generated Dockerfile over the repository at the base commit,
     built by the engine (network open while building)."""
+    _refuse_conda(build)
     work.mkdir(mode=0o755)
     _step_repository(build, work)
-    text = dockerfile(build.spec, base_image=_base_image(build.spec))
+    requirements = _step_requirements(build, work)
+    text = dockerfile(
+        build.spec,
+        base_image=_base_image(build.spec),
+        requirements=bool(requirements and requirements.lines),
+    )
     (work / "Dockerfile").write_text(text)
     _log(build, "image: docker build\n" + text, step="image")
     tag = f"hilbench-env:{build.key}"

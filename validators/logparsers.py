@@ -10,6 +10,8 @@ match as that harness matches them:
 - ``go_test``: ``go test -v`` (``--- PASS: TestX (0.01s)``) or ``go test -json`` events.
 - ``jest``: ``--verbose`` (``✓ name``, ``✕ name``, ``○ name``) or ``--json`` output.
 - ``mocha``: the spec reporter (``✓ name``, ``1) name``, ``- name``) or the json reporter.
+- ``django``: SWE-bench's ``parse_log_django`` — Django's ``runtests.py --verbosity 2``:
+  ``test_x (module.Class) ... ok``; the id is the text before `` ... ``.
 - ``sweap_json``: the JSON a task's own ``parser.py`` printed between ``SWEAP_JSON_START``
   and ``SWEAP_JSON_END`` (the HiL-Bench release's convention; the script runs in the sandbox).
 """
@@ -152,6 +154,59 @@ def parse_mocha(log: str) -> dict[str, str]:
     return results
 
 
+# --- django -------------------------------------------------------------------------------
+
+_DJANGO_PASS = (" ... ok", " ... OK", " ...  OK")
+# Output printed between a test's "..." and its "ok" (SWE-bench lists these three).
+_DJANGO_INTERRUPTED = (
+    re.compile(
+        r"^(.*?)\s\.\.\.\sTesting\ against\ Django\ installed\ in\ ((?s:.*?))\ silenced\)\.\nok$",
+        re.MULTILINE,
+    ),
+    re.compile(r"^(.*?)\s\.\.\.\sInternal\ Server\ Error:\ \/(.*)\/\nok$", re.MULTILINE),
+    re.compile(
+        r"^(.*?)\s\.\.\.\sSystem check identified no issues \(0 silenced\)\nok$", re.MULTILINE
+    ),
+)
+
+
+def parse_django(log: str) -> dict[str, str]:
+    """Django's ``tests/runtests.py --verbosity 2`` (unittest's verbose lines,
+    ``test_x (module.Class) ... ok``), as SWE-bench's ``parse_log_django`` reads it: ids are
+    the text before `` ... ``; ``FAIL:`` / ``ERROR:`` headers mark their test; an ``ok`` on a
+    line of its own passes the last test that printed `` ... ``."""
+    results: dict[str, str] = {}
+    previous = None
+    for raw in log.split("\n"):
+        line = raw.strip()
+        if "--version is equivalent to version" in line:
+            results["--version is equivalent to version"] = PASSED
+        if " ... " in line:
+            previous = line.split(" ... ")[0]
+        for suffix in _DJANGO_PASS:
+            if line.endswith(suffix):
+                if line.startswith("Applying sites.0002_alter_domain_unique...test_no_migrations"):
+                    line = line.split("...", 1)[-1].strip()
+                results[line.rsplit(suffix, 1)[0]] = PASSED
+                break
+        if " ... skipped" in line:
+            results[line.split(" ... skipped")[0]] = SKIPPED
+        if line.endswith(" ... FAIL"):
+            results[line.split(" ... FAIL")[0]] = FAILED
+        if line.startswith("FAIL:") and len(line.split()) > 1:
+            results[line.split()[1].strip()] = FAILED
+        if line.endswith(" ... ERROR"):
+            results[line.split(" ... ERROR")[0]] = ERROR
+        if line.startswith("ERROR:") and len(line.split()) > 1:
+            results[line.split()[1].strip()] = ERROR
+        if line.startswith("ok") and previous is not None:
+            results[previous] = PASSED
+    for pattern in _DJANGO_INTERRUPTED:
+        for match in pattern.finditer(log):
+            results[match.group(1)] = PASSED
+    return results
+
+
 # --- sweap_json ---------------------------------------------------------------------------
 
 
@@ -177,6 +232,7 @@ PARSERS: dict[str, Callable[[str], dict[str, str]]] = {
     "jest": parse_jest,
     "mocha": parse_mocha,
     "sweap_json": parse_sweap_json,
+    "django": parse_django,
 }
 
 

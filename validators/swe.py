@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hilbench_annotate.envspec import spec_clean
+from hilbench_annotate.envspec import eval_script, spec_clean
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.patches import check_applies
 
@@ -118,7 +118,7 @@ def _run(env, chain, sandbox, limits, built: BuiltEnvironment, spec):
             return None, str(exc)
         image = built.manifest.get("image")
         result = sandbox.run(
-            command=env.test_command,
+            command=eval_script(spec, env.test_command),
             limits=limits,
             tree=tree,
             mounts=([] if image else built.mounts) + _script_mounts(folder, spec),
@@ -162,8 +162,8 @@ def check_swe_tests(env, *, sandbox=None, limits: SandboxLimits | None = None) -
         if built is None:
             return _both(
                 ERROR,
-                f"The environment is broken: its build failed at step '{failed.step}' "
-                f"(build {failed.pk}).",
+                f"The environment is not buildable: its build failed at step '{failed.step}' "
+                f"(build {failed.pk}){_why(failed.error)}",
                 {"build": failed.pk, "log_tail": log_tail(failed.error or failed.log)},
             )
         limits = limits or SandboxLimits()
@@ -177,6 +177,13 @@ def check_swe_tests(env, *, sandbox=None, limits: SandboxLimits | None = None) -
         # no test before it crashed because of the bug (SWE-bench counts its tests failing).
         before = _judge_before(BEFORE_CHECK, env, {}, before.details, crashed=crash)
     return [before, after]
+
+
+def _why(error: str) -> str:
+    """The first line of a build's error, after the step it names: ``: <why>.``"""
+    first = (error or "").split("\n", 1)[0]
+    reason = first.split(" failed: ", 1)[1] if " failed: " in first else first
+    return f": {reason.rstrip('.')}." if reason else "."
 
 
 def _broken(result: SandboxResult, spec: dict, statuses: dict) -> str | None:

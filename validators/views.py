@@ -12,10 +12,12 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from hilbench_annotate.access import BAD_ID, access_task, can_edit_task, not_found
+from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
 
 from .environments import environment_build_start, environment_key, ready_environment
 from .models import EnvironmentBuild, ValidationRun
+from .requirements import conda_unavailable, requirements_at
 from .services import validation_run_start
 
 TEMPLATE = "validators/run.html"
@@ -62,14 +64,32 @@ def environment_context(task) -> dict:
     env = task.swe_environment
     try:
         key = environment_key(env)
+        spec = spec_clean(env.environment_spec)
     except DomainError as exc:
         return {"build_problem": str(exc)}
     return {
+        **_what_installs(env, spec),
         "build_key": key,
         "built": ready_environment(key) is not None,
         "build": EnvironmentBuild.objects.filter(key=key).order_by("-created_at", "-id").first(),
         "sharing": _tasks_sharing(task, key),
     }
+
+
+def _what_installs(env, spec: dict) -> dict:
+    """What the build installs that the form does not show as lines: the repository's
+    requirement files resolved (every line pip will read), or why an environment of this
+    kind cannot build here."""
+    context: dict = {}
+    if spec["conda_files"]:
+        context["unbuildable"] = conda_unavailable(spec["conda_files"])
+    if spec["requirement_files"] and env.repository is not None:
+        commit = spec["requirements_commit"] or env.base_commit
+        found, problem = requirements_at(
+            env.repository.path, commit, tuple(spec["requirement_files"])
+        )
+        context.update(requirements=found, requirements_problem=problem)
+    return context
 
 
 def _tasks_sharing(task, key: str) -> int:

@@ -171,9 +171,13 @@ def sql_mode_files(
     return files
 
 
-def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str:
-    """The agent's (and the verifier's) image: the task's toolchain and packages, the
-    repository at /app (one commit, as shipped), its install commands."""
+def swe_environment_dockerfile(
+    spec: dict[str, Any], *, copy_tools: bool, requirements: bool = False
+) -> str:
+    """The agent's (and the verifier's) image: the task's toolchain, the repository's own
+    requirement files resolved (``requirements``: ``requirements.txt`` beside the
+    Dockerfile), its packages, the repository at /app (one commit, as shipped), its install
+    commands."""
     if spec.get("language") == "python":
         base = f"python:{spec.get('python') or '3.11'}-slim"
     else:
@@ -194,6 +198,9 @@ def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str
         "&& git gc -q --prune=now && rm /tmp/repository.fast-export",
         "WORKDIR /app",
     ]
+    if requirements:
+        lines.append("COPY requirements.txt /tmp/requirements.txt")
+        lines.append("RUN python -m pip install --no-cache-dir -r /tmp/requirements.txt")
     if spec.get("packages"):
         lines.append("RUN python -m pip install --no-cache-dir " + " ".join(
             shlex.quote(p) for p in spec["packages"]))  # fmt: skip
@@ -209,17 +216,22 @@ def swe_environment_dockerfile(spec: dict[str, Any], *, copy_tools: bool) -> str
 def swe_mode_files(
     *, mode: str, folder: str, image: str, repository: Any, spec: dict[str, Any], registry: bytes,
     gold_patch: str, test_patch: str, tests: dict[str, Any], judge_settings: dict,
+    requirements: str | None = None,
 ) -> dict[str, bytes | Any]:  # fmt: skip
     """A SWE mode folder. ``repository``: the fast-export stream (a path); ``tests``: the
-    FAIL_TO_PASS / PASS_TO_PASS lists, test command and log parser."""
+    FAIL_TO_PASS / PASS_TO_PASS lists, test command and log parser; ``requirements``: the
+    repository's requirement files resolved (``validators/requirements.py``), if any."""
     env = "environment"
     asks = mode == "ask_human"
     files: dict[str, bytes | Any] = {
         f"{env}/Dockerfile": (
             f"# Written by HiL-Bench Annotate for {folder} ({mode}): the agent's container.\n"
-            + swe_environment_dockerfile(spec, copy_tools=asks)
+            + swe_environment_dockerfile(spec, copy_tools=asks, requirements=bool(requirements))
         ).encode(),
     }
+    if requirements:
+        files[f"{env}/requirements.txt"] = requirements.encode()
+        files["tests/requirements.txt"] = requirements.encode()
     if repository is not None:
         files[f"{env}/repository.fast-export"] = repository
         files["tests/repository.fast-export"] = repository
@@ -246,7 +258,7 @@ def swe_mode_files(
             target = "run_script.sh" if name == "run_script" else "parser.py"
             files[f"tests/{target}"] = spec[name].encode()
     files["tests/Dockerfile"] = (
-        swe_environment_dockerfile(spec, copy_tools=False)
+        swe_environment_dockerfile(spec, copy_tools=False, requirements=bool(requirements))
         + "COPY . /tests/\n"
         + (
             "RUN cp /tests/run_script.sh /tests/parser.py /root/\n"

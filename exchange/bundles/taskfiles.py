@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hilbench_annotate.databases import edited_copy
-from hilbench_annotate.envspec import harness_parser
+from hilbench_annotate.envspec import eval_script, harness_parser
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
@@ -17,6 +17,7 @@ from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.vocabulary import Domain
 from judge.services import project_calibration, task_context
+from validators.requirements import resolve_requirements
 
 from . import layout, modes, release
 from .layout import APPLIED_EDIT_SCRIPT
@@ -313,9 +314,16 @@ def swe_files(
     tests = {
         "fail_to_pass": env.fail_to_pass,
         "pass_to_pass": env.pass_to_pass,
-        "test_command": env.test_command,
+        "test_command": eval_script(spec, env.test_command),
         "log_parser": spec.get("log_parser") or "pytest",
     }
+    requirements = None
+    if spec.get("requirement_files") and env.repository is not None:
+        requirements = resolve_requirements(
+            Path(env.repository.path),
+            spec.get("requirements_commit") or env.base_commit,
+            spec["requirement_files"],
+        ).text
     _modes(
         files,
         task=task,
@@ -332,6 +340,7 @@ def swe_files(
             gold_patch=env.gold_patch,
             test_patch=env.test_patch,
             tests=tests,
+            requirements=requirements,
             judge_settings=_with_context(judge_settings, snapshot),
         ),
     )

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import json
 from collections.abc import Callable
 from itertools import islice
@@ -16,6 +18,7 @@ from hilbench_annotate.services import task_create_many
 from hilbench_annotate.spec import swe_title
 from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskSource
+from validators.requirements import requirements_at
 
 from .common import ImportReport, RecordStreamError, iter_records
 from .swebench_env import environment_from_swebench
@@ -148,30 +151,63 @@ def _mirrored_repository(
     return repository
 
 
-def _environment(normal: dict, repo_name: str, has_tags: bool, report: ImportReport):
+def _environment(normal: dict, repo_name: str, repository, has_tags: bool, notes: _Notes):
     """The record's environment specification and test command: SWE-bench's for its
-    repository and version; a record's own test command and parser (SWE-Bench Pro) win."""
+    repository and version; a record's own test command and parser (SWE-Bench Pro) win.
+    What cannot build here is noted against the record (``notes``)."""
     extra = normal["extra"]
-    spec, test_command, notes = environment_from_swebench(
+    instance = normal["instance_id"]
+    setup_commit = str(extra.get("environment_setup_commit") or "").strip()
+    if setup_commit and not commit_exists(repository, setup_commit):
+        notes.add(
+            f"environment_setup_commit {setup_commit[:12]} is not in the repository; "
+            "the requirement files are read at the base commit",
+            instance,
+        )
+        setup_commit = ""
+    spec, test_command, found = environment_from_swebench(
         repo=repo_name,
         version=str(extra.get("version") or ""),
         test_patch=normal["test_patch"],
         repository_has_tags=has_tags,
+        setup_commit=setup_commit or normal["base_commit"],
     )
     if normal["environment_spec"] is not None:  # our own export, or a hand-written record
         try:
             return spec_clean(normal["environment_spec"]), normal["test_command"] or test_command
         except DomainError as exc:
-            notes.append(f"{normal['instance_id']}: {exc}")
-    for note in notes:
-        if note not in report.notes:
-            report.notes.append(note)
+            notes.add(str(exc), instance)
+    for note in found:
+        notes.add(note, instance)
     if normal["pro_environment"]:
         try:
             spec = spec_clean({**spec, **normal["pro_environment"]})
         except DomainError as exc:
-            report.notes.append(f"{normal['instance_id']}: {exc}")
+            notes.add(str(exc), instance)
+    if spec["requirement_files"]:
+        _found, problem = requirements_at(
+            repository.path, spec["requirements_commit"], tuple(spec["requirement_files"])
+        )
+        if problem:
+            notes.add(f"the environment cannot build: {problem}", instance)
     return spec, normal["test_command"] or test_command
+
+
+class _Notes:
+    """Import notes, each once, naming the instances it is about."""
+
+    def __init__(self):
+        self.instances: dict[str, list[str]] = {}
+
+    def add(self, note: str, instance: str) -> None:
+        self.instances.setdefault(note, []).append(instance)
+
+    def into(self, report: ImportReport) -> None:
+        for note, instances in self.instances.items():
+            shown = ", ".join(instances[:10]) + (
+                f" and {len(instances) - 10} more" if len(instances) > 10 else ""
+            )
+            report.notes.append(f"{note} ({shown})")
 
 
 def _new_task_records(
@@ -191,12 +227,13 @@ def _new_task_records(
         )
     )
     has_tags = repository_has_tags(repository)
+    notes = _Notes()
     for _index, record in islice(iter_records(instances), limit):
         normal = _normalise(record)
         if normal["instance_id"] in existing:
             report.unchanged.append(normal["instance_id"])
             continue
-        spec, test_command = _environment(normal, repo_name, has_tags, report)
+        spec, test_command = _environment(normal, repo_name, repository, has_tags, notes)
         report.created.append(normal["instance_id"])
         yield {
             "domain": Domain.SWE,
@@ -217,6 +254,7 @@ def _new_task_records(
             },
             "source_metadata": {"instance_id": normal["instance_id"], **normal["extra"]},
         }
+    notes.into(report)  # once every record is read (the generator is drained)
 
 
 def _create_tasks(

@@ -3,7 +3,11 @@ per-repository, per-version specifications (``swebench_specs.json``, regenerated
 ``scripts/swebench_specs.py`` from the ``swebench`` package).
 
 The test command is SWE-bench's: the version's ``test_cmd`` followed by the test files the
-test patch touches (``get_test_directives``). A record that brings its own test command or
+test patch touches (``get_test_directives``). Where SWE-bench installs the repository's own
+requirement files, the specification names them (``requirement_files``, its per-repository
+paths) and the instance's setup commit; the build resolves them from the mirror
+(``validators/requirements.py``). A conda ``environment.yml`` is named too (``conda_files``)
+and its build says plainly why it cannot run here. A record that brings its own test command or
 environment (SWE-Bench Pro) keeps them.
 """
 
@@ -18,6 +22,7 @@ from typing import Any
 
 from hilbench_annotate.envspec import EMPTY, spec_clean
 from hilbench_annotate.errors import DomainError
+from validators.requirements import conda_unavailable
 
 SPECS_FILE = Path(__file__).with_name("swebench_specs.json")
 # SWE-bench's NON_TEST_EXTS: files of a test patch that are not test modules.
@@ -41,22 +46,38 @@ def test_directives(repo: str, test_patch: str) -> list[str]:
     return list(dict.fromkeys(directives))
 
 
-def _python_packages(version_spec: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(pip requirement lines, extra install commands) of a SWE-bench version spec."""
-    packages = list(version_spec.get("pip_packages") or [])
-    extra = []
+def _python_packages(entry: dict[str, Any], version_spec: dict[str, Any]) -> dict[str, list]:
+    """The specification's package fields for a SWE-bench version spec: ``pip_packages``;
+    for ``packages: requirements.txt`` the repository's own requirement files (the harness's
+    per-repository paths, read at the instance's setup commit when the environment builds);
+    for ``environment.yml`` its conda environment files; other listed packages (conda
+    package names) installed with pip before ``pip_packages``."""
+    fields: dict[str, list] = {
+        "packages": list(version_spec.get("pip_packages") or []),
+        "requirement_files": [],
+        "conda_files": [],
+    }
     listed = version_spec.get("packages") or []
     if listed == ["requirements.txt"]:
-        extra.append("python -m pip install -r requirements.txt")
-    elif listed and listed != ["environment.yml"]:
-        packages = [*listed, *packages]
-    return packages, extra
+        fields["requirement_files"] = list(entry.get("requirement_paths") or ["requirements.txt"])
+    elif listed == ["environment.yml"]:
+        fields["conda_files"] = list(entry.get("conda_paths") or ["environment.yml"])
+    elif listed:
+        fields["packages"] = [*listed, *fields["packages"]]
+    return fields
 
 
 def environment_from_swebench(
-    *, repo: str, version: str, test_patch: str, repository_has_tags: bool
+    *,
+    repo: str,
+    version: str,
+    test_patch: str,
+    repository_has_tags: bool,
+    setup_commit: str = "",
 ) -> tuple[dict[str, Any], str, list[str]]:
-    """(specification, test command, notes) for an instance of ``repo`` at ``version``."""
+    """(specification, test command, notes) for an instance of ``repo`` at ``version``;
+    ``setup_commit``: the instance's ``environment_setup_commit``, where the repository's
+    requirement files are read."""
     notes: list[str] = []
     entry = swebench_specs().get(repo)
     version_spec = (entry or {}).get("versions", {}).get(version)
@@ -67,16 +88,26 @@ def environment_from_swebench(
             "fill the task's Environment tab before running its tests"
         )
         return dict(EMPTY), f"python -m pytest -rA {directives}".strip(), notes
-    packages, extra_install = _python_packages(version_spec)
-    if (version_spec.get("packages") or []) == ["environment.yml"]:
-        notes.append(f"{repo} {version}: SWE-bench installs from a conda environment.yml")
+    fields = _python_packages(entry, version_spec)
+    if fields["conda_files"]:
+        notes.append(
+            f"{repo} {version}: cannot build here — {conda_unavailable(fields['conda_files'])}"
+        )
+    if any(c.lstrip().startswith("apt-get") for c in version_spec.get("pre_install") or []):
+        notes.append(
+            f"{repo} {version}: its pre_install installs system packages with apt-get, which "
+            "only the docker sandbox backend can run (as root, in the image); the local "
+            "backend's build stops at that step"
+        )
     spec = {
         "language": entry["language"],
         "python": version_spec.get("python", "") if entry["language"] == "python" else "",
-        "packages": packages,
+        **fields,
+        "requirements_commit": setup_commit if fields["requirement_files"] else "",
         "pre_install": list(version_spec.get("pre_install") or []),
-        "install": [*extra_install, *(version_spec.get("install") or [])],
+        "install": list(version_spec.get("install") or []),
         "env": dict(version_spec.get("env") or {}),
+        "eval_commands": list(version_spec.get("eval_commands") or []),
         "log_parser": entry.get("log_parser") or "pytest",
     }
     if not repository_has_tags and any("pip install -e" in c for c in spec["install"]):

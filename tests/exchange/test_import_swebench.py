@@ -121,8 +121,8 @@ def test_swebench_and_pro_records_import_from_a_git_bundle(project):
     # The repository is not one SWE-bench specifies (and a Pro record names no version).
     assert report.notes == [
         f"SWE-bench has no environment for fixture/textkit {version}: fill the task's "
-        "Environment tab before running its tests"
-        for version in ("0.1", "(no version)")
+        f"Environment tab before running its tests ({record['instance_id']})"
+        for version, record in (("0.1", swebench), ("(no version)", pro))
     ]
     first = Task.objects.get(source_id=swebench["instance_id"]).swe_environment
     assert first.fail_to_pass == swebench["FAIL_TO_PASS"]
