@@ -33,6 +33,8 @@ LANGUAGES = ("python", "go", "javascript", "other")
 # (SWE-bench has a few of its own); its check then says the parser is not supported.
 LOG_PARSERS = {
     "pytest": "pytest -rA (SWE-bench's convention for test ids)",
+    "pytest_options": "pytest -rA, absolute-path parameters cut to their last part "
+    "(SWE-bench's parse_log_pytest_options)",
     "go_test": "go test -v or -json",
     "jest": "Jest (--verbose or --json)",
     "mocha": "Mocha (spec or json reporter)",

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DOMAIN_PRECISION_FLOOR = 0.95  # the per-domain target (docs/quality.md)
+# Each domain's floor on the smoothed out-of-fold curve. SWE's is above the per-domain target
+# (0.95): on a repository the judge was not fitted on, SWE precision fell about a point below
+# its out-of-fold figure (other tasks of one repository ask about the same code), SQL's did
+# not (docs/quality.md, "Leave one group out").
+DOMAIN_PRECISION_FLOOR = {"sql": 0.95, "swe": 0.965}
 
 
 @dataclass(frozen=True)
@@ -74,14 +78,14 @@ def _expected_curve(scored: list[Scored]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def choose_thresholds(
-    scored: list[Scored], target: float, floor: float = DOMAIN_PRECISION_FLOOR
+    scored: list[Scored], target: float, floor: float | dict[str, float] = DOMAIN_PRECISION_FLOOR
 ) -> dict[str, float]:
     """Per-domain thresholds chosen together on ``scored`` (out-of-fold logits): of the pairs
-    whose pooled expected precision is at least ``target`` and each domain's at least
-    ``floor``, the one expected to answer the most items right. Precision is expected from a
-    Platt fit per domain (``_expected_curve``): choosing on the raw right/wrong sequence moved
-    the thresholds (and recall by 4 points) with every seed. Where no pair qualifies (one
-    domain, or none), each domain its own ``choose_threshold``."""
+    whose pooled expected precision is at least ``target`` and each domain's at least its
+    ``floor`` (one for both, or per domain), the one expected to answer the most items right.
+    Precision is expected from a Platt fit per domain (``_expected_curve``): choosing on the
+    raw right/wrong sequence moved the thresholds (and recall by 4 points) with every seed.
+    Where no pair qualifies (one domain, or none), each domain its own ``choose_threshold``."""
     domains = sorted({s.domain for s in scored})
     if len(domains) != 2:
         return {d: choose_threshold([s for s in scored if s.domain == d], target) for d in domains}
@@ -91,8 +95,9 @@ def choose_thresholds(
     # Each domain may also answer nothing (threshold above its best logit).
     l1, p1, c1 = np.r_[np.inf, l1], np.r_[0, p1], np.r_[0, c1]
     l2, p2, c2 = np.r_[np.inf, l2], np.r_[0, p2], np.r_[0, c2]
-    ok1 = (p1 == 0) | (c1 >= floor * p1)
-    ok2 = (p2 == 0) | (c2 >= floor * p2)
+    floors = floor if isinstance(floor, dict) else dict.fromkeys(domains, floor)
+    ok1 = (p1 == 0) | (c1 >= floors.get(domains[0], 0.0) * p1)
+    ok2 = (p2 == 0) | (c2 >= floors.get(domains[1], 0.0) * p2)
     predicted = p1[:, None] + p2[None, :]
     correct = c1[:, None] + c2[None, :]
     allowed = ok1[:, None] & ok2[None, :] & (correct >= target * np.maximum(predicted, 1))

@@ -37,7 +37,7 @@ SPEC_KEYS = (
 # SWE-bench's parser functions by name -> the app's parser (validators/logparsers.py).
 PARSERS = {
     "parse_log_pytest": "pytest",
-    "parse_log_pytest_options": "pytest",
+    "parse_log_pytest_options": "pytest_options",
     "parse_log_pytest_v2": "pytest",
     "parse_log_gotest": "go_test",
     "parse_log_jest": "jest",

@@ -125,7 +125,7 @@ def main() -> int:
         "method": {
             "model": "L2 logistic regression per (question, blocker), Newton's method",
             "thresholds": f"per domain, chosen together: the most questions right with pooled "
-            f"precision {TARGET_PRECISION} (each domain {DOMAIN_PRECISION_FLOOR}) on "
+            f"precision {TARGET_PRECISION} (per domain {DOMAIN_PRECISION_FLOOR}) on "
             f"out-of-fold logits of {FOLDS} folds",
             "inputs": "blocker descriptions, types and trigger questions, and the task's text; "
             "never a resolution",

@@ -7,6 +7,8 @@ match as that harness matches them:
 - ``pytest``: SWE-bench's ``parse_log_pytest`` — a line that starts with a status, ``FAILED``
   lines with `` - `` removed, the id is the line's second whitespace-separated word (an id
   with a space is cut there; ``lookup`` tries an expected id both whole and cut so).
+- ``pytest_options``: SWE-bench's ``parse_log_pytest_options`` — as ``pytest``, with an
+  absolute-path parameter cut to its last part (pylint, requests, pydicom).
 - ``go_test``: ``go test -v`` (``--- PASS: TestX (0.01s)``) or ``go test -json`` events.
 - ``jest``: ``--verbose`` (``✓ name``, ``✕ name``, ``○ name``) or ``--json`` output.
 - ``mocha``: the spec reporter (``✓ name``, ``1) name``, ``- name``) or the json reporter.
@@ -53,6 +55,26 @@ def parse_pytest(log: str) -> dict[str, str]:
         if words[0] == SKIPPED and _SKIP_SUMMARY_COUNT.match(words[1]):
             continue  # "SKIPPED [2] file.py:12: reason" names no test
         results[words[1]] = words[0]
+    return results
+
+
+_OPTION = re.compile(r"(.*?)\[(.*)\]")
+
+
+def parse_pytest_options(log: str) -> dict[str, str]:
+    """SWE-bench's ``parse_log_pytest_options`` (pylint, requests, pydicom): ``parse_pytest``,
+    with a parameter that is an absolute path cut to its last part —
+    ``test_stdin[/testbed/tests/mymodule.py-…]`` is ``test_stdin[/mymodule.py-…]`` cut at its
+    last ``/``, as the ids of those instances were recorded on another machine's paths."""
+    results: dict[str, str] = {}
+    for test_id, status in parse_pytest(log).items():
+        match = _OPTION.search(test_id)
+        if match:
+            main, option = match.groups()
+            if option.startswith("/") and not option.startswith("//") and "*" not in option:
+                option = "/" + option.split("/")[-1]
+            test_id = f"{main}[{option}]"
+        results[test_id] = status
     return results
 
 
@@ -228,6 +250,7 @@ def parse_sweap_json(log: str) -> dict[str, str]:
 
 PARSERS: dict[str, Callable[[str], dict[str, str]]] = {
     "pytest": parse_pytest,
+    "pytest_options": parse_pytest_options,
     "go_test": parse_go_test,
     "jest": parse_jest,
     "mocha": parse_mocha,

@@ -158,12 +158,9 @@ def _environment(normal: dict, repo_name: str, repository, has_tags: bool, notes
     extra = normal["extra"]
     instance = normal["instance_id"]
     setup_commit = str(extra.get("environment_setup_commit") or "").strip()
-    if setup_commit and not commit_exists(repository, setup_commit):
-        notes.add(
-            f"environment_setup_commit {setup_commit[:12]} is not in the repository; "
-            "the requirement files are read at the base commit",
-            instance,
-        )
+    named_setup = setup_commit
+    missing_setup = bool(setup_commit) and not commit_exists(repository, setup_commit)
+    if missing_setup:
         setup_commit = ""
     spec, test_command, found = environment_from_swebench(
         repo=repo_name,
@@ -184,6 +181,12 @@ def _environment(normal: dict, repo_name: str, repository, has_tags: bool, notes
             spec = spec_clean({**spec, **normal["pro_environment"]})
         except DomainError as exc:
             notes.add(str(exc), instance)
+    if spec["requirement_files"] and missing_setup:
+        notes.add(
+            f"environment_setup_commit {named_setup[:12]} is not in the "
+            "repository; the requirement files are read at the base commit",
+            instance,
+        )
     if spec["requirement_files"]:
         _found, problem = requirements_at(
             repository.path, spec["requirements_commit"], tuple(spec["requirement_files"])

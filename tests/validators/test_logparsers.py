@@ -121,3 +121,25 @@ def test_a_go_task_runs_in_the_sandbox_and_is_parsed(parser, command):
             limits=SandboxLimits(wall_s=120),
         )
     assert parse_log(parser, result.output) == GO_EXPECTED, result.output
+
+
+def test_pytest_options_cuts_an_absolute_path_parameter_as_swebench_does():
+    """pylint-dev__pylint-7080 names ``test_stdin[/mymodule.py]`` in PASS_TO_PASS: the id pytest
+    printed on SWE-bench's machine, cut by ``parse_log_pytest_options``."""
+    from validators.logparsers import parse_log
+
+    log = (
+        "PASSED tests/test_self.py::TestRunTC::test_stdin[/testbed/tests/mymodule.py-mymodule-"
+        "/testbed/tests/mymodule.py]\n"
+        "PASSED tests/test_self.py::TestRunTC::test_stdin[mymodule.py-mymodule-mymodule.py]\n"
+        "FAILED tests/test_x.py::test_glob[/tmp/*.py] - assert 0\n"
+        "PASSED tests/test_x.py::test_url[//host/a]\n"
+    )
+    statuses = parse_log("pytest_options", log)
+    assert statuses == {
+        "tests/test_self.py::TestRunTC::test_stdin[/mymodule.py]": "PASSED",
+        "tests/test_self.py::TestRunTC::test_stdin[mymodule.py-mymodule-mymodule.py]": "PASSED",
+        "tests/test_x.py::test_glob[/tmp/*.py]": "FAILED",
+        "tests/test_x.py::test_url[//host/a]": "PASSED",
+    }
+    assert "tests/test_self.py::TestRunTC::test_stdin[/mymodule.py]" not in parse_log("pytest", log)

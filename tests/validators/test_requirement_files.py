@@ -208,3 +208,36 @@ def test_a_conda_environment_says_plainly_it_cannot_build_here(repo, app_data, c
     page = client.get(reverse("environment-card", args=[env.task.pk])).content.decode()
     assert "Environment not buildable on this machine." in page
     assert "no conda channel" in conda_unavailable(["environment.yml"])
+
+
+def test_the_bundle_installs_the_same_resolved_lines():
+    """An exported SWE mode folder carries the resolved requirement lines beside its
+    Dockerfiles (agent and verifier), installed before the packages, and runs the
+    eval_commands before the test command."""
+    from exchange.bundles.modes import swe_mode_files
+
+    spec = spec_clean(
+        {"python": "3.9", "requirement_files": ["requirements_test.txt"], "packages": ["x==1"]}
+    )
+    files = swe_mode_files(
+        mode="full_info",
+        folder="swe_0",
+        image="hilbench-swe:swe_0",
+        repository=None,
+        spec=spec,
+        registry=b"[]",
+        gold_patch="",
+        test_patch="",
+        tests={"test_command": eval_script({"eval_commands": ["export A=1"]}, "pytest -rA")},
+        judge_settings={},
+        requirements="./vendor/tinyreq\npytest==8.3.3\n",
+    )
+    assert files["environment/requirements.txt"] == b"./vendor/tinyreq\npytest==8.3.3\n"
+    assert files["tests/requirements.txt"] == files["environment/requirements.txt"]
+    for dockerfile in (files["environment/Dockerfile"], files["tests/Dockerfile"]):
+        text = dockerfile.decode()
+        assert "COPY requirements.txt /tmp/requirements.txt" in text
+        assert text.index("pip install --no-cache-dir -r /tmp/requirements.txt") < text.index(
+            "pip install --no-cache-dir x==1"
+        )
+    assert b'"test_command": "export A=1\\npytest -rA"' in files["tests/tests.json"]

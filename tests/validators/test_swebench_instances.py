@@ -69,3 +69,37 @@ def test_every_real_instance_shipped_clean_passes_the_leakage_check(project, aut
     assert Task.objects.filter(project=project).count() == 17
     assert len(visible_anyway) >= 5
     assert "import platform" in visible_anyway["pytest-dev__pytest-5692"]
+
+
+def test_a_real_pylint_instance_builds_from_its_requirement_files(project, author, tmp_path):
+    """pylint-dev/pylint: SWE-bench's ``packages: requirements.txt`` — the repository's
+    ``requirements_test.txt`` (with the files its ``-r`` lines name) read at the instance's
+    ``environment_setup_commit``, installed in the sandbox; its tests read by
+    ``parse_log_pytest_options`` (a PASS_TO_PASS id with a path parameter). bench/swebench.py
+    runs all 6."""
+    data = shared_path("data", "swe-bench")
+    records = [json.loads(line) for line in (data / "pylint-instances.jsonl").open()]
+    [record] = [r for r in records if r["instance_id"] == "pylint-dev__pylint-7080"]
+    instances = tmp_path / "pylint.jsonl"
+    instances.write_text(json.dumps(record) + "\n")
+    report = import_swebench(
+        project=project,
+        instances=instances,
+        repo=str(data / "pylint-dev__pylint.bundle"),
+        actor=author,
+    )
+    assert report.notes == []
+    env = Task.objects.get(project=project, source_id=record["instance_id"]).swe_environment
+    spec = env.environment_spec
+    assert spec["requirement_files"] == ["requirements_test.txt"]
+    assert spec["requirements_commit"] == record["environment_setup_commit"]
+    assert spec["log_parser"] == "pytest_options"
+    before, after = check_swe_tests(env)
+    assert before.outcome == "passed", before.message
+    assert after.outcome == "passed", after.message
+    assert before.details["network_isolated"] and after.details["network_isolated"]
+    build = env.task.environment_builds.order_by("-id").first()
+    assert (
+        "requirements: requirements_test.txt (with requirements_test_pre_commit.txt, " in build.log
+    )
+    assert "types-setuptools" in build.log  # SWE-bench's replacement for types-pkg_resources
