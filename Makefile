@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv
+.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv containers
 
 # The app runs with DEBUG off unless told otherwise. These targets are for a laptop: DEBUG on
 # (a development secret key, localhost only, the demo users), unless DJANGO_DEBUG is set.
@@ -49,6 +49,12 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 e2e-deps:
 	@if [ -x /usr/bin/chromium ]; then echo "chromium is installed: /usr/bin/chromium"; \
 	else $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; fi
+
+# The container engine and the local base images the docker sandbox backend and the bundles'
+# Dockerfiles name, built from Debian packages where no image registry is reachable (root;
+# scripts/containers.sh). With a registry: HILBENCH_PULL_BASES=1 make containers pulls them.
+containers:
+	scripts/containers.sh
 
 # Harbor's own checks (its task loader and `harbor lint`) on exported task folders. Harbor
 # needs Python 3.12: it gets a virtual environment of its own, with Docker Compose v2 (the

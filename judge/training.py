@@ -57,10 +57,9 @@ from .thresholds import Scored, choose_thresholds
 # roughly — questions of 8 other tasks of its domain, drawn at random, and 5 generic ones.
 TEST_OTHERS = 8
 TEST_GENERIC = 5
-# The floor is 0.97: a little above it on the smoothed out-of-fold curve, with SWE's own
-# floor raised (thresholds.DOMAIN_PRECISION_FLOOR). Both were chosen on the two
-# cross-validations below (docs/quality.md): 0.973 with one floor of 0.95 left precision at
-# 0.968 on an unseen database or repository.
+# The floor is 0.97: a little above it on the smoothed out-of-fold curve, SWE's own floor
+# raised (thresholds.DOMAIN_PRECISION_FLOOR); both chosen on the two cross-validations below
+# (docs/quality.md): 0.973 and one floor of 0.95 gave 0.968 on an unseen group.
 TARGET_PRECISION = 0.972
 FOLDS = 5
 FOLD_REPEATS = 3  # the folds drawn three times: three out-of-fold scores per item

@@ -18,7 +18,9 @@ mkdir -p "$VAR"
 MIRROR="${DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 CA_BUNDLE="${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
-FORMAT=1  # bump when the images' recipe changes
+FORMAT=2  # bump when the images' recipe changes
+# The bundle's own path: Debian's ca-certificates rewrites /etc/ssl/certs/ca-certificates.crt.
+IMAGE_CA=/etc/ssl/hilbench-ca.crt
 
 say() { echo "containers: $*"; }
 
@@ -55,11 +57,12 @@ if [ "$(label_of $BASE)" != "$base_key" ]; then
   debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$VAR/debootstrap.log" 2>&1 \
     || { say "debootstrap failed; see $VAR/debootstrap.log"; rm -rf "$root"; exit 1; }
   install -D -m 0644 "$CA_BUNDLE" "$root/etc/ssl/certs/ca-certificates.crt"
+  install -D -m 0644 "$CA_BUNDLE" "$root$IMAGE_CA"
   printf 'deb %s bookworm main\n' "$MIRROR" >"$root/etc/apt/sources.list"
   rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
   tar -C "$root" -c . | docker import \
     --change "LABEL hilbench.key=$base_key" \
-    --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt' \
+    --change "ENV SSL_CERT_FILE=$IMAGE_CA PIP_CERT=$IMAGE_CA REQUESTS_CA_BUNDLE=$IMAGE_CA NODE_EXTRA_CA_CERTS=$IMAGE_CA" \
     --change 'CMD ["/bin/bash"]' - "$BASE" >/dev/null
   rm -rf "$root"
   say "built $BASE"

@@ -62,11 +62,11 @@ from hilbench_annotate.toolkit.gitrepo import resolve_commit, run_git
 from hilbench_annotate.toolkit.trees import files_under, own_tree, remove_tree
 
 from . import interpreters
+from .environment_images import REQUIREMENTS_FILE, base_image, dockerfile
 from .models import EnvironmentBuild
 from .requirements import Requirements, conda_unavailable, resolve_requirements
 from .sandbox import (
     ENV_ROOT,
-    TESTBED,
     Mount,
     SandboxError,
     checkout,
@@ -76,13 +76,10 @@ from .sandbox import (
     sandbox_root,
     sandbox_user,
 )
-from .sandbox.docker import IMAGE_TREE
 
 LOG_LIMIT = 200_000
-TESTBED_IN_IMAGE = IMAGE_TREE
 STEP_TAIL = 4000
 MANIFEST = "manifest.json"
-REQUIREMENTS_FILE = "requirements.txt"  # under <environment>/requirements/
 VERSION = ".v-"  # a built environment's folder: .v-<key>-<hex>; <key> links to it
 LOCKS = ".locks"  # flock files of the versions, by inode (never shown to a sandbox)
 PASS_THROUGH = ("PIP_", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
@@ -428,12 +425,7 @@ def _build(build: EnvironmentBuild, work: Path) -> None:
             mounts.append(Mount(work / "requirements", f"{ENV_ROOT}/requirements"))
             command = f"python -m pip install -r {ENV_ROOT}/requirements/{REQUIREMENTS_FILE}"
             _run_step(build, sandbox, "requirements", command, work, mounts)
-        manifest["requirements"] = {
-            "commit": requirements.commit,
-            "path": requirements.path,
-            "included": requirements.included,
-            "lines": len(requirements.lines),
-        }
+        manifest["requirements"] = requirements.manifest
     if spec["packages"]:
         requirements = " ".join(shlex.quote(p) for p in spec["packages"])
         _run_step(build, sandbox, "packages", f"python -m pip install {requirements}", work, mounts)
@@ -479,50 +471,9 @@ def _step_requirements(build: EnvironmentBuild, work: Path) -> Requirements | No
         requirements = resolve_requirements(Path(build.repository.path), commit, files)
     except DomainError as exc:
         raise BuildStepFailed("requirements", str(exc)) from exc
-    folder = work / "requirements"
-    folder.mkdir(mode=0o755)
-    (folder / REQUIREMENTS_FILE).write_text(requirements.text)
-    (folder / REQUIREMENTS_FILE).chmod(0o644)
-    pulled = f" (with {', '.join(requirements.included)})" if requirements.included else ""
-    skipped = f"; -r files not in the repository: {', '.join(requirements.missing)}"
-    _log(
-        build,
-        f"requirements: {requirements.path}{pulled}{skipped if requirements.missing else ''}\n"
-        + requirements.text,
-    )
+    requirements.write_into(work / "requirements", REQUIREMENTS_FILE)
+    _log(build, requirements.summary + "\n" + requirements.text)
     return requirements
-
-
-def dockerfile(spec: dict[str, Any], *, base_image: str, requirements: bool = False) -> str:
-    """The docker backend's environment: the same steps as a local build, as image layers;
-    the tests then run in it as user 1000 with no network (``sandbox/docker.py``).
-    ``requirements``: the build folder holds the resolved ``requirements.txt``."""
-    env = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in spec.get("env", {}).items())
-    steps = []
-    if requirements:
-        steps.append(f"python -m pip install -r /tmp/{REQUIREMENTS_FILE}")
-    if spec["packages"]:
-        steps.append("python -m pip install " + " ".join(shlex.quote(p) for p in spec["packages"]))
-    steps += [*spec["pre_install"], *spec["install"]]
-    runs = "".join(f"RUN {command}\n" for command in steps)
-    # Installed at /testbed (editable installs point there); kept whole at /testbed-image,
-    # which each run copies into its /testbed tmpfs before the task's tree.
-    return (
-        f"FROM {base_image}\n"
-        "RUN useradd --uid 1000 --create-home sandbox || true\n"
-        + (f"COPY requirements/{REQUIREMENTS_FILE} /tmp/\n" if requirements else "")
-        + f"COPY testbed {TESTBED}\n"
-        f"WORKDIR {TESTBED}\n"
-        f"{env}{runs}"
-        f"RUN cp -a {TESTBED} {TESTBED_IN_IMAGE} && chown -R 1000:1000 {TESTBED_IN_IMAGE}\n"
-        "USER 1000\n"
-    )
-
-
-def _base_image(spec: dict[str, Any]) -> str:
-    if spec["language"] == "python":
-        return f"python:{spec['python'] or '3.11'}-slim"
-    return {"go": "golang:1.22", "javascript": "node:20"}.get(spec["language"], "debian:12")
 
 
 def _build_image(build: EnvironmentBuild, work: Path) -> None:
@@ -534,7 +485,7 @@ def _build_image(build: EnvironmentBuild, work: Path) -> None:
     requirements = _step_requirements(build, work)
     text = dockerfile(
         build.spec,
-        base_image=_base_image(build.spec),
+        base_image=base_image(build.spec),
         requirements=bool(requirements and requirements.lines),
     )
     (work / "Dockerfile").write_text(text)
@@ -545,6 +496,10 @@ def _build_image(build: EnvironmentBuild, work: Path) -> None:
         with job_heartbeat_while(EnvironmentBuild, build.pk):
             _image, lines = client.images.build(path=str(work), tag=tag, rm=True)
         _log(build, "".join(str(line.get("stream", "")) for line in lines)[-STEP_TAIL:])
+    except docker.errors.BuildError as exc:  # a RUN step failed: its output, for the log
+        tail = "".join(str(line.get("stream", "")) for line in exc.build_log)[-STEP_TAIL:]
+        _log(build, tail)
+        raise BuildStepFailed("image", str(exc), tail) from exc
     except docker.errors.DockerException as exc:
         raise BuildStepFailed("image", str(exc)) from exc
     # The image carries its installed tree (generated files included): nothing to overlay.

@@ -45,6 +45,29 @@ class Requirements:
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 
+    @property
+    def summary(self) -> str:
+        """One line for a build's log: the file, what ``-r`` pulled in or skipped."""
+        pulled = f" (with {', '.join(self.included)})" if self.included else ""
+        skipped = f"; -r files not in the repository: {', '.join(self.missing)}"
+        return f"requirements: {self.path}{pulled}{skipped if self.missing else ''}"
+
+    @property
+    def manifest(self) -> dict:
+        """What a built environment records of its requirement files."""
+        return {
+            "commit": self.commit,
+            "path": self.path,
+            "included": self.included,
+            "lines": len(self.lines),
+        }
+
+    def write_into(self, folder: Path, name: str) -> None:
+        """The lines as ``folder/name``, readable by the sandbox user (pip reads it there)."""
+        folder.mkdir(mode=0o755)
+        (folder / name).write_text(self.text)
+        (folder / name).chmod(0o644)
+
 
 def _excluded(line: str) -> bool:
     return line.strip().startswith(EXCLUDED_PREFIXES)

@@ -18,3 +18,25 @@ def app_data(settings, monkeypatch):
     before = hashlib.sha256(target.read_bytes()).hexdigest()
     yield {"database": target, "var": settings.VAR_DIR, "secret": SECRET}
     assert hashlib.sha256(target.read_bytes()).hexdigest() == before, "the app's data changed"
+
+
+def docker_or_skip(image: str = "python:3.11-slim") -> None:
+    """Skip unless a container engine answers and ``image`` is on this machine: where no
+    registry is reachable nothing can be pulled, and ``make containers`` builds it locally."""
+    from validators.sandbox import DockerSandbox
+
+    available, reason = DockerSandbox.available()
+    if not available:
+        pytest.skip(reason)
+    import docker
+
+    client = docker.from_env(timeout=10)
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        pytest.skip(
+            f"no container engine answers with the base image {image}: it is not on this "
+            "machine (run `make containers` to build it from Debian packages)"
+        )
+    finally:
+        client.close()

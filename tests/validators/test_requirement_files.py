@@ -16,6 +16,7 @@ from validators.environments import environment_for
 from validators.requirements import conda_unavailable, requirements_at, resolve_requirements
 from validators.swe import BEFORE_CHECK, GOLD_CHECK, check_swe_tests
 
+from .conftest import docker_or_skip
 from .gitutil import git
 from .test_swe_checks import mirror_of, swe_environment
 
@@ -241,3 +242,32 @@ def test_the_bundle_installs_the_same_resolved_lines():
             "pip install --no-cache-dir x==1"
         )
     assert b'"test_command": "export A=1\\npytest -rA"' in files["tests/tests.json"]
+
+
+def test_the_docker_backend_builds_the_same_environment_as_an_image(repo, app_data, settings):
+    """The docker sandbox backend, on this machine's engine and its local base image: the
+    resolved lines installed as an image layer, the tests run in a container with no
+    network."""
+    docker_or_skip()
+    settings.SANDBOX_BACKEND = "docker"
+    _work, mirror, setup, base = repo
+    env = swe_environment(
+        mirror,
+        base_commit=base,
+        fail_to_pass=["tests/test_x.py::test_x"],
+        test_command="python -m pytest -rA -p no:cacheprovider tests/test_x.py",
+        environment_spec={
+            "python": "3.11",
+            "requirement_files": ["requirements_test.txt"],
+            "requirements_commit": setup,
+            "eval_commands": ["export FROM_EVAL=yes"],
+        },
+    )
+    built, failed = environment_for(env)
+    assert failed is None, (failed.error or "")[-3000:]
+    assert built.manifest["image"].startswith("hilbench-env:")
+    build = env.task.environment_builds.order_by("-id").first()
+    assert "COPY requirements/requirements.txt /tmp/" in build.log
+    results = {r.name: r for r in check_swe_tests(env)}
+    assert results[GOLD_CHECK].outcome == "passed", results[GOLD_CHECK].message
+    assert results[GOLD_CHECK].details["network_isolated"]

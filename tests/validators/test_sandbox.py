@@ -26,6 +26,7 @@ from validators.sandbox import (
 )
 from validators.sandbox.docker import container_output
 
+from .conftest import docker_or_skip
 from .gitutil import git
 
 
@@ -189,14 +190,11 @@ def test_a_closed_sandbox_root_is_said_plainly(settings, tmp_path):
 # --- docker sandbox ----------------------------------------------------------------------------
 
 
-def _docker_or_skip():
-    available, reason = DockerSandbox.available()
-    if not available:
-        pytest.skip(reason)
-
-
-def test_docker_sandbox_runs_and_limits(tmp_path):
-    _docker_or_skip()
+def test_docker_sandbox_runs_and_limits(tree):
+    """Against the engine of this machine and its local python:3.11-slim (built from Debian
+    packages by scripts/containers.sh where no registry is reachable: nothing is pulled)."""
+    docker_or_skip()
+    tmp_path = tree
     (tmp_path / "hello.txt").write_text("from the host\n")
     sandbox = DockerSandbox("python:3.11-slim")
     result = sandbox.run(
@@ -324,7 +322,7 @@ def test_apply_patches_in_order_and_names_the_refused_patch(mirror, tmp_path):
 
 def test_the_docker_environment_is_the_local_build_as_image_layers():
     """Checked without an engine: the Dockerfile a docker-backend build generates."""
-    from validators.environments import dockerfile
+    from validators.environment_images import dockerfile
 
     spec = {
         "language": "python",

@@ -31,6 +31,7 @@ from .base import (
     killed_by,
     memory_exceeded,
 )
+from .bwrap import _under_root
 
 DEFAULT_IMAGE = "python:3.11-slim"
 IMAGE_TREE = f"{TESTBED}-image"  # an environment image's installed repository
@@ -91,7 +92,7 @@ class DockerSandbox:
             "mounts": binds,
             "tmpfs": {
                 "/tmp": f"size={int(limits.tmp_mb)}m,mode=1777",
-                TESTBED: f"size={int(limits.disk_mb)}m,mode=0777",
+                TESTBED: f"size={int(limits.disk_mb)}m,mode=0777,uid={SANDBOX_UID},gid={SANDBOX_UID}",
             },
             "shm_size": f"{int(limits.shm_mb)}m",
             "read_only": True,
@@ -126,6 +127,7 @@ class DockerSandbox:
     ) -> SandboxResult:
         if persist_tree:
             raise SandboxError("The docker backend builds environments as images, not in trees.")
+        _under_root([tree, *(m.source for m in mounts)])  # as the local backend: the same contract
         try:
             client = docker.from_env(timeout=30)
         except docker.errors.DockerException as exc:
