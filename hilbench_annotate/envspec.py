@@ -81,6 +81,16 @@ EMPTY: dict[str, Any] = {
 }
 
 
+# Fields added after bundles were first written: written only when used, so a bundle of a task
+# that does not use them is the same as before (an earlier export re-exports byte for byte).
+LATER_FIELDS = ("requirement_files", "requirements_commit", "conda_files", "eval_commands")
+
+
+def spec_as_written(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` as a bundle writes it: the later fields left out where empty."""
+    return {k: v for k, v in spec.items() if k not in LATER_FIELDS or v}
+
+
 def _lines(value: Any, name: str, problems: list[str]) -> list[str]:
     if isinstance(value, str):
         value = value.splitlines()

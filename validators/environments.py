@@ -453,15 +453,14 @@ def _write_manifest(work: Path, manifest: dict[str, Any]) -> None:
 
 
 def _refuse_conda(build: EnvironmentBuild) -> None:
-    if build.spec.get("conda_files"):
-        _log(build, "conda: " + conda_unavailable(build.spec["conda_files"]), step="conda")
-        raise BuildStepFailed("conda", conda_unavailable(build.spec["conda_files"]))
+    if files := build.spec.get("conda_files"):
+        _log(build, "conda: " + conda_unavailable(files), step="conda")
+        raise BuildStepFailed("conda", conda_unavailable(files))
 
 
 def _step_requirements(build: EnvironmentBuild, work: Path) -> Requirements | None:
-    """The repository's requirement files, resolved from the mirror (never the network) and
-    written to ``work/requirements/`` for the install step to read; None when the
-    specification names none."""
+    """The requirement files resolved from the mirror (never the network), written to
+    ``work/requirements/`` for the install step; None when the specification names none."""
     files = build.spec.get("requirement_files") or []
     if not files:
         return None
@@ -477,8 +476,7 @@ def _step_requirements(build: EnvironmentBuild, work: Path) -> Requirements | No
 
 
 def _build_image(build: EnvironmentBuild, work: Path) -> None:
-    """The docker backend: a generated Dockerfile over the repository at the base commit,
-    built by the engine (network open while building)."""
+    """The docker backend: a generated Dockerfile built by the engine (network open)."""
     _refuse_conda(build)
     work.mkdir(mode=0o755)
     _step_repository(build, work)

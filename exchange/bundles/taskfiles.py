@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hilbench_annotate.databases import edited_copy
-from hilbench_annotate.envspec import eval_script, harness_parser
+from hilbench_annotate.envspec import eval_script, harness_parser, spec_as_written
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
@@ -87,7 +87,7 @@ def _annotate(task: Task, snapshot: dict) -> dict:
     else:
         document["environment"] = {
             "setup_patch": env.get("setup_patch", ""),
-            "environment_spec": env.get("environment_spec") or {},
+            "environment_spec": spec_as_written(env.get("environment_spec") or {}),
         }
     return document
 

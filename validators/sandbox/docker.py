@@ -92,7 +92,9 @@ class DockerSandbox:
             "mounts": binds,
             "tmpfs": {
                 "/tmp": f"size={int(limits.tmp_mb)}m,mode=1777",
-                TESTBED: f"size={int(limits.disk_mb)}m,mode=0777,uid={SANDBOX_UID},gid={SANDBOX_UID}",
+                # Owned by the run's user: `cp -a` sets the times of /testbed itself.
+                TESTBED: f"size={int(limits.disk_mb)}m,mode=0777,"
+                f"uid={SANDBOX_UID},gid={SANDBOX_UID}",
             },
             "shm_size": f"{int(limits.shm_mb)}m",
             "read_only": True,
