@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv containers
+.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv containers harbor
 
 # The app runs with DEBUG off unless told otherwise. These targets are for a laptop: DEBUG on
 # (a development secret key, localhost only, the demo users), unless DJANGO_DEBUG is set.
@@ -68,6 +68,9 @@ $(HARBOR_VENV)/.installed:
 	mkdir -p $(HARBOR_VENV)/docker/cli-plugins
 	ln -sf $$($(HARBOR_VENV)/bin/python -c 'import compose, pathlib; print(pathlib.Path(compose.__file__).parent / "docker-compose")') $(HARBOR_VENV)/docker/cli-plugins/docker-compose
 	touch $@
+
+# Harbor itself, for the trials the suite runs in containers (tests/exchange/test_harbor_trials.py).
+harbor: $(HARBOR_VENV)/.installed
 
 harbor-check: install $(HARBOR_VENV)/.installed
 	$(PY) scripts/harbor_check.py --harbor $(HARBOR_VENV)

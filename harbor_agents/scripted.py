@@ -71,8 +71,11 @@ class AskThenOracle(BaseAgent):
             )
         (self.logs_dir / "answers.json").write_text(json.dumps(answers, indent=1))
         if self.probes:
-            command = "python3 -c " + shlex.quote(PROBE) + " " + " ".join(
-                shlex.quote(p) for p in self.probes
+            command = (
+                "python3 -c "
+                + shlex.quote(PROBE)
+                + " "
+                + " ".join(shlex.quote(p) for p in self.probes)
             )
             result = await environment.exec(command, timeout_sec=120)
             (self.logs_dir / "network.json").write_text(
