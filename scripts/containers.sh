@@ -7,7 +7,9 @@
 #    package mirrors): `debootstrap --variant=minbase bookworm` imported as hilbench/bookworm,
 #    carrying this machine's CA bundle (pip and apt inside containers verify against it), and
 #    on it the stand-ins the generated Dockerfiles name — python:3.11-slim (Debian's Python
-#    3.11, pip, a `python` link). Each is rebuilt only when what it is made from changed (a
+#    3.11, pip, a `python` link) and, for the other versions SWE-bench pins
+#    (HILBENCH_PYTHON_IMAGES, default 3.9), python:X.Y-slim carrying this machine's pyenv
+#    build of that version (without its site-packages; pip from its own ensurepip). Each is rebuilt only when what it is made from changed (a
 #    content key kept as an image label); a tag that names a real pulled image is left alone.
 #    A team whose machines reach a registry skips this: HILBENCH_PULL_BASES=1 pulls them.
 # Needs root (apt, dockerd, debootstrap), as CI and these machines have.
@@ -71,8 +73,8 @@ else
 fi
 
 # Stand-ins for the registry images the generated Dockerfiles name.
-build_standin() {  # tag, Dockerfile body
-  local tag="$1" body="$2" key
+build_standin() {  # tag, Dockerfile body[, build context folder]
+  local tag="$1" body="$2" context="${3:-}" key
   key="$FORMAT-$base_key-$(printf '%s' "$body" | sha256sum | cut -c1-12)"
   if docker image inspect "$tag" >/dev/null 2>&1 && [ -z "$(label_of "$tag")" ]; then
     say "$tag is a pulled image; left alone"
@@ -82,10 +84,39 @@ build_standin() {  # tag, Dockerfile body
     say "$tag is current"
     return
   fi
-  printf 'FROM %s\n%s\nLABEL hilbench.key=%s\n' "$BASE" "$body" "$key" \
-    | DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >/dev/null
+  if [ -n "$context" ]; then
+    printf 'FROM %s\n%s\nLABEL hilbench.key=%s\n' "$BASE" "$body" "$key" >"$context/Dockerfile"
+    DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$context" >/dev/null
+  else
+    printf 'FROM %s\n%s\nLABEL hilbench.key=%s\n' "$BASE" "$body" "$key" \
+      | DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >/dev/null
+  fi
   say "built $tag"
 }
 
 build_standin python:3.11-slim 'RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv ca-certificates && ln -sf /usr/bin/python3 /usr/local/bin/python && rm -rf /var/lib/apt/lists/*
 ENV PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1'
+
+# python:X.Y-slim from the machine's pyenv build, at the same path (its libpython is found
+# through an absolute rpath), readable by the containers' non-root users.
+for version in ${HILBENCH_PYTHON_IMAGES:-3.9}; do
+  dir="$(ls -d "$HOME/.pyenv/versions/$version".* 2>/dev/null | sort -V | tail -n1 || true)"
+  if [ -z "$dir" ]; then
+    say "no pyenv Python $version on this machine: python:$version-slim not built"
+    continue
+  fi
+  body="RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libssl3 libffi8 libsqlite3-0 zlib1g libbz2-1.0 liblzma5 libreadline8 libncursesw6 libgdbm6 libuuid1 && rm -rf /var/lib/apt/lists/*
+COPY python $dir
+RUN chmod 755 /root /root/.pyenv /root/.pyenv/versions && $dir/bin/python$version -m ensurepip && ln -sf $dir/bin/python$version /usr/local/bin/python && ln -sf $dir/bin/python$version /usr/local/bin/python$version && ln -sf $dir/bin/pip$version /usr/local/bin/pip
+ENV PATH=$dir/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin PIP_DISABLE_PIP_VERSION_CHECK=1
+# $(basename "$dir")"
+  if [ "$(label_of "python:$version-slim")" = "$FORMAT-$base_key-$(printf '%s' "$body" | sha256sum | cut -c1-12)" ]; then
+    say "python:$version-slim is current"
+    continue
+  fi
+  context="$(mktemp -d "${TMPDIR:-/tmp}/hilbench-python.XXXXXX")"
+  mkdir "$context/python"
+  tar -C "$dir" --exclude='./lib/python*/site-packages/*' -cf - . | tar -C "$context/python" -xf -
+  build_standin "python:$version-slim" "$body" "$context"
+  rm -rf "$context"
+done

@@ -21,7 +21,7 @@ import pytest
 from tests.validators.conftest import docker_or_skip
 
 from ..conftest import ROOT
-from .bundle_helpers import export, extract, seed_demo, sql_task
+from .bundle_helpers import export, extract, plant_swe, seed_demo, sql_task
 
 pytestmark = pytest.mark.django_db
 HARBOR = ROOT / ".venv-harbor"
@@ -57,17 +57,19 @@ def harbor_run(folder: Path, jobs: Path, agent: str, *extra: str) -> dict:
     return {"reward": float(rewards[0].read_text().strip()), "agent": trial / "agent"}
 
 
-def test_the_demo_sql_bundle_scores_oracle_1_and_nop_0_in_every_mode(settings, tmp_path):
+@pytest.mark.parametrize("domain", ["sql", "swe"])
+def test_the_demo_bundles_score_oracle_1_and_nop_0_in_every_mode(settings, tmp_path, domain):
     _harbor_or_skip()
     project = seed_demo(settings, tmp_path)
-    task = sql_task(project)
+    task = sql_task(project) if domain == "sql" else plant_swe(project, tmp_path)
     root = extract(export(project, tmp_path / "b.tar.gz", tasks=[task]), tmp_path / "bundle")
     jobs = tmp_path / "jobs"
+    folder = f"{domain}_0"
     for mode in MODES:
-        assert harbor_run(root / "sql_0" / mode, jobs, "oracle")["reward"] == 1.0, mode
-        assert harbor_run(root / "sql_0" / mode, jobs, "nop")["reward"] == 0.0, mode
+        assert harbor_run(root / folder / mode, jobs, "oracle")["reward"] == 1.0, mode
+        assert harbor_run(root / folder / mode, jobs, "nop")["reward"] == 0.0, mode
 
-    folder = root / "sql_0" / "ask_human"
+    folder = root / folder / "ask_human"
     registry = json.loads(
         (folder / "environment/sidecars/ask-human/blocker_registry.json").read_text()
     )
