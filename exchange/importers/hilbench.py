@@ -221,9 +221,11 @@ def _read_sql(folder: Path, metadata, toml, item) -> list[str]:
         item["notes"].append(f"Database {db_id} was absent from the task folder{where}.")
     if problems:
         return problems
-    question = match.group(1).strip()
+    # The question as the release wrote it: a trailing space or blank line is part of the
+    # instruction texts the bundle regenerates byte for byte (the title is trimmed).
+    question = match.group(1)
     item.update(
-        title=question,
+        title=question.strip(),
         spec={"question": question, "evidence": ""},
         environment={
             "db_id": db_id,

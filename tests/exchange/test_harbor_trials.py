@@ -90,3 +90,50 @@ def test_the_demo_bundles_score_oracle_1_and_nop_0_in_every_mode(settings, tmp_p
     assert network and all(v.startswith("refused") for v in network.values()), network
     assert "Network is unreachable" in network["1.1.1.1:53"]
     assert "Network is unreachable" in network["172.17.0.1:8000"]  # not even this host
+
+
+@pytest.mark.shared_data
+def test_a_real_swebench_instance_made_a_hil_task_runs_in_every_mode(
+    project, author, lead, tmp_path
+):
+    """pytest-dev__pytest-7432 of ../shared/data/swe-bench, blockers planted by the test, its
+    image built from the local python:3.9-slim (SWE-bench's pin; `make containers`)."""
+    _harbor_or_skip()
+    from django.db import transaction
+
+    from exchange.importers import import_swebench
+    from hilbench_annotate import services
+    from hilbench_annotate.models import Task
+    from tests.conftest import shared_path
+
+    data = shared_path("data", "swe-bench")
+    records = [json.loads(line) for line in (data / "pytest-instances.jsonl").open()]
+    chosen = tmp_path / "instance.jsonl"
+    chosen.write_text(
+        "".join(json.dumps(r) + "\n" for r in records if r["instance_id"].endswith("-7432"))
+    )
+    import_swebench(project=project, instances=chosen, repo=str(data / "pytest-dev__pytest.bundle"))
+    task = Task.objects.get(project=project, source_id="pytest-dev__pytest-7432")
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        services.blocker_create(
+            task=task,
+            actor=author,
+            expected_version=task.version,
+            key="skip_location_with_runxfail",
+            type="missing parameters",
+            description="The report does not say which location a skipped test should show "
+            "when --runxfail is given.",
+            resolution="The skip is reported at the test's own location, as without "
+            "--runxfail; --runxfail only changes how xfail is handled.",
+            trigger_questions=[
+                "Which location should a skip report show when --runxfail is used?",
+                "Should --runxfail change where skipped tests are reported?",
+                "What location does a skipped test report under --runxfail?",
+            ],
+        )
+    root = extract(export(project, tmp_path / "b.tar.gz", tasks=[task]), tmp_path / "bundle")
+    jobs = tmp_path / "jobs"
+    for mode in MODES:
+        assert harbor_run(root / "swe_0" / mode, jobs, "oracle")["reward"] == 1.0, mode
+        assert harbor_run(root / "swe_0" / mode, jobs, "nop")["reward"] == 0.0, mode
