@@ -349,8 +349,11 @@ def _read_all(root: Path, folders: list[Path], workdir: Path) -> list[dict[str, 
             seen[key] = folder.name
             items.append(item)
     if problems:
+        bad = list(dict.fromkeys(p[0] for p in problems))
+        named = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
+        first = next(reason for folder, reason in problems if folder == bad[0])
         raise ImportRefused(
-            f"{len({p[0] for p in problems})} bad task folder(s) under {root}; "
+            f"{len(bad)} bad task folder(s) under {root.name}/ ({named}; {bad[0]}: {first}); "
             "nothing was imported.",
             problems,
         )

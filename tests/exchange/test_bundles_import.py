@@ -201,8 +201,12 @@ def test_one_bad_task_folder_imports_nothing(settings, tmp_path):
     broken = tmp_path / "broken.tar.gz"
     broken.write_bytes(tar_of(files))
     target = type(project).objects.create(name="Target", slug="target")
-    _refused(target, broken, "record sql_1")
+    refusal = _refused(target, broken, "record sql_1")
     assert not Task.objects.filter(project=target).exists()
+    # The message itself names the task folder and the file, not only the record list.
+    assert "1 bad task folder(s) under bundle/ (sql_1; sql_1: baseline/instruction.md" in str(
+        refusal
+    ), str(refusal)
 
 
 def test_import_command_reports_a_refusal(demo_bundle, tmp_path, project):
