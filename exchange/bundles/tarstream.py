@@ -8,7 +8,7 @@ compressed bytes copied one after the other, with the manifest and the end of th
 
 Every byte is fixed by the files and the chunk size, never by the number of workers:
 members in a fixed order, ustar headers with mtime 1700000000, uid/gid 0, no owner names,
-mode 0644; gzip members with no name or time.
+mode 0644 (0755 for shell scripts); gzip members with no name or time.
 
 A content carried more than once is stored once: its later names are hard links to the
 first. Inside a chunk that is decided as the chunk is written. A content other chunks may
@@ -46,6 +46,14 @@ GZIP_WBITS = 31  # a gzip container
 # The fields after the size that never change: mtime, and (after the checksum) the type,
 # link name, magic, version, owner names and device numbers, filled in by tar_header.
 _MODE_UID_GID = b"%07o\0" % FILE_MODE + b"0000000\0" * 2
+# Shell scripts (solve.sh, test.sh, run_script.sh) keep their exec bit, as the release has it.
+EXEC_MODE = 0o755
+_EXEC_MODE_UID_GID = b"%07o\0" % EXEC_MODE + b"0000000\0" * 2
+_EXEC_DELTA = sum(_EXEC_MODE_UID_GID) - sum(_MODE_UID_GID)
+
+
+def executable(name: str) -> bool:
+    return name.endswith(".sh")
 _MTIME = b"%011o\0" % TAR_MTIME
 _MAGIC = b"ustar\x0000" + b"\0" * 80  # then owner names and device numbers, empty
 _END = b"\0" * 12
@@ -102,13 +110,15 @@ def tar_header(name: str, size: int, link: str = "") -> bytes:
     prefix, short = parts
     digits = b"%011o\0" % size
     kind = b"1" if link else b"0"
+    scripted = executable(name)
     # The checksum is the sum of the header's bytes, its own field counted as spaces; the
     # zero padding adds nothing, the fixed fields a constant.
     checksum = _FIXED_SUM + sum(short) + sum(digits) + kind[0] + sum(raw_link) + sum(prefix)
+    checksum += _EXEC_DELTA if scripted else 0
     return b"".join(
         (
             short.ljust(100, b"\0"),
-            _MODE_UID_GID,
+            _EXEC_MODE_UID_GID if scripted else _MODE_UID_GID,
             digits,
             _MTIME,
             b"%06o\0 " % checksum,
@@ -125,7 +135,7 @@ def _pax_header(name: str, size: int, link: str) -> bytes:
     info = tarfile.TarInfo(name)
     info.size = size
     info.mtime = TAR_MTIME
-    info.mode = FILE_MODE
+    info.mode = EXEC_MODE if executable(name) else FILE_MODE
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     if link:

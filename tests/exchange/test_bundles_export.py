@@ -342,3 +342,19 @@ def test_a_file_carried_twice_is_stored_once_as_hard_links(settings, tmp_path):
     assert len(copies) == 1 and next(iter(copies))[:16] == b"SQLite format 3\x00"
     manifest = json.loads(members(out)[layout.MANIFEST])
     assert len({manifest["files"][name] for name in [*regular, *links]}) == 1
+
+
+def test_shell_scripts_keep_their_exec_bit(settings, tmp_path):
+    """solve.sh and test.sh are 0755 in the bundle, as in the release (they lost it)."""
+    import tarfile
+
+    from .bundle_helpers import export, seed_demo, sql_task
+
+    project = seed_demo(settings, tmp_path)
+    bundle = export(project, tmp_path / "b.tar.gz", tasks=[sql_task(project)])
+    with tarfile.open(bundle) as archive:
+        modes = {m.name: m.mode for m in archive if m.isfile()}
+    scripts = [n for n in modes if n.endswith(".sh")]
+    assert "sql_0/ask_human/solution/solve.sh" in scripts
+    assert all(modes[n] == 0o755 for n in scripts), {n: oct(modes[n]) for n in scripts}
+    assert modes["sql_0/ask_human/instruction.md"] == 0o644
