@@ -54,6 +54,8 @@ _EXEC_DELTA = sum(_EXEC_MODE_UID_GID) - sum(_MODE_UID_GID)
 
 def executable(name: str) -> bool:
     return name.endswith(".sh")
+
+
 _MTIME = b"%011o\0" % TAR_MTIME
 _MAGIC = b"ustar\x0000" + b"\0" * 80  # then owner names and device numbers, empty
 _END = b"\0" * 12
