@@ -96,7 +96,8 @@ def resolve_requirements(repo_path: Path, commit: str, candidates: list[str]) ->
     for line in read_file(repo_path, commit, found, max_bytes=MAX_BYTES).split("\n"):
         if line.strip().startswith("-r"):
             name = posixpath.normpath(posixpath.join(folder, line.strip()[2:].strip()))
-            if name.startswith("../") or not file_exists(repo_path, commit, name):
+            outside = name.startswith(("/", "../")) or name == ".."
+            if outside or not file_exists(repo_path, commit, name):
                 missing.append(name)
                 continue
             included.append(name)

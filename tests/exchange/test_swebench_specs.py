@@ -21,6 +21,17 @@ DJANGO_TEST_PATCH = (
 )
 
 
+def _one_commit_repository(tmp_path, name: str, filename: str, text: str):
+    """A repository of one commit holding ``filename``: (its folder, the commit)."""
+    work = tmp_path / name
+    work.mkdir()
+    git(tmp_path, "init", "-q", str(work))
+    (work / filename).write_text(text)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "base")
+    return work, git(work, "rev-parse", "HEAD").strip()
+
+
 def _spec(repo, version, test_patch="", setup_commit=SETUP):
     return environment_from_swebench(
         repo=repo,
@@ -102,13 +113,7 @@ def test_djangos_runner_directives_parser_and_eval_commands():
 
 @pytest.mark.django_db
 def test_an_import_of_an_unbuildable_instance_says_why_naming_it(project, tmp_path):
-    work = tmp_path / "xarray"
-    work.mkdir()
-    git(tmp_path, "init", "-q", str(work))
-    (work / "xarray.py").write_text("X = 1\n")
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "base")
-    base = git(work, "rev-parse", "HEAD").strip()
+    work, base = _one_commit_repository(tmp_path, "xarray", "xarray.py", "X = 1\n")
     records = [
         {
             "instance_id": f"pydata__xarray-{n}",
@@ -140,13 +145,7 @@ def test_an_import_of_an_unbuildable_instance_says_why_naming_it(project, tmp_pa
 
 @pytest.mark.django_db
 def test_an_import_whose_requirement_file_is_missing_says_so(project, tmp_path):
-    work = tmp_path / "pylint"
-    work.mkdir()
-    git(tmp_path, "init", "-q", str(work))
-    (work / "setup.py").write_text("")
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "base")
-    base = git(work, "rev-parse", "HEAD").strip()
+    work, base = _one_commit_repository(tmp_path, "pylint", "setup.py", "")
     record = {
         "instance_id": "pylint-dev__pylint-1",
         "repo": "pylint-dev/pylint",

@@ -75,6 +75,18 @@ def repo(tmp_path):
     return work, mirror_of(work, tmp_path / "reqs.git"), setup, base
 
 
+def _env(mirror, base: str, test_command: str, **spec):
+    """The task over ``mirror`` at ``base``, its one FAIL_TO_PASS test, Python 3.11 and
+    ``spec``."""
+    return swe_environment(
+        mirror,
+        base_commit=base,
+        fail_to_pass=["tests/test_x.py::test_x"],
+        test_command=test_command,
+        environment_spec={"python": "3.11", **spec},
+    )
+
+
 def test_requirements_resolve_as_swebench_reads_them(repo):
     _work, mirror, setup, base = repo
     found = resolve_requirements(mirror, setup, ["requirements_dev.txt", "requirements_test.txt"])
@@ -170,16 +182,12 @@ def test_an_environment_builds_from_the_files_at_the_setup_commit(repo, app_data
 
 def test_a_missing_requirement_file_names_the_step_and_the_file(repo, app_data):
     _work, mirror, setup, base = repo
-    env = swe_environment(
+    env = _env(
         mirror,
-        base_commit=base,
-        fail_to_pass=["tests/test_x.py::test_x"],
-        test_command="python -m pytest -rA tests/test_x.py",
-        environment_spec={
-            "python": "3.11",
-            "requirement_files": ["requirements/dev.txt"],
-            "requirements_commit": setup,
-        },
+        base,
+        "python -m pytest -rA tests/test_x.py",
+        requirement_files=["requirements/dev.txt"],
+        requirements_commit=setup,
     )
     for result in check_swe_tests(env):
         assert result.outcome == "error"
@@ -192,12 +200,12 @@ def test_a_missing_requirement_file_names_the_step_and_the_file(repo, app_data):
 
 def test_a_conda_environment_says_plainly_it_cannot_build_here(repo, app_data, client):
     _work, mirror, _setup, base = repo
-    env = swe_environment(
+    env = _env(
         mirror,
-        base_commit=base,
-        fail_to_pass=["tests/test_x.py::test_x"],
-        test_command="pytest -rA tests/test_x.py",
-        environment_spec={"python": "3.10", "conda_files": ["ci/requirements/environment.yml"]},
+        base,
+        "pytest -rA tests/test_x.py",
+        python="3.10",
+        conda_files=["ci/requirements/environment.yml"],
     )
     built, failed = environment_for(env)
     assert built is None and failed.step == "conda"
@@ -251,17 +259,13 @@ def test_the_docker_backend_builds_the_same_environment_as_an_image(repo, app_da
     docker_or_skip()
     settings.SANDBOX_BACKEND = "docker"
     _work, mirror, setup, base = repo
-    env = swe_environment(
+    env = _env(
         mirror,
-        base_commit=base,
-        fail_to_pass=["tests/test_x.py::test_x"],
-        test_command="python -m pytest -rA -p no:cacheprovider tests/test_x.py",
-        environment_spec={
-            "python": "3.11",
-            "requirement_files": ["requirements_test.txt"],
-            "requirements_commit": setup,
-            "eval_commands": ["export FROM_EVAL=yes"],
-        },
+        base,
+        "python -m pytest -rA -p no:cacheprovider tests/test_x.py",
+        requirement_files=["requirements_test.txt"],
+        requirements_commit=setup,
+        eval_commands=["export FROM_EVAL=yes"],
     )
     built, failed = environment_for(env)
     assert failed is None, (failed.error or "")[-3000:]
@@ -271,3 +275,21 @@ def test_the_docker_backend_builds_the_same_environment_as_an_image(repo, app_da
     results = {r.name: r for r in check_swe_tests(env)}
     assert results[GOLD_CHECK].outcome == "passed", results[GOLD_CHECK].message
     assert results[GOLD_CHECK].details["network_isolated"]
+
+
+def test_an_attackers_r_lines_read_nothing_outside_the_repository(tmp_path):
+    """``-r`` lines naming host files or climbing out of the repository are skipped and
+    named: the files are read from the mirror's objects only, never from this machine."""
+    work = tmp_path / "evil"
+    work.mkdir()
+    git(tmp_path, "init", "-q", str(work))
+    commit = _commit(
+        work,
+        {"req.txt": "-r /etc/passwd\n-r ../../../etc/shadow\n-r ../req.txt\nok==1\n"},
+        "evil",
+    )
+    mirror = mirror_of(work, tmp_path / "evil.git")
+    found = resolve_requirements(mirror, commit, ["req.txt"])
+    assert found.lines == ["ok==1"]
+    assert found.included == []
+    assert len(found.missing) == 3 and "root:" not in found.text
