@@ -158,10 +158,6 @@ def _environment(normal: dict, repo_name: str, repository, has_tags: bool, notes
     extra = normal["extra"]
     instance = normal["instance_id"]
     setup_commit = str(extra.get("environment_setup_commit") or "").strip()
-    named_setup = setup_commit
-    missing_setup = bool(setup_commit) and not commit_exists(repository, setup_commit)
-    if missing_setup:
-        setup_commit = ""
     spec, test_command, found = environment_from_swebench(
         repo=repo_name,
         version=str(extra.get("version") or ""),
@@ -181,13 +177,14 @@ def _environment(normal: dict, repo_name: str, repository, has_tags: bool, notes
             spec = spec_clean({**spec, **normal["pro_environment"]})
         except DomainError as exc:
             notes.add(str(exc), instance)
-    if spec["requirement_files"] and missing_setup:
-        notes.add(
-            f"environment_setup_commit {named_setup[:12]} is not in the "
-            "repository; the requirement files are read at the base commit",
-            instance,
-        )
     if spec["requirement_files"]:
+        if setup_commit and not notes.has_commit(repository, setup_commit):
+            notes.add(
+                f"environment_setup_commit {setup_commit[:12]} is not in the "
+                "repository; the requirement files are read at the base commit",
+                instance,
+            )
+            spec["requirements_commit"] = normal["base_commit"]
         _found, problem = requirements_at(
             repository.path, spec["requirements_commit"], tuple(spec["requirement_files"])
         )
@@ -197,10 +194,19 @@ def _environment(normal: dict, repo_name: str, repository, has_tags: bool, notes
 
 
 class _Notes:
-    """Import notes, each once, naming the instances it is about."""
+    """One import's notes, each once, naming the instances it is about; and what it learnt
+    of the mirror."""
 
     def __init__(self):
         self.instances: dict[str, list[str]] = {}
+        self._commits: dict[str, bool] = {}
+
+    def has_commit(self, repository, commit: str) -> bool:
+        """Whether the mirror holds ``commit``, asked once per import (instances share
+        setup commits)."""
+        if commit not in self._commits:
+            self._commits[commit] = commit_exists(repository, commit)
+        return self._commits[commit]
 
     def add(self, note: str, instance: str) -> None:
         self.instances.setdefault(note, []).append(instance)

@@ -280,7 +280,7 @@ def run_folder() -> Iterator[Path]:
             logging.getLogger(__name__).warning("run folder %s left in place: %s", folder, exc)
 
 
-def _under_root(paths) -> None:
+def under_root(paths) -> None:
     """Only what lives under the sandbox root is ever shown to a run: nothing else of this
     machine can be exposed by mistake, and the sandbox user can reach all of it."""
     root = sandbox_root()
@@ -398,7 +398,7 @@ class BwrapSandbox:
         binary = bwrap_binary()
         if binary is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed; task code cannot run.")
-        _under_root([tree, *(m.source for m in mounts)])
+        under_root([tree, *(m.source for m in mounts)])
         user = sandbox_user()
         uid = user[0] if user else os.geteuid()
         run_env = {

@@ -31,7 +31,7 @@ from .base import (
     killed_by,
     memory_exceeded,
 )
-from .bwrap import _under_root
+from .bwrap import under_root
 
 DEFAULT_IMAGE = "python:3.11-slim"
 IMAGE_TREE = f"{TESTBED}-image"  # an environment image's installed repository
@@ -129,7 +129,7 @@ class DockerSandbox:
     ) -> SandboxResult:
         if persist_tree:
             raise SandboxError("The docker backend builds environments as images, not in trees.")
-        _under_root([tree, *(m.source for m in mounts)])  # as the local backend: the same contract
+        under_root([tree, *(m.source for m in mounts)])  # the local backend's contract too
         try:
             client = docker.from_env(timeout=30)
         except docker.errors.DockerException as exc:
