@@ -10,14 +10,19 @@ Every byte is fixed by the files and the chunk size, never by the number of work
 members in a fixed order, ustar headers with mtime 1700000000, uid/gid 0, no owner names,
 mode 0644 (0755 for shell scripts); gzip members with no name or time.
 
-A content carried more than once is stored once: its later names are hard links to the
-first. Inside a chunk that is decided as the chunk is written. A content other chunks may
-carry too — a file from disk (a database, a repository stream) or one that two tasks of
-the chunk share (the sidecars' sources) — is a *shared* entry: the chunk leaves its place
-open and compresses the content once into ``blobs/<sha256>.gz``; :func:`assemble` writes
-the content at its first name in the bundle and a link everywhere else. The chunk's own
-later copies link to the chunk's first name, so a link may lead to a link that leads to the
-content (``tar`` and ``tarfile`` extract those in order; the importer checks the chain).
+A content carried more than once in a task folder is stored once there: its later names in
+the folder are hard links to the first. A link never leaves its task folder, so one folder
+extracted alone (``tar -xzf bundle.tar.gz sql_3``) has every file — but for a large data file
+several tasks share (``CROSS_TASK_LINK_BYTES`` and more: a database that ten thousand
+questions ask, which would otherwise be copied ten thousand times), whose later names link to
+its first copy in the bundle; ``manifest.json`` lists those (``linked_across_tasks``).
+Inside a chunk links are decided as the chunk is written. A content other chunks may carry
+too — a file from disk (a database, a repository stream) or one that two tasks of the chunk
+share (the sidecars' sources) — is a *shared* entry: the chunk leaves its place open and
+compresses the content once into ``blobs/<sha256>.gz``; :func:`assemble` copies those
+compressed bytes at its first name in each task folder and writes a link everywhere else.
+A link may lead to a link that leads to the content (``tar`` and ``tarfile`` extract those in
+order; the importer checks the chain).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from isal import isal_zlib
 from .layout import FILE_MODE, MANIFEST, TAR_MTIME
 
 CHUNK = 1 << 20
+# A content this large that several task folders carry is stored once in the bundle.
+CROSS_TASK_LINK_BYTES = 64 << 20
 BLOCK = 512
 RECORD = 20 * BLOCK  # tar pads the end of an archive to whole records
 # ISA-L's level 1: 3-5 times the speed of zlib's default level, a few percent larger.
@@ -231,7 +238,7 @@ class ChunkSpool:
         bundle. A file from disk is never read again here: it is a shared entry."""
         tasks = list(tasks)
         shared = _shared_shas(tasks)
-        first: dict[str, str] = {}  # sha -> the chunk's first name with that content
+        first: dict[tuple[str, str], str] = {}  # (folder, sha) -> the first name there
         lines: list[bytes] = []
         partial = self.path.with_name(self.path.name + ".part")
         with open(partial, "wb") as self._out:
@@ -250,13 +257,14 @@ class ChunkSpool:
         self.record.files = len(lines)
         return self.record
 
-    def _add(self, entry: Entry, first: dict[str, str], shared: set[str]) -> None:
-        earlier = first.get(entry.sha) if entry.size else None
+    def _add(self, entry: Entry, first: dict[tuple[str, str], str], shared: set[str]) -> None:
+        key = (_folder(entry.name), entry.sha)
+        earlier = first.get(key) if entry.size else None
         if earlier is not None:
             self._member(tar_header(entry.name, 0, earlier))
             return
         if entry.size:
-            first[entry.sha] = entry.name
+            first[key] = entry.name
         if entry.sha in shared and entry.size:
             self._end_segment()
             self.record.items.append(["shared", entry.name, entry.sha, entry.size])
@@ -281,6 +289,10 @@ class ChunkSpool:
         length = self._out.tell() - self._segment_start
         self.record.items.append(["data", self._segment_start, length, self._raw])
         self._compressor = None
+
+
+def _folder(name: str) -> str:
+    return name.split("/", 1)[0]
 
 
 def _shared_shas(tasks: list[list[Entry]]) -> set[str]:
@@ -362,7 +374,8 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
     out, work = Path(out), Path(work)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".part")
-    firsts: dict[str, str] = {}
+    firsts: dict[tuple[str, str], str] = {}
+    across: dict[str, str] = {}  # later name -> its first copy in another task folder
     try:
         with open(partial, "wb") as handle:
             output = _Output(handle)
@@ -372,7 +385,9 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
                     if item[0] == "data":
                         output.copy(data, *item[1:])
                     else:
-                        _shared(output, work, firsts, *item[1:])
+                        _shared(output, work, firsts, across, *item[1:])
+            if across:
+                manifest = {**manifest, "linked_across_tasks": across}
             _manifest(output, work, records, manifest)
             output.write_raw(b"\0" * (2 * BLOCK))
             output.write_raw(b"\0" * (-output.raw % RECORD))
@@ -388,11 +403,18 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
     }
 
 
-def _shared(output: _Output, work: Path, firsts: dict[str, str], name, sha, size) -> None:
-    if sha in firsts:
-        output.write_raw(tar_header(name, 0, firsts[sha]))
+def _shared(
+    output: _Output, work: Path, firsts: dict[tuple[str, str], str], across: dict, name, sha, size
+) -> None:
+    """A shared entry's place: a link to its first copy in the task folder (or, for a large
+    file, in the bundle), or its content, copied compressed from its blob."""
+    key = ("", sha) if size >= CROSS_TASK_LINK_BYTES else (_folder(name), sha)
+    if key in firsts:
+        output.write_raw(tar_header(name, 0, firsts[key]))
+        if key[0] == "":
+            across[name] = firsts[key]
         return
-    firsts[sha] = name
+    firsts[key] = name
     output.write_raw(tar_header(name, size))
     output.copy(work / "blobs" / f"{sha}.gz", 0, (work / "blobs" / f"{sha}.gz").stat().st_size,
                 size + len(padding(size)))  # fmt: skip

@@ -90,11 +90,30 @@ def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(
     database = SqlEnvironment.objects.get(task=tasks[0]).database.path.read_bytes()
     with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
         copies = [m.name for m in stored if tf.extractfile(m).read() == database]
-    # Six tasks share the database, each in seven places: one copy in the whole bundle, at
-    # its first name (a task's files go in path order).
-    assert copies == ["sql_0/ask_human/environment/sidecars/sql-tools/data/database.sqlite"]
+    # Six tasks share the database, each in seven places: one copy per task folder, at its
+    # first name there (a task's files go in path order); a link never leaves its folder.
+    first = "ask_human/environment/sidecars/sql-tools/data/database.sqlite"
+    assert copies == [f"sql_{n}/{first}" for n in range(6)]
     sidecar = [m.name for m in stored if m.name.endswith("sidecars/sql-tools/sql_tools.py")]
-    assert sidecar == ["sql_0/ask_human/environment/sidecars/sql-tools/sql_tools.py"]
+    assert sidecar == [f"sql_{n}/ask_human/environment/sidecars/sql-tools/sql_tools.py"
+                       for n in range(6)]  # fmt: skip
+    with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
+        links = [m for m in tf if m.islnk()]
+    assert links and all(m.linkname.split("/")[0] == m.name.split("/")[0] for m in links)
+    assert "linked_across_tasks" not in json.loads(_files(tmp_path / "chunked.tar.gz")[
+        layout.MANIFEST])  # fmt: skip
+
+    # One task folder extracted alone by GNU tar has every one of its files.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    subprocess.run(
+        ["tar", "-xzf", str(tmp_path / "chunked.tar.gz"), "-C", str(alone), "sql_4"], check=True
+    )
+    listed = [n for n in _files(tmp_path / "chunked.tar.gz") if n.startswith("sql_4/")]
+    assert sorted(p.relative_to(alone).as_posix() for p in alone.rglob("*") if p.is_file()) == (
+        sorted(listed)
+    )
+    assert (alone / "sql_4/full_info/tests/database.sqlite").read_bytes() == database
 
     # tar follows the links (some lead to a chunk's first copy, itself a link) …
     out = tmp_path / "out"
@@ -105,6 +124,29 @@ def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(
     other = Project.objects.create(name="Other", slug="other")
     report = import_bundle(project=other, path=tmp_path / "chunked.tar.gz", actor=user("lead"))
     assert len(report.created) == len(tasks)
+
+
+def test_a_large_file_many_tasks_share_is_stored_once_and_the_manifest_says_where(
+    settings, tmp_path, monkeypatch
+):
+    """Past CROSS_TASK_LINK_BYTES a database the tasks share is stored once in the bundle
+    (ten thousand questions on one large database would otherwise copy it ten thousand
+    times): its later names link across task folders, and the manifest lists them."""
+    from exchange.bundles import tarstream
+
+    project = seed_demo(settings, tmp_path)
+    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))[:3]
+    database = SqlEnvironment.objects.get(task=tasks[0]).database.path.read_bytes()
+    monkeypatch.setattr(tarstream, "CROSS_TASK_LINK_BYTES", len(database))
+    settings.EXPORT_CHUNK_SIZE = 2
+    _export(project, tasks, tmp_path / "b.tar.gz")
+    with tarfile.open(tmp_path / "b.tar.gz") as tf:
+        copies = [m.name for m in tf if m.isfile() and tf.extractfile(m).read() == database]
+        manifest = json.loads(tf.extractfile(layout.MANIFEST).read())
+    assert copies == ["sql_0/ask_human/environment/sidecars/sql-tools/data/database.sqlite"]
+    across = manifest["linked_across_tasks"]
+    assert across and {name.split("/")[0] for name in across} == {"sql_1", "sql_2"}
+    assert set(across.values()) == set(copies)
 
 
 def test_export_queries_are_a_fixed_number_a_chunk(settings, tmp_path):
