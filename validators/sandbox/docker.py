@@ -31,7 +31,7 @@ from .base import (
     killed_by,
     memory_exceeded,
 )
-from .bwrap import under_root
+from .bwrap import FORK_MARKERS, under_root
 
 DEFAULT_IMAGE = "python:3.11-slim"
 IMAGE_TREE = f"{TESTBED}-image"  # an environment image's installed repository
@@ -175,6 +175,9 @@ class DockerSandbox:
             duration_s=round(duration, 3),
             backend=self.name,
             cpu_exceeded=not timed_out and killed_by(exit_code, signal.SIGXCPU),
+            # As the local backend reads them: a fork refused at pids_limit, a full tmpfs.
+            processes_exceeded=any(marker in output for marker in FORK_MARKERS),
+            disk_exceeded="No space left on device" in output,
             network_isolated=not network,
             details={"isolation": "container", "image": image or self.image},
         )
