@@ -22,6 +22,7 @@ from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
 from judge.services import ask_human, ask_human_run_start
 
+from ..harbor_jobs import is_harbor_jobs, parse_harbor_jobs
 from ..models import EvaluationRun, Mode, TaskPass, Trajectory
 from ..results import PassRecord, parse_jsonl, parse_results_folder
 from .common import current_revision, evaluation_run_finish, stored_upload, task_resolver
@@ -64,7 +65,8 @@ def _queue_import(
 def results_import_start(
     *, project: Project, actor, path: Path, model_name: str = ""
 ) -> list[EvaluationRun]:
-    """Validate a results file (JSONL), folder or archive of a folder; queue one run per model.
+    """Validate a results file (JSONL), folder or archive of a folder, or Harbor's jobs
+    folder (``harbor_jobs``); queue one run per model.
 
     Every line is checked first: with any bad line nothing is queued (``ImportRefused``
     names the lines). The worker then judges the ask_human questions and stores the passes.
@@ -72,7 +74,11 @@ def results_import_start(
     require_role(actor, project, Role.LEAD, action="do this")
     resolve = task_resolver(project)
     path = Path(path)
-    if path.is_dir():
+    if path.is_dir() and is_harbor_jobs(path):
+        by_model = parse_harbor_jobs(path, resolve).by_model
+        if not by_model:
+            raise DomainError(f"{path.name}: no trial of these Harbor jobs has a reward.")
+    elif path.is_dir():
         by_model = parse_results_folder(path, resolve)
     elif path.suffix == ".jsonl":
         if not model_name.strip():

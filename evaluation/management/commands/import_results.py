@@ -3,7 +3,9 @@
     python manage.py import_results --project SLUG --as LEAD PATH [--model NAME] [--scores]
 
 PATH is a ``.jsonl`` file (``--model`` names the model), a HiL-Bench results folder holding
-``pass_level_metrics.csv`` (it names its models), or that folder as ``.zip`` / ``.tar.gz``.
+``pass_level_metrics.csv`` (it names its models), or that folder as ``.zip`` / ``.tar.gz``,
+or a Harbor jobs folder (``harbor run -o FOLDER``: one pass per trial with a reward, the
+ask-human sidecar's log of an ``ask_human`` trial as its questions).
 With ``--scores`` the JSONL lines are ``{task, score, correct, correct_with_support}``.
 Every line is checked first; with any bad line nothing is imported and the lines are named.
 Runs are queued for the worker (``--wait`` stores them here instead).
@@ -21,7 +23,10 @@ from hilbench_annotate.models import Project
 
 
 class Command(BaseCommand):
-    help = "Import evaluation results (JSONL or a HiL-Bench results folder) into a project."
+    help = (
+        "Import evaluation results (JSONL, a HiL-Bench results folder, or a Harbor jobs "
+        "folder) into a project."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path)

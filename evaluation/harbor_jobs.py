@@ -1,0 +1,166 @@
+"""Reading the trials of Harbor jobs (``harbor run -o <folder>``) as passes.
+
+A Harbor job folder holds one folder per trial with its ``result.json``: the agent
+(``agent_info``: name, and the model when it has one), the task's mode folder
+(``task_id.path``), the reward (``verifier_result.rewards.reward``) or the exception that
+stopped it, and when it started. In ``ask_human`` mode the task's ask-human sidecar leaves its
+log, ``ask_human_metrics.json`` (every question and what it answered), among the trial's
+artifacts (``artifacts/harbor_shared/``, as the bundle's ``task.toml`` declares).
+
+Each finished trial is one pass: the task is read from the exported folder beside its mode
+(``annotate/task.json``: source id), or else its folder's name; the model is the agent's
+model, or the agent's name for an agent without one (the project's reference agents); the
+pass number counts the trials of the same model, task and mode in the order they started.
+The questions are the ask log's texts: the app judges them itself when it stores the pass
+(as it does for every imported run), so its Ask-F1 is its own reading of the log. A trial
+that stopped with an exception has no reward and is not a pass: it is reported, not stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.toolkit.jsontext import json_loads
+
+from .results import MODES, PassRecord, TaskResolver, _questions
+
+ASK_LOG = "ask_human_metrics.json"
+MAX_RESULT_BYTES = 4 << 20
+
+
+@dataclass
+class HarborTrials:
+    """model -> its passes, and the trials that are not passes (name, why)."""
+
+    by_model: dict[str, list[PassRecord]] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def trial_results(root: Path) -> list[Path]:
+    """The trials' ``result.json`` under ``root`` (a jobs folder or one job), in order."""
+    found = []
+    for depth in ("*/result.json", "*/*/result.json"):
+        for path in sorted(Path(root).glob(depth)):
+            trial = path.parent  # a job's own folder has its result.json too, and job.log
+            plain = path.is_file() and not path.is_symlink()
+            if plain and (trial / "config.json").is_file() and not (trial / "job.log").exists():
+                found.append(path)
+    return found
+
+
+def is_harbor_jobs(root: Path) -> bool:
+    return bool(trial_results(root))
+
+
+def _read(path: Path) -> dict:
+    if path.stat().st_size > MAX_RESULT_BYTES:
+        raise ValueError(f"{path.name} is larger than {MAX_RESULT_BYTES} bytes")
+    value = json_loads(path.read_bytes())
+    if not isinstance(value, dict):
+        raise ValueError(f"{path.name} is not a JSON object")
+    return value
+
+
+def _model(result: dict) -> str:
+    agent = result.get("agent_info") or {}
+    info = agent.get("model_info") or {}
+    name = info.get("name") if isinstance(info, dict) else None
+    if name:
+        provider = info.get("provider")
+        return f"{provider}/{name}" if provider else str(name)
+    return str(agent.get("name") or "unknown agent")
+
+
+def _task_reference(mode_folder: Path, task_name: str) -> str:
+    annotate = mode_folder.parent / "annotate" / "task.json"
+    if annotate.is_file():
+        source_id = json_loads(annotate.read_bytes()).get("source_id")
+        if source_id:
+            return str(source_id)
+    if mode_folder.parent.name:
+        return mode_folder.parent.name
+    return task_name
+
+
+def _mode(mode_folder: Path, task_name: str) -> str:
+    if mode_folder.name in MODES:
+        return mode_folder.name
+    return next((m for m in MODES if task_name.endswith(f"-{m}")), "")
+
+
+def _ask_log(trial: Path) -> list[dict]:
+    for path in sorted(trial.glob(f"artifacts/**/{ASK_LOG}")):
+        log = _read(path)
+        return [
+            {"text": q.get("question", ""), "time": q.get("time", "")}
+            for q in log.get("questions") or []
+            if isinstance(q, dict) and str(q.get("question", "")).strip()
+        ]
+    return []
+
+
+def parse_harbor_jobs(root: Path, resolve: TaskResolver) -> HarborTrials:
+    """The passes of every finished trial under ``root``; ``ImportRefused`` naming each
+    trial that cannot be read or whose task the project does not have."""
+    out = HarborTrials()
+    problems: list[tuple[str, str]] = []
+    started: list[tuple[str, str, PassRecord]] = []
+    for path in trial_results(root):
+        trial = path.parent
+        try:
+            result = _read(path)
+            task_name = str(result.get("task_name") or "")
+            folder = Path(str((result.get("task_id") or {}).get("path") or ""))
+            mode = _mode(folder, task_name)
+            if not mode:
+                raise ValueError(f"cannot tell the mode of task {task_name!r}")
+            reference = _task_reference(folder, task_name)
+            task_id = resolve(reference)
+            if task_id is None:
+                raise ValueError(f"the project has no task {reference!r}")
+            if result.get("exception_info"):
+                kind = (result["exception_info"] or {}).get("exception_type", "an exception")
+                out.skipped.append((trial.name, f"stopped by {kind}, no reward"))
+                continue
+            rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+            reward = rewards.get("reward")
+            if not isinstance(reward, int | float) or isinstance(reward, bool):
+                out.skipped.append((trial.name, "the verifier gave no reward"))
+                continue
+            record = PassRecord(
+                task_id=task_id,
+                mode=mode,
+                index=0,
+                resolved=reward >= 1,
+                questions=_questions(_ask_log(trial) or None, mode),
+            )
+        except (ValueError, OSError) as error:
+            problems.append((trial.name, str(error)))
+            continue
+        started.append((str(result.get("started_at") or ""), _model(result), record))
+    if problems:
+        raise ImportRefused(
+            f"{Path(root).name}: {len(problems)} trial(s) cannot be read; nothing was imported",
+            problems,
+        )
+    counts: dict[tuple, int] = {}
+    for _, model, record in sorted(started, key=lambda s: s[0]):
+        key = (model, record.task_id, record.mode)
+        counts[key] = record.index = counts.get(key, 0) + 1
+        out.by_model.setdefault(model, []).append(record)
+    return out
+
+
+def summary(trials: HarborTrials) -> str:
+    passes = sum(len(r) for r in trials.by_model.values())
+    text = f"{passes} trial(s) read"
+    if trials.skipped:
+        text += f"; {len(trials.skipped)} without a reward: " + ", ".join(
+            f"{name} ({why})" for name, why in trials.skipped[:5]
+        )
+    return text
+
+
+__all__ = ["HarborTrials", "is_harbor_jobs", "parse_harbor_jobs", "summary"]
