@@ -37,11 +37,21 @@ from validators.sandbox import (
 )
 
 from .modes import AGENT_PATCH, SUBMISSION
+from .release_runtime import GENERATED
 from .tarstream import file_sha256_cached
 
 MODE = "baseline"  # every mode shares the solution and the verifier
 SANDBOX_HOME = "/tmp"  # noqa: S108 - a path inside the sandbox
-RELEASE_IMAGE = "the task's environment is the release's own (a prebuilt image)"
+RELEASE_IMAGE = (
+    "the task's environment is the release's own prebuilt image (shared/image_archive.json), "
+    "which the app does not hold; Harbor runs it where the image is loaded"
+)
+RELEASE_DATA = (
+    "the task's database is kept outside the release (shared/FETCH.md says where) and the app "
+    "holds no copy to run its verifier on"
+)
+RELEASE_REASONS = (RELEASE_IMAGE, RELEASE_DATA)
+DATABASE = "shared/data/database.sqlite"  # a release task's, mounted at /data by its compose
 
 
 def _content(value) -> bytes:
@@ -138,9 +148,16 @@ def oracle_runs(
     caller has them), or a reason when none can run."""
     files = {name.split("/", 1)[1]: value for name, value in entries.items()}
     known = {name.split("/", 1)[1]: sha for name, sha in (shas or {}).items()}
-    if f"{MODE}/tests/test.sh" not in files:
+    released = GENERATED in files  # a release task: its verifier is one the export added
+    if released and task.domain == "swe":
         return {"not_run": RELEASE_IMAGE}
+    if released and DATABASE not in files:
+        return {"not_run": RELEASE_DATA}
+    if f"{MODE}/tests/test.sh" not in files:
+        return {"not_run": "the task has no verifier (tests/test.sh)"}
     ours = {n: v for n, v in files.items() if n.startswith((f"{MODE}/solution/", f"{MODE}/tests/"))}
+    if released:
+        ours[DATABASE] = files[DATABASE]
     extra = task.domain
     if task.domain == "swe":
         env = task.swe_environment
@@ -160,9 +177,9 @@ def _run(task, files: dict[str, Any]) -> dict[str, Any]:
 
 def oracle_verdict(runs: dict[str, Any]) -> str | None:
     """Why the task cannot be exported as validated, or None: the oracle must score 1 and
-    the no-op 0 (a release task, whose environment is a prebuilt image, is not run)."""
+    the no-op 0 (a release task whose image or database the app does not hold is not run)."""
     if "not_run" in runs:
-        return None if runs["not_run"] == RELEASE_IMAGE else runs["not_run"]
+        return None if runs["not_run"] in RELEASE_REASONS else runs["not_run"]
     oracle, noop = runs["oracle"], runs["noop"]
     if oracle.get("reward") != 1:
         return f"the oracle run scores {oracle.get('reward')}, not 1: {oracle.get('reason')}"
@@ -176,7 +193,12 @@ def _sql(files: dict[str, Any], *, solve: bool) -> dict[str, Any]:
         _materialise(files, f"{MODE}/solution/", work / "solution")
         _materialise(files, f"{MODE}/tests/", work / "tests")
         shared, verifier = _writable(work / "shared"), _writable(work / "verifier")
+        data = []
+        if DATABASE in files:  # a release task's verifier reads /data/database.sqlite
+            _materialise({DATABASE: files[DATABASE]}, "shared/data/", work / "data")
+            data = [Mount(work / "data", "/data")]
         mounts = [
+            *data,
             Mount(work / "solution", "/solution"),
             Mount(work / "tests", "/tests"),
             # The agent's side writes the submission there, and Harbor puts the artifact

@@ -24,6 +24,7 @@ from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import layout
+from .release_runtime import GENERATED, generated_paths
 
 # Never kept: our own files, data carried by the app's stores, and anything too large.
 OWN_FOLDERS = ("annotate/", "provenance/")
@@ -33,11 +34,16 @@ REGISTRY_KEYS = ("id", "type", "subtype", "description", "resolution", "trigger_
 
 
 def collect(folder: Path) -> dict[str, bytes]:
-    """The release files of ``folder`` (relative path -> bytes)."""
+    """The release files of ``folder`` (relative path -> bytes): not the files an export of
+    the app added to run it, which its ``provenance/generated.json`` lists."""
+    listed = folder / GENERATED
+    generated = generated_paths(listed.read_bytes()) if listed.is_file() else set()
     files = {}
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder).as_posix()
         if not path.is_file() or path.is_symlink() or relative in NOT_KEPT:
+            continue
+        if relative in generated:
             continue
         if relative.startswith(OWN_FOLDERS) or path.stat().st_size > MAX_KEPT_BYTES:
             continue

@@ -56,13 +56,16 @@ def _pins(names: tuple[str, ...]) -> str:
 SERVER_DIR = "/srv"  # where a sidecar's Dockerfile copies its folder
 
 
-def _server_dockerfile(script: str, *, name: str, env: dict[str, str], extra: str = "") -> str:
+def server_dockerfile(
+    script: str, *, name: str, env: dict[str, str], extra: str = "", port: int | None = None
+) -> str:
     """A sidecar's image: its folder at ``SERVER_DIR``, run as uid 1000. ``env``: where the
     server finds what the folder holds and where it writes; the servers' defaults are the
     release's paths (``/data``, ``/ask-human-data``, ``/app``), which only the release's
-    compose file mounts. The shared directory is world-writable (sticky) because a named
+    compose file mounts (``port``: the release's sidecars listen on 8000, each in its own
+    container). The shared directory is world-writable (sticky) because a named
     volume takes its mode from the first image that mounts it, whichever that is."""
-    port = layout.SIDECAR_PORTS[name]
+    port = port or layout.SIDECAR_PORTS[name]
     lines = "".join(f"ENV {key}={value}\n" for key, value in {**env, "PORT": port}.items())
     return (
         f"FROM {PYTHON_IMAGE}\n"
@@ -85,7 +88,7 @@ def sql_tools_files() -> Mapping[str, bytes]:
     env = {"DATA_DIR": f"{SERVER_DIR}/data", "SUBMISSION_FILE": layout.SUBMISSION}
     return MappingProxyType(
         {
-            "Dockerfile": _server_dockerfile("sql_tools.py", name="sql-tools", env=env).encode(),
+            "Dockerfile": server_dockerfile("sql_tools.py", name="sql-tools", env=env).encode(),
             "sql_tools.py": runtime_file("sql_tools.py"),
             "mcp_server.py": runtime_file("mcp_server.py"),
         }
@@ -95,7 +98,7 @@ def sql_tools_files() -> Mapping[str, bytes]:
 @functools.cache
 def business_info_files() -> Mapping[str, bytes]:
     env = {"DATA_DIR": f"{SERVER_DIR}/data"}
-    dockerfile = _server_dockerfile("business_info.py", name="business-info", env=env)
+    dockerfile = server_dockerfile("business_info.py", name="business-info", env=env)
     return MappingProxyType(
         {
             "Dockerfile": dockerfile.encode(),
@@ -108,14 +111,14 @@ def business_info_files() -> Mapping[str, bytes]:
 def ask_human_files(registry: bytes, judge_settings: dict) -> dict[str, bytes]:
     """The ask-human sidecar with the task's registry and the embedded judge's settings."""
     return {
-        **_ask_human_common(),
+        **ask_human_common(),
         "judge.json": json.dumps(judge_settings, indent=2, sort_keys=True).encode() + b"\n",
         "blocker_registry.json": registry,
     }
 
 
 @functools.cache
-def _ask_human_common() -> Mapping[str, bytes]:
+def ask_human_common() -> Mapping[str, bytes]:
     install = (
         f"COPY requirements.txt {SERVER_DIR}/requirements.txt\n"
         f"RUN pip install --no-cache-dir -r {SERVER_DIR}/requirements.txt\n"
@@ -125,7 +128,7 @@ def _ask_human_common() -> Mapping[str, bytes]:
         "JUDGE_CONFIG": f"{SERVER_DIR}/judge.json",
         "OUTPUT_DIR": layout.SHARED_DIR,
     }
-    dockerfile = _server_dockerfile("ask_human.py", name="ask-human", env=env, extra=install)
+    dockerfile = server_dockerfile("ask_human.py", name="ask-human", env=env, extra=install)
     return MappingProxyType(
         {
             "Dockerfile": dockerfile.encode(),

@@ -19,7 +19,7 @@ from hilbench_annotate.vocabulary import Domain
 from judge.services import project_calibration, task_context
 from validators.requirements import resolve_requirements
 
-from . import layout, modes, release
+from . import layout, modes, release, release_runtime
 from .layout import APPLIED_EDIT_SCRIPT
 from .repository import repository_export, sanitized_base
 from .tarstream import file_sha256_cached
@@ -346,15 +346,32 @@ def swe_files(
     )
 
 
-def release_task_files(task: Task, snapshot: dict, files: TaskFiles) -> None:
+def release_task_files(
+    task: Task, snapshot: dict, files: TaskFiles, *, judge_settings: dict
+) -> None:
     """A task imported from the release: its release files (as kept, or rewritten where
-    edited), our annotate/ file, and the database if the app holds one."""
-    for path, content in release.export_files(task, snapshot).items():
+    edited), our annotate/ file, the database if the app holds one, and what Harbor needs
+    to run it that the release does not publish (``release_runtime``, listed in
+    ``provenance/generated.json``)."""
+    kept = release.export_files(task, snapshot)
+    for path, content in kept.items():
         files.add(path, content)
     files.add(layout.ANNOTATE, layout.dumps(_annotate(task, snapshot)))
+    present: dict[str, bytes | Path] = dict(kept)
     if task.domain == Domain.SQL and task.sql_environment.database is not None:
         env = task.sql_environment
         database = edited_copy(
             project_id=task.project_id, source=env.database.path, edit_script=env.edit_script
         )
         files.add(layout.SQL_DATABASE, Path(database))
+        present[layout.SQL_DATABASE] = Path(database)
+    added = release_runtime.generated_files(
+        snapshot, present, judge_settings=_with_context(judge_settings, snapshot)
+    )
+    for path, content in added.items():
+        files.add(path, content)
+    note = release_runtime.data_note(present, task.domain)
+    document = release_runtime.generated_document(
+        [*added, release_runtime.GENERATED], note, release_runtime.missing_parts(kept)
+    )
+    files.add(release_runtime.GENERATED, layout.dumps(document))

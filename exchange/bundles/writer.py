@@ -20,9 +20,11 @@ only ``manifest.json`` does. The chunk size fixes the bytes; the number of worke
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata as package_metadata
@@ -39,7 +41,7 @@ from hilbench_annotate.services.tasks import task_snapshots
 from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
-from . import layout
+from . import layout, release_runtime
 from .oracle import oracle_runs, oracle_verdict
 from .provenance import gate_reports, review_documents, validation_documents
 from .tarstream import ChunkRecord, ChunkSpool, Entry, assemble
@@ -169,7 +171,7 @@ class _Chunk:
         files = TaskFiles(folder, allow_internet=allow_internet)
         index = int(folder.rsplit("_", 1)[1])
         if task.release_files.exists():
-            release_task_files(task, snapshot, files)
+            release_task_files(task, snapshot, files, judge_settings=self.judge_settings(task))
         elif task.domain == Domain.SQL:
             sql_files(task, snapshot, files, index, judge_settings=self.judge_settings(task))
         else:
@@ -262,9 +264,35 @@ def chunk_write(
                 entries[path] = spool.entry(path, layout.dumps(document))
             written.append([entries[n] for n in sorted(entries)])
             shutil.rmtree(own, ignore_errors=True)
-            exported.append(_entry(task, folder, revisions[task.pk], validated, reason, runs))
+            entry = _entry(task, folder, revisions[task.pk], validated, reason, runs)
+            entry["allow_internet"] = _internet(files)
+            incomplete = _incomplete(files)
+            if incomplete:
+                entry["incomplete"] = incomplete
+            exported.append(entry)
     record = spool.write(written)
     return {"record": record.as_dict(), "exported": exported}
+
+
+def _incomplete(files: TaskFiles) -> list[str]:
+    """A release task's mode parts its folder lacked (``provenance/generated.json``)."""
+    generated = files.entries.get(f"{files.folder}/{release_runtime.GENERATED}")
+    if not isinstance(generated, bytes):
+        return []
+    return list(json.loads(generated).get("incomplete") or [])
+
+
+def _internet(files: TaskFiles) -> bool:
+    """What the task's ``task.toml`` says of the internet: the lead's choice for a task the
+    app writes, the release's own (true) for a release task, whose files are kept as shipped."""
+    toml = files.entries.get(f"{files.folder}/baseline/task.toml")
+    if not isinstance(toml, bytes):
+        return files.allow_internet
+    try:
+        environment = tomllib.loads(toml.decode("utf-8", "replace")).get("environment", {})
+    except tomllib.TOMLDecodeError:
+        return files.allow_internet
+    return bool(environment.get("allow_internet", files.allow_internet))
 
 
 def _oracle_summary(runs: dict) -> str:

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from exchange.bundles import release
 from exchange.bundles.annotate import read_annotate
+from exchange.bundles.release_runtime import missing_parts, missing_sentence
 from hilbench_annotate.envspec import parser_from_harness, spec_clean
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, Task
@@ -168,6 +169,9 @@ def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, li
         _attest_as_released(folder, item["blockers"])
     if not problems and (not (folder / ANNOTATE).is_file() or item.get("release")):
         item["release_files"] = release.collect(folder)  # kept byte for byte (release parity)
+        missing = missing_parts(item["release_files"])
+        if missing:
+            item["notes"].append(missing_sentence(missing))
     return (None if problems else item), problems
 
 

@@ -60,7 +60,39 @@ def test_every_json_file_of_a_bundle_matches_its_schema(settings, tmp_path):
         errors = list(_validator(schema).iter_errors(json.loads(data)))
         assert errors == [], (name, [e.message for e in errors[:3]])
         checked.add(schema)
-    assert checked == {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.json")}
+    release_only = {"generated"}  # test_the_files_added_to_release_tasks_match_their_schemas
+    assert checked == {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.json")} - (
+        release_only
+    )
+
+
+@pytest.mark.django_db
+def test_the_files_added_to_release_tasks_match_their_schemas(
+    project, lead, tmp_path, release_examples
+):
+    from django.core.management import call_command
+
+    from exchange.bundles.release_runtime import GENERATED, JUDGE
+
+    for domain in ("sql", "swe"):
+        call_command("import_hilbench", str(release_examples / domain), project=project.slug)
+    bundle = export(project, tmp_path / "b.tar.gz", tasks=list(project.tasks.all()))
+    files = members(bundle)
+    checked = []
+    for name, data in sorted(files.items()):
+        relative = name.split("/", 1)[-1]
+        schema = {
+            GENERATED: "generated",
+            JUDGE: "judge_settings",
+            layout.MANIFEST: "manifest",
+        }.get(relative if name != layout.MANIFEST else name)
+        if relative.endswith("tests/tests.json"):
+            schema = "swe_tests"
+        if schema:
+            errors = list(_validator(schema).iter_errors(json.loads(data)))
+            assert errors == [], (name, [e.message for e in errors[:3]])
+            checked.append(schema)
+    assert {"generated", "judge_settings", "manifest", "swe_tests"} <= set(checked)
 
 
 @pytest.mark.parametrize("domain", ["sql", "swe"])

@@ -13,6 +13,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from exchange.bundles import layout
+from exchange.bundles.release_runtime import GENERATED
 from hilbench_annotate import services as core
 from hilbench_annotate.models import Membership, Project, Task
 
@@ -52,13 +53,33 @@ def _export(project, tasks, out):
     return {k: v for k, v in members(out).items() if k != layout.MANIFEST}
 
 
+def _generated(exported: dict[str, bytes]) -> set[str]:
+    """The files the export says it added to make release tasks runnable."""
+    listed = set()
+    for name, content in exported.items():
+        folder, _, rest = name.partition("/")
+        if rest == GENERATED:
+            listed |= {f"{folder}/{p}" for p in json.loads(content)["generated"]}
+    return listed
+
+
 def _compare(release: dict[str, bytes], exported: dict[str, bytes]) -> None:
     missing = sorted(set(release) - set(exported))
     different = sorted(p for p in release if p in exported and exported[p] != release[p])
+    generated = _generated(exported)
     added = sorted(
-        p for p in set(exported) - set(release) if not p.split("/", 1)[1].startswith(OURS)
+        p
+        for p in set(exported) - set(release) - generated
+        if not p.split("/", 1)[1].startswith(OURS)
     )
     assert (missing, different, added) == ([], [], [])
+    # What was added to run each task: a verifier in every mode, never a release file.
+    folders = {p.split("/", 1)[0] for p in release}
+    for folder in folders:
+        for mode in ("baseline", "ask_human", "full_info"):
+            if f"{folder}/{mode}/task.toml" in release:
+                assert f"{folder}/{mode}/tests/test.sh" in generated, (folder, mode)
+    assert not generated & set(release)
 
 
 def test_release_folders_round_trip_byte_for_byte(
@@ -173,6 +194,7 @@ def test_allow_internet_is_the_lead_s_for_app_tasks_and_the_release_s_for_releas
     assert json.loads(files[layout.MANIFEST])["allow_internet"] is allowed
     folders = {name.split("/", 1)[0] for name in files if "/" in name}
     assert len(folders) == len(tasks)
+    entries = {e["folder"]: e for e in json.loads(files[layout.MANIFEST])["tasks"]}
     for folder in sorted(folders):
         kept = json.loads(files[f"{folder}/{layout.ANNOTATE}"])["release_files"]
         for mode in ("baseline", "ask_human", "full_info"):
@@ -182,6 +204,8 @@ def test_allow_internet_is_the_lead_s_for_app_tasks_and_the_release_s_for_releas
                 assert tomllib.loads(toml.decode())["environment"]["allow_internet"] is True
             else:
                 assert tomllib.loads(toml.decode())["environment"]["allow_internet"] is allowed
+        # The manifest says what each task's task.toml says, not only the lead's choice.
+        assert entries[folder]["allow_internet"] is (True if kept else allowed), folder
 
 
 def test_the_data_the_release_keeps_elsewhere_is_said_on_the_task_page(
