@@ -254,3 +254,111 @@ def approve_validated(task, *, model: str = "model-a") -> None:
         outcome="approve",
     )
     keep_by_pass_rate(task, model=model)
+
+
+def release_shaped_sql(dest: Path, *, db_id: str = "concert_singer", record: int = 2) -> Path:
+    """A task folder in the release's shape (``sql_10`` of ../shared/examples/hilbench, its
+    files as the release ships them: no database, no verifier, prebuilt sidecar images) made
+    over a real Spider database of ../shared/data: the question, ground truth, golden output
+    and database name are Spider's. Returns ``dest`` (holding ``sql/sql_10``); the database
+    to supply is ``spider_database(db_id)``."""
+    import csv
+    import json
+    import shutil
+    import sqlite3
+
+    from tests.conftest import shared_path
+
+    template = shared_path("examples", "hilbench", "sql", "sql_10")
+    folder = dest / "sql" / "sql_10"
+    shutil.copytree(template, folder)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    spider = shared_path("data", "spider-bird")
+    chosen = [r for r in json.loads((spider / "dev.json").read_text()) if r["db_id"] == db_id]
+    question, gold = chosen[record]["question"], chosen[record]["SQL"]
+    old_question = "What are the names of the cards that are legal in the pre-modern format"
+    with sqlite3.connect(spider_database(db_id)) as db:
+        cursor = db.execute(gold)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([d[0] for d in cursor.description])
+        writer.writerows(cursor.fetchall())
+    for path in folder.rglob("*"):
+        if not path.is_file():
+            continue
+        relative = path.relative_to(folder).as_posix()
+        if relative.endswith("ground_truth.sql"):
+            path.write_text(gold + "\n")
+        elif relative == "shared/golden_output.csv":
+            path.write_text(out.getvalue())
+        elif relative.endswith(("instruction.md", "task.toml", ".json")):
+            text = path.read_text().replace("card_games", db_id)
+            if relative.endswith("instruction.md"):
+                start = text.index(old_question)
+                text = text[:start] + question + text[text.index("\n", start) :]
+            path.write_text(text)
+    return dest
+
+
+def spider_database(db_id: str) -> Path:
+    from tests.conftest import shared_path
+
+    return shared_path("data", "spider-bird", "dev_databases", db_id, f"{db_id}.sqlite")
+
+
+SPIDER_BLOCKER = {
+    "key": "focus_country",
+    "type": "question",
+    "subtype": "unclear_value",
+    "description": "The question asks about singers from 'our focus country' without naming it.",
+    "resolution": "The focus country is France: only singers whose country is 'France' count.",
+    "trigger_questions": [
+        "Which country is the focus country?",
+        "What country should the singers be from?",
+        "Which country does 'our focus country' refer to?",
+    ],
+}
+
+
+def spider_blocked_sql(project, actor, tmp_path: Path) -> Task:
+    """A blocked SQL task built on a real Spider database of ../shared/data (concert_singer,
+    Spider dev question 4): imported with ``import_bird``, its golden output the gold SQL's
+    result, the country taken out of the question and registered as a blocker."""
+    import json
+
+    from exchange.importers import import_bird
+    from tests.conftest import shared_path
+
+    spider = shared_path("data", "spider-bird")
+    [record] = [r for r in json.loads((spider / "dev.json").read_text()) if r["question_id"] == 4]
+    questions = tmp_path / "spider-question.json"
+    questions.write_text(json.dumps([record]))
+    import_bird(project=project, questions=questions, databases=spider / "dev_databases")
+    task = Task.objects.get(project=project, source_id=f"{record['db_id']}/4")
+    from hilbench_annotate.toolkit.compare import golden_output_csv
+    from hilbench_annotate.toolkit.sqlconsole import run_select
+
+    result = run_select(task.sql_environment.database.path, record["SQL"], row_cap=10_000)
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        services.task_touch_environment(  # as the workspace's "Run gold SQL" saves it
+            task=task,
+            actor=actor,
+            expected_version=task.version,
+            changes={"golden_output": golden_output_csv(result.columns, result.rows)},
+        )
+        services.task_update(
+            task=task,
+            actor=actor,
+            expected_version=task.version,
+            blocked_spec={
+                "question": "What is the average, minimum, and maximum age of all singers "
+                "from our focus country?",
+                "evidence": "",
+            },
+        )
+        services.blocker_create(
+            task=task, actor=actor, expected_version=task.version, **SPIDER_BLOCKER
+        )
+    return task
