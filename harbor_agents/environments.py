@@ -13,8 +13,9 @@ Harbor's Docker environment.
 
 A task imported from the HiL-Bench release names sidecar images the release builds elsewhere
 (``hil-bench-harbor/<name>:latest``) and keeps its database or image outside the bundle:
-before anything starts, the images missing here are built from the build contexts the export
-added (``shared/sidecars/``), and a trial whose data is not there stops with the bundle's
+before anything starts, the images missing here (or built from other sources: each carries
+the digest of its context as a label) are built from the build contexts the export added
+(``shared/sidecars/``), and a trial whose data is not there stops with the bundle's
 own sentence saying what to fetch and where it goes (``shared/FETCH.md``).
 
     harbor run -e harbor_agents.environments:OfflineDocker -p <mode folder> -a oracle
@@ -23,6 +24,7 @@ own sentence saying what to fetch and where it goes (``shared/FETCH.md``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from pathlib import Path
 
@@ -65,6 +67,24 @@ async def _docker(*args: str) -> tuple[int, str]:
     return process.returncode, out.decode(errors="replace")
 
 
+LABEL = "org.hilbench.context"
+
+
+def _context_digest(context: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(context).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+async def _image_label(image: str) -> str:
+    code, out = await _docker(
+        "image", "inspect", "-f", f'{{{{index .Config.Labels "{LABEL}"}}}}', image
+    )
+    return out.strip() if code == 0 else ""
+
+
 async def _image_present(image: str) -> bool:
     code, _ = await _docker("image", "inspect", image)
     return code == 0
@@ -85,8 +105,13 @@ async def prepare_release_task(environment_dir: Path) -> None:
     text = compose.read_text()
     for name in re.findall(r"image:\s*hil-bench-harbor/([a-z][a-z0-9-]*):latest", text):
         image, context = f"hil-bench-harbor/{name}:latest", task / "shared" / "sidecars" / name
-        if context.is_dir() and not await _image_present(image):
-            code, out = await _docker("build", "-q", "-t", image, str(context))
+        if not context.is_dir():
+            continue
+        digest = _context_digest(context)
+        if await _image_label(image) != digest:  # missing, or built from other sources
+            code, out = await _docker(
+                "build", "-q", "--label", f"{LABEL}={digest}", "-t", image, str(context)
+            )
             if code:
                 raise RuntimeError(f"building {image} from {context} failed: {out[-2000:]}")
     if not (task / "shared" / "FETCH.md").is_file():

@@ -362,3 +362,101 @@ def spider_blocked_sql(project, actor, tmp_path: Path) -> Task:
             task=task, actor=actor, expected_version=task.version, **SPIDER_BLOCKER
         )
     return task
+
+
+TEXTKIT = {
+    "textkit/__init__.py": "",
+    "textkit/slug.py": '''"""URL slugs from titles."""
+
+import re
+
+_SEPARATORS = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(text: str, separator: str = "-", max_length: int | None = None) -> str:
+    """Lower-case ``text`` and join its runs of letters and digits with ``separator``,
+    cut at a separator to at most ``max_length`` characters when one is given."""
+    slug = _SEPARATORS.sub(separator, text.lower()).strip(separator)
+    if max_length is not None and len(slug) > max_length:
+        slug = slug[: max_length + 1].rsplit(separator, 1)[0]
+    return slug
+''',
+    "tests/test_slug.py": """from textkit.slug import slugify
+
+
+def test_spaces_become_dashes():
+    assert slugify("Hello World") == "hello-world"
+
+
+def test_punctuation_is_dropped():
+    assert slugify("Hi, there!") == "hi-there"
+
+
+def test_custom_separator():
+    assert slugify("a b", separator="_") == "a_b"
+
+
+def test_max_length_cuts_at_a_separator():
+    assert slugify("The quick brown fox", max_length=12) == "the-quick"
+""",
+}
+# The release's run script and parser, as its images keep them at /root (sweap_json).
+RUN_SCRIPT = "#!/bin/bash\ncd /app\npython -m pytest -rA -p no:cacheprovider tests\n"
+PARSER = """import json, re, sys
+stdout = open(sys.argv[1]).read()
+tests = [{"name": name, "status": status}
+         for status, name in re.findall(r"^(PASSED|FAILED|ERROR|SKIPPED) (\\S+)", stdout, re.M)]
+json.dump({"tests": tests}, open(sys.argv[3], "w"))
+"""
+RELEASE_TEST_CMD = (
+    "bash /root/run_script.sh > /tmp/stdout.log 2> /tmp/stderr.log; python /root/parser.py "
+    "/tmp/stdout.log /tmp/stderr.log /tmp/output.json; python -c \"print('SWEAP_JSON_START'); "
+    "print(open('/tmp/output.json').read()); print('SWEAP_JSON_END')\""
+)
+
+
+def release_shaped_swe(dest: Path) -> tuple[Path, str]:
+    """The project's release-shaped SWE fixture (``swe_0``: fixture/textkit, its image
+    ``hilbench-swe:…`` prebuilt by the release, no verifier) with the release's own test
+    command; returns ``dest`` (holding ``swe/swe_0``) and the image it names. The image is
+    ``standin_release_image``'s to build."""
+    import json
+    import shutil
+
+    from tests.conftest import FIXTURES
+
+    folder = dest / "swe" / "swe_0"
+    shutil.copytree(FIXTURES / "hilbench" / "swe" / "swe_0", folder)
+    metadata = folder / "shared" / "metadata.json"
+    document = json.loads(metadata.read_text())
+    document["test_cmd"] = RELEASE_TEST_CMD
+    metadata.write_text(json.dumps(document, indent=2))
+    return dest, document["image_name"]
+
+
+def standin_release_image(work: Path, tag: str) -> None:
+    """What the release's prebuilt image holds, built here: the repository at /app (one
+    commit), pytest, and the run script and parser at /root."""
+    import subprocess
+
+    context = work / "standin-image"
+    for relative, text in TEXTKIT.items():
+        path = context / "app" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (context / "run_script.sh").write_text(RUN_SCRIPT)
+    (context / "parser.py").write_text(PARSER)
+    (context / "Dockerfile").write_text(
+        "FROM python:3.11-slim\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends git "
+        "&& rm -rf /var/lib/apt/lists/*\n"
+        "RUN pip install --no-cache-dir pytest==8.3.4\n"
+        "COPY app /app\n"
+        "RUN cd /app && git init -q && git add -A "
+        "&& git -c user.email=release@example.org -c user.name=release commit -qm base\n"
+        "COPY run_script.sh parser.py /root/\n"
+    )
+    subprocess.run(
+        ["docker", "build", "-q", "-t", tag, str(context)],
+        check=True, capture_output=True, env={**__import__("os").environ, "DOCKER_BUILDKIT": "0"},
+    )  # fmt: skip
