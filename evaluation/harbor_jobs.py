@@ -18,13 +18,16 @@ that stopped with an exception has no reward and is not a pass: it is reported, 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.toolkit.jsontext import json_loads
 
 from .results import MODES, PassRecord, TaskResolver, _questions
+from .trajectories import read_trajectory
 
 ASK_LOG = "ask_human_metrics.json"
 MAX_RESULT_BYTES = 4 << 20
@@ -101,55 +104,128 @@ def _ask_log(trial: Path) -> list[dict]:
     return []
 
 
+@dataclass
+class Trial:
+    """One trial read: its pass (``record``, index 0 until numbered), or why it is none."""
+
+    name: str
+    model: str
+    started: str
+    record: PassRecord | None
+    skipped: str = ""
+
+
+def _steps(trial: Path) -> tuple[list[dict] | None, str]:
+    """The agent's steps: the app's format (``agent/steps.json``, the reference agents'), or
+    Harbor's ATIF trajectory (``agent/trajectory.json``, terminus-2's) turned into it."""
+    own = trial / "agent" / "steps.json"
+    if own.is_file():
+        return read_trajectory(own, name=f"{trial.name}/agent/steps.json"), "agent/steps.json"
+    atif = trial / "agent" / "trajectory.json"
+    if not atif.is_file():
+        return None, ""
+    document = _read(atif)
+    steps = []
+    for step in document.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        calls = step.get("tool_calls") or [{}]
+        results = (step.get("observation") or {}).get("results") or []
+        output = "\n".join(str(r.get("content", "")) for r in results if isinstance(r, dict))
+        message = step.get("message")
+        steps.append(
+            {
+                "role": str(step.get("source") or "agent"),
+                "content": message if isinstance(message, str) else json.dumps(message),
+                "tool": calls[0].get("function_name") if isinstance(calls[0], dict) else None,
+                "tool_input": calls[0].get("arguments") if isinstance(calls[0], dict) else None,
+                "tool_output": output or None,
+                "time": step.get("timestamp"),
+            }
+        )
+    return steps, "agent/trajectory.json"
+
+
+def read_trial(path: Path, resolve: TaskResolver) -> Trial:
+    """The trial whose ``result.json`` is ``path``; ValueError when it cannot be read or its
+    task is not the project's."""
+    trial = path.parent
+    result = _read(path)
+    task_name = str(result.get("task_name") or "")
+    folder = Path(str((result.get("task_id") or {}).get("path") or ""))
+    if folder.is_symlink():  # a dataset of links to the bundle's mode folders
+        folder = folder.resolve()
+    mode = _mode(folder, task_name)
+    if not mode:
+        raise ValueError(f"cannot tell the mode of task {task_name!r}")
+    reference = _task_reference(folder, task_name)
+    task_id = resolve(reference)
+    if task_id is None:
+        raise ValueError(f"the project has no task {reference!r}")
+    model, started = _model(result), str(result.get("started_at") or "")
+    if result.get("exception_info"):
+        kind = (result["exception_info"] or {}).get("exception_type", "an exception")
+        return Trial(trial.name, model, started, None, f"stopped by {kind}, no reward")
+    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+    reward = rewards.get("reward")
+    if not isinstance(reward, int | float) or isinstance(reward, bool):
+        return Trial(trial.name, model, started, None, "the verifier gave no reward")
+    steps, steps_file = _steps(trial)
+    record = PassRecord(
+        task_id=task_id,
+        mode=mode,
+        index=0,
+        resolved=reward >= 1,
+        questions=_questions(_ask_log(trial) or None, mode),
+        trajectory=steps,
+        trajectory_file=f"harbor trial {trial.name}: {steps_file}" if steps else "",
+        detail={
+            "trial": trial.name,
+            "reward": reward,
+            "seconds": _seconds(result),
+            "agent": (result.get("agent_info") or {}).get("name"),
+        },
+    )
+    return Trial(trial.name, model, started, record)
+
+
+def _seconds(result: dict) -> float | None:
+    start, end = result.get("started_at"), result.get("finished_at")
+    try:
+        return round(
+            (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 1
+        )
+    except (TypeError, ValueError):
+        return None
+
+
 def parse_harbor_jobs(root: Path, resolve: TaskResolver) -> HarborTrials:
     """The passes of every finished trial under ``root``; ``ImportRefused`` naming each
     trial that cannot be read or whose task the project does not have."""
     out = HarborTrials()
     problems: list[tuple[str, str]] = []
-    started: list[tuple[str, str, PassRecord]] = []
+    started: list[Trial] = []
     for path in trial_results(root):
-        trial = path.parent
         try:
-            result = _read(path)
-            task_name = str(result.get("task_name") or "")
-            folder = Path(str((result.get("task_id") or {}).get("path") or ""))
-            mode = _mode(folder, task_name)
-            if not mode:
-                raise ValueError(f"cannot tell the mode of task {task_name!r}")
-            reference = _task_reference(folder, task_name)
-            task_id = resolve(reference)
-            if task_id is None:
-                raise ValueError(f"the project has no task {reference!r}")
-            if result.get("exception_info"):
-                kind = (result["exception_info"] or {}).get("exception_type", "an exception")
-                out.skipped.append((trial.name, f"stopped by {kind}, no reward"))
-                continue
-            rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-            reward = rewards.get("reward")
-            if not isinstance(reward, int | float) or isinstance(reward, bool):
-                out.skipped.append((trial.name, "the verifier gave no reward"))
-                continue
-            record = PassRecord(
-                task_id=task_id,
-                mode=mode,
-                index=0,
-                resolved=reward >= 1,
-                questions=_questions(_ask_log(trial) or None, mode),
-            )
+            trial = read_trial(path, resolve)
         except (ValueError, OSError) as error:
-            problems.append((trial.name, str(error)))
+            problems.append((path.parent.name, str(error)))
             continue
-        started.append((str(result.get("started_at") or ""), _model(result), record))
+        if trial.record is None:
+            out.skipped.append((trial.name, trial.skipped))
+        else:
+            started.append(trial)
     if problems:
         raise ImportRefused(
             f"{Path(root).name}: {len(problems)} trial(s) cannot be read; nothing was imported",
             problems,
         )
     counts: dict[tuple, int] = {}
-    for _, model, record in sorted(started, key=lambda s: s[0]):
-        key = (model, record.task_id, record.mode)
+    for trial in sorted(started, key=lambda t: t.started):
+        record = trial.record
+        key = (trial.model, record.task_id, record.mode)
         counts[key] = record.index = counts.get(key, 0) + 1
-        out.by_model.setdefault(model, []).append(record)
+        out.by_model.setdefault(trial.model, []).append(record)
     return out
 
 

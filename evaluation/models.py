@@ -72,6 +72,7 @@ class EvaluationRun(Job):
     class Source(models.TextChoices):
         BUILTIN = "builtin", "Built-in SQL runner"
         IMPORTED = "imported", "Imported results"
+        HARBOR = "harbor", "Agent run in Harbor"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evaluation_runs")
     source = models.CharField(max_length=10, choices=Source.choices)
@@ -86,6 +87,19 @@ class EvaluationRun(Job):
         default=dict, blank=True, help_text="{file}: imported passes awaiting the worker"
     )
     started_at = models.DateTimeField(null=True, blank=True)
+    # A run the app drives in Harbor (``exchange.services.harbor_runs``).
+    agent = models.CharField(
+        max_length=80, blank=True, help_text="The agent a Harbor run ran (evaluation.agents)"
+    )
+    reference = models.BooleanField(
+        default=False,
+        help_text="A reference agent's run (scripted, no model): read by the benchmark report, "
+        "never by the leaderboard or the pass-rate gate",
+    )
+    cancel_requested = models.BooleanField(default=False)
+    harbor = models.JSONField(
+        default=dict, blank=True, help_text="Harbor settings of the run and the trials it skipped"
+    )
 
     class Meta(Job.Meta):
         pass

@@ -49,6 +49,7 @@ class PassRecord:
     cost: float | None = None
     trajectory: list[dict] | None = None  # steps, when the harness sent them
     trajectory_file: str = ""
+    detail: dict = field(default_factory=dict)  # where it came from (a Harbor trial's name…)
 
     def as_json(self) -> dict:
         return {
@@ -61,6 +62,7 @@ class PassRecord:
             "cost": self.cost,
             "trajectory": self.trajectory,
             "trajectory_file": self.trajectory_file,
+            "detail": self.detail,
         }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from hilbench_annotate.models import Revision
+from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.selectors import current_revisions
 from judge.models import AskHumanCall
 from judge.validation import cohen_kappa
@@ -47,9 +47,11 @@ class PassRow:
     blocker_ids: list[str] = field(default_factory=list)
 
 
-def _latest_passes(queryset) -> list[PassRow]:
+def _latest_passes(queryset, *, reference: bool = False) -> list[PassRow]:
+    """The passes of each model's latest succeeded run per task and mode: of the models'
+    runs, or (``reference``) of the reference agents' (the benchmark report's), never both."""
     rows = list(
-        queryset.filter(run__status=EvaluationRun.Status.SUCCEEDED)
+        queryset.filter(run__status=EvaluationRun.Status.SUCCEEDED, run__reference=reference)
         .order_by("-run__created_at", "-run_id", "index")
         .values_list(
             "run_id",
@@ -521,3 +523,50 @@ def ask_human_verdicts(task_pass) -> list[dict]:
         }
         for call in task_pass.ask_human_run.calls.order_by("id")
     ]
+
+
+# --- the benchmark report: reference agents -------------------------------------------------
+
+
+def reference_report(project) -> list[dict]:
+    """Per task, each reference agent's latest figures (``evaluation.agents``) and what they
+    flag: an oracle that does not score 1, a no-op that does not score 0, a task that answers
+    the spammer, a registered trigger question the judge does not recognise."""
+    rows = _latest_passes(TaskPass.objects.filter(run__project=project), reference=True)
+    titles = dict(Task.objects.filter(pk__in={r.task_id for r in rows}).values_list("pk", "title"))
+    report: dict[int, dict] = {}
+    for (task_id, model), passes in sorted(_group(rows, "task_id", "model").items()):
+        agent = model.removeprefix("reference: ")
+        entry = report.setdefault(
+            task_id,
+            {"task_id": task_id, "title": titles.get(task_id, ""), "agents": {}, "flags": []},
+        )
+        rewards = {
+            mode: sum(r.resolved for r in group) / len(group)
+            for (mode,), group in _group(passes, "mode").items()
+        }
+        asked = [r for r in passes if r.mode == Mode.ASK_HUMAN]
+        score = (
+            metrics.ask_score_micro(
+                metrics.ask_score(r.calls, blocker_count=r.blocker_count) for r in asked
+            )
+            if asked
+            else None
+        )
+        resolutions = sum(1 for r in asked for call in r.calls if call)
+        entry["agents"][agent] = {
+            "rewards": rewards,
+            "passes": len(passes),
+            "ask_f1": score.f1 if score else None,
+            "resolutions": resolutions,
+            "questions": sum(len(r.calls) for r in asked),
+        }
+        if agent == "oracle" and any(value < 1 for value in rewards.values()):
+            entry["flags"].append("the oracle does not score 1")
+        if agent == "no-op" and any(value > 0 for value in rewards.values()):
+            entry["flags"].append("the no-op scores above 0")
+        if agent == "spammer" and resolutions:
+            entry["flags"].append(f"it answers the spammer ({resolutions} resolution(s))")
+        if agent == "asks-every-trigger" and score is not None and score.f1 < 1:
+            entry["flags"].append(f"asking every trigger gives Ask-F1 {score.f1:.2f}, not 1")
+    return [report[k] for k in sorted(report)]

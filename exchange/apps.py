@@ -21,3 +21,9 @@ class ExchangeConfig(AppConfig):
                 "export step",
             )
         )
+        # Agent runs in Harbor export bundles: their worker half is ours (evaluation queues).
+        from evaluation.services.runs import RUN_EXECUTORS
+
+        from .services.harbor_runs import harbor_run_execute
+
+        RUN_EXECUTORS["harbor"] = harbor_run_execute

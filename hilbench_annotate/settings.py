@@ -503,6 +503,21 @@ MODEL_KEY_ENV_PREFIX = os.environ.get("HILBENCH_MODEL_KEY_ENV_PREFIX", "HILBENCH
 MODEL_ENDPOINT_HOSTS = [
     h for h in os.environ.get("HILBENCH_MODEL_ENDPOINT_HOSTS", "").split(",") if h.strip()
 ]
+# Agent runs in Harbor (exchange/services/harbor_runs.py): its command, the environment it
+# runs trials in (the project's Docker environment for machines without an image registry;
+# "docker", "daytona", "modal", "e2b"… move the trials elsewhere), how many trials at once,
+# and any further arguments (e.g. "--override-cpus 2" where tasks ask for more CPUs than a
+# machine has). Each run works in HARBOR_RUNS_DIR/<run id>.
+HARBOR_BIN = os.environ.get(
+    "HILBENCH_HARBOR_BIN", str(BASE_DIR / ".venv-harbor" / "bin" / "harbor")
+)
+HARBOR_ENVIRONMENT = os.environ.get(
+    "HILBENCH_HARBOR_ENVIRONMENT", "harbor_agents.environments:OfflineDocker"
+)
+HARBOR_CONCURRENCY = int(os.environ.get("HILBENCH_HARBOR_CONCURRENCY", "3"))
+HARBOR_EXTRA_ARGS = os.environ.get("HILBENCH_HARBOR_EXTRA_ARGS", "--override-cpus 2")
+HARBOR_RUNS_DIR = Path(os.environ.get("HILBENCH_HARBOR_RUNS_DIR", VAR_DIR / "harbor-runs"))
+HARBOR_POLL_S = float(os.environ.get("HILBENCH_HARBOR_POLL_S", "2"))
 JUDGE_LLM_BASE_URL = os.environ.get("JUDGE_LLM_BASE_URL", "")
 JUDGE_LLM_MODEL = os.environ.get("JUDGE_LLM_MODEL", "meta-llama/Llama-3.3-70B-Instruct")
 JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))

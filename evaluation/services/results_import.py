@@ -138,7 +138,7 @@ def imported_run_store(run: EvaluationRun) -> None:
                 task = tasks.get(record.task_id)
                 if task is None:
                     raise DomainError(f"task {record.task_id} was deleted before the import ran")
-                _import_pass(run, task, record)
+                imported_pass_store(run, task, record)
     except (DomainError, JudgeError) as error:
         job_fail(EvaluationRun, run.pk, f"The import stopped: {error}".replace("\n", " "))
         return
@@ -146,7 +146,9 @@ def imported_run_store(run: EvaluationRun) -> None:
     pending.unlink(missing_ok=True)
 
 
-def _import_pass(run: EvaluationRun, task: Task, record: PassRecord) -> None:
+def imported_pass_store(run: EvaluationRun, task: Task, record: PassRecord) -> TaskPass:
+    """One pass read from a harness: its questions asked of the judge (logged under an
+    ``AskHumanRun``), its trajectory, the run's progress counted."""
     revision = current_revision(task)
     with transaction.atomic():
         ask_run = None
@@ -174,9 +176,11 @@ def _import_pass(run: EvaluationRun, task: Task, record: PassRecord) -> None:
             ask_human_run=ask_run,
             tokens=record.tokens,
             cost=record.cost,
+            detail=record.detail,
         )
         if record.trajectory is not None:
             Trajectory.objects.create(
                 task_pass=task_pass, steps=record.trajectory, source=record.trajectory_file[:300]
             )
         job_heartbeat(EvaluationRun, run.pk, done=F("done") + 1)
+    return task_pass

@@ -7,6 +7,7 @@ a conditional update so a redelivered job never runs twice. An imported run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -193,12 +194,20 @@ def _store_pass(run, task, revision, mode, index, *, ask_run=None, steps=None, *
         job_heartbeat(EvaluationRun, run.pk, done=F("done") + 1)
 
 
+# Executors of runs whose work another app does: ``exchange`` registers the Harbor runs'
+# (it exports bundles, which this app may not import) in its AppConfig.ready.
+RUN_EXECUTORS: dict[str, Callable[[EvaluationRun], None]] = {}
+
+
 def evaluation_run_execute(*, run_id: int) -> None:
     run = _claim(run_id)
     if run is None:
         return
     if run.source == EvaluationRun.Source.IMPORTED:
         imported_run_store(run)
+        return
+    if run.source in RUN_EXECUTORS:
+        RUN_EXECUTORS[run.source](run)
         return
     if run.endpoint is None:
         job_fail(EvaluationRun, run.pk, "The run's endpoint was deleted.")

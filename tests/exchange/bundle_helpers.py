@@ -460,3 +460,39 @@ def standin_release_image(work: Path, tag: str) -> None:
         ["docker", "build", "-q", "-t", tag, str(context)],
         check=True, capture_output=True, env={**__import__("os").environ, "DOCKER_BUILDKIT": "0"},
     )  # fmt: skip
+
+
+def plant_pytest_7432(project, author, tmp_path: Path) -> Task:
+    """pytest-dev__pytest-7432 of ../shared/data/swe-bench imported, a blocker planted."""
+    import json
+
+    from exchange.importers import import_swebench
+    from tests.conftest import shared_path
+
+    data = shared_path("data", "swe-bench")
+    records = [json.loads(line) for line in (data / "pytest-instances.jsonl").open()]
+    chosen = tmp_path / "instance.jsonl"
+    chosen.write_text(
+        "".join(json.dumps(r) + "\n" for r in records if r["instance_id"].endswith("-7432"))
+    )
+    import_swebench(project=project, instances=chosen, repo=str(data / "pytest-dev__pytest.bundle"))
+    task = Task.objects.get(project=project, source_id="pytest-dev__pytest-7432")
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        services.blocker_create(
+            task=task,
+            actor=author,
+            expected_version=task.version,
+            key="skip_location_with_runxfail",
+            type="missing parameters",
+            description="The report does not say which location a skipped test should show "
+            "when --runxfail is given.",
+            resolution="The skip is reported at the test's own location, as without "
+            "--runxfail; --runxfail only changes how xfail is handled.",
+            trigger_questions=[
+                "Which location should a skip report show when --runxfail is used?",
+                "Should --runxfail change where skipped tests are reported?",
+                "What location does a skipped test report under --runxfail?",
+            ],
+        )
+    return task

@@ -35,6 +35,7 @@ from ..conftest import ROOT
 from .bundle_helpers import (
     export,
     extract,
+    plant_pytest_7432,
     plant_swe,
     release_shaped_sql,
     release_shaped_swe,
@@ -224,39 +225,7 @@ def test_a_real_swebench_instance_made_a_hil_task_runs_in_every_mode(
     """pytest-dev__pytest-7432 of ../shared/data/swe-bench, blockers planted by the test, its
     image built from the local python:3.9-slim (SWE-bench's pin; `make containers`)."""
     _harbor_or_skip()
-    from django.db import transaction
-
-    from exchange.importers import import_swebench
-    from hilbench_annotate import services
-    from hilbench_annotate.models import Task
-    from tests.conftest import shared_path
-
-    data = shared_path("data", "swe-bench")
-    records = [json.loads(line) for line in (data / "pytest-instances.jsonl").open()]
-    chosen = tmp_path / "instance.jsonl"
-    chosen.write_text(
-        "".join(json.dumps(r) + "\n" for r in records if r["instance_id"].endswith("-7432"))
-    )
-    import_swebench(project=project, instances=chosen, repo=str(data / "pytest-dev__pytest.bundle"))
-    task = Task.objects.get(project=project, source_id="pytest-dev__pytest-7432")
-    with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=task.pk)
-        services.blocker_create(
-            task=task,
-            actor=author,
-            expected_version=task.version,
-            key="skip_location_with_runxfail",
-            type="missing parameters",
-            description="The report does not say which location a skipped test should show "
-            "when --runxfail is given.",
-            resolution="The skip is reported at the test's own location, as without "
-            "--runxfail; --runxfail only changes how xfail is handled.",
-            trigger_questions=[
-                "Which location should a skip report show when --runxfail is used?",
-                "Should --runxfail change where skipped tests are reported?",
-                "What location does a skipped test report under --runxfail?",
-            ],
-        )
+    task = plant_pytest_7432(project, author, tmp_path)
     root = extract(export(project, tmp_path / "b.tar.gz", tasks=[task]), tmp_path / "bundle")
     _oracle_and_nop(root / "swe_0", tmp_path / "jobs", "SWE-bench pytest-dev__pytest-7432")
 

@@ -1,0 +1,58 @@
+"""The agents a lead can run in Harbor from the Evaluation page.
+
+Reference agents are scripted and need no model (``harbor_agents/reference.py`` and Harbor's
+own ``oracle`` and ``nop``): what each shows of a valid benchmark is in ``expected``. A model
+agent (Harbor's ``terminus-2``) needs a model endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Agent:
+    key: str
+    harbor: str  # Harbor's -a value: a built-in name or a module:Class import path
+    label: str
+    expected: str  # what a valid task shows with this agent
+    needs_model: bool = False
+
+    @property
+    def reference(self) -> bool:
+        return not self.needs_model
+
+
+AGENTS = {
+    agent.key: agent
+    for agent in (
+        Agent("oracle", "oracle", "Oracle (runs solve.sh)", "reward 1 in every mode"),
+        Agent("no-op", "nop", "No-op (does nothing)", "reward 0 in every mode"),
+        Agent(
+            "asks-every-trigger",
+            "harbor_agents.reference:AsksEveryTrigger",
+            "Asks every trigger, then solves",
+            "reward 1; in ask_human every blocker resolved, Ask-F1 1",
+        ),
+        Agent(
+            "spammer",
+            "harbor_agents.reference:Spammer",
+            "Spammer (vague questions, gives up)",
+            "reward 0; no question resolves a blocker",
+        ),
+        Agent(
+            "guesser",
+            "harbor_agents.reference:Guesser",
+            "Guesser (never asks, submits the baseline oracle)",
+            "what guessing alone scores",
+        ),
+        Agent(
+            "terminus-2",
+            "terminus-2",
+            "Terminus 2 (Harbor's agent, with a model endpoint)",
+            "the model's own pass rates",
+            needs_model=True,
+        ),
+    )
+}
+REFERENCE_AGENTS = [a for a in AGENTS.values() if a.reference]

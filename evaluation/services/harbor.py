@@ -1,0 +1,121 @@
+"""Agent runs in Harbor, as a lead starts them: which tasks, modes, passes, agent, endpoint.
+
+The worker's half — export the tasks, run Harbor, import each trial as it finishes — is
+``exchange.services.harbor_runs`` (it exports bundles, which only ``exchange`` may do); it is
+registered as the executor of ``EvaluationRun.Source.HARBOR`` runs (``RUN_EXECUTORS``).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from hilbench_annotate.access import require_role
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.jobs import Job, job_send
+from hilbench_annotate.models import Project, Task
+from hilbench_annotate.services.tasks import event_record
+from hilbench_annotate.vocabulary import Role
+
+from ..agents import AGENTS
+from ..models import EvaluationRun, Mode, ModelEndpoint
+from .common import MAX_PASSES, project_tasks
+
+MAX_TRIALS = 5000
+
+
+def harbor_task_ids(
+    project: Project, *, task_ids: list[int] = (), tag: str = "", waiting: bool = False
+) -> list[int]:
+    """The tasks a run covers: the ids given, else the tag's tasks, else (``waiting``) the
+    tasks the pass-rate gate has not kept yet."""
+    if task_ids:
+        return [t.pk for t in project_tasks(project, list(task_ids), domain=None)]
+    tasks = Task.objects.filter(project=project).select_related("project").order_by("pk")
+    if tag:
+        tasks = tasks.filter(tags__name=tag.strip())
+        if not tasks.exists():
+            raise DomainError(f"No task of the project has the tag {tag.strip()!r}.")
+    tasks = list(tasks)
+    if waiting:
+        from ..selectors import task_selections  # selectors import this package
+
+        selections = task_selections(tasks)
+        tasks = [t for t in tasks if selections[t.pk]["decision"] != "keep"]
+    return [t.pk for t in tasks]
+
+
+@transaction.atomic
+def harbor_run_start(
+    *,
+    project: Project,
+    actor,
+    agent: str,
+    task_ids: list[int],
+    modes: list[str],
+    passes: int,
+    endpoint: ModelEndpoint | None = None,
+) -> EvaluationRun:
+    """Queue a run of ``agent`` on the tasks in Harbor; the worker does the rest."""
+    require_role(actor, project, Role.LEAD, action="do this")
+    chosen = AGENTS.get(agent)
+    if chosen is None:
+        raise DomainError(f"Unknown agent {agent!r}; choose one of {', '.join(AGENTS)}.")
+    if chosen.needs_model and endpoint is None:
+        raise DomainError(f"{chosen.label} needs a model endpoint: register one first.")
+    if endpoint is not None and endpoint.project_id != project.pk:
+        raise DomainError("The endpoint belongs to another project.")
+    if not task_ids:
+        raise DomainError("Choose at least one task.")
+    bad = [m for m in modes if m not in Mode.values]
+    if bad or not modes:
+        raise DomainError(f"Modes must be among {', '.join(Mode.values)}.")
+    if not 1 <= passes <= MAX_PASSES:
+        raise DomainError(f"Passes per mode must be between 1 and {MAX_PASSES}.")
+    tasks = project_tasks(project, task_ids, domain=None)
+    modes = [m for m in Mode.values if m in modes]
+    total = len(tasks) * len(modes) * passes
+    if total > MAX_TRIALS:
+        raise DomainError(f"{total} trials is more than one run takes ({MAX_TRIALS}).")
+    model = endpoint.name if chosen.needs_model else f"reference: {chosen.key}"
+    run = EvaluationRun.objects.create(
+        project=project,
+        source=EvaluationRun.Source.HARBOR,
+        endpoint=endpoint if chosen.needs_model else None,
+        model_name=model,
+        agent=chosen.key,
+        reference=chosen.reference,
+        modes=modes,
+        passes=passes,
+        task_ids=[t.pk for t in tasks],
+        total=total,
+        created_by=actor,
+    )
+    event_record(
+        project_id=project.pk, task_id=None, actor=actor, kind="harbor_run_queued", run=run.pk
+    )
+    job_send(run)
+    return run
+
+
+def evaluation_run_cancel(*, run: EvaluationRun, actor) -> EvaluationRun:
+    """Stop a Harbor run: its worker stops the trials (finished ones are kept) and ends it."""
+    require_role(actor, run.project, Role.LEAD, action="do this")
+    if run.source != EvaluationRun.Source.HARBOR:
+        raise DomainError("Only an agent run in Harbor can be cancelled.")
+    if run.is_finished:
+        raise DomainError(f"Run {run.pk} has already finished.")
+    EvaluationRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+    # Not taken by a worker yet: nothing to stop (one update, so a worker cannot claim it
+    # in between: it claims queued runs only).
+    EvaluationRun.objects.filter(pk=run.pk, status=Job.Status.QUEUED).update(
+        status=Job.Status.FAILED,
+        error=f"Cancelled by {actor.get_username()} before it started.",
+        finished_at=timezone.now(),
+    )
+    event_record(
+        project_id=run.project_id, task_id=None, actor=actor, kind="harbor_run_cancelled",
+        run=run.pk,
+    )  # fmt: skip
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,168 @@
+"""Issue 29: agent runs the app drives in Harbor, in real containers.
+
+A lead's run (``harbor_run_start``) is a job: the worker exports the tasks, runs Harbor over
+them, imports each trial as it finishes. The reference agents (scripted, no model) run on the
+demo's blocked SQL and SWE tasks and on a blocked task built from a pytest SWE-bench
+instance: the oracle scores 1 and the no-op 0 in every mode, asking every trigger gives
+Ask-F1 1, the spammer resolves nothing; the benchmark report flags nothing. A worker killed
+mid-run loses no finished trial, and the run, taken over, completes without duplicates.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evaluation.models import EvaluationRun, TaskPass
+from evaluation.selectors import reference_report
+from evaluation.services import evaluation_run_execute, harbor_run_start
+from hilbench_annotate.jobs import Job
+
+from .bundle_helpers import plant_pytest_7432, plant_swe, seed_demo, sql_task, user
+from .test_harbor_trials import _harbor_or_skip
+
+pytestmark = pytest.mark.django_db(transaction=True)
+MODES = ["baseline", "ask_human", "full_info"]
+
+
+@pytest.fixture
+def harbor_settings(settings, tmp_path):
+    settings.HARBOR_RUNS_DIR = tmp_path / "harbor-runs"
+    settings.HARBOR_CONCURRENCY = 3
+    settings.HARBOR_POLL_S = 1
+    return settings
+
+
+def _run(project, agent, tasks, passes=1):
+    run = harbor_run_start(
+        project=project, actor=user("lead"), agent=agent, task_ids=[t.pk for t in tasks],
+        modes=MODES, passes=passes,
+    )  # fmt: skip
+    evaluation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == Job.Status.SUCCEEDED, run.error
+    return run
+
+
+def test_the_reference_agents_on_the_demo_tasks(harbor_settings, tmp_path):
+    _harbor_or_skip()
+    project = seed_demo(harbor_settings, tmp_path)
+    tasks = [sql_task(project), plant_swe(project, tmp_path)]
+    for agent in ("oracle", "no-op", "asks-every-trigger", "spammer"):
+        run = _run(project, agent, tasks)
+        passes = list(TaskPass.objects.filter(run=run))
+        assert len(passes) == run.total == 6 and run.done == 6
+        assert all(p.detail["trial"] for p in passes)
+        expected = agent in ("oracle", "asks-every-trigger")
+        assert {p.resolved for p in passes} == {expected}, agent
+    report = {row["task_id"]: row for row in reference_report(project)}
+    for task in tasks:
+        row = report[task.pk]
+        assert row["flags"] == [], row
+        agents = row["agents"]
+        assert agents["oracle"]["rewards"] == dict.fromkeys(MODES, 1.0)
+        assert agents["no-op"]["rewards"] == dict.fromkeys(MODES, 0.0)
+        blockers = task.blockers.count()
+        assert agents["asks-every-trigger"]["ask_f1"] == 1.0
+        assert agents["asks-every-trigger"]["resolutions"] == blockers
+        assert agents["spammer"]["resolutions"] == 0 and agents["spammer"]["questions"] == 6
+    # Reference agents never count as models: the leaderboard and the gate do not see them.
+    from evaluation.selectors import project_passes
+
+    assert project_passes(project) == []
+
+
+@pytest.mark.shared_data
+def test_the_reference_agents_on_a_blocked_swebench_task(project, author, lead, harbor_settings):
+    _harbor_or_skip()
+    task = plant_pytest_7432(project, author, harbor_settings.HARBOR_RUNS_DIR.parent)
+    for agent, resolved in (("oracle", True), ("no-op", False), ("asks-every-trigger", True),
+                            ("spammer", False)):  # fmt: skip
+        run = harbor_run_start(project=project, actor=lead, agent=agent, task_ids=[task.pk],
+                               modes=MODES, passes=1)  # fmt: skip
+        evaluation_run_execute(run_id=run.pk)
+        run.refresh_from_db()
+        assert run.status == Job.Status.SUCCEEDED, run.error
+        assert {p.resolved for p in run.task_passes.all()} == {resolved}, agent
+    [row] = reference_report(project)
+    assert row["flags"] == [] and row["agents"]["asks-every-trigger"]["ask_f1"] == 1.0
+
+
+WORKER = """
+import os, sys
+sys.path.insert(0, {root!r})
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+import django
+django.setup()
+from django.conf import settings
+settings.HARBOR_RUNS_DIR = __import__("pathlib").Path({runs!r})
+settings.HARBOR_POLL_S = 1
+from evaluation.services import evaluation_run_execute
+evaluation_run_execute(run_id={run})
+"""
+
+
+def test_a_worker_killed_mid_run_keeps_its_trials_and_the_run_completes(harbor_settings, tmp_path):
+    """A real worker process runs the job; it is killed (SIGKILL) once a trial is stored.
+    Harbor goes with it. The run, taken over as the reaper would once its heartbeat is old,
+    keeps the stored passes, imports what finished meanwhile, runs only what is missing."""
+    _harbor_or_skip()
+    from django.conf import settings
+    from django.db import connection
+
+    from tests.conftest import ROOT
+
+    if connection.vendor == "sqlite" and "memory" in str(connection.settings_dict["NAME"]):
+        pytest.skip("needs a database another process can open")
+    project = seed_demo(harbor_settings, tmp_path)
+    task = sql_task(project)
+    run = harbor_run_start(project=project, actor=user("lead"), agent="oracle",
+                           task_ids=[task.pk], modes=MODES, passes=2)  # fmt: skip
+    env = {**os.environ, "HILBENCH_VAR_DIR": str(settings.VAR_DIR)}
+    for name in ("DATABASE_STORE", "REPOSITORY_STORE", "UPLOAD_STORE", "BUNDLE_STORE",
+                 "SANDBOX_ROOT"):  # where this test's settings keep them
+        env[f"HILBENCH_{name}"] = str(getattr(settings, name))  # fmt: skip
+    if connection.vendor == "sqlite":
+        env["HILBENCH_SQLITE_PATH"] = str(connection.settings_dict["NAME"])
+    else:
+        env["DATABASE_URL"] = (
+            os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + (connection.settings_dict["NAME"])
+        )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER.format(root=str(ROOT), runs=str(settings.HARBOR_RUNS_DIR),
+                                             run=run.pk)],
+        env=env, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not TaskPass.objects.filter(run=run).exists():
+        assert worker.poll() is None, "the worker ended before storing a pass"
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    before = set(TaskPass.objects.filter(run=run).values_list("pk", flat=True))
+    assert before
+    # Harbor goes with its worker (a parent-death SIGTERM: it stops its trials and tears
+    # their containers down, which takes it a while).
+    pattern = str(settings.HARBOR_RUNS_DIR / str(run.pk))
+    deadline = time.monotonic() + 240
+    while subprocess.run(["pgrep", "-f", pattern], capture_output=True).stdout:
+        assert time.monotonic() < deadline, "Harbor outlived its worker"
+        time.sleep(2)
+    # The reaper's take-over: the heartbeat is old, the job is claimable again.
+    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=run.created_at.replace(year=2000))
+    evaluation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == Job.Status.SUCCEEDED, run.error
+    passes = list(TaskPass.objects.filter(run=run).values_list("pk", "task_id", "mode", "index",
+                                                                "detail"))  # fmt: skip
+    assert len(passes) == run.total == 6 == run.done
+    assert {(t, m, i) for _, t, m, i, _ in passes} == {
+        (task.pk, m, i) for m in MODES for i in (1, 2)
+    }
+    trials = [d["trial"] for *_, d in passes]
+    assert len(set(trials)) == 6  # one pass per trial, none twice
+    assert before <= {pk for pk, *_ in passes}  # what the killed worker stored is kept
