@@ -52,6 +52,43 @@ class RunForm(_TaskChoice):
     passes = forms.IntegerField(min_value=1, max_value=10, initial=3, label="Passes (k)")
 
 
+class HarborRunForm(forms.Form):
+    agent = forms.ChoiceField(choices=())
+    endpoint = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, choices=(),
+        help_text="Needed for a model agent; its key stays in the workers' environment",
+    )  # fmt: skip
+    tasks = forms.CharField(
+        required=False, help_text="Task ids separated by spaces (SQL and SWE alike)"
+    )
+    tag = forms.CharField(required=False, max_length=100, help_text="…or every task with a tag")
+    waiting = forms.BooleanField(
+        required=False, label="…or every task the pass-rate gate has not kept yet"
+    )
+    modes = forms.MultipleChoiceField(
+        choices=Mode.choices, initial=Mode.values, widget=forms.CheckboxSelectMultiple
+    )
+    passes = forms.IntegerField(min_value=1, max_value=10, initial=1, label="Passes (k)")
+
+    def __init__(self, *args, endpoints=(), **kwargs):
+        from .agents import AGENTS
+
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [(a.key, a.label) for a in AGENTS.values()]
+        self.fields["endpoint"].choices = [("", "—")] + [(e.pk, str(e)) for e in endpoints]
+
+    def clean_tasks(self):
+        return _task_ids(self.cleaned_data["tasks"])
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("tasks") or data.get("tag") or data.get("waiting")):
+            raise forms.ValidationError(
+                "Choose the tasks: their ids, a tag, or the tasks waiting on the pass-rate gate."
+            )
+        return data
+
+
 class StudyForm(_TaskChoice):
     method = forms.ChoiceField(
         choices=[(m, label) for m, label in SupportStudy.Method.choices if m in METHODS]

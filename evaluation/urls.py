@@ -39,6 +39,12 @@ urlpatterns = [
         name="evaluation-leaderboard-csv",
     ),
     path("evaluation/runs/<int:run_id>/", runs.run_detail, name="evaluation-run"),
+    path("evaluation/runs/<int:run_id>/cancel/", runs.run_cancel, name="evaluation-run-cancel"),
+    path(
+        "projects/<int:project_id>/evaluation/harbor-runs/",
+        runs.harbor_run_start_view,
+        name="evaluation-harbor-run-start",
+    ),
     path(
         "tasks/<int:task_id>/selection/",
         runs.task_selection_view,

@@ -635,6 +635,8 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("GET", "evaluation-project"):                "login 404 200 200 200 200 200 404",
     ("POST", "evaluation-endpoint-add"):          "login 404 403 403 403 403 302 404",
     ("POST", "evaluation-run-start"):             "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-harbor-run-start"):      "login 404 403 403 403 403 302 404",
+    ("POST", "evaluation-run-cancel"):            "login 404 403 403 403 403 302 404",
     ("POST", "evaluation-study-start"):           "login 404 403 403 403 403 302 404",
     ("POST", "evaluation-results-upload"):        "login 404 403 403 403 403 302 404",
     ("POST", "evaluation-scores-upload"):         "login 404 403 403 403 403 302 404",
@@ -904,6 +906,14 @@ HTML_REQUESTS = {
     ("POST", "evaluation-run-start"): lambda w: (
         _project_url("evaluation-run-start", w),
         {"endpoint": w.endpoint.pk, "modes": ["baseline"], "passes": 1},
+    ),
+    ("POST", "evaluation-harbor-run-start"): lambda w: (
+        _project_url("evaluation-harbor-run-start", w),
+        {"agent": "oracle", "tasks": str(w.task.pk), "modes": ["baseline"], "passes": 1},
+    ),
+    ("POST", "evaluation-run-cancel"): lambda w: (
+        reverse("evaluation-run-cancel", args=[w.task_pass.run_id]),
+        {},
     ),
     ("POST", "evaluation-study-start"): lambda w: (
         _project_url("evaluation-study-start", w),

@@ -46,3 +46,9 @@ def audbc_cells(by_method: dict) -> str:
     }
     cells = [f"{num3(by_method[m])} ({label})" for m, label in names.items() if m in by_method]
     return ", ".join(cells) or "—"
+
+
+@register.filter
+def get_item(mapping: dict, key: str):
+    """``mapping[key]``, or None (a reference agent that has not run on the task)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None

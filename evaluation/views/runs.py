@@ -13,8 +13,10 @@ from django_htmx.http import HttpResponseStopPolling
 
 from evaluation import metrics
 from evaluation.access import access_evaluation_run
+from evaluation.agents import AGENTS, REFERENCE_AGENTS
 from evaluation.forms import (
     EndpointForm,
+    HarborRunForm,
     PolicyForm,
     ResultsForm,
     RunForm,
@@ -28,13 +30,17 @@ from evaluation.selectors import (
     per_task_recall,
     per_task_rows,
     project_passes,
+    reference_report,
     selection_policy,
     support_records,
     task_selection,
 )
 from evaluation.services import (
     endpoint_create,
+    evaluation_run_cancel,
     evaluation_run_start,
+    harbor_run_start,
+    harbor_task_ids,
     results_upload_start,
     selection_policy_update,
     support_study_start,
@@ -166,9 +172,12 @@ def project_evaluation(request, project_id: int):
         "endpoints": endpoints,
         "is_lead": lead,
         "policy": policy,
+        "reference": reference_report(project),
+        "reference_agents": REFERENCE_AGENTS,
     }
     if lead:
         context.update(
+            harbor_form=HarborRunForm(endpoints=endpoints),
             endpoint_form=EndpointForm(),
             run_form=RunForm(endpoints=endpoints),
             study_form=StudyForm(endpoints=endpoints),
@@ -238,6 +247,54 @@ def run_start(request, project_id: int):
         return redirect("evaluation-run", run_id=run.pk)
 
     return _lead_post(request, project_id, RunForm, action, form_kwargs=_endpoints)
+
+
+@login_required
+@require_POST
+def harbor_run_start_view(request, project_id: int):
+    def action(project, data):
+        endpoint = None
+        if data.get("endpoint"):
+            endpoint = get_object_or_404(ModelEndpoint, pk=data["endpoint"], project=project)
+        run = harbor_run_start(
+            project=project,
+            actor=request.user,
+            agent=data["agent"],
+            task_ids=harbor_task_ids(
+                project, task_ids=data["tasks"], tag=data["tag"], waiting=data["waiting"]
+            ),
+            modes=data["modes"],
+            passes=data["passes"],
+            endpoint=endpoint,
+        )
+        return redirect("evaluation-run", run_id=run.pk)
+
+    return _lead_post(request, project_id, HarborRunForm, action, form_kwargs=_endpoints)
+
+
+@login_required
+@require_POST
+def run_cancel(request, run_id: int):
+    run = access_evaluation_run(request.user, run_id)
+    access_project(request.user, run.project_id, roles=(Role.LEAD,))
+    try:
+        evaluation_run_cancel(run=run, actor=request.user)
+        messages.success(request, "Cancel requested: the worker stops the trials.")
+    except DomainError as error:
+        messages.error(request, str(error))
+    return redirect("evaluation-run", run_id=run.pk)
+
+
+def _progress(run) -> dict:
+    """Trials done / total, rewards so far, and the time left at the pace so far."""
+    from django.utils import timezone
+
+    resolved = run.task_passes.filter(resolved=True).count()
+    left = None
+    if run.started_at and run.done and not run.is_finished:
+        elapsed = (timezone.now() - run.started_at).total_seconds()
+        left = int(elapsed / run.done * (run.total - run.done))
+    return {"resolved": resolved, "seconds_left": left, "agent": AGENTS.get(run.agent)}
 
 
 @login_required
@@ -322,8 +379,10 @@ def leaderboard_csv(request, project_id: int):
 @require_GET
 def run_detail(request, run_id: int):
     run = access_evaluation_run(request.user, run_id)
+    is_lead = has_role(request.user, run.project_id, Role.LEAD)
     if request.htmx:
-        response = render(request, "evaluation/run.html#status", {"run": run})
+        context = {"run": run, "progress": _progress(run), "is_lead": is_lead}
+        response = render(request, "evaluation/run.html#status", context)
         return HttpResponseStopPolling(response.content) if run.is_finished else response
     passes = (
         run.task_passes.select_related("task", "ask_human_run")
@@ -331,7 +390,13 @@ def run_detail(request, run_id: int):
         .prefetch_related("ask_human_run__calls")
         .annotate(has_trajectory=Exists(Trajectory.objects.filter(task_pass=OuterRef("pk"))))
     )[:RUN_PAGE_PASSES]
-    context = {"run": run, "passes": passes, "limit": RUN_PAGE_PASSES}
+    context = {
+        "run": run,
+        "passes": passes,
+        "limit": RUN_PAGE_PASSES,
+        "progress": _progress(run),
+        "is_lead": is_lead,
+    }
     return render(request, "evaluation/run.html", context)
 
 

@@ -8,6 +8,7 @@ Ask-F1 1, the spammer resolves nothing; the benchmark report flags nothing. A wo
 mid-run loses no finished trial, and the run, taken over, completes without duplicates.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -122,8 +123,13 @@ def test_a_worker_killed_mid_run_keeps_its_trials_and_the_run_completes(harbor_s
     run = harbor_run_start(project=project, actor=user("lead"), agent="oracle",
                            task_ids=[task.pk], modes=MODES, passes=2)  # fmt: skip
     env = {**os.environ, "HILBENCH_VAR_DIR": str(settings.VAR_DIR)}
-    for name in ("DATABASE_STORE", "REPOSITORY_STORE", "UPLOAD_STORE", "BUNDLE_STORE",
-                 "SANDBOX_ROOT"):  # where this test's settings keep them
+    for name in (
+        "DATABASE_STORE",
+        "REPOSITORY_STORE",
+        "UPLOAD_STORE",
+        "BUNDLE_STORE",
+        "SANDBOX_ROOT",
+    ):  # where this test's settings keep them
         env[f"HILBENCH_{name}"] = str(getattr(settings, name))  # fmt: skip
     if connection.vendor == "sqlite":
         env["HILBENCH_SQLITE_PATH"] = str(connection.settings_dict["NAME"])
@@ -166,3 +172,53 @@ def test_a_worker_killed_mid_run_keeps_its_trials_and_the_run_completes(harbor_s
     trials = [d["trial"] for *_, d in passes]
     assert len(set(trials)) == 6  # one pass per trial, none twice
     assert before <= {pk for pk, *_ in passes}  # what the killed worker stored is kept
+
+
+def standin_tasks(tasks) -> list[dict]:
+    """What the stand-in model knows of each task: its question, its gold query, and the
+    first trigger question of its first blocker (or a question of its own)."""
+    out = []
+    for task in tasks:
+        blocker = task.blockers.order_by("pk").first()
+        question = (
+            blocker.trigger_questions.order_by("pk").first().text
+            if blocker
+            else "Which table holds the answer?"
+        )
+        marker = task.blocked_spec["question"][:60]
+        out.append({"marker": marker, "gold": task.sql_environment.gold_sql, "question": question})
+    return out
+
+
+def test_terminus_2_runs_with_a_stand_in_model_on_loopback(harbor_settings, tmp_path):
+    """Harbor's terminus-2 (no download at run time: it drives the task's terminal through
+    tmux, which the bundle's image carries) against a real OpenAI-compatible server the test
+    starts: it solves the demo task in full_info, asks one question in ask_human (resolving
+    a blocker) and solves it, guesses wrong in baseline. The trajectory comes back."""
+    _harbor_or_skip()
+    from evaluation.models import ModelEndpoint
+
+    from .standin_model import StandinModel
+
+    project = seed_demo(harbor_settings, tmp_path)
+    task = sql_task(project)
+    with StandinModel(standin_tasks([task])) as model:
+        endpoint = ModelEndpoint.objects.create(
+            project=project, name="stand-in", base_url=model.base_url, model="standin",
+            created_by=user("lead"),
+        )  # fmt: skip
+        run = harbor_run_start(project=project, actor=user("lead"), agent="terminus-2",
+                               task_ids=[task.pk], modes=MODES, passes=1,
+                               endpoint=endpoint)  # fmt: skip
+        evaluation_run_execute(run_id=run.pk)
+        run.refresh_from_db()
+        assert model.requests, "the agent never called the model"
+    assert run.status == Job.Status.SUCCEEDED, run.error
+    passes = {p.mode: p for p in run.task_passes.select_related("ask_human_run")}
+    assert {m: p.resolved for m, p in passes.items()} == {
+        "baseline": False, "ask_human": True, "full_info": True,
+    }  # fmt: skip
+    calls = list(passes["ask_human"].ask_human_run.calls.values_list("blocker_key", flat=True))
+    assert calls == [task.blockers.order_by("pk").first().key]
+    steps = passes["full_info"].trajectory.steps
+    assert any("submit_sql" in json.dumps(step) for step in steps), steps
