@@ -133,6 +133,7 @@ def _stored(run: EvaluationRun) -> tuple[set[str], dict[tuple[int, str], int]]:
 
 def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
     """Import every finished trial under ``jobs`` not stored yet, within the run's passes."""
+    start = time.perf_counter()
     trials, counts = _stored(run)
     skipped = dict(run.harbor.get("skipped") or {})
     tasks = {t.pk: t for t in Task.objects.filter(pk__in=run.task_ids).select_related("project")}
@@ -156,9 +157,10 @@ def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
         counts[key] = record.index = counts.get(key, 0) + 1
         with transaction.atomic():
             imported_pass_store(run, tasks[record.task_id], record)
-    if skipped != (run.harbor.get("skipped") or {}):
-        run.harbor = {**run.harbor, "skipped": skipped}
-        EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
+    timing = dict(run.harbor.get("timing") or {})
+    timing["import_s"] = round(timing.get("import_s", 0) + time.perf_counter() - start, 3)
+    run.harbor = {**run.harbor, "skipped": skipped, "timing": timing}
+    EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
 
 
 def _finished(path: Path) -> bool:
@@ -209,11 +211,15 @@ def harbor_run_execute(run: EvaluationRun) -> None:
     jobs = folder / "jobs"
     resolve = task_resolver(run.project)
     try:
+        start = time.perf_counter()
         folders = _export(run, folder)
+        timing = dict(run.harbor.get("timing") or {})
+        timing["export_s"] = round(timing.get("export_s", 0) + time.perf_counter() - start, 3)
         run.harbor = {
             **run.harbor,
             "environment": settings.HARBOR_ENVIRONMENT,
             "concurrency": settings.HARBOR_CONCURRENCY,
+            "timing": timing,
         }
         EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
         _collect(run, jobs, resolve)  # what finished before a worker died
@@ -228,6 +234,7 @@ def harbor_run_execute(run: EvaluationRun) -> None:
             dataset = _dataset(folder, [(name, mode) for name, mode, _ in wanted])
             attempts = max(n for _, _, n in wanted)
             command, env = _command(run, dataset, attempts, jobs)
+            started = time.perf_counter()
             with (folder / "harbor.log").open("ab") as log:
                 process = subprocess.Popen(
                     command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_preexec
@@ -237,6 +244,10 @@ def harbor_run_execute(run: EvaluationRun) -> None:
                 finally:
                     if process.poll() is None:
                         _stop(process)
+            timing = {**run.harbor.get("timing", {})}
+            timing["harbor_s"] = round(timing.get("harbor_s", 0) + time.perf_counter() - started, 3)
+            run.harbor = {**run.harbor, "timing": timing}
+            EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
     except Cancelled:
         job_finish(
             EvaluationRun,

@@ -112,31 +112,14 @@ def test_a_worker_killed_mid_run_keeps_its_trials_and_the_run_completes(harbor_s
     keeps the stored passes, imports what finished meanwhile, runs only what is missing."""
     _harbor_or_skip()
     from django.conf import settings
-    from django.db import connection
 
-    from tests.conftest import ROOT
+    from tests.conftest import ROOT, worker_env
 
-    if connection.vendor == "sqlite" and "memory" in str(connection.settings_dict["NAME"]):
-        pytest.skip("needs a database another process can open")
     project = seed_demo(harbor_settings, tmp_path)
     task = sql_task(project)
     run = harbor_run_start(project=project, actor=user("lead"), agent="oracle",
                            task_ids=[task.pk], modes=MODES, passes=2)  # fmt: skip
-    env = {**os.environ, "HILBENCH_VAR_DIR": str(settings.VAR_DIR)}
-    for name in (
-        "DATABASE_STORE",
-        "REPOSITORY_STORE",
-        "UPLOAD_STORE",
-        "BUNDLE_STORE",
-        "SANDBOX_ROOT",
-    ):  # where this test's settings keep them
-        env[f"HILBENCH_{name}"] = str(getattr(settings, name))  # fmt: skip
-    if connection.vendor == "sqlite":
-        env["HILBENCH_SQLITE_PATH"] = str(connection.settings_dict["NAME"])
-    else:
-        env["DATABASE_URL"] = (
-            os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + (connection.settings_dict["NAME"])
-        )
+    env = {**worker_env(settings.CELERY_BROKER_URL), "HILBENCH_VAR_DIR": str(settings.VAR_DIR)}
     worker = subprocess.Popen(
         [sys.executable, "-c", WORKER.format(root=str(ROOT), runs=str(settings.HARBOR_RUNS_DIR),
                                              run=run.pk)],
@@ -185,7 +168,7 @@ def standin_tasks(tasks) -> list[dict]:
             if blocker
             else "Which table holds the answer?"
         )
-        marker = task.blocked_spec["question"][:60]
+        marker = (task.blocked_spec or task.original_spec)["question"][:60]
         out.append({"marker": marker, "gold": task.sql_environment.gold_sql, "question": question})
     return out
 
