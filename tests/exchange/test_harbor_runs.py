@@ -32,7 +32,7 @@ MODES = ["baseline", "ask_human", "full_info"]
 @pytest.fixture
 def harbor_settings(settings, tmp_path):
     settings.HARBOR_RUNS_DIR = tmp_path / "harbor-runs"
-    settings.HARBOR_CONCURRENCY = 3
+    settings.HARBOR_CONCURRENCY = 6  # trials mostly wait: six overlap on 2 cores
     settings.HARBOR_POLL_S = 1
     return settings
 
