@@ -4,7 +4,8 @@
 
 Needs `make containers` and `make harbor`. Seeds the demo, then for each concurrency N runs
 the agent (a reference agent by default: no model, so the figures are Harbor's and the
-app's) on the demo's six SQL tasks and its SWE task, every mode, as a lead's run does
+app's) on the demo's blocked SQL task and its planted SWE task (``--all``: every demo task),
+every mode, as a lead's run does
 (``harbor_run_start`` → ``evaluation_run_execute`` in this process, the worker's code), and
 prints: trials, wall time, trials per minute; the app's overhead — the export of the run's
 tasks and the import of each trial (its reward, ask log judged, trajectory) — against
@@ -29,6 +30,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,2")
     parser.add_argument("--agent", default="oracle")
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--all", action="store_true", help="every demo task, not two")
     args = parser.parse_args()
     if not (ROOT / ".venv-harbor" / ".installed").is_file() or shutil.which("docker") is None:
         sys.exit("needs `make containers` and `make harbor`")
@@ -44,8 +46,10 @@ def main() -> None:
     project = Project.objects.get(slug="demo")
     lead = project.memberships.get(user__username="lead").user
     work = Path(tempfile.mkdtemp(prefix="bench-harbor-runs-"))
-    plant_swe(project, work)
+    swe = plant_swe(project, work)
     tasks = list(Task.objects.filter(project=project).order_by("pk"))
+    if not args.all:
+        tasks = [Task.objects.get(project=project, source_id="retail_bank/4"), swe]
     print(f"cores: {os.cpu_count()}; {len(tasks)} tasks ({sum(t.domain == 'swe' for t in tasks)} "
           f"SWE), every mode, {args.passes} pass(es), agent {args.agent}")  # fmt: skip
     for concurrency in (int(c) for c in args.concurrency.split(",")):
