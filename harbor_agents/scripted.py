@@ -14,11 +14,10 @@ import json
 import shlex
 from pathlib import Path
 
-from harbor.agents.base import BaseAgent
-from harbor.agents.capabilities import AgentCapabilities
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
-from harbor.models.trial.paths import EnvironmentPaths
+
+from .reference import ScriptedAgent
 
 PROBE = """
 import json, socket, sys
@@ -34,13 +33,8 @@ print(json.dumps(out))
 """
 
 
-class AskThenOracle(BaseAgent):
-    # The task's MCP servers (ask_human, the SQL tools) are reached through the commands the
-    # bundle installs in the agent's container, not configured in a client.
-    capabilities = AgentCapabilities(mcp_servers=True)
-
+class AskThenOracle(ScriptedAgent):
     def __init__(self, logs_dir: Path, task_dir: str = "", questions=(), probes=(), **kwargs):
-        kwargs.pop("mcp_servers", None)
         super().__init__(logs_dir=logs_dir, **kwargs)
         self.task_dir = Path(task_dir)
         self.questions = list(questions or [])
@@ -50,25 +44,13 @@ class AskThenOracle(BaseAgent):
     def name() -> str:
         return "hilbench-ask-then-oracle"
 
-    def version(self) -> str:
-        return "1"
-
-    async def setup(self, environment: BaseEnvironment) -> None:
-        return
-
     async def run(
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
-        answers = []
-        for question in self.questions:
-            result = await environment.exec(f"ask_human {shlex.quote(question)}", timeout_sec=60)
-            answers.append(
-                {
-                    "question": question,
-                    "answer": (result.stdout or "").strip(),
-                    "exit": result.return_code,
-                }
-            )
+        answers = [
+            {"question": question, "answer": await self.ask(environment, question)}
+            for question in self.questions
+        ]
         (self.logs_dir / "answers.json").write_text(json.dumps(answers, indent=1))
         if self.probes:
             command = (
@@ -81,9 +63,6 @@ class AskThenOracle(BaseAgent):
             (self.logs_dir / "network.json").write_text(
                 (result.stdout or "").strip() or json.dumps({"error": result.stderr})
             )
-        paths = EnvironmentPaths.for_os(environment.os)
-        await environment.upload_dir(self.task_dir / "solution", str(paths.solution_dir))
-        solved = await environment.exec(f"bash {paths.solution_dir}/solve.sh", timeout_sec=600)
-        (self.logs_dir / "solve.txt").write_text(
-            f"exit {solved.return_code}\n{solved.stdout or ''}{solved.stderr or ''}"
-        )
+        await self.solve(environment, self.task_dir / "solution")
+        (self.logs_dir / "solve.txt").write_text(self.steps[-1]["tool_output"])
+        self.save("Asks the questions it was given, probes the network, runs the oracle.")

@@ -16,7 +16,7 @@ from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.services.tasks import event_record
 
-from ..models import EvaluationRun
+from ..models import EvaluationRun, Mode
 
 MAX_PASSES = 10
 
@@ -89,3 +89,14 @@ def stored_upload(upload):
         yield path
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_modes_clean(modes: list[str], passes: int) -> list[str]:
+    """A run's modes in their known order, each once; DomainError for an unknown mode or a
+    number of passes out of range."""
+    bad = [m for m in modes if m not in Mode.values]
+    if bad or not modes:
+        raise DomainError(f"Modes must be among {', '.join(Mode.values)}.")
+    if not 1 <= passes <= MAX_PASSES:
+        raise DomainError(f"Passes per mode must be between 1 and {MAX_PASSES}.")
+    return [m for m in Mode.values if m in modes]

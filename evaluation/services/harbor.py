@@ -18,8 +18,8 @@ from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.vocabulary import Role
 
 from ..agents import AGENTS
-from ..models import EvaluationRun, Mode, ModelEndpoint
-from .common import MAX_PASSES, project_tasks
+from ..models import EvaluationRun, ModelEndpoint
+from .common import project_tasks, run_modes_clean
 
 MAX_TRIALS = 5000
 
@@ -67,13 +67,8 @@ def harbor_run_start(
         raise DomainError("The endpoint belongs to another project.")
     if not task_ids:
         raise DomainError("Choose at least one task.")
-    bad = [m for m in modes if m not in Mode.values]
-    if bad or not modes:
-        raise DomainError(f"Modes must be among {', '.join(Mode.values)}.")
-    if not 1 <= passes <= MAX_PASSES:
-        raise DomainError(f"Passes per mode must be between 1 and {MAX_PASSES}.")
+    modes = run_modes_clean(modes, passes)
     tasks = project_tasks(project, task_ids, domain=None)
-    modes = [m for m in Mode.values if m in modes]
     total = len(tasks) * len(modes) * passes
     if total > MAX_TRIALS:
         raise DomainError(f"{total} trials is more than one run takes ({MAX_TRIALS}).")

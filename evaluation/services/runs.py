@@ -30,7 +30,7 @@ from judge.services import ask_human, ask_human_reject, ask_human_run_start
 
 from ..models import EvaluationRun, Mode, ModelEndpoint, TaskPass, Trajectory
 from ..runner import Endpoint, SqlTaskContext, run_sql_pass
-from .common import MAX_PASSES, current_revision, evaluation_run_finish, project_tasks
+from .common import current_revision, evaluation_run_finish, project_tasks, run_modes_clean
 from .results_import import imported_run_store
 
 
@@ -75,13 +75,8 @@ def evaluation_run_start(
         raise DomainError("The endpoint belongs to another project.")
     if not task_ids:
         raise DomainError("Choose at least one task.")
-    bad = [m for m in modes if m not in Mode.values]
-    if bad or not modes:
-        raise DomainError(f"Modes must be among {', '.join(Mode.values)}.")
-    if not 1 <= passes <= MAX_PASSES:
-        raise DomainError(f"Passes per mode must be between 1 and {MAX_PASSES}.")
+    modes = run_modes_clean(modes, passes)
     tasks = project_tasks(project, task_ids, domain="sql")
-    modes = [m for m in Mode.values if m in modes]  # known order, each once
     run = EvaluationRun.objects.create(
         project=project,
         source=EvaluationRun.Source.BUILTIN,

@@ -364,42 +364,6 @@ def spider_blocked_sql(project, actor, tmp_path: Path) -> Task:
     return task
 
 
-TEXTKIT = {
-    "textkit/__init__.py": "",
-    "textkit/slug.py": '''"""URL slugs from titles."""
-
-import re
-
-_SEPARATORS = re.compile(r"[^a-z0-9]+")
-
-
-def slugify(text: str, separator: str = "-", max_length: int | None = None) -> str:
-    """Lower-case ``text`` and join its runs of letters and digits with ``separator``,
-    cut at a separator to at most ``max_length`` characters when one is given."""
-    slug = _SEPARATORS.sub(separator, text.lower()).strip(separator)
-    if max_length is not None and len(slug) > max_length:
-        slug = slug[: max_length + 1].rsplit(separator, 1)[0]
-    return slug
-''',
-    "tests/test_slug.py": """from textkit.slug import slugify
-
-
-def test_spaces_become_dashes():
-    assert slugify("Hello World") == "hello-world"
-
-
-def test_punctuation_is_dropped():
-    assert slugify("Hi, there!") == "hi-there"
-
-
-def test_custom_separator():
-    assert slugify("a b", separator="_") == "a_b"
-
-
-def test_max_length_cuts_at_a_separator():
-    assert slugify("The quick brown fox", max_length=12) == "the-quick"
-""",
-}
 # The release's run script and parser, as its images keep them at /root (sweap_json).
 RUN_SCRIPT = "#!/bin/bash\ncd /app\npython -m pytest -rA -p no:cacheprovider tests\n"
 PARSER = """import json, re, sys
@@ -435,15 +399,30 @@ def release_shaped_swe(dest: Path) -> tuple[Path, str]:
 
 
 def standin_release_image(work: Path, tag: str) -> None:
-    """What the release's prebuilt image holds, built here: the repository at /app (one
-    commit), pytest, and the run script and parser at /root."""
+    """What the release's prebuilt image holds, built here: the task's repository (the
+    project's fixture/textkit, at the instance's base commit) at /app as one commit, pytest,
+    and the run script and parser at /root."""
+    import json
     import subprocess
+    import tarfile
 
+    from tests.conftest import FIXTURES
+
+    # The repository the fixture's task is about (fixture/textkit), at its base commit.
+    swebench = FIXTURES / "swebench"
+    [base] = [
+        json.loads(line)["base_commit"]
+        for line in (swebench / "instances.jsonl").open()
+        if json.loads(line)["instance_id"] == "fixture__textkit-2"
+    ]
     context = work / "standin-image"
-    for relative, text in TEXTKIT.items():
-        path = context / "app" / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    (context / "app").mkdir(parents=True)
+    clone = work / "textkit-clone"
+    git(work, "clone", "-q", str(swebench / "textkit.bundle"), str(clone))
+    archive = work / "textkit.tar"
+    git(clone, "archive", "-o", str(archive), base)
+    with tarfile.open(archive) as tar:
+        tar.extractall(context / "app", filter="data")
     (context / "run_script.sh").write_text(RUN_SCRIPT)
     (context / "parser.py").write_text(PARSER)
     (context / "Dockerfile").write_text(
