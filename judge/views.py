@@ -160,12 +160,10 @@ def question_create(request, task_id: int):
         )
     except DomainError as exc:
         if request.htmx:
-            return render(
-                request,
-                "judge/questions.html#add-form",
-                _context(request, task, notice=str(exc), ok=False,
-                         text=request.POST.get("text", "")),
-            )  # fmt: skip
+            text = " ".join(request.POST.get("text", "").split())
+            shown = f"“{text[:80]}{'…' if len(text) > 80 else ''}” was not added: {exc}"
+            context = _context(request, task, notice=shown, ok=False)
+            return render(request, "judge/questions.html#queued", context)
         messages.error(request, str(exc))
         return redirect("judge-questions", task_id=task_id)
     notice = "Question added; it needs two independent labels."
@@ -173,15 +171,17 @@ def question_create(request, task_id: int):
         question = task.validation_questions.prefetch_related("labels__labeller").get(
             pk=question.pk
         )
+        count = task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).count()
         context = _context(
             request,
             task,
-            notice=notice,
+            notice=f"Added: “{question.text[:80]}”. It needs two independent labels.",
             ok=True,
             row=_row(request.user, task, question, may_label(request.user, task)),
+            count=count,
             oob=True,
         )
-        return render(request, "judge/questions.html#added", context)
+        return render(request, "judge/questions.html#queued", context)
     messages.success(request, notice)
     return redirect("judge-questions", task_id=task_id)
 

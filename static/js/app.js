@@ -49,4 +49,54 @@
       if (rows.length && !rows.includes(document.activeElement)) rows[0].focus();
     }, 0);
   });
+
+  // A form[data-question-queue] (judge validation's "Add question"): each submit takes the
+  // text, clears the box at once for the next one, and queues it; the queue posts them one
+  // after the other (htmx, into #add-status), so none is lost however fast they come, and
+  // each answer says it was added (its row appears) or why it was not.
+  const queue = [];
+  let sending = false;
+  async function pump(form) {
+    if (sending) return;
+    sending = true;
+    const status = form.querySelector("#add-status");
+    try {
+      while (queue.length) {
+        const text = queue.shift();
+        if (status) status.setAttribute("aria-busy", "true");
+        try {
+          // The status box as the source, not the form: htmx would check the form (its box,
+          // emptied for the next question, is required) and send nothing. The form's values
+          // (its CSRF token) still go with it; the queued text replaces the box's.
+          await htmx.ajax("POST", form.action, {
+            source: status, values: { text: text }, target: "#add-status", swap: "innerHTML",
+          });
+        } catch (error) {
+          const p = document.createElement("p");
+          p.className = "bad";
+          p.dataset.queued = "refused";
+          p.textContent = "“" + text.slice(0, 80) + "” was not sent (" + error + "): add it again.";
+          if (status) status.replaceChildren(p);
+        }
+        form.dataset.pending = String(queue.length);
+      }
+    } finally {
+      if (status) status.removeAttribute("aria-busy");
+      sending = false;
+    }
+  }
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.matches("[data-question-queue]")) return;
+    if (typeof htmx === "undefined") return; // no htmx: the form posts as it is
+    event.preventDefault();
+    const box = form.querySelector("textarea");
+    const text = box ? box.value.trim() : "";
+    if (!text) return;
+    queue.push(text);
+    form.dataset.pending = String(queue.length);
+    box.value = "";
+    box.focus();
+    pump(form);
+  });
 })();
