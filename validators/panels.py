@@ -1,5 +1,6 @@
-"""The validators' panel on the task page: the latest structural-check run, or the button that
-starts one. Registered in ``ValidatorsConfig.ready``."""
+"""The validators' panel on the task page: the latest run of the structural checks (not a
+judge-recall measurement, which is a validation run too), or the button that starts one.
+Registered in ``ValidatorsConfig.ready``."""
 
 from hilbench_annotate.panels import register_task_panel
 
@@ -7,7 +8,7 @@ from .services import latest_run
 
 
 def _context(*, task, user) -> dict:
-    return {"validation_run": latest_run(task)}
+    return {"validation_run": latest_run(task, structural=True)}
 
 
 def register() -> None:

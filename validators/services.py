@@ -137,8 +137,14 @@ def validation_run_finish(*, run_id: int) -> ValidationRun:
     return run
 
 
-def latest_run(task: Task) -> ValidationRun | None:
-    return task.validation_runs.select_related("revision").prefetch_related("results").first()
+def latest_run(task: Task, *, structural: bool = False) -> ValidationRun | None:
+    """The task's latest validation run; ``structural``: the latest that ran a structural
+    group (a judge-recall measurement is a run too, and must not hide them)."""
+    runs = task.validation_runs.select_related("revision").prefetch_related("results")
+    if not structural:
+        return runs.first()
+    wanted = set(groups_for(task.domain))
+    return next((run for run in runs[:50] if wanted & set(run.checks or [])), None)
 
 
 def group_verdicts(tasks: list[Task], groups: list[str]) -> dict[int, dict[str, tuple[bool, str]]]:
