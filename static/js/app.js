@@ -99,4 +99,20 @@
     box.focus();
     pump(form);
   });
+
+  // A GET form[data-drop-empty] (the task list's filters): the filters left empty are not
+  // sent, so the address bar — which keeps the search for bookmarking — reads "?q=loan",
+  // not "?q=loan&project=&domain=…".
+  document.addEventListener("htmx:configRequest", function (event) {
+    const elt = event.detail && event.detail.elt;
+    if (!(elt instanceof HTMLElement) || !elt.matches("form[data-drop-empty]")) return;
+    if (String(event.detail.verb).toLowerCase() !== "get") return;
+    const params = event.detail.parameters;
+    for (const key of Array.from(params.keys ? params.keys() : Object.keys(params))) {
+      const value = params.get ? params.get(key) : params[key];
+      if (value === "" || value === null || value === undefined) {
+        params.delete ? params.delete(key) : delete params[key];
+      }
+    }
+  });
 })();

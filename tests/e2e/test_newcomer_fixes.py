@@ -32,3 +32,15 @@ def test_the_structural_checks_can_be_run_after_the_judge_was_measured(page, liv
     expect(card).not_to_contain_text("Not validated yet")
     run = ValidationRun.objects.filter(task=task).order_by("-pk").first()
     assert "spec" in run.checks and "judge_recall" not in run.checks
+
+
+def test_a_search_is_kept_in_the_address_bar(page, live_server, demo):
+    """Item 6: the guide says the address bar keeps the filter for bookmarking."""
+    login(page, live_server, "author", "author-demo")
+    page.goto(f"{live_server.url}/")
+    page.fill("#id_q", "loan")
+    expect(page).to_have_url(f"{live_server.url}/?q=loan", timeout=5000)
+    rows = page.locator("#results tbody tr")
+    expect(rows.first).to_contain_text("loan")
+    page.reload()
+    expect(page.locator("#id_q")).to_have_value("loan")
