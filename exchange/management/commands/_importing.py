@@ -40,8 +40,9 @@ class ImportCommand(BaseCommand):
         )
         problem = f"No project {slug!r}." if slug else "Name the project to import into."
         raise CommandError(
-            f"{problem} Give --project SLUG. {listing} A new project and its members are "
-            "made in the admin (/admin/), so the people who work on the tasks can see them."
+            f"{problem} Give --project SLUG. {listing} Make a new one with its members, so the "
+            "people who work on the tasks can see them: `manage.py create_project --name NAME "
+            "--member USER:lead --member USER:author` (or in the admin, /admin/)."
         )
 
     def run_import(self, function, **kwargs):
