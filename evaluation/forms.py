@@ -1,5 +1,6 @@
 from django import forms
 
+from .agents import AGENTS
 from .models import Mode, SupportStudy
 from .support import METHODS
 
@@ -71,8 +72,6 @@ class HarborRunForm(forms.Form):
     passes = forms.IntegerField(min_value=1, max_value=10, initial=1, label="Passes (k)")
 
     def __init__(self, *args, endpoints=(), **kwargs):
-        from .agents import AGENTS
-
         super().__init__(*args, **kwargs)
         self.fields["agent"].choices = [(a.key, a.label) for a in AGENTS.values()]
         self.fields["endpoint"].choices = [("", "—")] + [(e.pk, str(e)) for e in endpoints]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.errors import DomainError
+from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.selectors import current_revisions
 from judge.models import AskHumanCall
 from judge.validation import cohen_kappa
@@ -25,6 +26,7 @@ from .models import (
     SupportStudy,
     TaskPass,
 )
+from .services.common import project_tasks
 from .services.failures import taxonomy
 
 KS = (1, 2, 3)
@@ -570,3 +572,22 @@ def reference_report(project) -> list[dict]:
         if agent == "asks-every-trigger" and score is not None and score.f1 < 1:
             entry["flags"].append(f"asking every trigger gives Ask-F1 {score.f1:.2f}, not 1")
     return [report[k] for k in sorted(report)]
+
+
+def harbor_task_ids(
+    project: Project, *, task_ids: list[int] = (), tag: str = "", waiting: bool = False
+) -> list[int]:
+    """The tasks a run covers: the ids given, else the tag's tasks, else (``waiting``) the
+    tasks the pass-rate gate has not kept yet."""
+    if task_ids:
+        return [t.pk for t in project_tasks(project, list(task_ids), domain=None)]
+    tasks = Task.objects.filter(project=project).select_related("project").order_by("pk")
+    if tag:
+        tasks = tasks.filter(tags__name=tag.strip())
+        if not tasks.exists():
+            raise DomainError(f"No task of the project has the tag {tag.strip()!r}.")
+    tasks = list(tasks)
+    if waiting:
+        selections = task_selections(tasks)
+        tasks = [t for t in tasks if selections[t.pk]["decision"] != "keep"]
+    return [t.pk for t in tasks]

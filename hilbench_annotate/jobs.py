@@ -208,6 +208,16 @@ def job_finish(model: type[Job], pk: int, *, status: str | None = None, **fields
     )
 
 
+def job_cancel_queued(model: type[Job], pk: int, error: str) -> bool:
+    """Fail a job no worker has claimed yet (a cancel before it started), in one update, so a
+    worker cannot claim it in between: it claims queued jobs only. False if it was taken."""
+    return bool(
+        model.objects.filter(pk=pk, status=Job.Status.QUEUED).update(
+            status=model.CRASHED, error=error[:ERROR_LIMIT], finished_at=timezone.now()
+        )
+    )
+
+
 def job_fail(model: type[Job], pk: int, error: str) -> None:
     """Mark the job crashed with its reason, unless it already finished."""
     model.objects.filter(pk=pk).exclude(status__in=model.FINISHED).update(

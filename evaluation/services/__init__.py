@@ -12,7 +12,7 @@ from .failures import (
     taxonomy,
     taxonomy_update,
 )
-from .harbor import evaluation_run_cancel, harbor_run_start, harbor_task_ids
+from .harbor import evaluation_run_cancel, harbor_run_start
 from .results_import import results_import_start, results_upload_start
 from .runs import evaluation_run_execute, evaluation_run_start, sql_task_context
 from .support_study import (
@@ -26,7 +26,6 @@ __all__ = [
     "endpoint_create",
     "evaluation_run_cancel",
     "harbor_run_start",
-    "harbor_task_ids",
     "evaluation_run_execute",
     "evaluation_run_start",
     "failure_label_set",

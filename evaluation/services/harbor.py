@@ -8,12 +8,11 @@ registered as the executor of ``EvaluationRun.Source.HARBOR`` runs (``RUN_EXECUT
 from __future__ import annotations
 
 from django.db import transaction
-from django.utils import timezone
 
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.jobs import Job, job_send
-from hilbench_annotate.models import Project, Task
+from hilbench_annotate.jobs import job_cancel_queued, job_send
+from hilbench_annotate.models import Project
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.vocabulary import Role
 
@@ -22,27 +21,6 @@ from ..models import EvaluationRun, ModelEndpoint
 from .common import project_tasks, run_modes_clean
 
 MAX_TRIALS = 5000
-
-
-def harbor_task_ids(
-    project: Project, *, task_ids: list[int] = (), tag: str = "", waiting: bool = False
-) -> list[int]:
-    """The tasks a run covers: the ids given, else the tag's tasks, else (``waiting``) the
-    tasks the pass-rate gate has not kept yet."""
-    if task_ids:
-        return [t.pk for t in project_tasks(project, list(task_ids), domain=None)]
-    tasks = Task.objects.filter(project=project).select_related("project").order_by("pk")
-    if tag:
-        tasks = tasks.filter(tags__name=tag.strip())
-        if not tasks.exists():
-            raise DomainError(f"No task of the project has the tag {tag.strip()!r}.")
-    tasks = list(tasks)
-    if waiting:
-        from ..selectors import task_selections  # selectors import this package
-
-        selections = task_selections(tasks)
-        tasks = [t for t in tasks if selections[t.pk]["decision"] != "keep"]
-    return [t.pk for t in tasks]
 
 
 @transaction.atomic
@@ -101,12 +79,9 @@ def evaluation_run_cancel(*, run: EvaluationRun, actor) -> EvaluationRun:
     if run.is_finished:
         raise DomainError(f"Run {run.pk} has already finished.")
     EvaluationRun.objects.filter(pk=run.pk).update(cancel_requested=True)
-    # Not taken by a worker yet: nothing to stop (one update, so a worker cannot claim it
-    # in between: it claims queued runs only).
-    EvaluationRun.objects.filter(pk=run.pk, status=Job.Status.QUEUED).update(
-        status=Job.Status.FAILED,
-        error=f"Cancelled by {actor.get_username()} before it started.",
-        finished_at=timezone.now(),
+    # Not taken by a worker yet: nothing to stop.
+    job_cancel_queued(
+        EvaluationRun, run.pk, f"Cancelled by {actor.get_username()} before it started."
     )
     event_record(
         project_id=run.project_id, task_id=None, actor=actor, kind="harbor_run_cancelled",

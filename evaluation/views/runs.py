@@ -25,6 +25,7 @@ from evaluation.forms import (
 )
 from evaluation.models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
 from evaluation.selectors import (
+    harbor_task_ids,
     latest_studies,
     leaderboard,
     per_task_recall,
@@ -40,7 +41,6 @@ from evaluation.services import (
     evaluation_run_cancel,
     evaluation_run_start,
     harbor_run_start,
-    harbor_task_ids,
     results_upload_start,
     selection_policy_update,
     support_study_start,

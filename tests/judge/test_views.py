@@ -160,9 +160,14 @@ def test_adding_a_question_with_htmx_appends_its_row(client, task, reviewer):
     )
     html = response.content.decode()
     question = ValidationQuestion.objects.get(task=task)
-    assert '<form method="post"' in html and "Question added" in html
+    # The answer goes into the form's status line (the form stays: the next question may be
+    # typed already), with the row, the count and the progress swapped out of band.
+    assert 'id="add-question"' not in html and 'data-queued="added"' in html
+    assert "Added: “Which contracts are the bad ones?”" in html
     assert 'hx-swap-oob="beforeend:#held-out-rows"' in html and f'id="q-{question.pk}"' in html
+    assert '<span id="held-out-count" hx-swap-oob="true">1</span>' in html
     refused = client.post(add, {"text": "short"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-queued="refused"' in refused and "“short” was not added" in refused
     assert "at least a short sentence" in refused and "held-out-rows" not in refused
 
 
