@@ -10,8 +10,9 @@ updated; a cancel stops Harbor (it tears its containers down) and ends the run.
 
 A worker that dies leaves the folder: the run, taken over, imports the trials that finished
 meanwhile, keeps every pass stored (one per trial: the trial's name is in its ``detail``),
-and asks Harbor only for the passes still missing. Harbor runs in its own process group with
-a parent-death signal, so it does not outlive the worker.
+and asks Harbor only for the passes still missing. Harbor runs under a guard
+(``exchange/harbor_guard.py``) that stops it and removes the run's containers when the worker
+dies or the run is cancelled, so neither outlives the worker.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,6 +42,7 @@ from hilbench_annotate.toolkit.archives import extract_archive
 from .exports import bundle_export_create, bundle_export_execute
 
 STOP_GRACE_S = 60
+GUARD = Path(__file__).resolve().parent.parent / "harbor_guard.py"
 
 
 class Cancelled(Exception):
@@ -66,16 +69,6 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
     folders = {entry["folder"]: entry["task"] for entry in job.report["exported"]}
     mapping.write_text(json.dumps(folders))
     return folders
-
-
-def _preexec() -> None:  # pragma: no cover - runs in the child
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def _dataset(folder: Path, wanted: list[tuple[str, str]]) -> Path:
@@ -186,12 +179,21 @@ def _wait(run: EvaluationRun, process: subprocess.Popen, jobs: Path, resolve) ->
         time.sleep(settings.HARBOR_POLL_S)
 
 
+def _guarded(command: list[str], folder: Path) -> list[str]:
+    """``command`` run under ``exchange/harbor_guard.py``: Harbor stops, and the run's
+    containers go, when the worker dies or the run is cancelled (SIGINT to the guard)."""
+    return [
+        sys.executable, "-I", str(GUARD), "--folder", str(folder),
+        "--grace", str(STOP_GRACE_S), "--parent", str(os.getpid()), "--", *command,
+    ]  # fmt: skip
+
+
 def _stop(process: subprocess.Popen) -> None:
-    """SIGINT to Harbor's group (it stops its trials and tears their containers down), then
-    SIGKILL if it is still there after STOP_GRACE_S."""
+    """SIGINT to the guard: it stops Harbor (which tears its trials down), SIGKILLs it after
+    STOP_GRACE_S and removes what is left of the run's containers."""
     try:
         os.killpg(process.pid, signal.SIGINT)
-        process.wait(timeout=STOP_GRACE_S)
+        process.wait(timeout=STOP_GRACE_S + 180)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
@@ -237,7 +239,11 @@ def harbor_run_execute(run: EvaluationRun) -> None:
             started = time.perf_counter()
             with (folder / "harbor.log").open("ab") as log:
                 process = subprocess.Popen(
-                    command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_preexec
+                    _guarded(command, folder),
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
                 try:
                     _wait(run, process, jobs, resolve)

@@ -137,13 +137,14 @@ def test_a_worker_killed_mid_run_keeps_its_trials_and_the_run_completes(harbor_s
     worker.wait()
     before = set(TaskPass.objects.filter(run=run).values_list("pk", flat=True))
     assert before
-    # Harbor goes with its worker (a parent-death SIGTERM: it stops its trials and tears
-    # their containers down, which takes it a while).
-    pattern = str(settings.HARBOR_RUNS_DIR / str(run.pk))
+    # Harbor goes with its worker: its guard, told by a parent-death signal, stops it (SIGINT,
+    # SIGKILL after its grace) and removes whatever containers of the run are left.
+    folder = settings.HARBOR_RUNS_DIR / str(run.pk)
     deadline = time.monotonic() + 240
-    while subprocess.run(["pgrep", "-f", pattern], capture_output=True).stdout:
+    while subprocess.run(["pgrep", "-f", str(folder)], capture_output=True).stdout:
         assert time.monotonic() < deadline, "Harbor outlived its worker"
         time.sleep(2)
+    assert run_containers(folder) == []
     # The reaper's take-over: the heartbeat is old, the job is claimable again.
     EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=run.created_at.replace(year=2000))
     evaluation_run_execute(run_id=run.pk)
@@ -158,6 +159,62 @@ def test_a_worker_killed_mid_run_keeps_its_trials_and_the_run_completes(harbor_s
     trials = [d["trial"] for *_, d in passes]
     assert len(set(trials)) == 6  # one pass per trial, none twice
     assert before <= {pk for pk, *_ in passes}  # what the killed worker stored is kept
+
+
+def run_containers(folder) -> list[str]:
+    """Containers (running or not) Compose made for a task folder under ``folder``."""
+    listing = subprocess.run(
+        ["docker", "ps", "-a", "--format",
+         '{{.Names}}\t{{.Label "com.docker.compose.project.working_dir"}}'],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    root = str(folder.resolve())
+    return [n for n, _, where in (line.partition("\t") for line in listing.splitlines())
+            if where.startswith(root)]  # fmt: skip
+
+
+def test_cancel_stops_the_trials_and_keeps_the_finished_ones(harbor_settings, tmp_path):
+    """A lead cancels a running run once a trial is stored: the worker stops Harbor, the run
+    ends as cancelled with what finished kept, and no container of the run is left."""
+    _harbor_or_skip()
+    import threading
+
+    from django.db import connection
+
+    from evaluation.services import evaluation_run_cancel
+
+    project = seed_demo(harbor_settings, tmp_path)
+    task = sql_task(project)
+    harbor_settings.HARBOR_CONCURRENCY = 1  # one trial at a time: the cancel finds some to stop
+    run = harbor_run_start(project=project, actor=user("lead"), agent="oracle",
+                           task_ids=[task.pk], modes=MODES, passes=2)  # fmt: skip
+    errors = []
+
+    def execute():
+        try:
+            evaluation_run_execute(run_id=run.pk)
+        except Exception as error:  # noqa: BLE001 - reported to the test below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=execute)
+    worker.start()
+    deadline = time.monotonic() + 600
+    while not TaskPass.objects.filter(run=run).exists():
+        assert worker.is_alive(), errors or "the run ended before storing a pass"
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    started = time.monotonic()
+    evaluation_run_cancel(run=run, actor=user("lead"))
+    worker.join(timeout=400)
+    assert not worker.is_alive() and not errors, errors
+    run.refresh_from_db()
+    assert run.status == Job.Status.FAILED and run.error.startswith("Cancelled"), run.error
+    kept = TaskPass.objects.filter(run=run).count()
+    assert 1 <= kept < 6
+    assert time.monotonic() - started < 300
+    assert run_containers(harbor_settings.HARBOR_RUNS_DIR / str(run.pk)) == []
 
 
 def standin_tasks(tasks) -> list[dict]:
