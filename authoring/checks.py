@@ -149,7 +149,9 @@ def as_dicts(findings: list[lint.Finding]) -> list[dict[str, str]]:
     return [
         {
             "rule": f.rule,
+            "title": f.title,
             "field": f.field,
+            "where": f.where,
             "message": f.message,
             "severity": f.severity,
             "fingerprint": f.fingerprint,

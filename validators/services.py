@@ -147,6 +147,21 @@ def latest_run(task: Task, *, structural: bool = False) -> ValidationRun | None:
     return next((run for run in runs[:50] if wanted & set(run.checks or [])), None)
 
 
+def _shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary, with an ellipsis, when longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:—-")
+    return cut + "…"
+
+
+def _failure_line(group: str, check: str, message: str) -> str:
+    """One failed check in a gate's verdict: the check's name unless it is the group's own
+    (the gate already says the group), its message cut at a word."""
+    text = _shorten(message, 240)
+    return text if check == group else f"{check}: {text}"
+
+
 def group_verdicts(tasks: list[Task], groups: list[str]) -> dict[int, dict[str, tuple[bool, str]]]:
     """For each task and check group: green when the latest finished run on the task's
     current revision that included the group passed it. Three queries, whatever the number
@@ -181,7 +196,8 @@ def group_verdicts(tasks: list[Task], groups: list[str]) -> dict[int, dict[str, 
             if run is None:
                 verdict = (False, f"no finished validation run of {group} on the current revision")
             elif bad[(run, group)]:
-                verdict = (False, "; ".join(f"{n}: {m[:120]}" for n, m in bad[(run, group)][:3]))
+                failed = bad[(run, group)][:3]
+                verdict = (False, "; ".join(_failure_line(group, n, m) for n, m in failed))
             else:
                 verdict = (True, f"passed in run {run}")
             verdicts[task.pk][group] = verdict

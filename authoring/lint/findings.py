@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from hilbench_annotate.vocabulary import (
@@ -60,6 +61,47 @@ RULES: dict[str, str] = {
     ),
 }
 
+# What the lint panel calls each rule (the rule id stays in the API and in waivers).
+RULE_TITLES: dict[str, str] = {
+    "blocker_count": "Number of blockers",
+    "trigger_count": "Number of trigger questions",
+    "empty_field": "Empty field",
+    "self_referential": "Question about the registry",
+    "multi_topic": "Several questions in one",
+    "not_a_question": "Not a question the judge accepts",
+    "names_nothing": "Question names nothing of the task",
+    "contains_resolution": "Question gives the resolution away",
+    "near_duplicate": "Near-duplicate questions",
+    "cross_blocker_duplicate": "Same question as another blocker's",
+    "resolution_leak": "Resolution given away",
+    "resolution_literal_visible": "Resolution value visible",
+    "overlapping_blockers": "Overlapping blockers",
+    "gold_sql": "Gold SQL",
+    "criteria_unattested": "Quality criteria not attested",
+}
+
+_FIELD_PART = re.compile(r"^(?P<name>[a-z_]+)(?:\[(?P<index>\d+)\])?$")
+_FIELD_NAMES = {"blockers": "Blocker", "trigger_questions": "trigger question"}
+
+
+def field_label(field: str) -> str:
+    """A finding's field path as a reader names it: ``blockers[0].trigger_questions[2]`` is
+    "Blocker 1 › trigger question 3", ``spec.question`` "Specification › question"."""
+    if field == "blockers":
+        return "Blockers"
+    words = []
+    for part in field.split("."):
+        match = _FIELD_PART.match(part)
+        if not match:
+            words.append(part)
+            continue
+        name = _FIELD_NAMES.get(match["name"]) or (
+            "Specification" if match["name"] == "spec" else match["name"].replace("_", " ")
+        )
+        words.append(f"{name} {int(match['index']) + 1}" if match["index"] else name)
+    label = " › ".join(words)
+    return label[:1].upper() + label[1:]
+
 
 FINGERPRINT_MAX = 300  # authoring.LintWaiver.fingerprint's length
 
@@ -78,6 +120,14 @@ class Finding:
     message: str
     severity: str
     detail: str = ""
+
+    @property
+    def title(self) -> str:
+        return RULE_TITLES.get(self.rule, self.rule.replace("_", " ").capitalize())
+
+    @property
+    def where(self) -> str:
+        return field_label(self.field)
 
     @property
     def fingerprint(self) -> str:
