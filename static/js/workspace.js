@@ -24,12 +24,26 @@
   // --- tabs -------------------------------------------------------------------------------
   const tabs = Array.from(document.querySelectorAll('[role="tab"][data-tab]'));
   function showTab(name) {
-    tabs.forEach((t) => t.setAttribute("aria-selected", String(t.dataset.tab === name)));
+    tabs.forEach((t) => {
+      t.setAttribute("aria-selected", String(t.dataset.tab === name));
+      t.tabIndex = t.dataset.tab === name ? 0 : -1;
+    });
     document.querySelectorAll("[data-panel]").forEach((p) => { p.hidden = p.dataset.panel !== name; });
     if (name === "preview") htmx.trigger(document.body, "show-preview");
     history.replaceState(null, "", "#" + name);
   }
   tabs.forEach((t) => t.addEventListener("click", () => showTab(t.dataset.tab)));
+  // The tab strip as the ARIA pattern has it: one Tab stop (the selected tab), arrow keys,
+  // Home and End move between tabs and show the one they reach.
+  tabs.forEach((t) => t.addEventListener("keydown", (e) => {
+    const at = tabs.indexOf(t);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    const tab = tabs[(to + tabs.length) % tabs.length];
+    showTab(tab.dataset.tab);
+    tab.focus();
+  }));
   const initial = location.hash.replace("#", "");
   if (tabs.some((t) => t.dataset.tab === initial)) showTab(initial);
 
@@ -172,7 +186,7 @@
       syncSubtypes(added);
       renumber();
       showTab("blockers");
-      added.querySelector("textarea").focus();
+      added.querySelector('input[name$="-key"]').focus();  // a new blocker starts with its id
       markDirty();
     }
     if (e.detail.target && e.detail.target.id === "setup-patch") markDirty();
