@@ -23,7 +23,7 @@ from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
-from hilbench_annotate.vocabulary import Role
+from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
 from review.access import access_review_layer
 from review.models import Notification, ReviewAssignment, ReviewLayer
@@ -146,7 +146,11 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "blocker_rows": [
             (b, typed.get("comments", {}).get(b["id"], "")) for b in snapshot["blockers"]
         ],
-        "checklist_rows": _checklist_rows(layer, typed.get("checklist", [])) if layer else [],
+        "checklist_rows": (
+            _checklist_rows(layer, typed.get("checklist", []), snapshot["blockers"])
+            if layer
+            else []
+        ),
         "typed": typed,
         "gates": gate_results(task, layer.gates) if layer else [],
         "may_decide": may_decide,
@@ -180,31 +184,59 @@ def _typed_decision(request, task: Task, layer: ReviewLayer) -> dict:
         "revision": revision,
         "summary": request.POST.get("summary", ""),
         "reject_reason": request.POST.get("reject_reason", ""),
-        "checklist": [
-            {
-                "item": item,
-                "passed": {"pass": True, "fail": False}.get(request.POST.get(f"check-{i}")),
-                "note": request.POST.get(f"check-{i}-note", ""),
-            }
-            for i, item in enumerate(layer.checklist)
-        ],
+        "checklist": [_typed_answer(request, i, item) for i, item in enumerate(layer.checklist)],
         "comments": {
             b.key: request.POST.get(f"blocker-comment-{b.key}", "") for b in task.blockers.all()
         },
     }
 
 
-def _checklist_rows(layer: ReviewLayer, typed: list[dict]) -> list[dict]:
-    """One row per checklist item, with the answer and note typed before a refusal."""
+def _typed_answer(request, i: int, item: str) -> dict:
+    """One checklist answer as the form sent it. A row asked per blocker (the self-check's
+    quality criteria) passes when every blocker is ticked; the note names those that are not."""
+    if request.POST.get(f"check-{i}-per-blocker"):
+        keys = [k for k in request.POST.get(f"check-{i}-per-blocker").split(",") if k]
+        ticked = set(request.POST.getlist(f"check-{i}-blocker"))
+        missing = [k for k in keys if k not in ticked]
+        note = request.POST.get(f"check-{i}-note", "").strip()
+        if missing:
+            note = f"Not for {', '.join(missing)}." + (f" {note}" if note else "")
+        return {"item": item, "passed": not missing, "note": note, "ticked": sorted(ticked)}
+    return {
+        "item": item,
+        "passed": {"pass": True, "fail": False}.get(request.POST.get(f"check-{i}")),
+        "note": request.POST.get(f"check-{i}-note", ""),
+    }
+
+
+def _checklist_rows(layer: ReviewLayer, typed: list[dict], blockers: list[dict]) -> list[dict]:
+    """One row per checklist item, with the answer and note typed before a refusal. At the
+    self-check, a quality criterion is asked of each blocker: the row holds one tick per
+    blocker, first as the author attested it in the workspace."""
     answers = {a["item"]: a for a in typed}
-    return [
-        {
-            "item": item,
-            "passed": answers.get(item, {}).get("passed"),
-            "note": answers.get(item, {}).get("note", ""),
-        }
-        for item in layer.checklist
-    ]
+    criteria = {label: key for key, label in QUALITY_CRITERIA}
+    rows = []
+    for item in layer.checklist:
+        answer = answers.get(item, {})
+        row = {"item": item, "passed": answer.get("passed"), "note": answer.get("note", "")}
+        if layer.self_check and item in criteria and blockers:
+            ticked = answer.get("ticked")
+            attested = {
+                b["id"]: (b.get("criteria") or {}).get(criteria[item]) or {} for b in blockers
+            }
+            row["per_blocker"] = [
+                {
+                    "key": b["id"],
+                    "ticked": b["id"] in ticked
+                    if ticked is not None
+                    else bool(attested[b["id"]].get("ok")),
+                    "attested": attested[b["id"]].get("note", ""),
+                }
+                for b in blockers
+            ]
+            row["keys"] = ",".join(b["id"] for b in blockers)
+        rows.append(row)
+    return rows
 
 
 @login_required

@@ -54,6 +54,42 @@ DEMO_BLOCKERS = [
     },
 ]
 
+# The demo author's attestation of the seven quality criteria, one line each, per blocker
+# (what the workspace's criteria grid holds and the self-check shows ticked).
+DEMO_CRITERIA = {
+    "troubled_loan_definition": {
+        "realistic": "Analysts say 'troubled' without naming the status codes.",
+        "critical": "Another status set changes the average.",
+        "vast_search_space": "Any subset of the four status codes could be meant.",
+        "not_inferable": "The status descriptions do not say which is troubled.",
+        "exact_resolution": "loan.status = 'D'.",
+        "progressive": "Shows when the agent filters the loan table.",
+        "independent": "Says nothing of payments or dates.",
+    },
+    "loan_servicing_payment_code": {
+        "realistic": "Purpose codes are a bank's internal vocabulary.",
+        "critical": "Without k_symbol = 'LN' the wrong payments are averaged.",
+        "vast_search_space": "k_symbol holds many codes; several look plausible.",
+        "not_inferable": "The column description lists codes without meanings.",
+        "exact_resolution": "transaction_log.k_symbol = 'LN'.",
+        "progressive": "Shows when the agent reads transaction_log.",
+        "independent": "Says nothing of loan states or dates.",
+    },
+    "review_year_dates": {
+        "realistic": "A report's 'review year' is named in a memo, not in the data.",
+        "critical": "Another year gives another average.",
+        "vast_search_space": "Every year of the data is a candidate.",
+        "not_inferable": "No table or description names the review year.",
+        "exact_resolution": "trans_date from 1998-01-01 to 1998-12-31.",
+        "progressive": "Shows when the agent limits payments by date.",
+        "independent": "Says nothing of loan states or purpose codes.",
+    },
+}
+for _blocker in DEMO_BLOCKERS:
+    _blocker["criteria"] = {
+        key: {"ok": True, "note": note} for key, note in DEMO_CRITERIA[_blocker["key"]].items()
+    }
+
 # (gold blocker or None, question): paraphrases, far-worded positives and negatives.
 DEMO_VALIDATION_QUESTIONS = [
     ("troubled_loan_definition", "Which loans count as troubled for this question?"),
