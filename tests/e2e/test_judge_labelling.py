@@ -105,9 +105,7 @@ def test_measure_the_judge_shows_it_is_working_from_the_click(browser, live_serv
     context.close()
 
 
-def test_fifty_questions_added_as_fast_as_the_page_takes_them_are_all_kept(
-    page, live_server, demo
-):
+def test_fifty_questions_added_as_fast_as_the_page_takes_them_are_all_kept(page, live_server, demo):
     """Issue 30, item 1: questions added 0.3 s apart used to vanish (five of eleven) while
     "Question added" showed, and the header said 0. Now each is queued as it is submitted and
     sent in turn: fifty typed back to back are all kept — or, here, the one that is too short
