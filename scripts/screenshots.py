@@ -47,6 +47,8 @@ def review_screens(page, base: str, out: Path, blocked_url: str) -> None:
     page.wait_for_url(blocked_url)
     page.goto(f"{base}/review/")
     page.click("text=Your self-checks >> xpath=.. >> a")
+    page.locator("table.checklist").scroll_into_view_if_needed()
+    page.screenshot(path=out / "review-self-check.png")
     pass_checklist(page)
     page.click("button[name=outcome][value=approve]")
     page.wait_for_selector(".messages")
