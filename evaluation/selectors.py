@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.selectors import current_revisions
+from judge.labels import cohen_kappa
 from judge.models import AskHumanCall
-from judge.validation import cohen_kappa
 
 from . import metrics
 from .models import (

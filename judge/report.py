@@ -13,8 +13,9 @@ from django.conf import settings
 from hilbench_annotate.models import Project
 
 from .base import JudgeError
+from .labels import gold_label, labeller_agreement
 from .models import ValidationQuestion
-from .validation import gold_label, judge_recall, labeller_agreement
+from .validation import judge_recall
 
 PAPER_PRECISION = 0.97
 PAPER_RECALL = 0.91

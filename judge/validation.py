@@ -33,7 +33,8 @@ from hilbench_annotate.services.tasks import task_lock
 from . import floor
 from .base import JudgeError
 from .features import content_words
-from .models import JudgeCalibration, QuestionLabel, ValidationQuestion
+from .labels import gold_label
+from .models import JudgeCalibration, ValidationQuestion
 from .probes import VAGUE_SETS
 from .services import (
     calibration_forget,
@@ -46,7 +47,7 @@ from .services import (
 from .thresholds import Scored, choose_threshold
 from .training import GENERIC_TEST, GENERIC_TRAIN, Outcome, counts
 
-# --- labelling ------------------------------------------------------------------------------
+# --- held-out questions ----------------------------------------------------------------------
 
 
 def _normal_words(text: str) -> list[str]:
@@ -102,81 +103,6 @@ def question_add(*, task: Task, actor, text: str, source: str = "author") -> Val
     ):
         raise DomainError("This question is already among the task's validation questions.")
     return ValidationQuestion.objects.create(task=task, text=text, source=source, created_by=actor)
-
-
-def gold_label(question: ValidationQuestion) -> tuple[str, str | None]:
-    """(state, blocker id or None): unlabelled, single, agreed, disputed or adjudicated."""
-    labels = list(question.labels.all())
-    adjudication = next(
-        (label for label in labels if label.role == QuestionLabel.Role.ADJUDICATOR), None
-    )
-    if adjudication:
-        return "adjudicated", adjudication.blocker_key
-    first = [label for label in labels if label.role == QuestionLabel.Role.LABELLER]
-    if not first:
-        return "unlabelled", None
-    if len(first) == 1:
-        return "single", None
-    if first[0].blocker_key == first[1].blocker_key:
-        return "agreed", first[0].blocker_key
-    return "disputed", None
-
-
-@transaction.atomic
-def label_add(*, question: ValidationQuestion, labeller, blocker_key: str | None) -> QuestionLabel:
-    """Two people label independently; only a disagreement goes to a third. On the task's
-    row lock."""
-    task_lock(question.task)
-    keys = set(Blocker.objects.filter(task=question.task).values_list("key", flat=True))
-    if blocker_key is not None and blocker_key not in keys:
-        raise DomainError(f"The task has no blocker {blocker_key!r}.")
-    if question.task.author_id == labeller.pk:
-        raise DomainError("The task's author does not label its validation questions.")
-    labels = list(QuestionLabel.objects.select_for_update().filter(question=question))
-    if any(label.labeller_id == labeller.pk for label in labels):
-        raise DomainError("You already labelled this question.")
-    state, _ = gold_label(question)
-    if state in ("unlabelled", "single"):
-        role = QuestionLabel.Role.LABELLER
-    elif state == "disputed":
-        role = QuestionLabel.Role.ADJUDICATOR
-    else:
-        raise DomainError(f"This question's label is already settled ({state}).")
-    return QuestionLabel.objects.create(
-        question=question, labeller=labeller, role=role, blocker_key=blocker_key
-    )
-
-
-def cohen_kappa(pairs: list[tuple[str | None, str | None]]) -> float | None:
-    """Cohen's kappa of two raters over the same items (None is a category too)."""
-    n = len(pairs)
-    if not n:
-        return None
-    observed = sum(1 for a, b in pairs if a == b) / n
-    first, second = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
-    expected = sum(first[c] * second[c] for c in set(first) | set(second)) / (n * n)
-    if expected == 1:
-        return 1.0
-    return (observed - expected) / (1 - expected)
-
-
-def labeller_agreement(questions) -> list[dict]:
-    """Kappa per pair of labellers over the questions both labelled independently."""
-    by_pair: dict[tuple[int, int], list] = {}
-    names: dict[int, str] = {}
-    for question in questions:
-        first = sorted(
-            (label for label in question.labels.all() if label.role == QuestionLabel.Role.LABELLER),
-            key=lambda label: label.labeller_id,
-        )
-        if len(first) == 2:
-            pair = (first[0].labeller_id, first[1].labeller_id)
-            by_pair.setdefault(pair, []).append((first[0].blocker_key, first[1].blocker_key))
-            names.update({label.labeller_id: label.labeller.username for label in first})
-    return [
-        {"labellers": (names[a], names[b]), "questions": len(pairs), "kappa": cohen_kappa(pairs)}
-        for (a, b), pairs in sorted(by_pair.items())
-    ]
 
 
 # --- recall and the floor loop ----------------------------------------------------------------

@@ -15,16 +15,15 @@ from validators.services import validation_run_inline
 
 from .access import may_label
 from .base import JudgeError
+from .labels import gold_label, label_add
 from .models import ValidationQuestion
 from .report import project_judge_report
 from .services import get_judge
 from .validation import (
     candidates_generate,
     expansion_suggestions,
-    gold_label,
     judge_calibrate,
     judge_recall,
-    label_add,
     labelling_progress,
     question_add,
     suggestions_accept,

@@ -96,6 +96,9 @@ WORDING: dict[str, Callable[[Mapping[str, Any], _Layers], str]] = {
     "review_released": lambda d, layer: f"gave the task back at {layer(d.get('layer'))}",
     "validation_queued": _validation_queued,
     "validation_finished": _validation_finished,
+    # Which labels is left out: the other labeller must not read one here before giving theirs.
+    "judge_label_changed": lambda d, layer: "changed their label of a held-out judge question",
+    "judge_label_withdrawn": lambda d, layer: "withdrew their label of a held-out judge question",
     "failure_labelled": lambda d, layer: (
         f"labelled a failed run: {_words(d.get('dimension'))} ({_words(d.get('mode'))})"
     ),

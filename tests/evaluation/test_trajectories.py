@@ -23,7 +23,7 @@ from evaluation.services import (
 from evaluation.trajectories import TrajectoryError, parse_trajectory_text
 from evaluation.viewer import render_output, view_steps
 from hilbench_annotate.errors import AccessDenied, DomainError, ImportRefused
-from judge.validation import cohen_kappa
+from judge.labels import cohen_kappa
 
 from .conftest import text_reply
 

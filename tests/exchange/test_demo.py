@@ -23,7 +23,8 @@ def test_seed_demo_makes_tasks_and_every_demo_user_can_log_in(client, settings, 
     errors = [f for f in draft_findings(blocked, task_snapshot(blocked)) if f.severity == "error"]
     assert errors == []
     # …and it ships labelled judge-validation questions, each settled by two labellers.
-    from judge.validation import gold_label, labelling_progress
+    from judge.labels import gold_label
+    from judge.validation import labelling_progress
 
     questions = list(blocked.validation_questions.prefetch_related("labels"))
     assert len(questions) == 12

@@ -5,7 +5,8 @@ import pytest
 from exchange.demo.blocked_task import DEMO_BLOCKERS
 from hilbench_annotate import services as core
 from hilbench_annotate.vocabulary import Role
-from judge.validation import label_add, question_add
+from judge.labels import label_add
+from judge.validation import question_add
 
 from ..conftest import _member
 from ..factories import TaskFactory

@@ -13,12 +13,12 @@ from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_results
 from judge.embedded import EmbeddedJudge
+from judge.labels import label_add
 from judge.models import JudgeCalibration, ValidationQuestion
 from judge.validation import (
     closest_trigger,
     expansion_suggestions,
     judge_recall,
-    label_add,
     question_add,
     suggestions_accept,
 )

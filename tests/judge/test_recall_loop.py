@@ -4,14 +4,11 @@ import pytest
 
 from hilbench_annotate.errors import DomainError
 from judge.embedded import EmbeddedJudge
+from judge.labels import cohen_kappa, gold_label, label_add, labeller_agreement
 from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import (
-    cohen_kappa,
     expansion_suggestions,
-    gold_label,
     judge_recall,
-    label_add,
-    labeller_agreement,
     question_add,
     suggestions_accept,
 )

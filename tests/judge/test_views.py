@@ -7,8 +7,9 @@ from exchange.management.commands.seed_demo import DEMO_BLOCKERS
 from hilbench_annotate.models import Task
 from judge import views
 from judge.embedded import EmbeddedJudge
+from judge.labels import label_add
 from judge.models import QuestionLabel, ValidationQuestion
-from judge.validation import NEGATIVES, label_add, question_add
+from judge.validation import NEGATIVES, question_add
 
 from ..factories import TaskFactory
 from .test_recall_loop import FRESH

@@ -1,6 +1,7 @@
 """Settling held-out questions for tests that need the judge's gates green."""
 
-from judge.validation import label_add, question_add
+from judge.labels import label_add
+from judge.validation import question_add
 from tests.factories import UserFactory
 
 

@@ -19,8 +19,9 @@ from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
 from hilbench_annotate.toolkit import sqlconsole
 from hilbench_annotate.toolkit.compare import golden_output_csv
 from hilbench_annotate.vocabulary import Role, TaskSource
+from judge.labels import label_add
 from judge.models import ValidationQuestion
-from judge.validation import label_add, question_add
+from judge.validation import question_add
 
 # username → (roles in the demo project, password). Demo only: refused with DEBUG off.
 # The harness is a machine user: no password (it could not log in with one anyway); it calls
