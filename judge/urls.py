@@ -15,6 +15,16 @@ urlpatterns = [
         views.label,
         name="judge-label",
     ),
+    path(
+        "tasks/<int:task_id>/judge/questions/<int:question_id>/label/change/",
+        views.label_change_view,
+        name="judge-label-change",
+    ),
+    path(
+        "tasks/<int:task_id>/judge/questions/<int:question_id>/label/withdraw/",
+        views.label_withdraw_view,
+        name="judge-label-withdraw",
+    ),
     path("tasks/<int:task_id>/judge/measure/", views.measure, name="judge-measure"),
     path("tasks/<int:task_id>/judge/accept/", views.accept, name="judge-accept"),
     path("projects/<int:project_id>/judge-report/", views.report, name="judge-report"),

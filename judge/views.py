@@ -7,7 +7,13 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from hilbench_annotate.access import access_project, access_task, can_edit_task, require_role
+from hilbench_annotate.access import (
+    access_project,
+    access_task,
+    can_edit_task,
+    not_found,
+    require_role,
+)
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
@@ -15,8 +21,8 @@ from validators.services import validation_run_inline
 
 from .access import may_label
 from .base import JudgeError
-from .labels import gold_label, label_add
-from .models import ValidationQuestion
+from .labels import gold_label, label_add, label_change, label_withdraw
+from .models import QuestionLabel, ValidationQuestion
 from .report import project_judge_report
 from .services import get_judge
 from .validation import (
@@ -35,18 +41,27 @@ NONE_VALUE = "__none__"
 def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict:
     """One question as the page shows it. Others' labels are shown only once the user labelled
     it, when it is settled, when it awaits adjudication, or to the task's author (who never
-    labels)."""
+    labels). ``change``: the user's own label may still be changed or withdrawn (while the
+    question is not settled: ``judge.labels``)."""
     state, gold = gold_label(question)
     labels = list(question.labels.all())
     mine = next((label for label in labels if label.labeller_id == user.pk), None)
     settled = state in ("agreed", "adjudicated")
     reveal = mine is not None or settled or state == "disputed" or task.author_id == user.pk
     action = None
-    if question.split == ValidationQuestion.Split.HELD_OUT and labeller and mine is None:
+    held_out = question.split == ValidationQuestion.Split.HELD_OUT
+    if held_out and labeller and mine is None:
         if state in ("unlabelled", "single"):
             action = "label"
         elif state == "disputed":
             action = "adjudicate"
+    change = (
+        held_out
+        and labeller
+        and mine is not None
+        and mine.role == QuestionLabel.Role.LABELLER
+        and not settled
+    )
     # Held-out questions others wrote stay sealed from the task's author until labelled: an
     # author who read them could write the registry to match them (judge.floor).
     sealed = (
@@ -65,6 +80,7 @@ def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict
         "labels": labels if reveal else [],
         "hidden": 0 if reveal else len(labels),
         "action": action,
+        "change": change,
     }
 
 
@@ -211,6 +227,28 @@ def generate(request, task_id: int):
     return redirect("judge-questions", task_id=task_id)
 
 
+def _choice(request) -> str | None:
+    """The blocker key chosen by a label button (None: "none (irrelevant)")."""
+    choice = request.POST.get("blocker_key", "")
+    if not choice:
+        raise DomainError("Choose a blocker or “none (irrelevant)”.")
+    return None if choice == NONE_VALUE else choice
+
+
+def _label_answer(request, task: Task, question: ValidationQuestion, act):
+    """Call ``act`` (a labelling service; it returns the notice) and answer: for htmx the
+    question's row, the progress and the notice; otherwise a redirect to the page with the
+    message. A refusal — a stale form, a double submission — is the notice, never a 500."""
+    try:
+        notice, ok = act(), True
+    except DomainError as exc:
+        notice, ok = str(exc), False
+    if request.htmx:
+        return _refresh(request, task, question, notice, ok=ok)
+    (messages.success if ok else messages.error)(request, notice)
+    return redirect("judge-questions", task_id=task.pk)
+
+
 @login_required
 @require_POST
 def label(request, task_id: int, question_id: int):
@@ -221,31 +259,52 @@ def label(request, task_id: int, question_id: int):
         return redirect("judge-questions", task_id=task_id)
     if task.author_id != request.user.pk and not may_label(request.user, task):
         raise AccessDenied("Your role in this project does not label questions.")
-    choice = request.POST.get("blocker_key", "")
-    problem = None
-    if not choice:
-        problem = "Choose a blocker or “none (irrelevant)”."
-    elif question.split != ValidationQuestion.Split.HELD_OUT:
-        problem = "This question is retired; it is no longer labelled."
-    else:
-        try:
-            created = label_add(
-                question=question,
-                labeller=request.user,
-                blocker_key=None if choice == NONE_VALUE else choice,
-            )
-        except DomainError as exc:
-            problem = str(exc)
-    if problem is None:
+
+    def act() -> str:
+        blocker_key = _choice(request)
+        if question.split != ValidationQuestion.Split.HELD_OUT:
+            raise DomainError("This question is retired; it is no longer labelled.")
+        created = label_add(question=question, labeller=request.user, blocker_key=blocker_key)
         verb = "Adjudicated" if created.role == "adjudicator" else "Labelled"
-        notice = f"{verb}: “{question.text[:60]}”."
-    if request.htmx:
-        return _refresh(request, task, question, problem or notice, ok=problem is None)
-    if problem:
-        messages.error(request, problem)
-    else:
-        messages.success(request, notice)
-    return redirect("judge-questions", task_id=task_id)
+        return f"{verb}: “{question.text[:60]}”."
+
+    return _label_answer(request, task, question, act)
+
+
+def _own_label(request, task_id: int, question_id: int) -> tuple[Task, ValidationQuestion]:
+    """The task and question whose label the user changes or withdraws. Whose label it is
+    is the service's question: the user's own, or none (``judge.labels``)."""
+    task = access_task(request.user, task_id)
+    if not may_label(request.user, task):
+        raise AccessDenied("Your role in this project does not label questions.")
+    question = task.validation_questions.filter(pk=question_id).first()
+    if question is None:
+        raise not_found("validation question")
+    return task, question
+
+
+@login_required
+@require_POST
+def label_change_view(request, task_id: int, question_id: int):
+    task, question = _own_label(request, task_id, question_id)
+
+    def act() -> str:
+        label = label_change(question=question, labeller=request.user, blocker_key=_choice(request))
+        return f"Your label of “{question.text[:60]}” is now {label.blocker_key or 'none'}."
+
+    return _label_answer(request, task, question, act)
+
+
+@login_required
+@require_POST
+def label_withdraw_view(request, task_id: int, question_id: int):
+    task, question = _own_label(request, task_id, question_id)
+
+    def act() -> str:
+        label_withdraw(question=question, labeller=request.user)
+        return f"Withdrew your label of “{question.text[:60]}”; it awaits a label again."
+
+    return _label_answer(request, task, question, act)
 
 
 def _measured(request, task: Task, **context):

@@ -626,6 +626,10 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("POST", "judge-question-add"):               "login 404 302 302 302 302 302 404",
     ("POST", "judge-generate"):                   "login 404 302 302 302 302 302 404",
     ("POST", "judge-label"):                      "login 404 302 302 302 302 302 404",
+    # Only one's own label is changed or withdrawn (the reviewer's here); the others, who may
+    # label, are told they have none (302 with the message); the author never labels (403).
+    ("POST", "judge-label-change"):               "login 404 403 302 302 302 302 404",
+    ("POST", "judge-label-withdraw"):             "login 404 403 302 302 302 302 404",
     ("POST", "judge-measure"):                    "login 404 200 200 200 200 200 404",
     ("POST", "judge-accept"):                     "login 404 302 403 403 403 302 404",
     ("GET", "judge-report"):                      "login 404 200 200 200 200 200 404",
@@ -696,6 +700,16 @@ class HtmlWorld:
 
         text = "Does the count include loans that are still running?"
         return question_add(task=self.task, actor=self.users["lead"], text=text, source="reviewer")
+
+    @cached_property
+    def labelled_question(self):
+        """A held-out question the reviewer alone labelled: theirs to change or withdraw."""
+        from judge.labels import label_add
+
+        question = self.validation_question
+        blocker = self.task.blockers.values_list("key", flat=True).first()
+        label_add(question=question, labeller=self.users["reviewer"], blocker_key=blocker)
+        return question
 
     @cached_property
     def swe_task(self):
@@ -892,6 +906,14 @@ HTML_REQUESTS = {
     ("POST", "judge-label"): lambda w: (
         _task_url("judge-label", w.task, question_id=w.validation_question.pk),
         {"blocker_key": "__none__"},
+    ),
+    ("POST", "judge-label-change"): lambda w: (
+        _task_url("judge-label-change", w.task, question_id=w.labelled_question.pk),
+        {"blocker_key": "__none__"},
+    ),
+    ("POST", "judge-label-withdraw"): lambda w: (
+        _task_url("judge-label-withdraw", w.task, question_id=w.labelled_question.pk),
+        {},
     ),
     ("POST", "judge-measure"): lambda w: (_task_url("judge-measure", w.task), {}),
     ("POST", "judge-accept"): lambda w: (_task_url("judge-accept", w.task), {}),

@@ -11,40 +11,56 @@
   });
 
   // Judge validation (table[data-labelling]): label with the keyboard. j/k (or the arrows)
-  // move between the rows awaiting your label; 1–9 choose that blocker, 0 "none". Each label
-  // is posted with htmx; the next row awaiting a label then takes the focus.
+  // move between the rows that take keys: those awaiting your label and those with a label of
+  // yours you may still change. 1–9 choose that blocker, 0 "none" (a label, or a change of
+  // yours); Backspace or Delete withdraws yours. Each is posted with htmx; then a row you
+  // labelled afresh hands the focus to the next row awaiting a label, and a row you changed
+  // or withdrew keeps it while it still takes keys.
   function awaiting() {
     return Array.from(document.querySelectorAll("table[data-labelling] tr[data-to-label]"));
   }
+  function keyed() {
+    return Array.from(document.querySelectorAll("table[data-labelling] tr[data-label-keys]"));
+  }
   function move(from, step) {
-    const rows = awaiting();
+    const rows = keyed();
     if (!rows.length) return;
     const at = from ? rows.indexOf(from) : -1;
     const next = rows[(at + step + rows.length) % rows.length] || rows[0];
     next.focus();
+  }
+  function press(row, key) {
+    const button = row && row.querySelector('button[data-key="' + key + '"]');
+    if (button) button.click();
+    return Boolean(button);
   }
   document.addEventListener("keydown", function (event) {
     if (!document.querySelector("table[data-labelling]")) return;
     const target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (target instanceof HTMLElement && target.matches("input, textarea, select, [contenteditable]")) return;
-    const row = target instanceof HTMLElement ? target.closest("tr[data-to-label]") : null;
+    const row = target instanceof HTMLElement ? target.closest("tr[data-label-keys]") : null;
     if (event.key === "j" || event.key === "ArrowDown") { event.preventDefault(); move(row, 1); return; }
     if (event.key === "k" || event.key === "ArrowUp") { event.preventDefault(); move(row, -1); return; }
     if (/^[0-9]$/.test(event.key)) {
-      const current = row || awaiting()[0];
-      const button = current && current.querySelector('button[data-key="' + event.key + '"]');
-      if (button) { event.preventDefault(); button.click(); }
+      if (press(row || awaiting()[0], event.key)) event.preventDefault();
+      return;
+    }
+    // Withdrawing takes the focused row only: never a label the focus is not on.
+    if ((event.key === "Backspace" || event.key === "Delete") && press(row, "Backspace")) {
+      event.preventDefault();
     }
   });
   // After a label's response has settled (its row and the progress card are swapped out of
-  // band), the first row still awaiting a label takes the focus. Which request settled is
-  // read from the event itself: a flag set when the request starts was lost whenever another
-  // request started meanwhile. The focus waits one task, after htmx's own settling.
+  // band), the focus goes on (above). Which request settled is read from the event itself: a
+  // flag set when the request starts was lost whenever another request started meanwhile.
+  // The focus waits one task, after htmx's own settling.
   document.addEventListener("htmx:afterSettle", function (event) {
     const source = event.detail && event.detail.requestConfig && event.detail.requestConfig.elt;
     if (!(source instanceof HTMLElement && source.matches(".label-buttons"))) return;
     setTimeout(function () {
+      const same = source.dataset.then === "stay" && document.getElementById(source.dataset.row);
+      if (same && same.matches("tr[data-label-keys]")) { same.focus(); return; }
       const rows = awaiting();
       if (rows.length && !rows.includes(document.activeElement)) rows[0].focus();
     }, 0);

@@ -284,3 +284,67 @@ def test_outsiders_get_404_and_anonymous_users_log_in(client, task, outsider):
         assert client.get(url).status_code == 404
     assert client.post(reverse("judge-measure", args=[task.pk])).status_code == 404
     assert client.post(reverse("judge-generate", args=[task.pk])).status_code == 404
+
+
+def test_a_labeller_changes_and_withdraws_their_label_with_htmx(
+    client, task, author, reviewer, auditor
+):
+    """Issue 30, item 3: the row of one's own unsettled label keeps its buttons; a change
+    and a withdrawal swap the row in place, and a stale or doubled one is a notice."""
+    question = question_add(task=task, actor=author, text="Which contracts are the bad ones?")
+    label_add(question=question, labeller=auditor, blocker_key=TROUBLED)
+    label_add(question=question, labeller=reviewer, blocker_key=YEAR)
+    page = reverse("judge-questions", args=[task.pk])
+    change = reverse("judge-label-change", args=[task.pk, question.pk])
+    withdraw = reverse("judge-label-withdraw", args=[task.pk, question.pk])
+    html = _as(client, reviewer).get(page).content.decode()
+    assert f'action="{change}"' in html and f'action="{withdraw}"' in html
+    assert 'aria-pressed="true" data-key="3"' in html  # YEAR, the third blocker, is theirs
+    assert "Backspace" in html
+
+    response = client.post(change, {"blocker_key": TROUBLED}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" not in html
+    assert f"is now {TROUBLED}" in html and f'<tr id="q-{question.pk}" hx-swap-oob="true"' in html
+    assert "agreed" in html and f'action="{change}"' not in html  # settled: final
+    # The form of a page loaded before is stale now: refused in words, not a 500.
+    stale = client.post(withdraw, {}, HTTP_HX_REQUEST="true")
+    assert stale.status_code == 200 and "settled (agreed)" in stale.content.decode()
+    assert question.labels.get(labeller=reviewer).blocker_key == TROUBLED
+
+    other = question_add(task=task, actor=author, text="Is the weather relevant to the loans?")
+    label_add(question=other, labeller=reviewer, blocker_key=None)
+    withdraw = reverse("judge-label-withdraw", args=[task.pk, other.pk])
+    response = client.post(withdraw, {}, follow=True)
+    assert any("Withdrew your label" in m for m in _messages(response))
+    assert not other.labels.exists()
+    again = client.post(withdraw, {}, follow=True)  # a double submission
+    assert again.status_code == 200
+    assert any("withdrawn already" in m for m in _messages(again))
+    row = views._row(reviewer, task, other, labeller=True)
+    assert row["action"] == "label" and not row["change"]
+
+
+def test_only_the_labeller_changes_a_label(client, task, author, reviewer, auditor, outsider):
+    question = question_add(task=task, actor=author, text="Which contracts are the bad ones?")
+    label_add(question=question, labeller=reviewer, blocker_key=YEAR)
+    change = reverse("judge-label-change", args=[task.pk, question.pk])
+    withdraw = reverse("judge-label-withdraw", args=[task.pk, question.pk])
+    # Another labeller has no label here to change; the author never labels; an outsider
+    # does not see the task.
+    response = _as(client, auditor).post(change, {"blocker_key": TROUBLED}, follow=True)
+    assert any("no label on this question" in m for m in _messages(response))
+    assert _as(client, author).post(withdraw).status_code == 403
+    assert _as(client, outsider).post(withdraw).status_code == 404
+    assert (
+        _as(client, reviewer)
+        .post(reverse("judge-label-withdraw", args=[task.pk, 10**6]))
+        .status_code
+        == 404
+    )
+    assert question.labels.get().blocker_key == YEAR
+    # The auditor, who has not labelled yet, is offered no change controls for it.
+    assert (
+        f'action="{change}"'
+        not in _as(client, auditor).get(reverse("judge-questions", args=[task.pk])).content.decode()
+    )
