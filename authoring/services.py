@@ -10,7 +10,13 @@ from authoring.models import LintWaiver
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.models import Revision, Task
-from hilbench_annotate.services import TaskChanges, task_edit, task_event, task_snapshot
+from hilbench_annotate.services import (
+    TaskChanges,
+    revisions_close,
+    task_edit,
+    task_event,
+    task_snapshot,
+)
 from hilbench_annotate.services.blockers import registry_problems
 from hilbench_annotate.services.tasks import (
     EDITABLE_ENV_FIELDS,
@@ -40,12 +46,21 @@ def _refuse_escaping_patch(task: Task, setup_patch: str) -> None:
 
 @transaction.atomic
 def workspace_save(
-    *, task: Task, actor, expected_version: int, draft: dict[str, Any]
+    *,
+    task: Task,
+    actor,
+    expected_version: int,
+    draft: dict[str, Any],
+    session: str = "",
+    autosave: bool = False,
 ) -> SaveResult:
-    """Store the whole workspace as one new revision, with its lint findings.
+    """Store the whole workspace as a revision, with its lint findings.
 
     Takes the task's row lock. A save made on an old version raises StaleVersion and stores
-    nothing; a save that changes nothing makes no revision.
+    nothing; a save that changes nothing makes no revision. An ``autosave`` from the
+    workspace page ``session`` folds into that session's revision while it may
+    (``revisions.revision_write``); an explicit save ends the session, also when it
+    changed nothing. Every stored save moves the version, folded or not.
     """
     task_lock(task)
     _editable(task)
@@ -60,6 +75,8 @@ def workspace_save(
         raise StaleVersion(expected=expected_version, current=task.version)
     findings = checks.as_dicts(checks.draft_findings(task, draft))
     if drafts.comparable(current) == drafts.comparable(draft):
+        if session and not autosave:
+            revisions_close(task_ids=[task.pk], session=session)
         return SaveResult(task=task, revision=None, findings=findings)
     env_fields = EDITABLE_ENV_FIELDS[task.domain]
     changes = TaskChanges(
@@ -75,6 +92,8 @@ def workspace_save(
         reason="saved in workspace",
         event="workspace_saved",
         lint_findings=findings,
+        session=session,
+        autosave=autosave,
         errors=sum(1 for f in findings if f["severity"] == "error"),
     )
     return SaveResult(task=task, revision=revision, findings=findings)

@@ -1,6 +1,7 @@
 """The authoring workspace: one page, its htmx fragments from partials of the same template."""
 
 import logging
+import secrets
 
 from django.conf import settings
 from django.contrib import messages
@@ -28,7 +29,7 @@ from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
 from hilbench_annotate.params import param_id
 from hilbench_annotate.services import task_snapshot
-from hilbench_annotate.spec import sections_for
+from hilbench_annotate.spec import sections_for, spec_sections
 from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole, sqlsyntax
 from hilbench_annotate.toolkit.compare import golden_output_csv
 from hilbench_annotate.toolkit.textdiff import snapshot_changes, word_diff_html
@@ -76,19 +77,6 @@ def _lint_context(task, findings: list[dict]) -> dict:
     return {"findings": findings, "blocking": blocking, "rules": lint.RULES}
 
 
-def _sections(task, spec: dict) -> list[dict]:
-    return [
-        {
-            "key": key,
-            "label": label,
-            "original": task.original_spec.get(key, ""),
-            "blocked": spec.get(key, ""),
-            "diff": word_diff_html(task.original_spec.get(key, ""), spec.get(key, "")),
-        }
-        for key, label in sections_for(task.domain)
-    ]
-
-
 def _revision_number(task) -> int:
     """The number people know a task's saved state by (the version is only the form's lock)."""
     return task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
@@ -102,7 +90,7 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
         "task": task,
         "env": env,
         "snapshot": snapshot,
-        "sections": _sections(task, snapshot["blocked_spec"]),
+        "sections": spec_sections(task.domain, task.original_spec, snapshot["blocked_spec"]),
         "blockers": _blocker_rows(
             # A refused draft names its own rows' pks (None for new ones); a saved snapshot
             # lists the rows in position order.
@@ -113,6 +101,9 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
         ),
         "editable": task.status in workflow.EDITABLE,
         "current_revision": _revision_number(task),
+        # The page's editing session: its autosaves fold into one revision; a refused form
+        # shown again keeps the session it was in.
+        "session_key": request.POST.get("session", "")[:64] or secrets.token_urlsafe(12),
         "returned": changes_requested_context(task),
         "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
         **_vocabulary(task),
@@ -176,10 +167,20 @@ def _expected_version(request) -> int:
         ) from None
 
 
+def _save_kind(request) -> dict:
+    """The page's editing session, and whether this save is an autosave (the page's script
+    says so; Ctrl+S, the Save button and a plain form post are explicit saves)."""
+    return {
+        "session": request.POST.get("session", "")[:64],
+        "autosave": request.POST.get("autosave") == "1",
+    }
+
+
 @login_required
 @require_POST
 def workspace_save_view(request, task_id: int):
-    """Autosave and Ctrl-S: one revision per save; a stale save shows both versions."""
+    """Autosave and Ctrl-S: a session's autosaves fold into one revision, an explicit save
+    closes it; a stale save shows both versions and who saved the task meanwhile."""
     try:
         task = _editor_task(request, task_id)
         draft = _draft(request, task)
@@ -188,6 +189,7 @@ def workspace_save_view(request, task_id: int):
             actor=request.user,
             expected_version=_expected_version(request),
             draft=draft,
+            **_save_kind(request),
         )
     except StaleVersion as exc:
         task = access_task(request.user, task_id)
@@ -199,6 +201,7 @@ def workspace_save_view(request, task_id: int):
             "conflict": exc,
             "changes": snapshot_changes(theirs, mine),
             "last_revision": last,
+            "saved_by_me": last is not None and last.author_id == request.user.pk,
         }
         if request.htmx:
             return render(request, f"{TEMPLATE}#save-conflict", context, status=409)

@@ -374,6 +374,9 @@ RUNTIME_MODE = _describe_mode()
 # descriptions overlap this much are flagged as not independent.
 LINT_DUPLICATE_SIMILARITY = float(os.environ.get("HILBENCH_LINT_DUPLICATE_SIMILARITY", "0.85"))
 LINT_OVERLAP_SIMILARITY = float(os.environ.get("HILBENCH_LINT_OVERLAP_SIMILARITY", "0.6"))
+# The workspace's autosaves of one editing session (one open page) fold into one revision
+# while the session's last save is less than this old; an explicit save (Ctrl+S, Save) ends it.
+AUTOSAVE_SESSION_MINUTES = float(os.environ.get("HILBENCH_AUTOSAVE_SESSION_MINUTES", "10"))
 # The SQL console: wall-time limit and row cap per query.
 SQL_CONSOLE_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CONSOLE_TIMEOUT_S", "5"))
 SQL_CONSOLE_ROW_CAP = int(os.environ.get("HILBENCH_SQL_CONSOLE_ROW_CAP", "500"))

@@ -8,6 +8,8 @@ withheld from the blocked task by default).
 
 import re
 
+from hilbench_annotate.toolkit.textdiff import word_diff_html
+
 SWE_SECTIONS = (
     ("problem_statement", "PROBLEM STATEMENT"),
     ("requirements", "REQUIREMENTS"),
@@ -22,6 +24,22 @@ _HEADING = re.compile(
 
 def sections_for(domain: str) -> tuple[tuple[str, str], ...]:
     return SWE_SECTIONS if domain == "swe" else SQL_SECTIONS
+
+
+def spec_sections(domain: str, original: dict[str, str], blocked: dict[str, str]) -> list[dict]:
+    """Each section of a task's specification with its original and blocked texts and the
+    word diff from one to the other (struck: what the blocked text removed): the workspace
+    edits beside it, the review page reads it."""
+    return [
+        {
+            "key": key,
+            "label": label,
+            "original": original.get(key, ""),
+            "blocked": blocked.get(key, ""),
+            "diff": word_diff_html(original.get(key, ""), blocked.get(key, "")),
+        }
+        for key, label in sections_for(domain)
+    ]
 
 
 def parse_swe_statement(text: str) -> dict[str, str]:

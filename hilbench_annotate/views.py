@@ -80,7 +80,7 @@ def _task_page(request, task_id: int, *, typed_tags: str | None = None, status: 
     ]
     revisions = list(
         task.revisions.select_related("author").only(
-            "number", "reason", "created_at", "author__username", "task_id"
+            "number", "reason", "summary", "created_at", "author__username", "task_id"
         )[:20]
     )
     context = {

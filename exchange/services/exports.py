@@ -39,6 +39,7 @@ from hilbench_annotate.jobs import (
     job_send,
 )
 from hilbench_annotate.models import Project, Task
+from hilbench_annotate.services import revisions_close
 from hilbench_annotate.services.tasks import event_record, tag_names_clean
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 from review.services import task_transition
@@ -96,9 +97,12 @@ def bundle_export_create(
 ) -> ExportJob:
     """Record an export job. Caller checked that ``actor`` is a lead of ``project``."""
     selection = export_selection_clean(selection)
-    total = export_selection_tasks(project=project, selection=selection).count()
+    tasks = export_selection_tasks(project=project, selection=selection)
+    total = tasks.count()
     if not total:
         raise DomainError("The selection names no task of this project.")
+    # The bundle records each task's revision number: no autosave folds into it afterwards.
+    revisions_close(task_ids=tasks.values("pk"))
     job = ExportJob.objects.create(
         project=project,
         created_by=actor,

@@ -103,7 +103,15 @@ class Task(models.Model):
 
 
 class Revision(models.Model):
-    """An immutable snapshot of a task and its blockers, made at every save."""
+    """A snapshot of a task and its blockers, made at every save, never changed.
+
+    The autosaves of one workspace editing session fold into one revision: an autosave
+    replaces the task's latest revision (same number, a new row) while that revision is
+    still open in the same session (``session``), by the same author, saved less than
+    ``AUTOSAVE_SESSION_MINUTES`` ago and referenced by nothing (no decision, validation run,
+    ask_human run or model pass names it). A row itself is written once; ``session`` is
+    cleared (the session closed) by an explicit save or an export (``revisions_close``).
+    """
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
@@ -112,6 +120,15 @@ class Revision(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
     )
     reason = models.CharField(max_length=200, blank=True)
+    summary = models.CharField(
+        max_length=500, blank=True, help_text="What changed since the previous revision"
+    )
+    session = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The workspace session whose next autosave may fold into it; empty: closed",
+    )
+    saves = models.PositiveIntegerField(default=1, help_text="Saves folded into this revision")
     lint_findings = models.JSONField(
         default=list, blank=True, help_text="Lint findings of this revision, as made at save"
     )

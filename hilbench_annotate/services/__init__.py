@@ -10,6 +10,7 @@ from .blockers import (
 )
 from .bulk import task_create_many
 from .edits import TaskChanges, task_edit, task_touch_environment, task_update
+from .revisions import revisions_close
 from .tasks import (
     event_record,
     revision_create,
@@ -27,6 +28,7 @@ __all__ = [
     "blocker_update",
     "event_record",
     "revision_create",
+    "revisions_close",
     "task_create",
     "task_create_many",
     "task_edit",

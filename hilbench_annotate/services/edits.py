@@ -43,12 +43,16 @@ def task_edit(
     reason: str = "",
     event: str = "task_edited",
     lint_findings: list[dict] | None = None,
+    session: str = "",
+    autosave: bool = False,
     **event_data,
 ) -> Revision:
     """Apply ``changes`` as one new revision (``reason``: what the timeline says; by default
     the fields edited) and record ``event``. Refused, writing nothing, when the task is not
-    editable, the registry is invalid or the task moved past ``expected_version``. The
-    caller checked who may edit (``access_task(..., edit=True)``)."""
+    editable, the registry is invalid or the task moved past ``expected_version``. An
+    ``autosave`` of a workspace ``session`` may fold into the session's revision instead
+    (``revisions.revision_write``); the version moves either way. The caller checked who
+    may edit (``access_task(..., edit=True)``)."""
     task_require_editable(task)
     if changes.blockers is not None:
         problems = registry_problems(domain=task.domain, blockers=changes.blockers)
@@ -62,7 +66,12 @@ def task_edit(
         registry_replace(task=task, blockers=changes.blockers)
         fields.append("blockers")
     revision = revision_create(
-        task=task, actor=actor, reason=reason or _edited_reason(fields), lint_findings=lint_findings
+        task=task,
+        actor=actor,
+        reason=reason or _edited_reason(fields),
+        lint_findings=lint_findings,
+        session=session,
+        autosave=autosave,
     )
     task_event(
         task=task,

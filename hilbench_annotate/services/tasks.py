@@ -20,11 +20,12 @@ from hilbench_annotate.models import (
     TaskEvent,
     TriggerQuestion,
 )
-from hilbench_annotate.revision_hooks import revision_saved
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import Domain
 from hilbench_annotate.workflow import EDITABLE
+
+from .revisions import revision_write
 
 SQL_ENV_FIELDS = (
     "db_id",
@@ -135,20 +136,26 @@ def _snapshot(task: Task, env, blockers: list[tuple[Blocker, list[str]]]) -> dic
 
 
 def revision_create(
-    *, task: Task, actor, reason: str, lint_findings: list[dict] | None = None
+    *,
+    task: Task,
+    actor,
+    reason: str,
+    lint_findings: list[dict] | None = None,
+    session: str = "",
+    autosave: bool = False,
 ) -> Revision:
-    """Freeze the task as it is now. Caller holds the task row lock (or just created it)."""
-    last = task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
-    revision = Revision.objects.create(
+    """Freeze the task as it is now (an autosave of a workspace ``session`` may fold into
+    the session's revision: ``revisions.revision_write``). Caller holds the task row lock
+    (or just created it)."""
+    return revision_write(
         task=task,
-        number=last + 1,
+        actor=actor,
         snapshot=task_snapshot(task),
-        author=actor if getattr(actor, "is_authenticated", False) else None,
         reason=reason,
-        lint_findings=lint_findings or [],
+        lint_findings=lint_findings,
+        session=session,
+        autosave=autosave,
     )
-    revision_saved(revision.pk)
-    return revision
 
 
 EDITABLE_ENV_FIELDS = {

@@ -59,16 +59,27 @@
   function markDirty() {
     if (readonly) return;
     dirty = true;
+    // A conflict notice stays until the author chooses (save over, or load theirs): an
+    // autosave on the refused version would only be refused again, and replacing the notice
+    // as the field loses focus would take its buttons from under the click.
+    if (document.querySelector("#save-status.conflict")) return;
     status("Unsaved changes…");
     clearTimeout(timer);
     timer = setTimeout(saveNow, AUTOSAVE_MS);
   }
-  function saveNow() {
+  // An autosave folds into this page's revision; an explicit save (Ctrl+S, the Save
+  // button) ends the editing session, so the next autosave starts a new revision.
+  function saveNow(explicit) {
     clearTimeout(timer);
     if (readonly) return;
     status("Saving…");
-    htmx.trigger(form, "autosave");
+    htmx.trigger(form, explicit ? "save" : "autosave");
   }
+  form.addEventListener("htmx:configRequest", (e) => {
+    if (e.detail.elt !== form) return;
+    const kind = e.detail.triggeringEvent ? e.detail.triggeringEvent.type : "";
+    e.detail.parameters.autosave = kind === "autosave" ? "1" : "";
+  });
   form.addEventListener("input", (e) => { if (isWorkspaceField(e.target)) markDirty(); });
   form.addEventListener("change", (e) => { if (isWorkspaceField(e.target)) markDirty(); });
   form.addEventListener("htmx:afterRequest", (e) => {
@@ -207,7 +218,7 @@
   }
   document.addEventListener("keydown", (e) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
-    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); saveNow(); return; }
+    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); saveNow(true); return; }
     if (e.key === "Escape" && !help.hidden) { toggleHelp(false); return; }
     if (e.key === "?" && !typing) { e.preventDefault(); toggleHelp(help.hidden); return; }
     if (!e.altKey) return;

@@ -183,7 +183,7 @@ def test_second_editor_gets_conflict_view_and_both_texts_survive(client, sql_tas
 
     assert second.status_code == 409
     body = text(second)
-    assert "someone else saved this task" in body
+    assert re.search(r"Not saved: lead saved this task at \d\d:\d\d:\d\d", body)
     assert "Lead's" in body  # their saved text is shown
     assert "Author's" in body  # and the author's unsaved text too
     sql_task.refresh_from_db()
@@ -201,6 +201,126 @@ def test_second_editor_gets_conflict_view_and_both_texts_survive(client, sql_tas
     assert sql_task.blocked_spec["question"] == "Author's own wording?"
     texts = [r.snapshot["blocked_spec"]["question"] for r in sql_task.revisions.order_by("number")]
     assert "Lead's wording of the loan question?" in texts and texts[-1] == "Author's own wording?"
+
+
+def autosave(client, task, session="page-1", **fields):
+    """The page's autosave: its session, ``autosave=1``, the task's current version."""
+    task.refresh_from_db()
+    data = form_data(task, session=session, autosave="1", **fields)
+    response = save(client, task, data, **HTMX)
+    assert response.status_code == 200, text(response)
+    return response
+
+
+def revisions_after(task, number):
+    return list(Revision.objects.filter(task=task, number__gt=number).order_by("number"))
+
+
+def test_autosaves_of_one_session_fold_into_one_revision_and_every_save_moves_the_version(
+    client, sql_task, author
+):
+    client.force_login(author)
+    start = sql_task.revisions.order_by("-number").first().number
+    versions = []
+    for question in ("How many loans?", "How many loans were settled?", "Loans settled?"):
+        autosave(client, sql_task, question=question)
+        versions.append(sql_task.version + 1)
+    folded = revisions_after(sql_task, start)
+    assert [r.number for r in folded] == [start + 1]
+    assert folded[0].saves == 3 and folded[0].session == "page-1"
+    assert folded[0].snapshot["blocked_spec"]["question"] == "Loans settled?"
+    sql_task.refresh_from_db()
+    assert sql_task.version == versions[-1] == folded[0].snapshot["version"]
+    # The summary is against the revision before the session, not the last autosave.
+    assert folded[0].summary.startswith("Edited the question")
+    assert "added blocker clean_finish_status" in folded[0].summary
+    # The form of the first autosave's version is refused: a folded save moved the version.
+    stale = save(client, sql_task, form_data(sql_task, question="Old tab?", version=2), **HTMX)
+    assert stale.status_code == 409
+    assert "You saved this task in another tab or window at" in text(stale)
+
+
+def test_an_explicit_save_folds_in_and_ends_the_session(client, sql_task, author):
+    client.force_login(author)
+    start = sql_task.revisions.order_by("-number").first().number
+    autosave(client, sql_task, question="First words?")
+    sql_task.refresh_from_db()
+    # Ctrl+S / Save: no autosave flag.
+    data = form_data(sql_task, question="Saved words?", session="page-1")
+    assert save(client, sql_task, data, **HTMX).status_code == 200
+    closed = revisions_after(sql_task, start)
+    assert [(r.number, r.saves, r.session) for r in closed] == [(start + 1, 2, "")]
+    autosave(client, sql_task, question="After the save?")
+    assert [r.number for r in revisions_after(sql_task, start)] == [start + 1, start + 2]
+
+
+def test_an_explicit_save_that_changed_nothing_still_ends_the_session(client, sql_task, author):
+    client.force_login(author)
+    start = sql_task.revisions.order_by("-number").first().number
+    autosave(client, sql_task, question="Words?")
+    sql_task.refresh_from_db()
+    unchanged = form_data(sql_task, question="Words?", session="page-1")
+    assert save(client, sql_task, unchanged, **HTMX).status_code == 200
+    assert revisions_after(sql_task, start)[0].session == ""
+    autosave(client, sql_task, question="More words?")
+    assert len(revisions_after(sql_task, start)) == 2
+
+
+def test_an_autosave_starts_a_new_revision_when_the_last_is_not_its_sessions_own(
+    client, sql_task, author, lead, settings
+):
+    from django.utils import timezone
+
+    client.force_login(author)
+    start = sql_task.revisions.order_by("-number").first().number
+    autosave(client, sql_task, question="One?")
+    autosave(client, sql_task, session="page-2", question="Another page?")  # another tab
+    assert len(revisions_after(sql_task, start)) == 2
+    client.force_login(lead)
+    autosave(client, sql_task, session="page-2", question="The lead's?")  # another person
+    assert len(revisions_after(sql_task, start)) == 3
+    client.force_login(author)
+    autosave(client, sql_task, session="page-3", question="Mine again?")
+    # The session's last save is older than the window: a new revision.
+    settings.AUTOSAVE_SESSION_MINUTES = 5
+    Revision.objects.filter(task=sql_task, number=start + 4).update(
+        created_at=timezone.now() - timezone.timedelta(minutes=6)
+    )
+    autosave(client, sql_task, session="page-3", question="Mine, later?")
+    assert [r.author.username for r in revisions_after(sql_task, start)] == [
+        author.username, author.username, lead.username, author.username, author.username,
+    ]  # fmt: skip
+
+
+def test_a_revision_anything_references_is_never_replaced(client, sql_task, author):
+    """A validation run names the session's revision: the next autosave starts a new one,
+    and the run's revision keeps its content."""
+    from validators.models import ValidationRun
+
+    client.force_login(author)
+    start = sql_task.revisions.order_by("-number").first().number
+    autosave(client, sql_task, question="Checked words?")
+    checked = revisions_after(sql_task, start)[0]
+    ValidationRun.objects.create(
+        task=sql_task, revision=checked, checks=["spec"], created_by=author
+    )
+    autosave(client, sql_task, question="Words after the check?")
+    after = revisions_after(sql_task, start)
+    assert [r.pk for r in after][:1] == [checked.pk] and len(after) == 2
+    checked.refresh_from_db()
+    assert checked.snapshot["blocked_spec"]["question"] == "Checked words?"
+    assert after[1].summary == "Edited the question"
+
+
+def test_an_export_ends_the_sessions_of_the_tasks_it_writes(client, sql_task, author, lead):
+    from exchange.services.exports import bundle_export_create
+
+    client.force_login(author)
+    start = sql_task.revisions.order_by("-number").first().number
+    autosave(client, sql_task, question="Exported words?")
+    bundle_export_create(project=sql_task.project, actor=lead, selection={}, draft=True)
+    autosave(client, sql_task, question="Words after the export?")
+    assert len(revisions_after(sql_task, start)) == 2
 
 
 def test_plain_post_conflict_renders_full_page(client, sql_task, author, lead):
