@@ -1,6 +1,8 @@
 """Reads of the review workflow: who may act on a task at a layer, the tasks a queue offers,
 and the decisions an author or a returning reviewer sees."""
 
+from collections import defaultdict
+
 from django.utils import timezone
 
 from hilbench_annotate import workflow
@@ -99,3 +101,54 @@ def task_threads(task: Task):
         .select_related("author")
         .prefetch_related("replies__author")
     )
+
+
+def previous_round(task: Task, layer: ReviewLayer | None) -> dict:
+    """What ``layer`` said in its earlier rounds, for a task back at it after changes: its
+    earlier decisions (newest first) and, per blocker id, their comments on that blocker and
+    the threads on it that the layer's reviewers started before this round — shown again
+    next to the blocker. Empty on a task's first round at the layer. Four queries."""
+    empty = {"decisions": [], "by_blocker": {}}
+    if layer is None or task.layer_entered_at is None:
+        return empty
+    decisions = list(
+        ReviewDecision.objects.filter(
+            task=task, layer=layer.position, created_at__lt=task.layer_entered_at
+        ).select_related("reviewer", "revision")
+    )
+    if not decisions:
+        return empty
+    by_blocker: dict[str, list[dict]] = defaultdict(list)
+    for decision in decisions:
+        for key, text in decision.blocker_comments.items():
+            by_blocker[key].append(
+                {
+                    "kind": "comment",
+                    "who": decision.reviewer,
+                    "at": decision.created_at,
+                    "text": text,
+                    "decision": decision,
+                }
+            )
+    threads = (
+        Comment.objects.filter(
+            task=task,
+            parent=None,
+            author__in={d.reviewer_id for d in decisions},
+            created_at__lt=task.layer_entered_at,
+        )
+        .exclude(blocker_key="")
+        .select_related("author")
+        .prefetch_related("replies")
+    )
+    for thread in threads:
+        by_blocker[thread.blocker_key].append(
+            {
+                "kind": "thread",
+                "who": thread.author,
+                "at": thread.created_at,
+                "text": thread.body,
+                "thread": thread,
+            }
+        )
+    return {"decisions": decisions, "by_blocker": dict(by_blocker)}

@@ -22,6 +22,7 @@ from hilbench_annotate.models import Project, Task
 from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.services import task_snapshot
+from hilbench_annotate.spec import spec_sections
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
@@ -134,6 +135,9 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     is_lead = has_role(request.user, task.project_id, Role.LEAD)
     typed = typed or {}
     snapshot = current.snapshot if current else task_snapshot(task)
+    # Back at a layer that asked for changes: what it said last time, next to each blocker.
+    previous = selectors.previous_round(task, layer)
+    keys = {b["id"] for b in snapshot["blockers"]}
     return {
         "task": task,
         "layer": layer,
@@ -143,8 +147,20 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "judged": judged,
         "changes": changes,
         "snapshot": snapshot,
+        "spec_sections": spec_sections(
+            task.domain, snapshot.get("original_spec") or {}, snapshot["blocked_spec"]
+        ),
         "blocker_rows": [
-            (b, typed.get("comments", {}).get(b["id"], "")) for b in snapshot["blockers"]
+            (
+                b,
+                typed.get("comments", {}).get(b["id"], ""),
+                previous["by_blocker"].get(b["id"], []),
+            )
+            for b in snapshot["blockers"]
+        ],
+        "previous_decisions": previous["decisions"],
+        "previous_elsewhere": [
+            (key, notes) for key, notes in previous["by_blocker"].items() if key not in keys
         ],
         "checklist_rows": (
             _checklist_rows(layer, typed.get("checklist", []), snapshot["blockers"])

@@ -1,4 +1,5 @@
-"""Issue 30, item 9 (with item 8's conflict notice): History that reads."""
+"""Issue 30, items 9 and 10 (with item 8's conflict notice): History that reads, and a review
+page that shows what was removed and what the layer said last time."""
 
 import os
 import re
@@ -118,3 +119,89 @@ def test_autosaves_of_one_session_fold_into_one_revision_that_says_what_changed(
     assert latest(task).author.username == "author"
     assert Revision.objects.filter(task=task, number__gt=before).count() == 4
 
+
+def send_back_from_peer_review(task: Task) -> None:
+    """The author submits and self-checks; the peer reviewer (author2) starts a thread on one
+    blocker and asks for changes with a comment on another; the author edits and submits
+    again, so the task is back at the peer review."""
+    from django.contrib.auth import get_user_model
+
+    from authoring.services import workspace_save
+    from hilbench_annotate.services import task_snapshot
+    from review.selectors import pipeline_layers
+    from review.services import comment_add, review_decide, review_take_next, task_submit
+
+    users = {
+        u.username: u for u in get_user_model().objects.filter(username__in=["author", "author2"])
+    }
+    author, peer = users["author"], users["author2"]
+    self_check, peer_review = pipeline_layers(task.project)[:2]
+
+    def decide(actor, layer, outcome, **grounds):
+        review_decide(
+            actor=actor, task_id=task.pk, outcome=outcome,
+            revision_number=latest(task).number,
+            checklist=[{"item": item, "passed": True, "note": ""} for item in layer.checklist],
+            **grounds,
+        )  # fmt: skip
+
+    task_submit(actor=author, task_id=task.pk, expected_version=task.version)
+    decide(author, self_check, "approve")
+    review_take_next(user=peer, layer=peer_review)
+    comment_add(
+        actor=peer, task_id=task.pk, blocker_key="review_year_dates",
+        body="Could the review year name its calendar?",
+    )  # fmt: skip
+    decide(
+        peer, peer_review, "request_changes", summary="Two blockers need sharper words.",
+        blocker_comments={"troubled_loan_definition": "Say which status letters count."},
+    )  # fmt: skip
+    task.refresh_from_db()
+    draft = task_snapshot(task)
+    draft["blockers"][0]["resolution"] = "Troubled: loan status 'B' or 'D'."
+    workspace_save(task=task, actor=author, expected_version=task.version, draft=draft)
+    task.refresh_from_db()
+    task_submit(actor=author, task_id=task.pk, expected_version=task.version)
+    review_take_next(user=peer, layer=peer_review)
+
+
+def test_review_page_shows_what_was_removed_and_the_layers_earlier_comments(
+    browser, live_server, demo
+):
+    """Item 10: the review page showed only the blocked specification, and a task back at the
+    layer that asked for changes did not show that layer's comments again. The original
+    stands against the blocked text (a word diff), and the previous round's blocker comment
+    and thread are shown next to their blockers, marked as such."""
+    task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
+    send_back_from_peer_review(task)
+    page = new_page(browser, live_server, "author2")
+    page.goto(f"{live_server.url}/tasks/{task.pk}/review/")
+
+    spec = page.locator("#specification")
+    expect(spec).to_contain_text("original → blocked")
+    # The original question's words the blocked one removed, struck through, and the words
+    # the blocked one put in their place.
+    removed = spec.locator(".word-diff del")
+    expect(removed.first).to_be_visible()
+    assert "running" in " ".join(removed.all_inner_texts())
+    assert "troubled" in " ".join(spec.locator(".word-diff ins").all_inner_texts())
+
+    earlier = page.locator(
+        "article.blocker", has=page.locator(".key", has_text="troubled_loan_definition")
+    )
+    note = earlier.locator(".previous-round")
+    expect(note).to_contain_text("Previous round")
+    expect(note).to_contain_text("Say which status letters count.")
+    expect(note).to_contain_text("author2")
+    thread = page.locator("article.blocker", has=page.locator(".key", has_text="review_year_dates"))
+    expect(thread.locator(".previous-round")).to_contain_text(
+        "Could the review year name its calendar?"
+    )
+    # A blocker nobody commented on has no previous-round note.
+    quiet = page.locator(
+        "article.blocker", has=page.locator(".key", has_text="loan_servicing_payment_code")
+    )
+    expect(quiet.locator(".previous-round")).to_have_count(0)
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "review-task.png", full_page=True)

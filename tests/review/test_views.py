@@ -407,3 +407,48 @@ def test_a_notification_cuts_a_long_title_at_a_word_with_an_ellipsis(
         "Peer review asked for changes on “Among the clients whose loan contract is running "
         "but who are in debt, who paid…”"
     )
+
+
+def test_a_task_back_at_a_layer_shows_that_layers_earlier_comments_and_the_original(
+    client, task_at_layer_2, staff
+):
+    """The review page shows the original specification against the blocked one, and — once
+    the task is back at the layer that asked for changes — that layer's decision and its
+    comments on each blocker, marked as the previous round; a first round shows none."""
+    task = task_at_layer_2
+    peer, author = staff["peer"], staff["author"]
+    layer2 = services.pipeline_ensure(task.project)[1]
+    services.review_take_next(user=peer, layer=layer2)
+    url = reverse("review-task", args=[task.pk])
+    client.force_login(peer)
+    first = html.unescape(client.get(url).content.decode())
+    assert "original → blocked" in first and "<del>" in first.split('id="specification"')[1]
+    assert "previous-round" not in first and "Previous round" not in first
+    services.comment_add(
+        actor=peer, task_id=task.pk, body="Which calendar?", blocker_key="review_year_dates"
+    )
+    services.comment_add(
+        actor=author, task_id=task.pk, body="Mine.", blocker_key="review_year_dates"
+    )
+    services.review_decide(
+        actor=peer,
+        task_id=task.pk,
+        outcome="request_changes",
+        revision_number=task.revisions.order_by("-number").first().number,
+        summary="Sharpen two blockers.",
+        blocker_comments={"troubled_loan_definition": "Name the status letters."},
+    )
+    task.refresh_from_db()
+    services.task_enter_review(task=task, actor=author)
+    services.review_take_next(user=peer, layer=layer2)
+    page = html.unescape(client.get(url).content.decode())
+    blockers = {
+        key: page.split(f'<span class="mono key">{key}</span>')[1].split("</article>")[0]
+        for key in ("troubled_loan_definition", "review_year_dates", "loan_servicing_payment_code")
+    }
+    assert "Previous round · peer" in blockers["troubled_loan_definition"]
+    assert "Name the status letters." in blockers["troubled_loan_definition"]
+    assert "Which calendar?" in blockers["review_year_dates"]
+    assert "Mine." not in blockers["review_year_dates"]  # the author's, not the layer's
+    assert "previous-round" not in blockers["loan_servicing_payment_code"]
+    assert "Back at Peer review after changes" in page and "Sharpen two blockers." in page
