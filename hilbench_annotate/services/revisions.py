@@ -72,7 +72,11 @@ def revision_write(
             .first()
         )
         number = latest.number
-        Revision.objects.filter(pk=latest.pk).delete()
+        # A plain DELETE, never Django's cascade: should a row referencing the revision be
+        # committed after the check above, the database refuses this save (the page saves
+        # again, as a new revision) rather than deleting that row with the revision.
+        rows = Revision.objects.filter(pk=latest.pk)
+        rows._raw_delete(rows.db)
     else:
         before = latest.snapshot if latest else None
         number = (latest.number if latest else 0) + 1
