@@ -11,14 +11,8 @@ from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.toolkit.sqlsyntax import SqlTooComplex, check_sql_limits
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
-from .common import (
-    ImportReport,
-    RecordStreamError,
-    database_store,
-    iter_records,
-    read_descriptions,
-    sqlite_problem,
-)
+from .common import ImportReport, database_store, read_descriptions, sqlite_problem
+from .records import RecordStreamError, iter_records
 
 REQUIRED_TEXT = ("db_id", "question", "SQL")
 DIFFICULTIES = {"simple", "moderate", "challenging"}
@@ -93,10 +87,11 @@ MISSING_DATABASES_ADVICE_CLI = "pass --skip-missing-databases to import its ques
 
 def _validate_records(
     questions: Path, db_id: str | None, limit: int | None
-) -> tuple[Problems, list[str], Counter[str]]:
-    """Pass 1 over the records: every bad record, the exact repeats, and how many good
-    records name each database."""
+) -> tuple[Problems, list[str], Counter[str], RecordStreamError | None]:
+    """Pass 1 over the records: every bad record, the exact repeats, how many good records
+    name each database, and where the file is not valid JSON (None: it is)."""
     problems: Problems = []
+    broken = None
     seen: dict[str, tuple[int, dict]] = {}
     repeats: list[str] = []
     used_databases: Counter[str] = Counter()
@@ -120,8 +115,11 @@ def _validate_records(
             seen[key] = (index, record)
             used_databases[record["db_id"]] += 1
     except RecordStreamError as exc:
-        problems.append((exc.index, exc.reason))
-    return problems, repeats, used_databases
+        if exc.syntax:
+            broken = exc
+        else:
+            problems.append((exc.where, exc.reason))
+    return problems, repeats, used_databases, broken
 
 
 def _stored_databases(
@@ -185,18 +183,26 @@ def _check_databases(
 
 
 def _refusal(
-    file_name: str, records: Problems, databases: Problems, missing: list[str]
+    label: str,
+    records: Problems,
+    databases: Problems,
+    missing: list[str],
+    broken: RecordStreamError | None,
 ) -> ImportRefused:
-    """Every problem of the file at once: bad records, missing and unusable databases."""
+    """Every problem of the file at once: bad records, where it is not valid JSON, missing
+    and unusable databases. ``label`` names the file as the user knows it."""
     parts = []
     if records:
         parts.append(f"{len(records)} bad record(s)")
+    if broken:
+        parts.append(broken.syntax)
     if missing:
         parts.append(f"missing database file(s) {', '.join(missing)}")
     if len(databases) > len(missing):
         parts.append(f"{len(databases) - len(missing)} problem(s) with the databases' files")
+    stream = [(broken.where, broken.reason)] if broken else []
     return ImportRefused(
-        f"{file_name}: {'; '.join(parts)}. Nothing was imported.", records + databases
+        f"{label}: {'; '.join(parts)}. Nothing was imported.", records + stream + databases
     )
 
 
@@ -244,6 +250,7 @@ def _new_task_records(
     limit: int | None,
     found: _Databases,
     report: ImportReport,
+    label: str,
 ):
     """Pass 2: stream the records again; yield the tasks not there yet, storing each
     database once (by content hash) when its first question comes."""
@@ -267,7 +274,7 @@ def _new_task_records(
             )
         report.created.append(key)
         yield _bird_task_record(
-            record=record, database=stored.get(name), found=found, file_name=questions.name
+            record=record, database=stored.get(name), found=found, file_name=label
         )
 
 
@@ -282,6 +289,7 @@ def import_bird(
     missing_databases_advice: str = MISSING_DATABASES_ADVICE_CLI,
     actor=None,
     progress: Callable[[int, int], None] | None = None,
+    label: str | None = None,
 ) -> ImportReport:
     """Import BIRD records with their SQLite databases and description CSVs.
 
@@ -292,22 +300,25 @@ def import_bird(
     API). ``missing_databases_advice`` tells the user how to import questions without their
     database, in the words of the caller's interface. ``progress(done, total)``: records
     handled of the file's good records, after the check and after each chunk written.
+    ``label``: the file's name in messages and in the tasks' source (the name it was
+    uploaded as; by default its own).
     """
     questions = Path(questions)
+    label = label or questions.name
     if not questions.is_file():
         raise ImportRefused(f"Questions file {questions} does not exist.", [])
     if databases is not None and not Path(databases).is_dir():
         raise ImportRefused(f"Databases directory {databases} does not exist.", [])
-    record_problems, repeats, used_databases = _validate_records(questions, db_id, limit)
+    record_problems, repeats, used_databases, broken = _validate_records(questions, db_id, limit)
     check = dict(skip_missing_databases=skip_missing_databases, advice=missing_databases_advice)
     found, database_problems = (
         _stored_databases(project, used_databases, **check)
         if databases is None
         else _check_databases(Path(databases), used_databases, **check)
     )
-    if record_problems or database_problems:
+    if record_problems or database_problems or broken:
         missing = [] if skip_missing_databases else sorted(found.missing)
-        raise _refusal(questions.name, record_problems, database_problems, missing)
+        raise _refusal(label, record_problems, database_problems, missing, broken)
     report = ImportReport(notes=[f"{r}; imported once" for r in repeats])
     for name, count in sorted(found.missing.items()):
         report.notes.append(f"database {name} absent: {count} question(s) imported without it")
@@ -324,6 +335,7 @@ def import_bird(
             limit=limit,
             found=found,
             report=report,
+            label=label,
         ),
         author=actor,
         reason="imported",

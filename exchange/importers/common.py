@@ -1,22 +1,18 @@
 import csv
 import hashlib
 import io
-import json
 import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import ijson
 from django.conf import settings
 
 from hilbench_annotate.models import SqlDatabase
-from hilbench_annotate.toolkit.jsontext import json_loads
 
 DESCRIPTION_HEADER = [
     "original_column_name",
@@ -40,77 +36,6 @@ class ImportReport:
     def summary(self) -> str:
         text = f"{len(self.created)} task(s) imported, {len(self.unchanged)} already present"
         return text + "".join(f"\n  note: {n}" for n in self.notes)
-
-
-class RecordStreamError(Exception):
-    """The file itself is malformed at a given record."""
-
-    def __init__(self, index: int, reason: str):
-        super().__init__(reason)
-        self.index = index
-        self.reason = reason
-
-
-# How deep a record's JSON may nest. Records nest a few levels; ``ijson.items`` keeps a prefix
-# per level (memory grows with the square of the depth: 30,000 levels take gigabytes) and
-# ``json.loads`` recurses, so deeper input is refused before either gets that far.
-MAX_JSON_DEPTH = 64
-_OPENS = frozenset({"start_map", "start_array"})
-_CLOSES = frozenset({"end_map", "end_array"})
-
-
-def _array_items(handle) -> Iterator[Any]:
-    """The items of the JSON array in ``handle``, streaming, each within MAX_JSON_DEPTH.
-
-    Built from ijson's prefix-free events, so memory stays linear in the depth."""
-    depth = 0
-    builder = None
-    for event, value in ijson.basic_parse(handle, use_float=True):
-        depth += (event in _OPENS) - (event in _CLOSES)
-        if depth > MAX_JSON_DEPTH + 1:  # + 1: the array around the records
-            raise ValueError(f"it nests deeper than {MAX_JSON_DEPTH} levels")
-        if builder is not None:
-            builder.event(event, value)
-            if depth == 1:
-                yield builder.value
-                builder = None
-        elif depth == 2 and event in _OPENS:
-            builder = ijson.ObjectBuilder()
-            builder.event(event, value)
-        elif depth == 1 and event not in _OPENS:
-            yield value
-
-
-def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
-    """Yield ``(index, record)`` from a JSON array or a JSON-lines file, streaming.
-
-    A JSON-lines file is recognised by its extension or by a first character other than
-    ``[``. A syntax error, or a record nested deeper than MAX_JSON_DEPTH, is raised as
-    RecordStreamError naming the record where it occurred.
-    """
-    with open(path, "rb") as handle:
-        head = handle.read(4096).lstrip()
-        handle.seek(0)
-        is_array = head.startswith(b"[") and path.suffix != ".jsonl"
-        if is_array:
-            index = -1
-            try:
-                for index, record in enumerate(_array_items(handle)):
-                    yield index, record
-            except (ijson.JSONError, ValueError) as exc:
-                raise RecordStreamError(
-                    index + 1, f"the file is not valid JSON here: {exc}"
-                ) from None
-            return
-        for index, raw in enumerate(handle):
-            if not raw.strip():
-                continue
-            try:
-                yield index, json_loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise RecordStreamError(
-                    index, f"line {index + 1} is not valid JSON: {exc}"
-                ) from None
 
 
 def decode_text(data: bytes) -> str:

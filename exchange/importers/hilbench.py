@@ -323,23 +323,27 @@ def _release_environment(folder: Path, metadata: dict, item: dict) -> dict:
         return spec_clean({})
 
 
-def import_hilbench(*, project: Project, root: Path, actor=None) -> ImportReport:
+def import_hilbench(
+    *, project: Project, root: Path, actor=None, label: str | None = None
+) -> ImportReport:
+    """Import the HiL-Bench task folders under ``root``. ``label`` names ``root`` in
+    messages (the archive it was unpacked from, as uploaded; by default ``<name>/``)."""
     root = Path(root)
     if not root.is_dir():
         raise ImportRefused(f"{root} is not a directory.", [])
     folders = find_task_folders(root)
     if not folders:
         raise ImportRefused(
-            f"No HiL-Bench task folders under {root} "
+            f"No HiL-Bench task folders under {label or root} "
             f"(looked for {REGISTRY} one and two levels down).",
             [],
         )
     with tempfile.TemporaryDirectory(prefix="hilbench-import-") as workdir:
-        items = _read_all(root, folders, Path(workdir))
+        items = _read_all(folders, Path(workdir), label or f"{root.name}/")
         return _create_all(project, items, actor)
 
 
-def _read_all(root: Path, folders: list[Path], workdir: Path) -> list[dict[str, Any]]:
+def _read_all(folders: list[Path], workdir: Path, label: str) -> list[dict[str, Any]]:
     items, problems = [], []
     seen: dict[tuple[str, str], str] = {}
     for folder in folders:
@@ -357,7 +361,7 @@ def _read_all(root: Path, folders: list[Path], workdir: Path) -> list[dict[str, 
         named = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
         first = next(reason for folder, reason in problems if folder == bad[0])
         raise ImportRefused(
-            f"{len(bad)} bad task folder(s) under {root.name}/ ({named}; {bad[0]}: {first}); "
+            f"{len(bad)} bad task folder(s) under {label} ({named}; {bad[0]}: {first}); "
             "nothing was imported.",
             problems,
         )

@@ -20,7 +20,8 @@ from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskSource
 from validators.requirements import requirements_at
 
-from .common import ImportReport, RecordStreamError, iter_records
+from .common import ImportReport
+from .records import RecordStreamError, iter_records
 from .swebench_env import environment_from_swebench
 
 REQUIRED_TEXT = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch")
@@ -92,10 +93,12 @@ def _normalise(record: Any) -> dict[str, Any] | str:
     }
 
 
-def _validate_records(instances: Path, limit: int | None) -> tuple[set[str], int]:
-    """Pass 1 over the records: refuse the file on any bad or repeated record, or on
-    records naming more than one repository; the repository names and the records."""
+def _validate_records(instances: Path, limit: int | None, label: str) -> tuple[set[str], int]:
+    """Pass 1 over the records: refuse the file (``label``, as the user knows it) on any bad
+    or repeated record, on where it is not valid JSON, or on records naming more than one
+    repository; the repository names and the records."""
     problems: list[tuple[object, str]] = []
+    broken = None
     seen: dict[str, int] = {}
     repo_names: set[str] = set()
     try:
@@ -112,8 +115,11 @@ def _validate_records(instances: Path, limit: int | None) -> tuple[set[str], int
             seen[normal["instance_id"]] = index
             repo_names.add(normal["repo"])
     except RecordStreamError as exc:
-        problems.append((exc.index, exc.reason))
-    if not problems and len(repo_names) > 1:
+        if exc.syntax:
+            broken = exc
+        else:
+            problems.append((exc.where, exc.reason))
+    if not problems and not broken and len(repo_names) > 1:
         problems.append(
             (
                 "file",
@@ -121,15 +127,17 @@ def _validate_records(instances: Path, limit: int | None) -> tuple[set[str], int
                 "--repo mirrors one, so import one repository's instances per run",
             )
         )
-    if problems:
-        raise ImportRefused(
-            f"{instances.name}: {len(problems)} bad record(s); nothing was imported.", problems
-        )
+    parts = [f"{len(problems)} bad record(s)"] if problems else []
+    if broken:
+        parts.append(broken.syntax)
+        problems.append((broken.where, broken.reason))
+    if parts:
+        raise ImportRefused(f"{label}: {'; '.join(parts)}; nothing was imported.", problems)
     return repo_names, len(seen)
 
 
 def _mirrored_repository(
-    *, project: Project, instances: Path, limit: int | None, repo_name: str, repo: str
+    *, project: Project, instances: Path, limit: int | None, repo_name: str, repo: str, label: str
 ):
     """Mirror the repository into the project's store; refuse the file if a base commit is
     not in it."""
@@ -144,7 +152,7 @@ def _mirrored_repository(
             problems.append((index, f"base_commit {base_commit} is not in {repo}"))
     if problems:
         raise ImportRefused(
-            f"{instances.name}: {len(problems)} record(s) name commits the repository lacks; "
+            f"{label}: {len(problems)} record(s) name commits the repository lacks; "
             "nothing was imported.",
             problems,
         )
@@ -304,21 +312,29 @@ def import_swebench(
     actor=None,
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    label: str | None = None,
 ) -> ImportReport:
     """Import SWE-bench / SWE-Bench Pro records on one repository, mirrored into the store.
     ``progress(done, total)``: records handled of the file's, after the check and after
-    each chunk written."""
+    each chunk written. ``label``: the file's name in messages (the name it was uploaded
+    as; by default its own)."""
     instances = Path(instances)
     if not instances.is_file():
         raise ImportRefused(f"Instances file {instances} does not exist.", [])
-    repo_names, total = _validate_records(instances, limit)
+    label = label or instances.name
+    repo_names, total = _validate_records(instances, limit, label)
     if not repo_names:
         return ImportReport(notes=["the file holds no records"])
     if progress:
         progress(0, total)
     (repo_name,) = repo_names
     repository = _mirrored_repository(
-        project=project, instances=instances, limit=limit, repo_name=repo_name, repo=repo
+        project=project,
+        instances=instances,
+        limit=limit,
+        repo_name=repo_name,
+        repo=repo,
+        label=label,
     )
     return _create_tasks(
         project=project,

@@ -279,6 +279,12 @@ def _upload_dir(job: ImportJob) -> Path | None:
     return _store_folder(job.upload_dir)
 
 
+def _label(job: ImportJob, role: str) -> str | None:
+    """The name the user knows the file of ``role`` by: the name it was uploaded as (the
+    upload is stored as ``<role><suffix>``, a name they never saw)."""
+    return job.options.get("names", {}).get(role)
+
+
 def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:
     if not target.exists():
         extract_archive(
@@ -286,7 +292,7 @@ def _unpack(job: ImportJob, files: dict, role: str, target: Path) -> Path:
             target,
             max_bytes=settings.UNPACK_MAX_BYTES,
             max_ratio=settings.UNPACK_MAX_RATIO,
-            label=job.options.get("names", {}).get(role),
+            label=_label(job, role),
         )
     return target
 
@@ -319,6 +325,7 @@ def _run_bird(job: ImportJob, files: dict[str, Path], directory: Path):
         missing_databases_advice=options.get("advice") or MISSING_DATABASES_ADVICE_PAGE,
         actor=job.created_by,
         progress=_progress(job.pk),
+        label=_label(job, "questions"),
     )
 
 
@@ -335,6 +342,7 @@ def _run_swebench(job: ImportJob, files: dict[str, Path], directory: Path):
         repo=repo,
         actor=job.created_by,
         progress=_progress(job.pk),
+        label=_label(job, "instances"),
     )
 
 
@@ -344,7 +352,7 @@ def _run_bundle(job: ImportJob, files: dict[str, Path], directory: Path):
         project=job.project,
         path=files["archive"],
         actor=job.created_by,
-        label=job.options.get("names", {}).get("archive"),
+        label=_label(job, "archive"),
     )
 
 
@@ -355,7 +363,10 @@ def _run_hilbench(job: ImportJob, files: dict[str, Path], directory: Path):
         # One wrapping folder (e.g. "sql/") inside the archive: look one level deeper.
         children = [p for p in extracted.iterdir() if p.is_dir()]
         root = children[0] if len(children) == 1 else extracted
-    return import_hilbench(project=job.project, root=root, actor=job.created_by)
+    label = _label(job, "archive") or "the archive"
+    if root != extracted:
+        label = f"{label} ({root.name}/)"
+    return import_hilbench(project=job.project, root=root, actor=job.created_by, label=label)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from exchange.importers import import_bird
-from exchange.importers.common import MAX_JSON_DEPTH
+from exchange.importers.records import MAX_JSON_DEPTH
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import SqlEnvironment, Task
 from hilbench_annotate.toolkit import sqlsyntax

@@ -86,7 +86,9 @@ def test_json_lines_with_a_bad_line_import_nothing_and_name_the_line(api, stored
     lines[3] = '{"question_id": 3, "db_id": "library"'
     job = _run(api, _post(api, stored, "\n".join(lines).encode(), "application/x-ndjson"))
     assert job["status"] == "failed"
-    assert "line 4 is not valid JSON" in job["error"]
+    column = len(lines[3]) + 1  # the record ends where its comma or brace should be
+    assert f"not valid JSON at line 4, column {column}" in job["error"]
+    assert "record 3" not in job["error"]
     assert not Task.objects.filter(project=stored, source_id="library/100").exists()
 
 
