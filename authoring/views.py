@@ -375,10 +375,20 @@ def _edit_script(task, request) -> str:
 @login_required
 @require_POST
 def sql_query(request, task_id: int):
-    """The read-only console: one SELECT, a time limit, a row cap and byte limits."""
+    """The read-only console: one SELECT, a time limit, a row cap and byte limits. The
+    console's query (``console_sql``) answers under the console; the gold SQL
+    (``env.gold_sql``, *Run gold SQL*) in the Gold SQL card, saying whose result it is."""
     task = access_task(request.user, task_id)
-    sql = request.POST.get("console_sql") or request.POST.get("env.gold_sql", "")
-    context = {"task": task, "sql": sql}
+    if "console_sql" in request.POST:
+        context = {"task": task, "sql": request.POST["console_sql"]}
+    else:
+        context = {
+            "task": task,
+            "sql": request.POST.get("env.gold_sql", ""),
+            "result_id": "gold-query-result",
+            "result_of": "the gold SQL",
+        }
+    sql = context["sql"]
     edit_script = _edit_script(task, request)
     try:
         path = checks.edited_database_path(task, edit_script)

@@ -116,6 +116,8 @@ def main() -> None:
         )
         page.click("button:text-is('Run')")
         page.wait_for_selector("#query-result table")
+        page.click("button:text-is('Run gold SQL')")
+        page.wait_for_selector("#gold-query-result table")
         page.screenshot(path=out / "workspace-sql-environment.png", full_page=True)
         page.click("[data-tab=blockers]")
         question = page.locator("input[name$='-q']").first

@@ -421,6 +421,30 @@ def test_sql_console_runs_selects_and_refuses_writes(client, sql_task, author):
     assert still.count("<td>") == 1
 
 
+def test_the_gold_sql_answers_in_its_own_card_saying_so(client, sql_task, author):
+    """Issue 30, item 5: *Run gold SQL* answered in the console's place, under the console's
+    query, as if the console's query had given it. The console answers in #query-result, the
+    gold SQL in #gold-query-result (in its card), named as the gold SQL's result."""
+    client.force_login(author)
+    url = reverse("workspace-sql-query", args=[sql_task.pk])
+    console = client.post(url, {"console_sql": "SELECT * FROM nosuchtable"}, **HTMX)
+    assert 'id="query-result"' in text(console) and "nosuchtable" in text(console)
+    assert "gold SQL" not in text(console)
+    gold = client.post(url, {"env.gold_sql": "SELECT COUNT(*) AS n FROM loan"}, **HTMX)
+    body = text(gold)
+    assert 'id="gold-query-result"' in body and 'id="query-result"' not in body
+    assert "Result of the gold SQL" in body and '<th scope="col">n</th>' in body
+    failed = client.post(url, {"env.gold_sql": "SELECT * FROM nosuchtable"}, **HTMX)
+    assert "Result of the gold SQL:" in text(failed) and "nosuchtable" in text(failed)
+    # Formatting the gold SQL redraws its card with the (empty) place its result goes.
+    formatted = client.post(
+        reverse("workspace-sql-format", args=[sql_task.pk]),
+        {"env.gold_sql": "select 1"},
+        **HTMX,
+    )
+    assert 'id="gold-query-result"' in text(formatted)
+
+
 def test_edit_script_runs_on_a_copy_for_the_console(client, sql_task, author):
     client.force_login(author)
     url = reverse("workspace-sql-query", args=[sql_task.pk])
