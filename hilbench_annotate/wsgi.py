@@ -1,11 +1,16 @@
 import os
 
 from django.core.wsgi import get_wsgi_application
+from django.db import connections
 
 from hilbench_annotate.warmup import warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
 application = get_wsgi_application()
-# Each web process (runserver, every gunicorn worker) loads the judge's model before it
-# serves: the first "Measure the judge" or ask_human request must not wait for it.
+# Each web process loads the judge's model before it serves: the first "Measure the judge" or
+# ask_human request must not wait for it. Under `gunicorn --preload` (the documented start
+# command) this runs once, in the master, and the workers it forks share the model's memory
+# (bench/web_memory.py: about 4 MB of a worker's own instead of 250 MB); a connection the
+# warm-up opened is closed first, so no two workers share one.
 warm_up()
+connections.close_all()
