@@ -273,7 +273,7 @@ def test_a_task_whose_judge_recall_turns_red_is_left_out_with_the_reason(setting
     job = ExportJob.objects.order_by("-pk").first()
     (line,) = [line for line in job.error.splitlines() if line.startswith(f"task {sql.pk}:")]
     # The reason names the red gate, and only it (the gate's message starts with its check).
-    assert line.startswith(f"task {sql.pk}: judge_recall: judge_recall: Judge recall 67% on 12")
+    assert line.startswith(f"task {sql.pk}: judge_recall: Judge recall 67% on 12")
     assert "the floor is 85%" in line
     assert not any(f"{gate}:" in line for gate in ("lint_clean", "structural", "pass_rate"))
     assert not (tmp_path / "red.tar.gz").exists()
