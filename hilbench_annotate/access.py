@@ -30,6 +30,7 @@ __all__ = [
     "access_task",
     "access_trigger_question",
     "can_edit_task",
+    "editable_tasks",
     "has_role",
     "is_machine_user",
     "member_project_ids",
@@ -72,6 +73,18 @@ class ProjectRoles:
         if not self.user.is_authenticated:
             return False
         return self.user.is_superuser or bool(self.by_project.get(project_id, set()) & set(roles))
+
+    def has_anywhere(self, *roles: str) -> bool:
+        """One of ``roles`` in some project (a site admin: always)."""
+        if not self.user.is_authenticated:
+            return False
+        return self.user.is_superuser or any(set(r) & set(roles) for r in self.by_project.values())
+
+    def can_edit(self, task: Task) -> bool:
+        """``can_edit_task``, answered from the roles read once."""
+        if not self.user.is_authenticated:
+            return False
+        return _may_edit(self.user, self.by_project.get(task.project_id, set()), task)
 
 
 def has_role(user, project_id: int, *roles: str) -> bool:
@@ -138,16 +151,38 @@ def access_task(user, task_id: int, *, for_update: bool = False, edit: bool = Fa
     return task
 
 
+EDIT_REFUSED = "Only the task's author or a project lead may change this task."
+
+
+def _may_edit(user, roles: set[str], task: Task) -> bool:
+    """The one rule of who changes a task, given the user's roles in its project."""
+    if user.is_superuser:
+        return True
+    return Role.LEAD in roles or (Role.AUTHOR in roles and task.author_id == user.pk)
+
+
 def can_edit_task(user, task: Task) -> bool:
     if user.is_superuser:
         return True
-    roles = roles_in(user, task.project_id)
-    return Role.LEAD in roles or (Role.AUTHOR in roles and task.author_id == user.pk)
+    return _may_edit(user, roles_in(user, task.project_id), task)
 
 
 def require_task_editor(user, task: Task) -> None:
     if not can_edit_task(user, task):
-        raise AccessDenied("Only the task's author or a project lead may change this task.")
+        raise AccessDenied(EDIT_REFUSED)
+
+
+def editable_tasks(user, tasks) -> tuple[list[Task], list[tuple[Task, str]]]:
+    """``tasks`` split into those ``user`` may change (as ``require_task_editor`` decides) and
+    the others, each with the refusal's words; the user's roles are read once for all."""
+    roles = ProjectRoles(user)
+    allowed, refused = [], []
+    for task in tasks:
+        if roles.can_edit(task):
+            allowed.append(task)
+        else:
+            refused.append((task, EDIT_REFUSED))
+    return allowed, refused
 
 
 def access_blocker(user, blocker_id: int, *, for_update: bool = False) -> Blocker:

@@ -9,8 +9,11 @@ class CoreConfig(AppConfig):
     verbose_name = "HiL-Bench Annotate"
 
     def ready(self) -> None:
-        from hilbench_annotate import databases
+        from hilbench_annotate import databases, tag_actions
         from hilbench_annotate.toolkit import sqlconsole
+
+        # The task list's bulk actions of core's own (review and validators add theirs).
+        tag_actions.register()
 
         # Every query on a task database gets the settings' limits, whoever runs it.
         sqlconsole.set_limits_source(databases.query_limits)

@@ -7,6 +7,7 @@ from hilbench_annotate import views
 
 urlpatterns = [
     path("", views.task_list, name="task-list"),
+    path("tasks/bulk/", views.task_bulk, name="task-bulk"),
     path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
     path("tasks/<int:task_id>/tags/", views.task_tags, name="task-tags"),
     path("tasks/<int:task_id>/edit/", include("authoring.urls")),

@@ -5,10 +5,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from hilbench_annotate import selectors, services
 from hilbench_annotate.access import access_task, can_edit_task
+from hilbench_annotate.bulk_actions import bulk_menu, bulk_params
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.forms import TokenForm
 from hilbench_annotate.models import ApiToken
@@ -37,14 +40,42 @@ def task_list(request):
     context = {
         "page": page,
         "filters": filters,
+        "filtered": any(filters.values()),
         "query": query.urlencode(),
         "domains": Domain.choices,
         "statuses": TaskStatus.choices,
     }
+    context["bulk"] = bulk_menu(request.user)
     if request.htmx:
         return render(request, "tasks/list.html#results", context)
     context["choices"] = selectors.filter_choices(user=request.user)
     return render(request, "tasks/list.html", context)
+
+
+@login_required
+@require_POST
+def task_bulk(request):
+    """Apply a bulk action to the tasks ticked on the list, or to every task its filter
+    matches (``scope=all``); back to the list, as filtered, with what was done."""
+    action = request.POST.get("action", "")
+    filters = selectors.task_filters_clean(request.POST)
+    try:
+        report = services.task_bulk_apply(
+            actor=request.user,
+            action=action,
+            params=bulk_params(action, request.POST),
+            ids=request.POST.getlist("ids"),
+            filters=filters if request.POST.get("scope") == "all" else None,
+        )
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.add_message(request, report.level, report.text)
+    query = {k: v for k, v in filters.items() if v}
+    page = request.POST.get("page", "")
+    if page.isdigit() and page != "1":
+        query["page"] = page
+    return redirect(reverse("task-list") + (f"?{urlencode(query)}" if query else ""))
 
 
 @login_required

@@ -581,6 +581,9 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("GET", "task-list"):                         "login 200 200 200 200 200 200 200",
     ("GET", "task-detail"):                       "login 404 200 200 200 200 200 404",
     ("POST", "task-tags"):                        "login 404 302 403 403 403 302 404",
+    # Bulk actions are offered by role held anywhere: a 403 without it; with it, a task one may
+    # not read (the outsider's case) is "not found" and one not theirs skipped, in the message.
+    ("POST", "task-bulk"):                        "login 302 302 302 403 403 302 403",
     ("GET", "token-list"):                        "login 200 200 200 200 200 200 200",
     ("POST", "token-list"):                       "login 200 200 200 200 200 200 200",
     # --- authoring workspace (reviewers opening it are sent to the read-only task page)
@@ -803,6 +806,10 @@ HTML_REQUESTS = {
     ("GET", "task-list"): lambda w: (reverse("task-list"), None),
     ("GET", "task-detail"): lambda w: (_task_url("task-detail", w.task), None),
     ("POST", "task-tags"): lambda w: (_task_url("task-tags", w.task), {"tags": "loans"}),
+    ("POST", "task-bulk"): lambda w: (
+        reverse("task-bulk"),
+        {"action": "add_tag", "param-tag": "loans", "ids": [w.task.pk]},
+    ),
     ("GET", "token-list"): lambda w: (reverse("token-list"), None),
     ("POST", "token-list"): lambda w: (reverse("token-list"), {"name": "script"}),
     ("GET", "workspace"): lambda w: (_task_url("workspace", w.task), None),
@@ -1009,6 +1016,9 @@ HTML_VARIANTS: dict[tuple[str, str, str], str] = {
     # As in the API: the self-check is the task's author's, peer review anyone's but theirs.
     ("POST", "review-task", "self-check"):           "login 404 302 403 403 403 403 404",
     ("POST", "review-task", "peer review"):          "login 404 403 302 403 403 403 404",
+    # The task list's other bulk actions: assigning is a lead's, checks an editor's.
+    ("POST", "task-bulk", "assign"):                 "login 403 403 403 403 403 302 403",
+    ("POST", "task-bulk", "structural checks"):      "login 302 302 302 403 403 302 403",
 }
 # fmt: on
 HTML_VARIANT_REQUESTS = {
@@ -1023,6 +1033,14 @@ HTML_VARIANT_REQUESTS = {
     ("POST", "review-task", "peer review"): lambda w: (
         _task_url("review-task", _waiting_at(w, 2)),
         DECISION,
+    ),
+    ("POST", "task-bulk", "assign"): lambda w: (
+        reverse("task-bulk"),
+        {"action": "assign", "param-reviewer": "auditor2", "ids": [w.in_review.pk]},
+    ),
+    ("POST", "task-bulk", "structural checks"): lambda w: (
+        reverse("task-bulk"),
+        {"action": "structural_checks", "ids": [w.task.pk]},
     ),
 }
 

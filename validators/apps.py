@@ -8,10 +8,11 @@ class ValidatorsConfig(AppConfig):
     def ready(self) -> None:
         from hilbench_annotate.jobs import JobKind, register
 
-        from . import gates, panels  # models are loaded only now
+        from . import bulk_actions, gates, panels  # models are loaded only now
 
         gates.register()
         panels.register()
+        bulk_actions.register()
         register(
             JobKind(
                 "validators.ValidationRun",

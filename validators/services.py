@@ -10,38 +10,63 @@ from django.utils import timezone
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import job_claim, job_finish, job_heartbeat, job_send
 from hilbench_annotate.models import Task
-from hilbench_annotate.selectors import current_revisions, revision_current
-from hilbench_annotate.services import event_record, task_event
+from hilbench_annotate.selectors import current_revisions
+from hilbench_annotate.services import event_record, task_events
 
 from .models import ValidationResult, ValidationRun
 from .registry import GROUPS, groups_for, run_group
 from .results import ERROR, FAILED
 
+NO_REVISION = "The task has no revision to validate."
+
 
 def _run_create(*, task: Task, actor, checks: list[str] | None) -> ValidationRun:
-    allowed = groups_for(task.domain, structural_only=False)
-    checks = list(checks or groups_for(task.domain))
-    unknown = [c for c in checks if c not in allowed]
-    if unknown:
-        raise DomainError(f"Unknown checks for a {task.domain} task: {unknown}; known: {allowed}")
-    revision = revision_current(task)
-    if revision is None:
-        raise DomainError("The task has no revision to validate.")
-    run = ValidationRun.objects.create(
-        task=task,
-        revision=revision,
-        checks=checks,
-        created_by=actor if getattr(actor, "is_authenticated", False) else None,
-    )
-    task_event(
-        task=task,
+    runs, skipped = _runs_create(tasks=[task], actor=actor, checks=checks)
+    if skipped:
+        raise DomainError(skipped[0][1])
+    return runs[0]
+
+
+def _runs_create(
+    *, tasks: list[Task], actor, checks: list[str] | None
+) -> tuple[list[ValidationRun], list[tuple[Task, str]]]:
+    """A queued run of ``checks`` (by default the task's structural groups) on each task's
+    current revision, and its event, in a fixed number of queries for any number of tasks.
+    A task without a revision is skipped, with why; an unknown check refuses them all."""
+    revisions = current_revisions([task.pk for task in tasks])
+    runs, skipped = [], []
+    for task in tasks:
+        allowed = groups_for(task.domain, structural_only=False)
+        chosen = list(checks or groups_for(task.domain))
+        unknown = [c for c in chosen if c not in allowed]
+        if unknown:
+            raise DomainError(
+                f"Unknown checks for a {task.domain} task: {unknown}; known: {allowed}"
+            )
+        if task.pk not in revisions:
+            skipped.append((task, NO_REVISION))
+            continue
+        runs.append(
+            ValidationRun(
+                task=task,
+                revision_id=revisions[task.pk][0],
+                checks=chosen,
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+        )
+    ValidationRun.objects.bulk_create(runs)
+    task_events(
         actor=actor,
         kind="validation_queued",
-        run=run.pk,
-        revision=revision.number,
-        checks=checks,
+        items=[
+            (
+                run.task,
+                {"run": run.pk, "revision": revisions[run.task_id][1], "checks": run.checks},
+            )
+            for run in runs
+        ],
     )
-    return run
+    return runs, skipped
 
 
 @transaction.atomic
@@ -50,6 +75,18 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
     run = _run_create(task=task, actor=actor, checks=checks)
     job_send(run)
     return run
+
+
+@transaction.atomic
+def validation_runs_start(
+    *, tasks: list[Task], actor, checks: list[str] | None = None
+) -> tuple[list[ValidationRun], list[tuple[Task, str]]]:
+    """``validation_run_start`` for many tasks: one run (one job) each, the tasks without a
+    revision skipped with why. The caller checked that ``actor`` may change every task."""
+    runs, skipped = _runs_create(tasks=tasks, actor=actor, checks=checks)
+    for run in runs:
+        job_send(run)
+    return runs, skipped
 
 
 def validation_run_inline(*, task: Task, actor, checks: list[str]) -> ValidationRun:

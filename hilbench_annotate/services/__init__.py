@@ -9,6 +9,7 @@ from .blockers import (
     trigger_question_update,
 )
 from .bulk import task_create_many
+from .bulk_actions import BulkReport, task_bulk_apply
 from .edits import TaskChanges, task_edit, task_touch_environment, task_update
 from .revisions import revisions_close
 from .tasks import (
@@ -16,12 +17,16 @@ from .tasks import (
     revision_create,
     task_create,
     task_event,
+    task_events,
     task_snapshot,
     task_snapshots,
+    task_tag_add_many,
+    task_tag_remove_many,
     task_tags_set,
 )
 
 __all__ = [
+    "BulkReport",
     "TaskChanges",
     "blocker_create",
     "blocker_delete",
@@ -34,7 +39,11 @@ __all__ = [
     "task_edit",
     "task_event",
     "task_snapshot",
+    "task_bulk_apply",
+    "task_events",
     "task_snapshots",
+    "task_tag_add_many",
+    "task_tag_remove_many",
     "task_tags_set",
     "task_touch_environment",
     "task_update",

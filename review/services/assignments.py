@@ -21,6 +21,8 @@ from review.selectors import eligible_tasks, independence_problem, policy_for
 from .pipeline import pipeline_layer
 from .threads import notify
 
+NOT_IN_REVIEW = "Only a task in review can be assigned."
+
 
 def _expire_stale(task_ids=None) -> None:
     stale = ReviewAssignment.objects.filter(
@@ -100,7 +102,7 @@ def review_assign(*, actor, task_id: int, reviewer: str) -> ReviewAssignment:
 def _assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
     """``review_assign`` once the task is locked, the actor a lead and the reviewer known."""
     if task.status != workflow.IN_REVIEW:
-        raise DomainError("Only a task in review can be assigned.")
+        raise DomainError(NOT_IN_REVIEW)
     layer = pipeline_layer(task, task.review_layer)
     problem = independence_problem(task, reviewer, layer)
     if problem:

@@ -131,4 +131,67 @@
       }
     }
   });
+  // The task list's bulk form (form[data-bulk]): how many tasks are selected; the page's box
+  // ticks every row; "All N matching the filter" ticks and fixes the rows and counts N (the
+  // server then reads the filter, not the ticks); only the chosen action's fields show (the
+  // others are disabled, so they are not sent); Apply waits for a selection and an action.
+  function bulkRows(form) {
+    return Array.from(form.querySelectorAll('input[name="ids"]'));
+  }
+  function bulkSync(form) {
+    const rows = bulkRows(form);
+    const all = form.querySelector("[data-bulk-all]");
+    const everything = Boolean(all && all.checked);
+    rows.forEach(function (box) {
+      if (everything) box.checked = true;
+      box.disabled = everything;
+    });
+    const ticked = rows.filter(function (box) { return box.checked; }).length;
+    const count = everything ? Number(all.dataset.total) : ticked;
+    const out = form.querySelector("[data-bulk-count]");
+    if (out) out.textContent = count + " selected";
+    const pageBox = form.querySelector("[data-bulk-page]");
+    if (pageBox) {
+      pageBox.checked = rows.length > 0 && ticked === rows.length;
+      pageBox.indeterminate = ticked > 0 && ticked < rows.length;
+      pageBox.disabled = everything;
+    }
+    const action = form.querySelector("[data-bulk-action]");
+    const chosen = action ? action.value : "";
+    form.querySelectorAll("[data-bulk-field]").forEach(function (label) {
+      const shown = label.dataset.bulkField.split(" ").includes(chosen);
+      label.hidden = !shown;
+      label.querySelectorAll("input, select").forEach(function (el) { el.disabled = !shown; });
+    });
+    const apply = form.querySelector("[data-bulk-apply]");
+    if (apply) apply.disabled = !(count > 0 && chosen);
+  }
+  function bulkInit() {
+    document.querySelectorAll("form[data-bulk]").forEach(bulkSync);
+  }
+  document.addEventListener("change", function (event) {
+    const el = event.target;
+    const form = el instanceof HTMLElement ? el.closest("form[data-bulk]") : null;
+    if (!form) return;
+    if (el.matches("[data-bulk-page]")) {
+      bulkRows(form).forEach(function (box) { box.checked = el.checked; });
+    } else if (el.matches("[data-bulk-all]") && !el.checked) {
+      bulkRows(form).forEach(function (box) { box.checked = false; });
+    }
+    bulkSync(form);
+  });
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.matches("[data-bulk]")) return;
+    // A big selection takes a moment: say so, and let one click send it once.
+    const apply = form.querySelector("[data-bulk-apply]");
+    form.setAttribute("aria-busy", "true");
+    if (apply) {
+      apply.textContent = "Applying…";
+      setTimeout(function () { apply.disabled = true; }, 0);
+    }
+  });
+  document.addEventListener("DOMContentLoaded", bulkInit);
+  document.addEventListener("htmx:afterSettle", bulkInit);
+  window.addEventListener("pageshow", bulkInit);
 })();
