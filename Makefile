@@ -37,8 +37,10 @@ run: demo
 worker: install
 	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info
 
+# With PostgreSQL and Redis (DATABASE_URL set, as on CI) the browser tests run beside the rest
+# (scripts/test_split.sh: their own databases), which halves the wall time on two cores.
 test: install
-	$(VENV)/bin/pytest
+	@if [ -n "$${DATABASE_URL:-}" ]; then scripts/test_split.sh; else $(VENV)/bin/pytest; fi
 
 # Only the browser tests (Playwright driving Debian's chromium): journeys and axe-core checks.
 e2e: install
