@@ -1,0 +1,964 @@
+"""Side by side with Label Studio 1.23.2: the same work over HTTP, interleaved in rounds.
+
+    .venv/bin/python bench/vs_label_studio.py [--tasks 10000] [--rounds 3] [--requests 30]
+        [--ls-venv DIR] [--skip-install] [--only import,list,task,export,memory]
+
+Label Studio is installed from PyPI (``label-studio==1.23.2``) in a virtual environment of
+its own outside the repository (``--ls-venv``, default
+``~/.cache/hilbench-bench/label-studio-1.23.2``; reused when present, ``--skip-install``
+refuses to make one). Both servers run on loopback as their documented start commands run
+them, each on fresh data in a temporary folder:
+
+- Label Studio: ``label-studio start`` (Django's threaded development server, one process;
+  SQLite in its data dir), its user and API token made by the same command
+  (``--username --password --user-token --enable-legacy-api-token``);
+- this app: ``gunicorn hilbench_annotate.wsgi --preload --workers 3 --timeout 120`` (the
+  Dockerfile's command, DEBUG off) and ``celery -A hilbench_annotate worker
+  --loglevel=info --concurrency=N`` (the Makefile's and docker-compose's), on SQLite and the
+  embedded broker, or on PostgreSQL and Redis when DATABASE_URL and CELERY_BROKER_URL are
+  set (a fresh database is created for the bench next to the one named, dropped after);
+  a lead with a password and an API token (``create_project``, ``create_api_token``).
+
+Every round runs each phase on both, Label Studio first in even rounds and ours first in
+odd ones; the table shows each figure's median over the rounds and the ratio ours / LS with
+the acceptance threshold of issue 31 beside it:
+
+- **import**: N BIRD questions on one database (bench/import.py's records; LS's project has a
+  labelling config with their fields, question, evidence, db_id and SQL), the same bytes to
+  both, in one request and in ten requests of N/10. LS ``POST /api/projects/<id>/import``
+  answers when the tasks are written; ours ``POST /api/projects/<id>/tasks/import`` answers
+  202 with a job, timed until the job has finished (polling ``/api/imports/<id>/``; the ten
+  jobs are sent at once, then awaited). Our project holds the library database first (a
+  one-question import, not timed): the API imports questions on databases the project has.
+  Also our command, ``manage.py import_bird``, whole wall time of the process.
+- **list**: p50 / p95 of ``--requests`` requests, each on a new connection and on one kept
+  connection. LS ``GET /api/tasks?project=<id>&page=N&page_size=30``; ours the HTML task list
+  (``/?project=<id>``, page 1, logged in with a session cookie) and ``/api/tasks/`` (50 a
+  page). Page 1 and a random page.
+- **task**: one task by id, random ids: LS ``GET /api/tasks/<id>``, ours ``/api/tasks/<id>/``.
+- **export**: every task of the one-request project. LS
+  ``GET /api/projects/<id>/export?exportType=JSON&download_all_tasks=true`` (without it LS
+  exports only annotated tasks) timed to the full body; ours ``POST /api/exports/`` (a draft
+  bundle: imported questions are drafts) timed until the job has succeeded, with two worker
+  processes and then one (first export of a project, then the same again).
+- **memory** (once, after the rounds): RSS, PSS and USS of each gunicorn worker of the
+  documented command (the judge loaded in the master and shared) after an ask_human
+  question through each, against a second gunicorn with ``HILBENCH_PRELOAD=0`` that has
+  served pages only (bench/web_memory.py reads them).
+
+During each phase a thread samples each side's process tree (/proc): CPU seconds (own and
+reaped children's, end minus start) and peak RSS and PSS (summed over the tree; RSS counts
+pages the forked workers share with their master in every one of them, PSS divides them).
+Ours is gunicorn plus the Celery worker; the command's own process for the CLI import. On
+PostgreSQL and Redis their own processes are not counted (LS's SQLite work is in its process).
+Everything is stopped and removed at the end, also on Ctrl-C. Figures on a shared 2-core
+machine are noisy: the load average is printed before and after.
+"""
+
+import argparse
+import contextlib
+import http.client
+import importlib
+import io
+import json
+import math
+import os
+import random
+import resource
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from _setup import ROOT, configure, fresh_database  # noqa: E402 - sibling module
+
+LS_VERSION = "1.23.2"
+DEFAULT_LS_VENV = Path.home() / ".cache" / "hilbench-bench" / f"label-studio-{LS_VERSION}"
+PHASES = ("import", "list", "task", "export", "memory")
+HTML_PAGE_1 = "list p1, LS API | our HTML"
+LIMITS = {HTML_PAGE_1: (1 / 3, "1/3"), "one task, API": (1 / 4, "1/4")}  # of LS's p50
+WEB_WORKERS = 3  # the Dockerfile's and the operator guide's gunicorn command
+LS_USER = "bench@localhost"
+LEAD = "bench-lead"
+SEED_QUESTION_ID = 10**7  # the one question that gives our API's projects their database
+# A project for BIRD-style text-to-SQL records: the question with its evidence and
+# database, the gold SQL shown and editable.
+LS_LABEL_CONFIG = """<View>
+  <Header value="Question"/>
+  <Text name="question" value="$question"/>
+  <Header value="Evidence"/>
+  <Text name="evidence" value="$evidence"/>
+  <Header value="Database"/>
+  <Text name="db_id" value="$db_id"/>
+  <Header value="Gold SQL"/>
+  <Text name="sql" value="$SQL"/>
+  <TextArea name="gold_sql" toName="question" editable="true" maxSubmissions="1"/>
+</View>"""
+
+
+def bench_import():
+    """bench/import.py (its name is a keyword): its records and the fixtures' databases.
+    Imported once the environment is set (it sets defaults of its own)."""
+    return importlib.import_module("import")
+
+
+# --- processes and what they use --------------------------------------------------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+class Processes:
+    """Every server the bench starts, in a session of its own; all stopped at the end."""
+
+    def __init__(self) -> None:
+        self.live: list[subprocess.Popen] = []
+
+    def start(self, command: list[str], *, env: dict, log: Path, cwd: Path = ROOT):
+        with open(log, "ab") as handle:
+            process = subprocess.Popen(
+                command, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        self.live.append(process)
+        return process
+
+    def stop(self, process: subprocess.Popen, timeout: float = 60) -> None:
+        """SIGTERM to the leader (gunicorn and Celery then stop their workers), then SIGKILL
+        to whatever of its session is left."""
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
+        if process in self.live:
+            self.live.remove(process)
+
+    def stop_all(self) -> None:
+        for process in reversed(list(self.live)):
+            self.stop(process, timeout=30)
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (children of every thread)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        with contextlib.suppress(OSError):
+            for thread in os.listdir(f"/proc/{current}/task"):
+                with contextlib.suppress(OSError):
+                    children = Path(f"/proc/{current}/task/{thread}/children").read_text()
+                    todo += [int(child) for child in children.split()]
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system time of the processes and of their children they reaped."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+    return total / TICK
+
+
+class Sampler:
+    """CPU seconds and peak RSS / PSS of process trees while a block runs.
+
+    ``sides`` maps a name to the root pids of its servers, fixed for the block (a server
+    started or stopped inside it would not be counted right). CPU is end minus start over
+    each tree, children's time included once reaped; memory is read every ``interval``."""
+
+    def __init__(self, sides: dict[str, list[int]], interval: float = 0.25) -> None:
+        self.sides, self.interval = sides, interval
+        self.peak = {side: {"rss": 0.0, "pss": 0.0} for side in sides}
+        self.cpu: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _pids(self, side: str) -> list[int]:
+        return [pid for root in self.sides[side] for pid in tree(root)]
+
+    def _sample(self) -> None:
+        from web_memory import memory  # bench/web_memory.py: /proc/<pid>/smaps_rollup
+
+        for side in self.sides:
+            rss = pss = 0.0
+            for pid in self._pids(side):
+                with contextlib.suppress(OSError, KeyError, ValueError):
+                    figures = memory(pid)
+                    rss, pss = rss + figures["rss"], pss + figures["pss"]
+            self.peak[side]["rss"] = max(self.peak[side]["rss"], rss)
+            self.peak[side]["pss"] = max(self.peak[side]["pss"], pss)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> "Sampler":
+        self._start = {side: cpu_seconds(self._pids(side)) for side in self.sides}
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.cpu = {s: cpu_seconds(self._pids(s)) - self._start[s] for s in self.sides}
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+
+class Client:
+    """Requests to one server on loopback, timed to the last byte of the body: each on a new
+    connection, or (``keep``) on one kept connection, opened again when the server closes it."""
+
+    def __init__(self, port: int, headers: dict[str, str]) -> None:
+        self.port, self.headers = port, headers
+        self._kept: http.client.HTTPConnection | None = None
+        self.closed_by_server = 0  # kept connections the server closed after a response
+
+    def call(self, method, path, body=None, *, keep=False, headers=None, ok=(200,)):
+        """(seconds, body, response)."""
+        conn = (self._kept if keep else None) or http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=900
+        )
+        started = time.perf_counter()
+        conn.request(method, path, body, {**self.headers, **(headers or {})})
+        response = conn.getresponse()
+        data = response.read()
+        seconds = time.perf_counter() - started
+        if keep and not response.will_close:
+            self._kept = conn
+        else:
+            self.closed_by_server += keep
+            self._kept = None
+            conn.close()
+        if response.status not in ok:
+            raise SystemExit(f"{method} {path} on :{self.port}: {response.status} {data[:500]!r}")
+        return seconds, data, response
+
+    def close(self) -> None:
+        if self._kept is not None:
+            self._kept.close()
+            self._kept = None
+
+    def json(self, method, path, payload=None, *, ok=(200,)):
+        body = None if payload is None else json.dumps(payload).encode()
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        return json.loads(self.call(method, path, body, headers=headers, ok=ok)[1])
+
+
+def wait_until_up(port: int, path: str, process: subprocess.Popen, log: Path, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server on :{port} exited:\n{log.read_text()[-3000:]}")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            conn.request("GET", path)
+            if conn.getresponse().status == 200:
+                return
+        conn.close()
+        time.sleep(0.5)
+    raise SystemExit(f"the server on :{port} did not answer {path} in {timeout:.0f} s:\n"
+                     f"{log.read_text()[-3000:]}")  # fmt: skip
+
+
+def timed_series(client: Client, paths, *, count: int, keep: bool) -> dict:
+    from load import _pct  # bench/load.py: nearest-rank percentile
+
+    for _ in range(2):  # warm: a first request of a kind is not what is compared
+        client.call("GET", paths(), keep=keep)
+    closed = client.closed_by_server
+    times = [client.call("GET", paths(), keep=keep)[0] * 1000 for _ in range(count)]
+    client.close()
+    return {
+        "p50": statistics.median(times),
+        "p95": _pct(times, 95),
+        "kept": keep and client.closed_by_server - closed < count,
+    }
+
+
+# --- Label Studio ---------------------------------------------------------------------------------
+
+
+def ls_install(venv: Path, *, skip: bool) -> Path:
+    """The venv's ``label-studio`` script, installing Label Studio first unless it is there."""
+    script, marker = venv / "bin" / "label-studio", venv / ".installed"
+    if script.exists() and marker.exists():
+        return script
+    if skip:
+        raise SystemExit(f"--skip-install: no Label Studio {LS_VERSION} in {venv}")
+    print(f"installing label-studio=={LS_VERSION} into {venv} (once) …", flush=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    base = getattr(sys, "_base_executable", sys.executable)
+    log = venv.parent / f"install-{LS_VERSION}.log"
+    with open(log, "w") as handle:
+        for command in (
+            [base, "-m", "venv", str(venv)],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--upgrade", "pip"],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", f"label-studio=={LS_VERSION}"],
+        ):
+            if subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT).returncode:
+                raise SystemExit(f"installing Label Studio failed: {' '.join(command)}\n"
+                                 f"{log.read_text()[-3000:]}")  # fmt: skip
+    marker.write_text(LS_VERSION + "\n")
+    return script
+
+
+class LabelStudio:
+    name = "LS"
+
+    def __init__(self, script: Path, folder: Path, processes: Processes, port: int) -> None:
+        self.script, self.folder, self.processes, self.port = script, folder, processes, port
+        self.token = os.urandom(20).hex()
+        self.client = Client(port, {"Authorization": f"Token {self.token}"})
+        self.database = folder / "data" / "label_studio.sqlite3"
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True)
+        log = self.folder / "server.log"
+        # Its own environment: none of ours (DJANGO_*, DATABASE_URL) may reach it.
+        env = {"PATH": f"{self.script.parent}:/usr/bin:/bin", "HOME": str(self.folder),
+               "LANG": "C.UTF-8"}  # fmt: skip
+        self.process = self.processes.start(
+            [str(self.script), "start", "--no-browser", "--internal-host", "127.0.0.1",
+             "--port", str(self.port), "--data-dir", str(self.folder / "data"),
+             "--username", LS_USER, "--password", os.urandom(12).hex(),
+             "--user-token", self.token, "--enable-legacy-api-token"],
+            env=env, log=log, cwd=self.folder,
+        )  # fmt: skip
+        # The first start migrates its database: minutes on a busy 2-core machine.
+        wait_until_up(self.port, "/health", self.process, log, timeout=1200)
+        self.client.call("GET", "/api/projects/")  # the token works
+
+    def roots(self) -> list[int]:
+        return [self.process.pid]
+
+    def project(self, title: str) -> int:
+        created = self.client.json(
+            "POST", "/api/projects/", {"title": title, "label_config": LS_LABEL_CONFIG}, ok=(201,)
+        )
+        return created["id"]
+
+    def import_records(self, project: int, body: bytes) -> None:
+        seconds, data, _ = self.client.call(
+            "POST", f"/api/projects/{project}/import", body,
+            headers={"Content-Type": "application/json"}, ok=(201,),
+        )  # fmt: skip
+        answer = json.loads(data)
+        if "import" in answer:  # editions that import in the background: wait for it
+            while True:
+                state = self.client.json(
+                    "GET", f"/api/projects/{project}/imports/{answer['import']}"
+                )
+                if state.get("status") in ("completed", "failed"):
+                    break
+                time.sleep(0.1)
+
+    def count(self, project: int) -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
+            return db.execute(
+                "SELECT COUNT(*) FROM task WHERE project_id = ?", (project,)
+            ).fetchone()[0]
+
+    def task_ids(self, project: int) -> list[int]:
+        with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT id FROM task WHERE project_id = ?", (project,)).fetchall()
+        return [row[0] for row in rows]
+
+    def export(self, project: int) -> tuple[float, int, int]:
+        """(seconds to the full body, bytes, tasks in it)."""
+        seconds, data, _ = self.client.call(
+            "GET", f"/api/projects/{project}/export?exportType=JSON&download_all_tasks=true"
+        )
+        return seconds, len(data), len(json.loads(data))
+
+
+# --- this app ------------------------------------------------------------------------------------
+
+
+class Ours:
+    name = "ours"
+
+    def __init__(self, folder: Path, processes: Processes, port: int, env: dict) -> None:
+        self.folder, self.processes, self.port, self.env = folder, processes, port, env
+        self.worker: subprocess.Popen | None = None
+        self.concurrency = 0
+
+    def start(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+        from load import PASSWORD, _login  # bench/load.py: a browser's login
+
+        User = get_user_model()
+        self.lead = User.objects.create_user(username=LEAD, password=PASSWORD)
+        out = io.StringIO()
+        call_command("create_api_token", LEAD, name="vs-label-studio", stdout=out)
+        self.api = Client(self.port, {"Authorization": f"Bearer {out.getvalue().strip()}"})
+        self.log = self.folder / "server.log"
+        self.process = self.processes.start(
+            [sys.executable, "-m", "gunicorn", "hilbench_annotate.wsgi", "--preload",
+             "--bind", f"127.0.0.1:{self.port}", "--workers", str(WEB_WORKERS),
+             "--timeout", "120"],
+            env=self.env, log=self.log,
+        )  # fmt: skip
+        wait_until_up(self.port, "/login/", self.process, self.log, timeout=600)
+        session = _login(f"http://127.0.0.1:{self.port}", LEAD)
+        self.html = Client(self.port, {"Cookie": f"sessionid={session.cookies['sessionid']}"})
+
+    def start_worker(self, concurrency: int) -> None:
+        """``celery -A hilbench_annotate worker --loglevel=info --concurrency=N``, ready: it
+        said its mode and each of its processes loaded the judge."""
+        if self.worker is not None and self.concurrency == concurrency:
+            return
+        self.stop_worker()
+        log = self.folder / f"worker-{concurrency}-{time.monotonic_ns()}.log"
+        self.worker = self.processes.start(
+            [sys.executable, "-m", "celery", "-A", "hilbench_annotate", "worker",
+             "--loglevel=info", f"--concurrency={concurrency}", "-n", f"bench{concurrency}@%h"],
+            env=self.env, log=log,
+        )  # fmt: skip
+        self.concurrency = concurrency
+        preloads = concurrency if self.env.get("HILBENCH_PRELOAD", "1") != "0" else 0
+        deadline = time.monotonic() + 600
+        while True:
+            text = log.read_text(errors="replace")
+            if "HiL-Bench Annotate mode" in text and text.count("Preloaded judge") >= preloads:
+                return
+            if self.worker.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the Celery worker did not start:\n{text[-3000:]}")
+            time.sleep(0.3)
+
+    def stop_worker(self) -> None:
+        if self.worker is not None:
+            self.processes.stop(self.worker)
+            self.worker, self.concurrency = None, 0
+
+    def roots(self) -> list[int]:
+        return [self.process.pid] + ([self.worker.pid] if self.worker else [])
+
+    def project(self, name: str, *, database: bool = True):
+        """A project with the lead (``create_project``); with ``database``, its library
+        database from a one-question import (the API names databases a project has)."""
+        from django.core.management import call_command
+        from django.db import connections
+
+        from hilbench_annotate.models import Project
+
+        slug = name.lower().replace(" ", "-").replace(",", "")
+        call_command("create_project", name=name, slug=slug, member=[f"{LEAD}:lead"],
+                     stdout=io.StringIO())  # fmt: skip
+        project = Project.objects.get(slug=slug)
+        if database:
+            from exchange.importers import import_bird
+
+            seed = self.folder / f"seed-{slug}.json"
+            seed.write_text(json.dumps([{
+                "question_id": SEED_QUESTION_ID, "db_id": "library", "SQL": "SELECT 1",
+                "question": "How many branches are there?", "evidence": "", "difficulty": "simple",
+            }]))  # fmt: skip
+            import_bird(
+                project=project, questions=seed, databases=bench_import().DATABASES, actor=self.lead
+            )
+        connections.close_all()
+        return project
+
+    def _job(self, url: str) -> dict:
+        while True:
+            job = self.api.json("GET", url)
+            if job["status"] not in ("queued", "running"):
+                if job["status"] != "succeeded":
+                    raise SystemExit(f"{url}: {job['status']}: {job.get('error')}")
+                return job
+            time.sleep(0.1)
+
+    def import_records(self, project: int, bodies: list[bytes]) -> None:
+        """Every body sent (each a job), then every job awaited."""
+        urls = [
+            json.loads(self.api.call(
+                "POST", f"/api/projects/{project}/tasks/import", body,
+                headers={"Content-Type": "application/json"}, ok=(202,),
+            )[1])["url"]
+            for body in bodies
+        ]  # fmt: skip
+        for url in urls:
+            self._job(url)
+
+    def import_command(self, slug: str, questions: Path) -> tuple[float, float, float]:
+        """``manage.py import_bird``: (wall seconds, CPU seconds, peak RSS MB)."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "import_bird", "--project", slug,
+             "--questions", str(questions), "--databases", str(bench_import().DATABASES),
+             "--as-user", LEAD],
+            cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        with Sampler({"cli": [process.pid]}, interval=0.1) as sampler:
+            output = process.communicate()[0]
+        seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if process.returncode:
+            raise SystemExit(f"import_bird failed:\n{output.decode()[-3000:]}")
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return seconds, cpu, sampler.peak["cli"]["rss"]
+
+    def count(self, project: int) -> int:
+        from hilbench_annotate.models import Task
+
+        return (
+            Task.objects.filter(project_id=project)
+            .exclude(source_id=f"library/{SEED_QUESTION_ID}")
+            .count()
+        )
+
+    def task_ids(self, project: int) -> list[int]:
+        from hilbench_annotate.models import Task
+
+        return list(Task.objects.filter(project_id=project).values_list("pk", flat=True))
+
+    def export(self, project: int) -> tuple[float, int]:
+        """(seconds until the bundle is ready, its bytes); the bundle is deleted after."""
+        from exchange.models import ExportJob
+
+        started = time.perf_counter()
+        job = self.api.json("POST", "/api/exports/", {"project": project, "draft": True},
+                            ok=(202,))  # fmt: skip
+        job = self._job(f"/api/exports/{job['id']}/")
+        seconds = time.perf_counter() - started
+        with contextlib.suppress(OSError, TypeError):
+            ExportJob.objects.get(pk=job["id"]).path.unlink()
+        return seconds, job["size_bytes"]
+
+
+# --- the rounds ----------------------------------------------------------------------------------
+
+
+class Figures:
+    """Each figure's value per round, per side; resources per phase and side."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], list[float]] = {}
+        self.resources: dict[tuple[str, str], list[dict]] = {}
+        self.notes: list[str] = []
+
+    def add(self, figure: str, side: str, value: float) -> None:
+        self.values.setdefault((figure, side), []).append(value)
+
+    def used(self, phase: str, side: str, sampler: Sampler, key: str | None = None) -> None:
+        key = key or side
+        self.resources.setdefault((phase, side), []).append(
+            {"cpu": sampler.cpu[key], **sampler.peak[key]}
+        )
+
+    def median(self, figure: str, side: str) -> float | None:
+        values = self.values.get((figure, side))
+        return statistics.median(values) if values else None
+
+
+def ordered(round_: int, ls: LabelStudio, ours: Ours) -> tuple:
+    return (ls, ours) if round_ % 2 == 0 else (ours, ls)
+
+
+def phase_import(r: int, ls, ours, work: Path, args, figures: Figures, projects: dict) -> None:
+    questions = work / "questions.json"
+    body = questions.read_bytes()
+    records = json.loads(body)
+    step = math.ceil(len(records) / 10)
+    tenths = [json.dumps(records[i : i + step]).encode() for i in range(0, len(records), step)]
+    n = len(records)
+    for side in ordered(r, ls, ours):
+        for label, bodies, key in (("one request", [body], "A"), ("ten requests", tenths, "B")):
+            title = f"vs-ls r{r} {label}"
+            project = ls.project(title) if side is ls else ours.project(title).pk
+            with Sampler({side.name: side.roots()}) as sampler:
+                started = time.perf_counter()
+                if side is ls:
+                    for part in bodies:
+                        ls.import_records(project, part)
+                else:
+                    ours.import_records(project, bodies)
+                seconds = time.perf_counter() - started
+            assert side.count(project) == n, (side.name, label, side.count(project), n)
+            figures.add(f"import {n:,}, {label}", side.name, n / seconds)
+            figures.used(f"import, {label}", side.name, sampler)
+            projects[side.name, key] = project
+        if side is ours:
+            project = ours.project(f"vs-ls r{r} command", database=False)
+            seconds, cpu, rss = ours.import_command(project.slug, questions)
+            assert ours.count(project.pk) == n
+            figures.add(f"import {n:,}, command (import_bird)", "ours", n / seconds)
+            figures.resources.setdefault(("import, command", "ours"), []).append(
+                {"cpu": cpu, "rss": rss, "pss": float("nan")}
+            )
+
+
+def projects_without_import(r: int, ls, ours, work: Path, projects: dict) -> None:
+    """Two projects of the tasks on each side, imported without timing (--only without import)."""
+    from exchange.importers import import_bird
+
+    questions = work / "questions.json"
+    for key in ("A", "B"):
+        project = ls.project(f"vs-ls r{r} {key}")
+        ls.import_records(project, questions.read_bytes())
+        projects["LS", key] = project
+        mine = ours.project(f"vs-ls r{r} {key}", database=False)
+        import_bird(
+            project=mine, questions=questions, databases=bench_import().DATABASES, actor=ours.lead
+        )
+        projects["ours", key] = mine.pk
+
+
+def phase_list(r: int, ls, ours, args, figures: Figures, projects: dict) -> None:
+    rng = random.Random(r)
+    n = args.tasks
+    ls_pages, our_pages = math.ceil(n / 30), math.ceil(n / 50)
+    for side in ordered(r, ls, ours):
+        project = projects[side.name, "A"]
+        if side is ls:
+            # LS has one list: its page 1 is compared with our HTML page and our API's.
+            base = f"/api/tasks?project={project}&page_size=30"
+            series = {
+                (HTML_PAGE_1, "list p1, API"): (
+                    ls.client, lambda base=base: base + "&page=1"),
+                ("list random page, API",): (
+                    ls.client, lambda base=base: f"{base}&page={rng.randint(1, ls_pages)}"),
+            }  # fmt: skip
+        else:
+            series = {
+                (HTML_PAGE_1,): (ours.html, lambda p=project: f"/?project={p}"),
+                ("list p1, API",): (
+                    ours.api, lambda p=project: f"/api/tasks/?project={p}"),
+                ("list random page, API",): (
+                    ours.api,
+                    lambda p=project: f"/api/tasks/?project={p}&page={rng.randint(1, our_pages)}"),
+            }  # fmt: skip
+        with Sampler({side.name: side.roots()}) as sampler:
+            for names, (client, paths) in series.items():
+                for keep in (False, True):
+                    result = timed_series(client, paths, count=args.requests, keep=keep)
+                    for figure in names:
+                        record_latency(figures, figure, side.name, keep, result)
+        figures.used("list", side.name, sampler)
+
+
+def phase_task(r: int, ls, ours, args, figures: Figures, projects: dict) -> None:
+    rng = random.Random(100 + r)
+    for side in ordered(r, ls, ours):
+        ids = side.task_ids(projects[side.name, "A"])
+        client = ls.client if side is ls else ours.api
+        path = "/api/tasks/{}" if side is ls else "/api/tasks/{}/"
+        with Sampler({side.name: side.roots()}) as sampler:
+            for keep in (False, True):
+                result = timed_series(
+                    client,
+                    lambda path=path, ids=ids: path.format(rng.choice(ids)),
+                    count=args.requests,
+                    keep=keep,
+                )  # fmt: skip
+                record_latency(figures, "one task, API", side.name, keep, result)
+        figures.used("task", side.name, sampler)
+
+
+def record_latency(figures: Figures, figure: str, side: str, keep: bool, result: dict) -> None:
+    how = "keep-alive" if keep else "new conn"
+    if keep and not result["kept"]:
+        note = (
+            f"{side}: the server closed every connection (no keep-alive), so its keep-alive "
+            "rows are new connections"
+        )
+        if note not in figures.notes:
+            figures.notes.append(note)
+    figures.add(f"{figure} [{how}] p50 ms", side, result["p50"])
+    figures.add(f"{figure} [{how}] p95 ms", side, result["p95"])
+
+
+def phase_export(r: int, ls, ours, args, figures: Figures, projects: dict) -> None:
+    n = args.tasks
+    for side in ordered(r, ls, ours):
+        if side is ls:
+            with Sampler({"LS": ls.roots()}) as sampler:
+                seconds, size, count = ls.export(projects["LS", "A"])
+            assert count == n, (count, n)
+            figures.add(f"export {n:,} tasks, s", "LS", seconds)
+            figures.add(f"export {n:,} tasks, MB", "LS", size / 1e6)
+            figures.used("export", "LS", sampler)
+            continue
+        # Two worker processes on the one-request project, then one on the ten-request
+        # project: each a first export of its project, then the same export again.
+        for concurrency, key in ((2, "A"), (1, "B")):
+            ours.start_worker(concurrency)
+            workers = f"{concurrency} worker{'s' * (concurrency > 1)}"
+            with Sampler({"ours": ours.roots()}) as sampler:
+                for which in ("first", "again"):
+                    seconds, size = ours.export(projects["ours", key])
+                    figures.add(f"export {n:,} tasks, {workers}, {which}, s", "ours", seconds)
+            figures.add(f"export {n:,} tasks, MB", "ours", size / 1e6)
+            figures.used(f"export ({workers}, twice)", "ours", sampler)
+
+
+def phase_memory(ours: Ours, work: Path, processes: Processes, port: int, figures: Figures):
+    """Per gunicorn worker: the documented command after an ask_human question through each,
+    and one started with HILBENCH_PRELOAD=0 that has served pages only."""
+    from web_memory import memory, workers_of
+
+    from hilbench_annotate.models import Task
+
+    task_ids = list(Task.objects.order_by("pk").values_list("pk", flat=True)[: WEB_WORKERS * 3])
+    for task in task_ids:  # sequential requests: every worker gets some
+        run = ours.api.json("POST", "/api/ask_human/runs", {"task": task, "label": "vs-ls"},
+                            ok=(200, 201))  # fmt: skip
+        question = {"run": run["run"], "question": "Which week counts as the first one?"}
+        ours.api.json("POST", "/api/ask_human", question)
+    ready = [memory(pid) for pid in workers_of(ours.process.pid)]
+    log = work / "ours-no-judge.log"
+    plain = processes.start(
+        [sys.executable, "-m", "gunicorn", "hilbench_annotate.wsgi", "--preload",
+         "--bind", f"127.0.0.1:{port}", "--workers", str(WEB_WORKERS), "--timeout", "120"],
+        env={**ours.env, "HILBENCH_PRELOAD": "0"}, log=log,
+    )  # fmt: skip
+    try:
+        wait_until_up(port, "/login/", plain, log, timeout=600)
+        for _ in range(WEB_WORKERS * 4):
+            Client(port, {}).call("GET", "/login/")
+        time.sleep(1)
+        without = [memory(pid) for pid in workers_of(plain.pid)]
+    finally:
+        processes.stop(plain)
+    return ready, without
+
+
+# --- the report -------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:,.{digits}f}" if abs(value) < 100 or digits == 0 else f"{value:,.0f}"
+
+
+def report(figures: Figures, args, mode: str, memory_result) -> None:
+    n = args.tasks
+    pg = mode == "PostgreSQL + Redis"
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def row(label, ls_value, ours_value, ratio, threshold="", digits=1):
+        rows.append((label, _fmt(ls_value, digits), _fmt(ours_value, digits),
+                     "—" if ratio is None else f"{ratio:.2f}×", threshold))  # fmt: skip
+
+    ls_one = figures.median(f"import {n:,}, one request", "LS")
+    for label in ("one request", "ten requests", "command (import_bird)"):
+        ls_rate = figures.median(f"import {n:,}, {label}", "LS")
+        ours_rate = figures.median(f"import {n:,}, {label}", "ours")
+        if ours_rate is None:
+            continue
+        base = ls_rate if ls_rate is not None else ls_one
+        ratio = ours_rate / base if base else None
+        threshold = "≥ 2× LS one request" if label != "ten requests" else ""
+        if threshold and ratio is not None:
+            threshold += " ok" if ratio >= 2 else " MISSED"
+        row(f"import {n:,}, {label}: tasks/s", ls_rate, ours_rate, ratio, threshold, digits=0)
+        row("   seconds", n / ls_rate if ls_rate else None, n / ours_rate, None)
+
+    latency = list(dict.fromkeys(f for f, _ in figures.values if f.endswith(" ms")))
+    for figure in latency:
+        ls_value, ours_value = figures.median(figure, "LS"), figures.median(figure, "ours")
+        ratio = ours_value / ls_value if ls_value and ours_value is not None else None
+        threshold = ""
+        limit, words = LIMITS.get(figure.split(" [")[0], (None, ""))
+        if limit and "[new conn] p50" in figure and ratio is not None:
+            threshold = f"≤ {words}" + (" ok" if ratio <= limit else " MISSED")
+        row(figure, ls_value, ours_value, ratio, threshold)
+
+    ls_export = figures.median(f"export {n:,} tasks, s", "LS")
+    for workers in ("2 workers", "1 worker"):
+        first = figures.median(f"export {n:,} tasks, {workers}, first, s", "ours")
+        again = figures.median(f"export {n:,} tasks, {workers}, again, s", "ours")
+        if first is None:
+            continue
+        for which, value in (("first", first), ("again", again)):
+            ratio = value / ls_export if ls_export else None
+            limit = 0.5 if pg and workers == "2 workers" else (1.0 if not pg else None)
+            threshold = ""
+            if limit is not None and ratio is not None:
+                threshold = f"≤ {limit:g}× ({'PG + Redis' if pg else 'SQLite'})" + (
+                    " ok" if ratio <= limit else " MISSED"
+                )
+            row(f"export {n:,} tasks ({workers}, {which}): s", ls_export, value, ratio, threshold)
+        ratio = first / again
+        row(f"   first / again ({workers})", None, None, ratio,
+            "≤ 1.5×" + (" ok" if ratio <= 1.5 else " MISSED"))  # fmt: skip
+    if ls_export is not None:
+        row(f"export {n:,} tasks: MB", figures.median(f"export {n:,} tasks, MB", "LS"),
+            figures.median(f"export {n:,} tasks, MB", "ours"), None)  # fmt: skip
+
+    width = max(len(r[0]) for r in rows)
+    print(f"\nmedians over {args.rounds} round(s), {n:,} tasks, ours on {mode}\n")
+    print(f"{'figure':{width}} {'LS':>10} {'ours':>10} {'ours/LS':>8}  threshold (issue 31)")
+    for label, ls_value, ours_value, ratio, threshold in rows:
+        print(f"{label:{width}} {ls_value:>10} {ours_value:>10} {ratio:>8}  {threshold}")
+
+    if figures.resources:
+        print("\nserver CPU seconds and peak memory per phase (median over rounds; MB summed "
+              "over the process tree)\n")  # fmt: skip
+        print(f"{'phase':30} {'side':5} {'CPU s':>7} {'RSS MB':>8} {'PSS MB':>8}")
+        for (phase, side), values in figures.resources.items():
+            med = {k: statistics.median(v[k] for v in values) for k in ("cpu", "rss", "pss")}
+            print(
+                f"{phase:30} {side:5} {med['cpu']:7.1f} {med['rss']:8.0f} {_fmt(med['pss'], 0):>8}"
+            )
+
+    if memory_result:
+        ready, without = memory_result
+        print("\nper gunicorn worker (MB, median of the workers): RSS / PSS / USS")
+        meds = []
+        for label, workers in (("judge ready (--preload, after ask_human)", ready),
+                               ("no judge (HILBENCH_PRELOAD=0)", without)):  # fmt: skip
+            med = {k: statistics.median(w[k] for w in workers) for k in ("rss", "pss", "uss")}
+            meds.append(med)
+            print(f"  {label:42} {med['rss']:6.0f} {med['pss']:6.0f} {med['uss']:6.0f}")
+        above = meds[0]["rss"] - meds[1]["rss"]
+        print(f"  RSS above a worker without the judge: {above:+.0f} MB (threshold ≤ 250 MB: "
+              f"{'ok' if above <= 250 else 'MISSED'}); PSS {meds[0]['pss'] - meds[1]['pss']:+.0f},"
+              f" USS {meds[0]['uss'] - meds[1]['uss']:+.0f}")  # fmt: skip
+    if pg:
+        figures.notes.append("PostgreSQL's and Redis' processes are not in ours' CPU and memory")
+    for note in figures.notes:
+        print(f"note: {note}")
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def fresh_postgres(url: str) -> tuple[str, str]:
+    """A new database next to the one ``url`` names: (its url, its name)."""
+    import psycopg
+
+    name = f"hilbench_vs_ls_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(url)._replace(path="/" + name)), name
+
+
+def drop_postgres(url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def free_port() -> int:
+    from load import _free_port  # bench/load.py
+
+    return _free_port()
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=30, help="per latency series")
+    parser.add_argument("--ls-venv", type=Path, default=DEFAULT_LS_VENV)
+    parser.add_argument("--skip-install", action="store_true", help="never install LS")
+    parser.add_argument("--only", default=",".join(PHASES), help="comma-separated phases")
+    args = parser.parse_args()
+    phases = [p.strip() for p in args.only.split(",") if p.strip()]
+    if unknown := set(phases) - set(PHASES):
+        parser.error(f"unknown phase(s) {', '.join(sorted(unknown))}; choose from {PHASES}")
+    script = ls_install(args.ls_venv, skip=args.skip_install)
+
+    def interrupted(*_):  # SIGTERM as Ctrl-C: the clean-up below runs
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
+    work = Path(tempfile.mkdtemp(prefix="bench-vs-ls-"))
+    processes = Processes()
+    admin_url, pg_name = os.environ.get("DATABASE_URL", ""), None
+    try:
+        (work / "ours").mkdir()
+        env = {
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": "vs-ls-bench-" + os.urandom(16).hex(),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            # Plain HTTP on loopback: the session cookie must come back over it.
+            "DJANGO_SECURE_COOKIES": "0",
+            "HILBENCH_VAR_DIR": str(work / "ours"),
+            "HILBENCH_SQLITE_PATH": str(work / "ours" / "db.sqlite3"),
+        }
+        if admin_url:
+            env["DATABASE_URL"], pg_name = fresh_postgres(admin_url)
+        os.environ.update(env)
+        configure("vs-label-studio.sqlite3")  # the paths above win: set already
+        fresh_database(drop_broker=True)
+        from django.conf import settings
+
+        database = "PostgreSQL" if admin_url else "SQLite"
+        mode = f"{database} + {'embedded broker' if settings.EMBEDDED_BROKER else 'Redis'}"
+        bench_import().write_questions(work / "questions.json", args.tasks)
+        print(f"load average before: {load_average()} ({os.cpu_count()} cores)", flush=True)
+
+        ls = LabelStudio(script, work / "ls", processes, free_port())
+        ours = Ours(work / "ours", processes, free_port(), {**os.environ})
+        started = time.perf_counter()
+        ls.start()
+        print(f"Label Studio {LS_VERSION} up on :{ls.port} ({time.perf_counter() - started:.0f} s)")
+        ours.start()
+        print(f"ours up on :{ours.port} (gunicorn, {WEB_WORKERS} workers, --preload)", flush=True)
+        figures, memory_result = Figures(), None
+        for r in range(args.rounds):
+            projects: dict = {}
+            first = "LS" if r % 2 == 0 else "ours"
+            print(f"round {r + 1}/{args.rounds} ({first} first), load {load_average()}", flush=True)
+            if "import" in phases or "export" in phases:
+                ours.start_worker(2)
+            if "import" in phases:
+                phase_import(r, ls, ours, work, args, figures, projects)
+            elif {"list", "task", "export"} & set(phases):
+                projects_without_import(r, ls, ours, work, projects)
+            if "list" in phases:
+                phase_list(r, ls, ours, args, figures, projects)
+            if "task" in phases:
+                phase_task(r, ls, ours, args, figures, projects)
+            if "export" in phases:
+                phase_export(r, ls, ours, args, figures, projects)
+            ours.stop_worker()
+        if "memory" in phases:
+            memory_result = phase_memory(ours, work, processes, free_port(), figures)
+        print(f"load average after: {load_average()}")
+        report(figures, args, mode, memory_result)
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping the servers and removing the temporary folder")
+        sys.exit(130)
+    finally:
+        processes.stop_all()
+        with contextlib.suppress(Exception):
+            from django.db import connections
+
+            connections.close_all()
+        if pg_name:
+            drop_postgres(admin_url, pg_name)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
