@@ -33,24 +33,20 @@ def _remove(*, user, tasks, params) -> BulkOutcome:
 
 def register() -> None:
     # Those who may change a task may tag it: its author, or a lead.
-    editors = (Role.AUTHOR, Role.LEAD)
-    register_bulk_action(
-        "add_tag",
-        label="Add tag",
-        apply=_add,
-        roles=editors,
-        done_text="Tagged {tasks} with “{tag}”",
-        fields=(TAG_FIELD,),
-        clean=_clean,
-        position=10,
-    )
-    register_bulk_action(
-        "remove_tag",
-        label="Remove tag",
-        apply=_remove,
-        roles=editors,
-        done_text="Removed “{tag}” from {tasks}",
-        fields=(TAG_FIELD,),
-        clean=_clean,
-        position=20,
-    )
+    for position, (name, label, apply, done_text) in enumerate(
+        (
+            ("add_tag", "Add tag", _add, "Tagged {tasks} with “{tag}”"),
+            ("remove_tag", "Remove tag", _remove, "Removed “{tag}” from {tasks}"),
+        ),
+        start=1,
+    ):
+        register_bulk_action(
+            name,
+            label=label,
+            apply=apply,
+            roles=(Role.AUTHOR, Role.LEAD),
+            done_text=done_text,
+            fields=(TAG_FIELD,),
+            clean=_clean,
+            position=10 * position,
+        )

@@ -12,6 +12,7 @@ from hilbench_annotate.jobs import job_claim, job_finish, job_heartbeat, job_sen
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services import event_record, task_events
+from hilbench_annotate.toolkit.wording import shorten
 
 from .models import ValidationResult, ValidationRun
 from .registry import GROUPS, groups_for, run_group
@@ -184,18 +185,10 @@ def latest_run(task: Task, *, structural: bool = False) -> ValidationRun | None:
     return next((run for run in runs[:50] if wanted & set(run.checks or [])), None)
 
 
-def _shorten(text: str, limit: int) -> str:
-    """``text`` cut at a word boundary, with an ellipsis, when longer than ``limit``."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:—-")
-    return cut + "…"
-
-
 def _failure_line(group: str, check: str, message: str) -> str:
     """One failed check in a gate's verdict: the check's name unless it is the group's own
     (the gate already says the group), its message cut at a word."""
-    text = _shorten(message, 240)
+    text = shorten(message, 240)
     return text if check == group else f"{check}: {text}"
 
 

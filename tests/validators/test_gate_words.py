@@ -1,7 +1,8 @@
 """A gate's text names a failed check once and is cut at a word, never mid-word (issue 30,
 item 8: "judge_recall: judge_recall: … accept trigger-phrase suggestion")."""
 
-from validators.services import _failure_line, _shorten
+from hilbench_annotate.toolkit.wording import shorten as _shorten
+from validators.services import _failure_line
 
 
 def test_a_long_message_is_cut_at_a_word_with_an_ellipsis():
