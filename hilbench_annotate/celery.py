@@ -12,6 +12,18 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+@app.on_after_configure.connect
+def _poll_embedded_broker(**_kwargs) -> None:
+    """The embedded broker (SQLAlchemy on a SQLite file) is looked at every
+    ``BROKER_POLL_S``, not kombu's 1 s. Set on the transport's class (once the settings are
+    read, before any connection): the transport passes its options on to SQLAlchemy's
+    ``create_engine``, which refuses ``polling_interval``."""
+    from django.conf import settings
+    from kombu.transport import sqlalchemy
+
+    sqlalchemy.Transport.polling_interval = settings.BROKER_POLL_S
+
+
 @worker_ready.connect
 def _print_mode(**_kwargs) -> None:
     from django.conf import settings

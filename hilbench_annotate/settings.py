@@ -481,6 +481,11 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": int(os.environ.get("HILBENCH_VISIBILITY_TIMEOUT_S", "900"))
     }
+# The embedded broker's SQLAlchemy transport looks for messages once per polling interval
+# (kombu's default: 1 s, which each queued job waited for, one after the other); a look is
+# one query on the broker's own file. hilbench_annotate/celery.py sets it on the transport
+# (the transport hands its options to SQLAlchemy's create_engine, which refuses this one).
+BROKER_POLL_S = float(os.environ.get("HILBENCH_BROKER_POLL_S", "0.1"))
 CELERY_BEAT_SCHEDULE = {
     "delete-expired-bundles": {"task": "bundles.expire", "schedule": 3600.0},
     # Uploads a dead worker left behind (exchange/services/imports.py, uploads_sweep).

@@ -48,7 +48,7 @@ def task_list(request):
     context["bulk"] = bulk_menu(request.user)
     if request.htmx:
         return render(request, "tasks/list.html#results", context)
-    context["choices"] = selectors.filter_choices(user=request.user)
+    context["choices"] = selectors.filter_choices(user=request.user, project=filters["project"])
     return render(request, "tasks/list.html", context)
 
 

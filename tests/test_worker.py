@@ -4,6 +4,9 @@ Embedded mode: the worker shares the SQLite test database file and a broker file
 own. CI mode: the PostgreSQL test database and a Redis database of its own.
 """
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -12,8 +15,36 @@ from django.urls import reverse
 from exchange.models import ImportJob
 from hilbench_annotate.models import Task
 
-from .conftest import start_worker
+from .conftest import ROOT, start_worker
 from .core.test_views import _bird_upload_files, _upload
+
+
+def test_a_worker_on_the_embedded_broker_looks_for_jobs_ten_times_a_second(tmp_path):
+    """kombu's SQLAlchemy transport looks once a second by default: each queued job waited
+    up to a second, ten jobs sent at once some 4 s for the last (bench/vs_label_studio.py)."""
+    probe = (
+        "import django; django.setup()\n"
+        "from hilbench_annotate.celery import app\n"
+        "with app.connection_for_read() as connection:\n"
+        "    print(type(connection.transport).__module__, connection.transport.polling_interval)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL",)}
+    env.update(
+        DJANGO_SETTINGS_MODULE="hilbench_annotate.settings",
+        DJANGO_DEBUG="1",
+        HILBENCH_VAR_DIR=str(tmp_path),
+    )
+    for extra, expected in (({}, "0.1"), ({"HILBENCH_BROKER_POLL_S": "0.5"}, "0.5")):
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**env, **extra},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split()[-2:] == ["kombu.transport.sqlalchemy", expected], done.stdout
 
 
 @pytest.mark.django_db(transaction=True)

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import docker
 from django.conf import settings
 from django.db import transaction
 
@@ -477,6 +476,8 @@ def _step_requirements(build: EnvironmentBuild, work: Path) -> Requirements | No
 
 def _build_image(build: EnvironmentBuild, work: Path) -> None:
     """The docker backend: a generated Dockerfile built by the engine (network open)."""
+    import docker  # the SDK is loaded when a build needs it (0.1 s of every start-up)
+
     _refuse_conda(build)
     work.mkdir(mode=0o755)
     _step_repository(build, work)

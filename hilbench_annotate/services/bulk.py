@@ -8,6 +8,7 @@ questions when there are any.
 """
 
 import json
+import operator
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -30,16 +31,57 @@ from hilbench_annotate.models import (
 from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain
 
-from .tasks import _snapshot, _task_row
+from .tasks import _snapshot, _task_values
 
 
-def _blocker_rows(task: Task, blockers: list[dict[str, Any]]) -> list[tuple[Blocker, list[str]]]:
-    rows = []
-    for position, fields in enumerate(blockers):
-        fields = dict(fields)
-        questions = list(fields.pop("trigger_questions", ()))
-        rows.append((Blocker(task=task, position=position, **fields), questions))
-    return rows
+class _Row(dict):
+    """A row to INSERT (attribute name to value) that ``_snapshot`` reads as it reads a
+    model instance: making a Task and an environment instance of every record was a third
+    of an import's time."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _defaults(model) -> dict[str, Any]:
+    return {f.attname: f.get_default() for f in model._meta.concrete_fields if not f.primary_key}
+
+
+def _environment_row(domain: str, fields: dict[str, Any], defaults: dict) -> _Row:
+    """The environment row of a record's ``environment`` (its model's field names, foreign
+    keys as instances), with the defaults of the fields it leaves out."""
+    model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
+    related = {f.name: f.attname for f in model._meta.concrete_fields if f.is_relation}
+    unknown = set(fields) - set(defaults[domain]) - set(related)
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field(s) {sorted(unknown)}")
+    env = _Row(defaults[domain])
+    env.update(fields)
+    for name, attname in related.items():
+        if name != "task":
+            instance = env.setdefault(name, None)
+            if instance is not None:
+                env[attname] = instance.pk
+    return env
+
+
+def _json_column(field: JSONField) -> Callable[[Any], str]:
+    """``json.dumps`` for one INSERT's values of ``field``, each object encoded once: the
+    environments of a database's questions share its descriptions (up to some 15 kB of
+    JSON in BIRD) and its defaults."""
+    dumps = partial(json.dumps, cls=field.encoder) if field.encoder else json.dumps
+    done: dict[int, tuple[Any, str]] = {}
+
+    def convert(value: Any) -> str:
+        hit = done.get(id(value))
+        if hit is None or hit[0] is not value:  # the value is kept, so its id is not reused
+            hit = done[id(value)] = (value, dumps(value))
+        return hit[1]
+
+    return convert
 
 
 def _column_values(model, connection, now) -> list[tuple[str, Callable[[Any], Any]]]:
@@ -52,22 +94,18 @@ def _column_values(model, connection, now) -> list[tuple[str, Callable[[Any], An
         if f.primary_key:
             continue
         if isinstance(f, JSONField):
-            convert = partial(json.dumps, cls=f.encoder)
+            convert = _json_column(f)
         elif isinstance(f, DateTimeField) and (f.auto_now or f.auto_now_add):
             convert = partial(_constant, stamp)
         elif isinstance(f, DateTimeField):
             convert = connection.ops.adapt_datetimefield_value
         else:
-            convert = _same
+            convert = None
         plan.append((f.attname, convert))
     return plan
 
 
 def _constant(value, _ignored):
-    return value
-
-
-def _same(value):
     return value
 
 
@@ -81,69 +119,90 @@ def _insert_many(model, rows: list) -> None:
         return
     connection = connections[router.db_for_write(model)]
     plan = _column_values(model, connection, timezone.now())
-    defaults = {
-        f.attname: f.get_default() for f in model._meta.concrete_fields if not f.primary_key
-    }
+    if isinstance(rows[0], dict):
+        defaults = _defaults(model)
+        getters = [partial(_get, name, defaults[name]) for name, _ in plan]
+    else:
+        getters = [operator.attrgetter(name) for name, _ in plan]
+    columns = list(zip(getters, [convert for _, convert in plan], strict=True))
     values = [
-        [
-            convert(row.get(name, defaults[name]) if isinstance(row, dict) else getattr(row, name))
-            for name, convert in plan
-        ]
-        for row in rows
+        [convert(get(row)) if convert else get(row) for get, convert in columns] for row in rows
     ]
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
-    columns = ", ".join(quote(model._meta.get_field(name).column) for name, _ in plan)
+    names = ", ".join(quote(model._meta.get_field(name).column) for name, _ in plan)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Names from the model's meta, quoted; the values travel as COPY data.
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
                 for row in values:
                     copy.write_row(row)
         else:
             marks = ", ".join(["%s"] * len(plan))
             # Names from the model's meta, quoted; the values are bound.
-            sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
+            sql = f"INSERT INTO {table} ({names}) VALUES ({marks})"  # noqa: S608
             cursor.executemany(sql, values)
 
 
-def _insert_tasks(project: Project, tasks: list[Task]) -> None:
+def _get(name: str, default: Any, row: dict) -> Any:
+    return row.get(name, default)
+
+
+def _insert_tasks(project: Project, tasks: list[_Row]) -> None:
     """INSERT the chunk's tasks, then read their primary keys back in one query (by their
     source records, unique in the project): ``executemany`` returns none."""
     _insert_many(Task, tasks)
     ids = {
         (source, source_id): pk
         for source, source_id, pk in Task.objects.filter(
-            project=project, source_id__in={t.source_id for t in tasks}
+            project=project, source_id__in={t["source_id"] for t in tasks}
         ).values_list("source", "source_id", "pk")
     }
     for task in tasks:
-        task.pk = ids[(task.source, task.source_id)]
-        task._state.adding = False
-        task._state.db = router.db_for_write(Task)
+        task["id"] = ids[(task["source"], task["source_id"])]
+
+
+def _blocker_rows(task_id: int, blockers: list[dict[str, Any]]) -> list[tuple[Blocker, list[str]]]:
+    rows = []
+    for position, fields in enumerate(blockers):
+        fields = dict(fields)
+        questions = list(fields.pop("trigger_questions", ()))
+        rows.append((Blocker(task_id=task_id, position=position, **fields), questions))
+    return rows
 
 
 def _create_chunk(
     *, project: Project, records: list[dict[str, Any]], author, reason: str
-) -> list[Task]:
-    actor = author if getattr(author, "is_authenticated", False) else None
-    tasks, envs, blockers = [], [], []
+) -> list[int]:
+    author_id = author.pk if getattr(author, "is_authenticated", False) else None
+    task_defaults = _defaults(Task)
+    env_defaults = {Domain.SQL: _defaults(SqlEnvironment), Domain.SWE: _defaults(SweEnvironment)}
+    tasks, envs = [], []
     for record in records:
-        task = _task_row(
-            project=project,
-            author=author,
-            blocker_count=len(record.get("blockers", ())),
-            **{k: v for k, v in record.items() if k not in ("environment", "blockers")},
+        task = _Row(task_defaults)
+        task.update(
+            _task_values(
+                project=project,
+                author=author,
+                blocker_count=len(record.get("blockers", ())),
+                **{k: v for k, v in record.items() if k not in ("environment", "blockers")},
+            )
         )
-        env_model = SqlEnvironment if task.domain == Domain.SQL else SweEnvironment
+        env = _environment_row(task["domain"], record["environment"], env_defaults)
         tasks.append(task)
-        envs.append(env_model(task=task, **record["environment"]))
-        blockers.append(_blocker_rows(task, record.get("blockers", [])))
+        envs.append(env)
     _insert_tasks(project, tasks)
-    for env in envs:
-        env.task_id = env.task.pk  # set by the INSERT above
-    for env_model in (SqlEnvironment, SweEnvironment):
-        _insert_many(env_model, [env for env in envs if isinstance(env, env_model)])
+    for task, env in zip(tasks, envs, strict=True):
+        env["task_id"] = task["id"]
+    for domain, env_model in ((Domain.SQL, SqlEnvironment), (Domain.SWE, SweEnvironment)):
+        _insert_many(
+            env_model,
+            [env for task, env in zip(tasks, envs, strict=True) if task["domain"] == domain],
+        )
+    blockers = [
+        _blocker_rows(task["id"], record.get("blockers", ()))
+        for task, record in zip(tasks, records, strict=True)
+    ]
     Blocker.objects.bulk_create([b for rows in blockers for b, _ in rows])
     TriggerQuestion.objects.bulk_create(
         TriggerQuestion(blocker=blocker, position=i, text=text)
@@ -155,10 +214,10 @@ def _create_chunk(
         Revision,
         [
             {
-                "task_id": task.pk,
+                "task_id": task["id"],
                 "number": 1,
                 "snapshot": _snapshot(task, env, rows),
-                "author_id": actor.pk if actor else None,
+                "author_id": author_id,
                 "reason": reason,
                 "lint_findings": [],
             }
@@ -170,15 +229,15 @@ def _create_chunk(
         [
             {
                 "project_id": project.pk,
-                "task_id": task.pk,
-                "actor_id": actor.pk if actor else None,
+                "task_id": task["id"],
+                "actor_id": author_id,
                 "kind": reason,
-                "data": {"source": task.source, "source_id": task.source_id},
+                "data": {"source": task["source"], "source_id": task["source_id"]},
             }
             for task in tasks
         ],
     )
-    return tasks
+    return [task["id"] for task in tasks]
 
 
 def task_create_many(
@@ -189,16 +248,17 @@ def task_create_many(
     reason: str = "created",
     chunk_size: int | None = None,
     on_chunk=None,
-) -> list[Task]:
+) -> list[int]:
     """``task_create`` for each record (its keyword arguments but ``project``, ``author``
     and ``reason``), all or nothing, a chunk of ``chunk_size`` (``IMPORT_CHUNK_SIZE``) at a
     time; ``on_chunk(done)`` is called after each chunk with the tasks written so far.
+    Returns the new tasks' ids, in the records' order.
 
     The caller checked the records (as importers do in their first pass); a record that
     still fails (a bad domain or spec, a constraint) rolls back every chunk.
     """
     size = chunk_size or settings.IMPORT_CHUNK_SIZE
-    created: list[Task] = []
+    created: list[int] = []
     with transaction.atomic():
         for chunk in batched(records, size):
             with transaction.atomic():

@@ -136,11 +136,12 @@ def _snapshot(task: Task, env, blockers: list[tuple[Blocker, list[str]]]) -> dic
             for blocker, questions in blockers
         ],
     }
-    if isinstance(env, SqlEnvironment):
-        snapshot["environment"] = {f: getattr(env, f) for f in SQL_ENV_FIELDS}
-        snapshot["environment"]["database_sha256"] = env.database.sha256 if env.database else None
-    elif isinstance(env, SweEnvironment):
-        snapshot["environment"] = {f: getattr(env, f) for f in SWE_ENV_FIELDS}
+    if env is not None:
+        sql = task.domain == Domain.SQL
+        environment = {f: getattr(env, f) for f in (SQL_ENV_FIELDS if sql else SWE_ENV_FIELDS)}
+        if sql:
+            environment["database_sha256"] = env.database.sha256 if env.database else None
+        snapshot["environment"] = environment
     return snapshot
 
 
@@ -218,7 +219,7 @@ def _check_spec(domain: str, spec: dict[str, Any], field: str) -> dict[str, str]
     return {key: spec.get(key, "") for key in allowed}
 
 
-def _task_row(
+def _task_values(
     *,
     project: Project,
     domain: str,
@@ -231,27 +232,27 @@ def _task_row(
     import_notes: str = "",
     author=None,
     blocker_count: int = 0,
-) -> Task:
-    """The task row ``task_create`` saves, checked and unsaved (no query)."""
+) -> dict[str, Any]:
+    """The task row ``task_create`` saves, checked, as attribute name to value (no query)."""
     if domain not in Domain.values:
         raise DomainError(f"Unknown domain {domain!r}; expected one of {Domain.values}.")
     original = _check_spec(domain, original_spec, "original_spec")
     blocked = _check_spec(
         domain, blocked_spec if blocked_spec is not None else original_spec, "blocked_spec"
     )
-    return Task(
-        project=project,
-        domain=domain,
-        source=source,
-        source_id=source_id,
-        title=title[:300] or source_id,
-        original_spec=original,
-        blocked_spec=blocked,
-        source_metadata=source_metadata or {},
-        import_notes=import_notes,
-        author=author if getattr(author, "is_authenticated", False) else None,
-        blocker_count=blocker_count,
-    )
+    return {
+        "project_id": project.pk,
+        "domain": domain,
+        "source": source,
+        "source_id": source_id,
+        "title": title[:300] or source_id,
+        "original_spec": original,
+        "blocked_spec": blocked,
+        "source_metadata": source_metadata or {},
+        "import_notes": import_notes,
+        "author_id": author.pk if getattr(author, "is_authenticated", False) else None,
+        "blocker_count": blocker_count,
+    }
 
 
 @transaction.atomic
@@ -272,19 +273,24 @@ def task_create(
     reason: str = "created",
 ) -> Task:
     """Make a task with its environment and (optionally) its blockers, and revision 1."""
-    task = _task_row(
-        project=project,
-        domain=domain,
-        source=source,
-        source_id=source_id,
-        title=title,
-        original_spec=original_spec,
-        blocked_spec=blocked_spec,
-        source_metadata=source_metadata,
-        import_notes=import_notes,
-        author=author,
-        blocker_count=len(blockers),
+    task = Task(
+        **_task_values(
+            project=project,
+            domain=domain,
+            source=source,
+            source_id=source_id,
+            title=title,
+            original_spec=original_spec,
+            blocked_spec=blocked_spec,
+            source_metadata=source_metadata,
+            import_notes=import_notes,
+            author=author,
+            blocker_count=len(blockers),
+        )
     )
+    task.project = project
+    if task.author_id:
+        task.author = author
     task.save()
     env_model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
     env_model.objects.create(task=task, **environment)

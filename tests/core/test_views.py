@@ -42,6 +42,46 @@ def test_task_list_query_count_does_not_grow_with_tasks_or_blockers(client, proj
     assert many == few
 
 
+def test_the_filter_menus_offer_the_chosen_projects_values_and_never_an_unseen_ones(
+    client, project, author
+):
+    from hilbench_annotate.models import SqlEnvironment, Tag
+
+    from ..factories import MembershipFactory, ProjectFactory, UserFactory
+
+    other = ProjectFactory(name="Other benchmark")
+    MembershipFactory(project=other, user=author)
+    hidden = ProjectFactory(name="Hidden benchmark")
+    colleague = UserFactory(username="colleague")
+    stranger = UserFactory(username="stranger")
+    mine = TaskFactory(project=project, author=author)
+    theirs = TaskFactory(project=other, author=colleague)
+    TaskFactory(project=hidden, author=stranger)
+    SqlEnvironment.objects.filter(task=theirs).update(db_id="formula_1")
+    mine.tags.add(Tag.objects.create(project=project, name="batch-a"))
+    theirs.tags.add(Tag.objects.create(project=other, name="batch-b"))
+    Tag.objects.create(project=project, name="unused")  # on no task: not offered
+    TaskFactory(project=other, author=author, swe=True)
+    client.force_login(author)
+
+    everything = client.get(reverse("task-list")).context["choices"]
+    assert everything["authors"] == sorted(["colleague", author.username])
+    assert everything["databases"] == ["formula_1", "retail_bank"]
+    assert everything["repositories"] == ["demo/invoicing"]
+    assert everything["tags"] == ["batch-a", "batch-b"]
+    assert [name for _id, name in everything["projects"]] == [project.name, "Other benchmark"]
+
+    chosen = client.get(reverse("task-list"), {"project": project.pk}).context["choices"]
+    assert chosen["authors"] == [author.username]
+    assert (chosen["databases"], chosen["repositories"]) == (["retail_bank"], [])
+    assert chosen["tags"] == ["batch-a"]
+    assert len(chosen["projects"]) == 2  # the project menu still offers every project
+
+    # A project the user does not see is no scope: the menus stay those of their projects.
+    unseen = client.get(reverse("task-list"), {"project": hidden.pk}).context["choices"]
+    assert "stranger" not in unseen["authors"] and unseen["tags"] == ["batch-a", "batch-b"]
+
+
 def test_task_list_htmx_request_gets_only_the_results_fragment(client, project, author):
     TaskFactory(project=project, author=author, title="How many loans closed in the boom year?")
     TaskFactory(project=project, author=author, title="Which branch opened first?")

@@ -12,10 +12,6 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import docker
-from docker.types import Mount as DockerMount
-from docker.types import Ulimit
-
 from .base import (
     COPY_FAILED,
     SANDBOX_UID,
@@ -63,6 +59,8 @@ class DockerSandbox:
     @staticmethod
     def available() -> tuple[bool, str]:
         """Whether a container engine answers, and why not when it does not."""
+        import docker
+
         try:
             client = docker.from_env(timeout=5)
             client.ping()
@@ -77,6 +75,9 @@ class DockerSandbox:
         *, limits: SandboxLimits, tree: Path | None, mounts: Sequence[Mount], network: bool
     ) -> dict:
         """The isolation contract as docker SDK arguments (tested without an engine)."""
+        from docker.types import Mount as DockerMount  # the SDK is loaded when a run needs it
+        from docker.types import Ulimit
+
         binds = [
             DockerMount(
                 target=m.target, source=str(m.source), type="bind", read_only=not m.writable
@@ -130,6 +131,8 @@ class DockerSandbox:
         if persist_tree:
             raise SandboxError("The docker backend builds environments as images, not in trees.")
         under_root([tree, *(m.source for m in mounts)])  # the local backend's contract too
+        import docker
+
         try:
             client = docker.from_env(timeout=30)
         except docker.errors.DockerException as exc:
