@@ -85,18 +85,27 @@ Problems = list[tuple[object, str]]
 MISSING_DATABASES_ADVICE_CLI = "pass --skip-missing-databases to import its questions without it"
 
 
+# A questions file up to this size is read once: pass 1 keeps its records for pass 2 (a
+# record takes some ten times its bytes in memory). A larger one is streamed twice.
+KEEP_RECORDS_BYTES = 32 * 1024 * 1024
+
+
 def _validate_records(
     questions: Path, db_id: str | None, limit: int | None
-) -> tuple[Problems, list[str], Counter[str], RecordStreamError | None]:
+) -> tuple[Problems, list[str], Counter[str], RecordStreamError | None, list | None]:
     """Pass 1 over the records: every bad record, the exact repeats, how many good records
-    name each database, and where the file is not valid JSON (None: it is)."""
+    name each database, where the file is not valid JSON (None: it is), and the records
+    read, for pass 2 (None for a file larger than ``KEEP_RECORDS_BYTES``)."""
     problems: Problems = []
     broken = None
     seen: dict[str, tuple[int, dict]] = {}
     repeats: list[str] = []
     used_databases: Counter[str] = Counter()
+    kept = [] if questions.stat().st_size <= KEEP_RECORDS_BYTES else None
     try:
         for index, record in _selected(questions, db_id, limit):
+            if kept is not None:
+                kept.append((index, record))
             problem = _record_problem(record)
             if problem:
                 problems.append((index, problem))
@@ -119,7 +128,7 @@ def _validate_records(
             broken = exc
         else:
             problems.append((exc.where, exc.reason))
-    return problems, repeats, used_databases, broken
+    return problems, repeats, used_databases, broken, kept
 
 
 def _stored_databases(
@@ -251,16 +260,18 @@ def _new_task_records(
     found: _Databases,
     report: ImportReport,
     label: str,
+    kept: list | None,
 ):
-    """Pass 2: stream the records again; yield the tasks not there yet, storing each
-    database once (by content hash) when its first question comes."""
+    """Pass 2: the records pass 1 kept, or the file streamed again; yield the tasks not
+    there yet, storing each database once (by content hash) when its first question
+    comes."""
     existing = set(
         Task.objects.filter(project=project, source=TaskSource.BIRD).values_list(
             "source_id", flat=True
         )
     )
     stored: dict[str, SqlDatabase] = dict(found.stored)
-    for _index, record in _selected(questions, db_id, limit):
+    for _index, record in kept if kept is not None else _selected(questions, db_id, limit):
         key = bird_source_id(record)
         if key in existing:
             if key not in report.created:
@@ -309,7 +320,9 @@ def import_bird(
         raise ImportRefused(f"Questions file {questions} does not exist.", [])
     if databases is not None and not Path(databases).is_dir():
         raise ImportRefused(f"Databases directory {databases} does not exist.", [])
-    record_problems, repeats, used_databases, broken = _validate_records(questions, db_id, limit)
+    record_problems, repeats, used_databases, broken, kept = _validate_records(
+        questions, db_id, limit
+    )
     check = dict(skip_missing_databases=skip_missing_databases, advice=missing_databases_advice)
     found, database_problems = (
         _stored_databases(project, used_databases, **check)
@@ -336,6 +349,7 @@ def import_bird(
             found=found,
             report=report,
             label=label,
+            kept=kept,
         ),
         author=actor,
         reason="imported",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import connections, router, transaction
 from django.db.models import DateTimeField, JSONField
@@ -72,7 +73,7 @@ def _json_column(field: JSONField) -> Callable[[Any], str]:
     """``json.dumps`` for one INSERT's values of ``field``, each object encoded once: the
     environments of a database's questions share its descriptions (up to some 15 kB of
     JSON in BIRD) and its defaults."""
-    dumps = partial(json.dumps, cls=field.encoder) if field.encoder else json.dumps
+    dumps = partial(json.dumps, cls=field.encoder) if field.encoder else _dumps
     done: dict[int, tuple[Any, str]] = {}
 
     def convert(value: Any) -> str:
@@ -82,6 +83,16 @@ def _json_column(field: JSONField) -> Callable[[Any], str]:
         return hit[1]
 
     return convert
+
+
+def _dumps(value: Any) -> str:
+    """``json.dumps`` for a column: orjson's compact text, several times faster (the JSON
+    columns of 10,000 tasks took an eighth of their import); json for what orjson refuses
+    (an integer past 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value)
 
 
 def _column_values(model, connection, now) -> list[tuple[str, Callable[[Any], Any]]]:

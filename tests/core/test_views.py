@@ -77,9 +77,19 @@ def test_the_filter_menus_offer_the_chosen_projects_values_and_never_an_unseen_o
     assert chosen["tags"] == ["batch-a"]
     assert len(chosen["projects"]) == 2  # the project menu still offers every project
 
+    # The menus are kept per state of the project's tasks: a new task's database is offered
+    # at once, and so is a tag put on a task.
+    added = TaskFactory(project=project, author=author)
+    SqlEnvironment.objects.filter(task=added).update(db_id="toxicology")
+    added.tags.add(Tag.objects.get(project=project, name="unused"))
+    again = client.get(reverse("task-list"), {"project": project.pk}).context["choices"]
+    assert again["databases"] == ["retail_bank", "toxicology"]
+    assert again["tags"] == ["batch-a", "unused"]
+
     # A project the user does not see is no scope: the menus stay those of their projects.
     unseen = client.get(reverse("task-list"), {"project": hidden.pk}).context["choices"]
-    assert "stranger" not in unseen["authors"] and unseen["tags"] == ["batch-a", "batch-b"]
+    assert "stranger" not in unseen["authors"]
+    assert unseen["tags"] == ["batch-a", "batch-b", "unused"]
 
 
 def test_task_list_htmx_request_gets_only_the_results_fragment(client, project, author):

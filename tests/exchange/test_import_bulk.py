@@ -146,3 +146,56 @@ def test_the_import_page_shows_a_running_jobs_progress(client, project, author):
     page = client.get(f"/imports/{job.pk}/", headers={"HX-Request": "true"}).content.decode()
     assert "1500 of 10000 records handled" in page
     assert '<progress max="10000" value="1500">15%</progress>' in page
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["read-once", "streamed-twice"])
+def test_a_file_read_once_and_one_streamed_twice_import_the_same(tmp_path, monkeypatch, kept):
+    """A small file's records are kept from the check for the write; a large one (past
+    KEEP_RECORDS_BYTES) is streamed again. Both write the same tasks, repeats once."""
+    from exchange.importers import bird
+
+    monkeypatch.setattr(bird, "KEEP_RECORDS_BYTES", 1 << 30 if kept else 0)
+    records = json.loads(_questions(tmp_path, 30, "both").read_text())
+    records.insert(5, dict(records[3]))  # an exact repeat: imported once
+    questions = tmp_path / "with-repeat.json"
+    questions.write_text(json.dumps(records))
+    read = []
+    monkeypatch.setattr(bird, "iter_records", _counting(bird.iter_records, read))
+    project = Project.objects.create(name="Both", slug="both")
+
+    report = import_bird(project=project, questions=questions, databases=DATABASES)
+
+    assert read == ([questions] if kept else [questions, questions])
+    assert len(report.created) == 30 and any("repeats record 3" in n for n in report.notes)
+    titles = Task.objects.filter(project=project).order_by("source_id")
+    assert titles.count() == 30
+    assert {t.source_id for t in titles} == {f"library/{i}" for i in range(30)}
+
+
+def _counting(function, calls: list):
+    def wrapper(path):
+        calls.append(path)
+        return function(path)
+
+    return wrapper
+
+
+def test_json_the_fast_encoder_refuses_is_written_by_pythons(project):
+    """orjson writes the JSON columns; an integer past 64 bits it refuses goes to json."""
+    task_create_many(
+        project=project,
+        records=[
+            {
+                "domain": "sql",
+                "source": "bird",
+                "source_id": "library/big",
+                "title": "Big ids",
+                "original_spec": {"question": "How many?", "evidence": ""},
+                "source_metadata": {"question_id": 2**70, "nested": {"é": [1, 2.5, None]}},
+                "environment": {"db_id": "library", "gold_sql": "SELECT 1"},
+            }
+        ],
+    )
+    task = Task.objects.get(project=project, source_id="library/big")
+    assert task.source_metadata == {"question_id": 2**70, "nested": {"é": [1, 2.5, None]}}
+    assert task.revisions.get().snapshot == task_snapshot(task)
