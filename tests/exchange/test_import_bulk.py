@@ -199,3 +199,34 @@ def test_json_the_fast_encoder_refuses_is_written_by_pythons(project):
     task = Task.objects.get(project=project, source_id="library/big")
     assert task.source_metadata == {"question_id": 2**70, "nested": {"é": [1, 2.5, None]}}
     assert task.revisions.get().snapshot == task_snapshot(task)
+
+
+def test_the_embedded_database_is_made_with_16_kib_pages_in_wal_mode(tmp_path):
+    """A snapshot of 2-4 kB filled a 4 KiB page alone: the embedded database is made with
+    16 KiB pages (what ``make run`` gets; checked in a process without DATABASE_URL)."""
+    import os
+    import subprocess
+    import sys
+
+    from ..conftest import ROOT
+
+    probe = (
+        "import django; django.setup()\n"
+        "from django.db import connection\n"
+        "with connection.cursor() as cursor:\n"
+        "    print(*(cursor.execute(f'PRAGMA {p}').fetchone()[0]"
+        " for p in ('page_size', 'journal_mode')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="hilbench_annotate.settings",
+        DJANGO_DEBUG="1",
+        HILBENCH_VAR_DIR=str(tmp_path),
+        HILBENCH_SQLITE_PATH=str(tmp_path / "fresh.sqlite3"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["16384", "wal"]
