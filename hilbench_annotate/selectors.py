@@ -53,6 +53,12 @@ def task_list(*, user, filters: Mapping[str, str]) -> QuerySet[Task]:
     return tasks.order_by("-updated_at", "-id")
 
 
+def tasks_in_order(tasks: QuerySet[Task], ids: list[int]) -> list[Task]:
+    """The tasks of ``ids`` (read from ``tasks``, with what it loads), in that order."""
+    found = tasks.order_by().in_bulk(ids)
+    return [found[pk] for pk in ids if pk in found]
+
+
 def task_filters_clean(filters: Mapping[str, str]) -> dict[str, str]:
     """The task list's filters as it applies them (``params``): a project id in range, a
     known domain and status, names without NULs, the search cut to ``MAX_TEXT``; "" where

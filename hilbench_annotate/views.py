@@ -34,7 +34,11 @@ def task_list(request):
     if ignored and not request.htmx:
         messages.info(request, f"Ignored the filter(s) {', '.join(ignored)}: no task can match.")
     tasks = selectors.task_list(user=request.user, filters=filters)
-    page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
+    # The page's ids first (the task table alone, in its list order), then their rows with
+    # what a row shows: joined before the sort, every task of the projects was read.
+    ids = tasks.prefetch_related(None).values_list("pk", flat=True)
+    page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = selectors.tasks_in_order(tasks, list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
     context = {

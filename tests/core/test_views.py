@@ -347,3 +347,29 @@ def test_task_page_colours_patches_line_by_line_and_escapes_them(client, project
     assert '<span class="diff-del">-return round(x)</span>' in page
     assert '<span class="diff-add">+return round(x, 2)  # &lt;cents&gt;</span>' in page
     assert "<span> keep</span>" in page
+
+
+def test_list_pages_keep_the_list_order_when_rows_are_read_by_id(client, project, author):
+    """The HTML list and the list API read a page's ids first, then its rows by id: the
+    rows still come newest change first (ties: the newer task), page after page."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    start = timezone.now()
+    tasks = [TaskFactory(project=project, author=author) for _ in range(60)]
+    for n, task in enumerate(tasks):  # two by two they share a time: the id breaks the tie
+        Task.objects.filter(pk=task.pk).update(updated_at=start - timedelta(minutes=n // 2))
+    expected = [t.pk for n, t in sorted(enumerate(tasks), key=lambda p: (p[0] // 2, -p[1].pk))]
+    client.force_login(author)
+
+    html = [
+        [t.pk for t in client.get(reverse("task-list"), {"page": n}).context["page"].object_list]
+        for n in (1, 2, 3)
+    ]
+    api = [
+        [row["id"] for row in client.get(reverse("api-task-list"), {"page": n}).json()["results"]]
+        for n in (1, 2)
+    ]
+    assert html[0] + html[1] + html[2] == expected
+    assert api[0] + api[1] == expected
