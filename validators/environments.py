@@ -475,18 +475,16 @@ def _step_requirements(build: EnvironmentBuild, work: Path) -> Requirements | No
 
 
 def _build_image(build: EnvironmentBuild, work: Path) -> None:
-    """The docker backend: a generated Dockerfile built by the engine (network open)."""
-    import docker  # the SDK is loaded when a build needs it (0.1 s of every start-up)
+    """The docker backend: a generated Dockerfile built by the engine (network open). The
+    SDK is loaded here, when a build needs it (0.1 s of every process's start-up)."""
+    import docker
 
     _refuse_conda(build)
     work.mkdir(mode=0o755)
     _step_repository(build, work)
     requirements = _step_requirements(build, work)
-    text = dockerfile(
-        build.spec,
-        base_image=base_image(build.spec),
-        requirements=bool(requirements and requirements.lines),
-    )
+    has_requirements = bool(requirements and requirements.lines)
+    text = dockerfile(build.spec, base_image=base_image(build.spec), requirements=has_requirements)
     (work / "Dockerfile").write_text(text)
     _log(build, "image: docker build\n" + text, step="image")
     tag = f"hilbench-env:{build.key}"
