@@ -38,7 +38,7 @@ def task_list(request):
     # what a row shows: joined before the sort, every task of the projects was read.
     ids = tasks.prefetch_related(None).values_list("pk", flat=True)
     page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = selectors.tasks_in_order(tasks, list(page.object_list))
+    page.object_list = selectors.task_rows(list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
