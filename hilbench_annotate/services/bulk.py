@@ -251,21 +251,6 @@ def _create_chunk(
     return [task["id"] for task in tasks]
 
 
-# An import of this many tasks or more refreshes PostgreSQL's statistics of the tables it
-# wrote once it commits: the planner took a project of 10,000 new tasks for one of nine.
-ANALYZE_AFTER = 1000
-_WRITTEN = (Task, SqlEnvironment, SweEnvironment, Revision, TaskEvent)
-
-
-def _refresh_statistics() -> None:
-    connection = connections[router.db_for_write(Task)]
-    if connection.vendor != "postgresql":
-        return  # SQLite plans without statistics, as it always has here
-    tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in _WRITTEN)
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {tables}")  # names from the models' meta, quoted
-
-
 def task_create_many(
     *,
     project: Project,
@@ -293,6 +278,4 @@ def task_create_many(
                 )
             if on_chunk is not None:
                 on_chunk(len(created))
-        if len(created) >= ANALYZE_AFTER:
-            transaction.on_commit(_refresh_statistics)
     return created

@@ -230,31 +230,3 @@ def test_the_embedded_database_is_made_with_16_kib_pages_in_wal_mode(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["16384", "wal"]
-
-
-def test_a_large_import_refreshes_postgresqls_statistics_once_committed(
-    tmp_path, monkeypatch, django_capture_on_commit_callbacks
-):
-    """After an import of ANALYZE_AFTER tasks or more, PostgreSQL's planner statistics of the
-    tables written are refreshed (it planned the list of a 10,000-task project as if the
-    project held a few); SQLite is left to plan as it always has."""
-    from hilbench_annotate.services import bulk
-
-    monkeypatch.setattr(bulk, "ANALYZE_AFTER", 30)
-    project = Project.objects.create(name="Analyzed", slug="analyzed")
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        import_bird(project=project, questions=_questions(tmp_path, 29, "few"), databases=DATABASES)
-    assert not callbacks
-    with (  # the queries captured around the callbacks, which run as their context ends
-        CaptureQueriesContext(connection) as queries,
-        django_capture_on_commit_callbacks(execute=True) as callbacks,
-    ):
-        other = Project.objects.create(name="Analyzed 2", slug="analyzed-2")
-        import_bird(project=other, questions=_questions(tmp_path, 30, "many"), databases=DATABASES)
-    assert len(callbacks) == 1
-    analyzed = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("ANALYZE")]
-    if connection.vendor == "postgresql":
-        assert analyzed and "hilbench_annotate_task" in analyzed[0]
-        assert "hilbench_annotate_revision" in analyzed[0]
-    else:
-        assert analyzed == []
