@@ -1,5 +1,7 @@
 """HTML views: function-based; htmx requests get a partial of the same template."""
 
+from urllib.parse import parse_qs, urlsplit
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -8,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from hilbench_annotate import selectors, services
 from hilbench_annotate.access import access_task, can_edit_task
@@ -28,6 +31,10 @@ PAGE_SIZE = 25
 @require_GET
 def task_list(request):
     filters = selectors.task_filters_clean(request.GET)
+    if request.htmx and _project_changed(request, filters):
+        # The filter menus are the chosen project's and htmx swaps the results only: a
+        # change of project loads the whole page, menus and all.
+        return HttpResponseClientRedirect(request.get_full_path())
     ignored = [
         k for k in selectors.TASK_FILTERS if request.GET.get(k, "").strip() and not filters[k]
     ]
@@ -54,6 +61,15 @@ def task_list(request):
         return render(request, "tasks/list.html#results", context)
     context["choices"] = selectors.filter_choices(user=request.user, project=filters["project"])
     return render(request, "tasks/list.html", context)
+
+
+def _project_changed(request, filters) -> bool:
+    """Whether an htmx request of the list asks for another project than the page shows
+    (htmx names the page in HX-Current-URL)."""
+    if not request.htmx.current_url:
+        return False
+    shown = parse_qs(urlsplit(request.htmx.current_url).query).get("project", [""])[0]
+    return selectors.task_filters_clean({"project": shown})["project"] != filters["project"]
 
 
 @login_required

@@ -55,17 +55,20 @@ def _environment_row(domain: str, fields: dict[str, Any], defaults: dict) -> _Ro
     """The environment row of a record's ``environment`` (its model's field names, foreign
     keys as instances), with the defaults of the fields it leaves out."""
     model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
-    related = {f.name: f.attname for f in model._meta.concrete_fields if f.is_relation}
+    related = {f.name: f for f in model._meta.concrete_fields if f.is_relation}
     unknown = set(fields) - set(defaults[domain]) - set(related)
     if unknown:
         raise TypeError(f"{model.__name__} has no field(s) {sorted(unknown)}")
     env = _Row(defaults[domain])
     env.update(fields)
-    for name, attname in related.items():
-        if name != "task":
-            instance = env.setdefault(name, None)
-            if instance is not None:
-                env[attname] = instance.pk
+    for name, field in related.items():
+        if name == "task":
+            continue
+        instance = env.get(name)
+        if instance is None and env[field.attname] is not None:  # given by id: the snapshot
+            instance = field.related_model.objects.get(pk=env[field.attname])  # reads it
+        env[name] = instance
+        env[field.attname] = instance.pk if instance is not None else None
     return env
 
 

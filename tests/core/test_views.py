@@ -92,6 +92,34 @@ def test_the_filter_menus_offer_the_chosen_projects_values_and_never_an_unseen_o
     assert unseen["tags"] == ["batch-a", "batch-b", "unused"]
 
 
+def test_changing_the_project_in_the_page_loads_the_whole_page_with_its_menus(
+    client, project, author
+):
+    """htmx swaps the results only, and the menus are the chosen project's: a change of
+    project (the page's address names another) is answered by a full load of the new list;
+    any other filter, or a page of the same project, keeps the quick swap."""
+    from ..factories import MembershipFactory, ProjectFactory
+
+    other = ProjectFactory(name="Other benchmark")
+    MembershipFactory(project=other, user=author)
+    TaskFactory(project=project, author=author)
+    client.force_login(author)
+    shown = f"http://testserver/?project={project.pk}"
+    htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": shown}
+
+    switched = client.get(reverse("task-list"), {"project": other.pk}, **htmx)
+    assert switched.status_code == 200
+    assert switched.headers["HX-Redirect"] == f"{reverse('task-list')}?project={other.pk}"
+    everything = client.get(reverse("task-list"), {"project": ""}, **htmx)
+    assert everything.headers["HX-Redirect"] == f"{reverse('task-list')}?project="
+
+    same = client.get(reverse("task-list"), {"project": project.pk, "q": "loans"}, **htmx)
+    assert "HX-Redirect" not in same.headers
+    assert same.content.decode().lstrip().startswith('<div id="results">')
+    full = client.get(reverse("task-list"), {"project": other.pk})  # what htmx then loads
+    assert "<html" in full.content.decode() and full.context["choices"]["databases"] == []
+
+
 def test_task_list_htmx_request_gets_only_the_results_fragment(client, project, author):
     TaskFactory(project=project, author=author, title="How many loans closed in the boom year?")
     TaskFactory(project=project, author=author, title="Which branch opened first?")

@@ -44,3 +44,36 @@ def test_a_search_is_kept_in_the_address_bar(page, live_server, demo):
     expect(rows.first).to_contain_text("loan")
     page.reload()
     expect(page.locator("#id_q")).to_have_value("loan")
+
+
+def test_choosing_another_project_shows_that_projects_filter_menus(page, live_server, demo):
+    """Issue 31: the author, database and tag menus are the chosen project's (read per
+    project, not over every task the user sees). htmx swaps only the results, so a change of
+    project loads the whole page: the menus follow, and the address bar keeps the choice."""
+    from django.contrib.auth import get_user_model
+
+    from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
+
+    demo_project = Project.objects.get(slug="demo")
+    other = Project.objects.create(name="Formula one", slug="formula-one")
+    author = get_user_model().objects.get(username="author")
+    Membership.objects.create(project=other, user=author, role="author")
+    task = Task.objects.create(
+        project=other, domain="sql", source="manual", source_id="f1/1", title="Fastest lap?",
+        original_spec={"question": "Fastest lap?", "evidence": ""},
+        blocked_spec={"question": "Fastest lap?", "evidence": ""},
+    )  # fmt: skip
+    SqlEnvironment.objects.create(task=task, db_id="formula_1")
+    login(page, live_server, "author", "author-demo")
+    page.goto(f"{live_server.url}/?project={demo_project.pk}")
+    resource = page.locator("select[name=resource]")
+    expect(resource.locator("option", has_text="retail_bank")).to_have_count(1)
+    expect(resource.locator("option", has_text="formula_1")).to_have_count(0)
+
+    page.select_option("select[name=project]", str(other.pk))
+
+    expect(page).to_have_url(f"{live_server.url}/?project={other.pk}", timeout=5000)
+    expect(resource.locator("option", has_text="formula_1")).to_have_count(1)
+    expect(resource.locator("option", has_text="retail_bank")).to_have_count(0)
+    expect(page.locator("#results tbody tr")).to_have_count(1)
+    expect(page.locator("select[name=project]")).to_have_value(str(other.pk))

@@ -230,3 +230,31 @@ def test_the_embedded_database_is_made_with_16_kib_pages_in_wal_mode(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["16384", "wal"]
+
+
+def test_a_database_given_by_id_is_in_revision_ones_snapshot(project, tmp_path):
+    """An environment's foreign key given as ``database_id`` rather than an instance: the
+    row and revision 1's snapshot name the same database (its sha256)."""
+    from exchange.importers.common import database_store
+
+    database = database_store(
+        db_id="library", source=DATABASES / "library" / "library.sqlite", descriptions={}
+    )
+    (pk,) = task_create_many(
+        project=project,
+        records=[
+            {
+                "domain": "sql",
+                "source": "bird",
+                "source_id": "library/by-id",
+                "title": "By id",
+                "original_spec": {"question": "How many?", "evidence": ""},
+                "environment": {"db_id": "library", "database_id": database.pk},
+            }
+        ],
+    )
+    task = Task.objects.get(pk=pk)
+    assert task.sql_environment.database == database
+    snapshot = task.revisions.get().snapshot
+    assert snapshot["environment"]["database_sha256"] == database.sha256
+    assert snapshot == task_snapshot(task)
