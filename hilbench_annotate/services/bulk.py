@@ -10,7 +10,7 @@ questions when there are any.
 import json
 import operator
 from collections.abc import Callable, Iterable
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import orjson
@@ -51,23 +51,31 @@ def _defaults(model) -> dict[str, Any]:
     return {f.attname: f.get_default() for f in model._meta.concrete_fields if not f.primary_key}
 
 
+@cache
+def _environment_fields(model) -> tuple[frozenset[str], tuple]:
+    """The names a record's ``environment`` may use for ``model`` (attribute names, and
+    foreign keys by name), and its foreign keys but the task: read once per model."""
+    relations = [f for f in model._meta.concrete_fields if f.is_relation]
+    columns = {f.attname for f in model._meta.concrete_fields if not f.primary_key}
+    names = columns | {f.name for f in relations}
+    return frozenset(names), tuple(f for f in relations if f.name != "task")
+
+
 def _environment_row(domain: str, fields: dict[str, Any], defaults: dict) -> _Row:
     """The environment row of a record's ``environment`` (its model's field names, foreign
     keys as instances), with the defaults of the fields it leaves out."""
     model = SqlEnvironment if domain == Domain.SQL else SweEnvironment
-    related = {f.name: f for f in model._meta.concrete_fields if f.is_relation}
-    unknown = set(fields) - set(defaults[domain]) - set(related)
+    accepted, foreign_keys = _environment_fields(model)
+    unknown = set(fields) - accepted
     if unknown:
         raise TypeError(f"{model.__name__} has no field(s) {sorted(unknown)}")
     env = _Row(defaults[domain])
     env.update(fields)
-    for name, field in related.items():
-        if name == "task":
-            continue
-        instance = env.get(name)
+    for field in foreign_keys:
+        instance = env.get(field.name)
         if instance is None and env[field.attname] is not None:  # given by id: the snapshot
             instance = field.related_model.objects.get(pk=env[field.attname])  # reads it
-        env[name] = instance
+        env[field.name] = instance
         env[field.attname] = instance.pk if instance is not None else None
     return env
 
