@@ -16,11 +16,14 @@ extracted alone (``tar -xzf bundle.tar.gz sql_3``) has every file — but for a 
 several tasks share (``CROSS_TASK_LINK_BYTES`` and more: a database that ten thousand
 questions ask, which would otherwise be copied ten thousand times), whose later names link to
 its first copy in the bundle; ``manifest.json`` lists those (``linked_across_tasks``).
-Inside a chunk links are decided as the chunk is written. A content other chunks may carry
-too — a file from disk (a database, a repository stream) or one that two tasks of the chunk
-share (the sidecars' sources) — is a *shared* entry: the chunk leaves its place open and
-compresses the content once into ``blobs/<sha256>.gz``; :func:`assemble` copies those
-compressed bytes at its first name in each task folder and writes a link everywhere else.
+Links are decided as the chunk is written (a task folder is never split between chunks). A
+content other chunks may carry too — a file from disk (a database, a repository stream) or
+one that two tasks of the chunk share (the sidecars' sources) — is compressed once into
+``blobs/<sha256>.gz``, and the chunk copies those compressed bytes at its first name in each
+task folder (a gzip member of its own in the chunk's data). Only a content of
+``CROSS_TASK_LINK_BYTES`` or more is left open, a *shared* entry: :func:`assemble` copies it
+at its first name in the bundle and writes a link everywhere else. So the workers do the
+copying in parallel, and the last step copies each chunk's data whole.
 A link may lead to a link that leads to the content (``tar`` and ``tarfile`` extract those in
 order; the importer checks the chain).
 """
@@ -177,9 +180,10 @@ class ChunkRecord:
     """What a written chunk hands to :func:`assemble` (stored as JSON beside its data).
 
     ``items``: ``["data", offset, length, raw]`` — compressed bytes of the chunk's data
-    file to copy, ``raw`` bytes once inflated — or ``["shared", name, sha, size]``: a shared
-    entry's open place. ``manifest``: the chunk's ``"name": "sha"`` lines, compressed
-    (``manifest_raw`` bytes inflated), at ``manifest_at`` in the data file.
+    file to copy, ``raw`` bytes once inflated — or ``["shared", name, sha, size]``: the open
+    place of a content of ``CROSS_TASK_LINK_BYTES`` or more. ``manifest``: the chunk's
+    ``"name": "sha"`` lines, compressed (``manifest_raw`` bytes inflated), at ``manifest_at``
+    in the data file.
     """
 
     data: str
@@ -210,7 +214,7 @@ class ChunkSpool:
         self._compressor = None
         self._raw = 0
         self._segment_start = 0
-        self._blobs: set[str] = set()  # the blobs this chunk made sure of
+        self._blobs: dict[str, bytes | None] = {}  # sha -> the blob's bytes, once read
         self._hashed: dict[int, tuple[bytes, str]] = {}
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
@@ -231,7 +235,15 @@ class ChunkSpool:
     def _blob(self, entry: Entry) -> None:
         if entry.sha not in self._blobs:
             _blob(self.blobs, entry)
-            self._blobs.add(entry.sha)
+            self._blobs[entry.sha] = None
+
+    def _blob_bytes(self, sha: str) -> bytes:
+        """A blob's compressed bytes, read once by the chunk (a small content: the sidecars'
+        sources, a database under ``CROSS_TASK_LINK_BYTES``)."""
+        data = self._blobs.get(sha)
+        if data is None:
+            data = self._blobs[sha] = (self.blobs / f"{sha}.gz").read_bytes()
+        return data
 
     def write(self, tasks: Iterable[list[Entry]]) -> ChunkRecord:
         """``tasks``: each task's entries (from :meth:`entry`) in the order they go in the
@@ -266,9 +278,16 @@ class ChunkSpool:
         if entry.size:
             first[key] = entry.name
         if entry.sha in shared and entry.size:
-            self._end_segment()
-            self.record.items.append(["shared", entry.name, entry.sha, entry.size])
             self._blob(entry)
+            if entry.size >= CROSS_TASK_LINK_BYTES:
+                self._end_segment()
+                self.record.items.append(["shared", entry.name, entry.sha, entry.size])
+                return
+            self._member(tar_header(entry.name, entry.size))
+            self._end_segment()
+            at = self._out.tell()
+            self._out.write(self._blob_bytes(entry.sha))
+            self._data(at, self._out.tell() - at, entry.size + len(padding(entry.size)))
             return
         # A file from disk is always shared but when it is empty: then it has no bytes.
         data = b"" if isinstance(entry.content, Path) else entry.content
@@ -287,8 +306,18 @@ class ChunkSpool:
             return
         self._out.write(self._compressor.flush())
         length = self._out.tell() - self._segment_start
-        self.record.items.append(["data", self._segment_start, length, self._raw])
+        self._data(self._segment_start, length, self._raw)
         self._compressor = None
+
+    def _data(self, offset: int, length: int, raw: int) -> None:
+        """Compressed bytes of the data file to copy: one item with the data just before."""
+        items = self.record.items
+        last = items[-1] if items else None
+        if last and last[0] == "data" and last[1] + last[2] == offset:
+            last[2] += length
+            last[3] += raw
+        else:
+            items.append(["data", offset, length, raw])
 
 
 def _folder(name: str) -> str:

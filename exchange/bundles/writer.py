@@ -265,7 +265,9 @@ def chunk_write(
             written.append([entries[n] for n in sorted(entries)])
             shutil.rmtree(own, ignore_errors=True)
             entry = _entry(task, folder, revisions[task.pk], validated, reason, runs)
-            entry["allow_internet"] = _internet(files)
+            entry["allow_internet"] = (
+                _internet(files) if task.release_files.exists() else files.allow_internet
+            )
             incomplete = _incomplete(files)
             if incomplete:
                 entry["incomplete"] = incomplete
@@ -283,8 +285,8 @@ def _incomplete(files: TaskFiles) -> list[str]:
 
 
 def _internet(files: TaskFiles) -> bool:
-    """What the task's ``task.toml`` says of the internet: the lead's choice for a task the
-    app writes, the release's own (true) for a release task, whose files are kept as shipped."""
+    """What a release task's ``task.toml`` says of the internet (true in the release: its
+    files are kept as shipped); a task the app writes has the lead's choice."""
     toml = files.entries.get(f"{files.folder}/baseline/task.toml")
     if not isinstance(toml, bytes):
         return files.allow_internet

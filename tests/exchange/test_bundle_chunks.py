@@ -81,7 +81,11 @@ def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(
     whole = _export(project, tasks, tmp_path / "whole.tar.gz")
     settings.EXPORT_CHUNK_SIZE = 2
     chunked = _export(project, tasks, tmp_path / "chunked.tar.gz")
-    assert ExportChunk.objects.filter(export=chunked, phase="write").count() == 3
+    written = ExportChunk.objects.filter(export=chunked, phase="write")
+    assert written.count() == 3
+    # Each worker copies the contents its tasks share (the sidecars' sources, the database)
+    # into its own chunk: the assembly has one run of compressed bytes to copy per chunk.
+    assert [[i[0] for i in c.result["record"]["items"]] for c in written] == [["data"]] * 3
 
     assert _files(tmp_path / "whole.tar.gz") == _files(tmp_path / "chunked.tar.gz")
     assert chunked.report["files"] == whole.report["files"]
@@ -139,7 +143,9 @@ def test_a_large_file_many_tasks_share_is_stored_once_and_the_manifest_says_wher
     database = SqlEnvironment.objects.get(task=tasks[0]).database.path.read_bytes()
     monkeypatch.setattr(tarstream, "CROSS_TASK_LINK_BYTES", len(database))
     settings.EXPORT_CHUNK_SIZE = 2
-    _export(project, tasks, tmp_path / "b.tar.gz")
+    job = _export(project, tasks, tmp_path / "b.tar.gz")
+    items = [i for c in job.chunks.filter(phase="write") for i in c.result["record"]["items"]]
+    assert {i[3] for i in items if i[0] == "shared"} == {len(database)}  # left to the assembly
     with tarfile.open(tmp_path / "b.tar.gz") as tf:
         copies = [m.name for m in tf if m.isfile() and tf.extractfile(m).read() == database]
         manifest = json.loads(tf.extractfile(layout.MANIFEST).read())
