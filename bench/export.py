@@ -1,6 +1,6 @@
 """Bundle export time, size and memory for growing numbers of SQL tasks, in one process.
 
-    .venv/bin/python bench/export.py [--tasks 100,1000,10000] [--validated] [--profile]
+    .venv/bin/python bench/export.py [--tasks 100,1000,10000] [--validated] [--profile] [--bird]
 
 Seeds the largest count of SQL tasks on the demo's retail-bank database (each with three
 blockers of three trigger questions, description CSVs, business info and a golden output;
@@ -22,6 +22,9 @@ Python's allocation peak (tracemalloc, on a third run) and the process's peak RS
 writing keeps memory flat as N grows. ``--profile``: the largest export again under cProfile,
 its top entries. A last line shows what an oracle run costs when tasks do not share their
 ground truth (each of ``--distinct`` tasks runs its own, in the sandbox).
+
+``--bird``: the tasks are BIRD questions imported on one database instead (bench/import.py's
+records, as bench/vs_label_studio.py exports them: no blockers, one ground truth).
 
 Tasks are exported as a draft bundle (the gates are still computed and written to each
 validation.json) unless ``--validated``, which marks them approved with a passed validation
@@ -54,11 +57,14 @@ def main() -> None:
     parser.add_argument("--validated", action="store_true", help="approved tasks, no draft")
     parser.add_argument("--profile", action="store_true", help="profile the largest export")
     parser.add_argument("--distinct", type=int, default=20, help="tasks of their own oracle")
+    parser.add_argument(
+        "--bird", action="store_true", help="imported BIRD questions (vs_label_studio's tasks)"
+    )
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.tasks.split(","))
 
     fresh_database()
-    project, lead, task_ids = seed(max(counts))
+    project, lead, task_ids = (seed_bird if args.bird else seed)(max(counts))
     draft = not args.validated
     print(f"{len(task_ids)} SQL tasks seeded; exporting {'draft' if draft else 'validated'}")
     if args.validated:
@@ -180,6 +186,31 @@ def seed(count: int):
     )
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     return project, lead, ids
+
+
+def seed_bird(count: int):
+    """``count`` BIRD questions on one database, imported (no blockers, descriptions CSVs
+    but no business information): the tasks bench/vs_label_studio.py exports."""
+    import importlib
+
+    from django.contrib.auth import get_user_model
+
+    from exchange.importers import import_bird
+    from hilbench_annotate.models import Membership, Project, Task
+    from hilbench_annotate.vocabulary import Role
+
+    questions = Path(tempfile.mkdtemp(dir=ROOT / "var" / "bench")) / "questions.json"
+    bench_import = importlib.import_module("import")  # bench/import.py
+    bench_import.write_questions(questions, count)
+    lead, _ = get_user_model().objects.get_or_create(username="bench-lead")
+    project = Project.objects.create(name="Bench export", slug="bench-export")
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    import_bird(project=project, questions=questions, databases=bench_import.DATABASES)
+    return (
+        project,
+        lead,
+        list(Task.objects.filter(project=project).order_by("pk").values_list("pk", flat=True)),
+    )
 
 
 def approve(task_ids) -> None:

@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--chunk", type=int, default=500, help="EXPORT_CHUNK_SIZE")
     parser.add_argument("--rounds", type=int, default=1, help="exports per worker count")
+    parser.add_argument("--bird", action="store_true", help="imported BIRD questions instead")
     args = parser.parse_args()
     os.environ["HILBENCH_EXPORT_CHUNK_SIZE"] = str(args.chunk)
     fresh_database(drop_broker=True)
@@ -44,7 +45,7 @@ def main() -> None:
     from django.conf import settings
 
     settings.EXPORT_CHUNK_SIZE = args.chunk
-    project, lead, task_ids = single.seed(args.tasks)
+    project, lead, task_ids = (single.seed_bird if args.bird else single.seed)(args.tasks)
     out_dir = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=ROOT / "var" / "bench"))
     seconds, job = single.export(project, lead, task_ids, out_dir, draft=True)
     print(

@@ -18,9 +18,11 @@ questions ask, which would otherwise be copied ten thousand times), whose later 
 its first copy in the bundle; ``manifest.json`` lists those (``linked_across_tasks``).
 Links are decided as the chunk is written (a task folder is never split between chunks). A
 content other chunks may carry too — a file from disk (a database, a repository stream) or
-one that two tasks of the chunk share (the sidecars' sources) — is compressed once into
-``blobs/<sha256>.gz``, and the chunk copies those compressed bytes at its first name in each
-task folder (a gzip member of its own in the chunk's data). Only a content of
+one of ``INLINE_BYTES`` or more that two tasks of the chunk share (the larger sidecars'
+sources) — is compressed once into ``blobs/<sha256>.gz``, and the chunk copies those
+compressed bytes at its first name in each task folder (a gzip member of its own in the
+chunk's data); a smaller content is compressed with the files around it, cheaper than ending
+a gzip member for it (and smaller). Only a content of
 ``CROSS_TASK_LINK_BYTES`` or more is left open, a *shared* entry: :func:`assemble` copies it
 at its first name in the bundle and writes a link everywhere else. So the workers do the
 copying in parallel, and the last step copies each chunk's data whole.
@@ -47,6 +49,10 @@ from .layout import FILE_MODE, MANIFEST, TAR_MTIME
 CHUNK = 1 << 20
 # A content this large that several task folders carry is stored once in the bundle.
 CROSS_TASK_LINK_BYTES = 64 << 20
+# A content in memory several tasks share is compressed once and copied from this size up:
+# below it, compressing it again (ISA-L: about 1.6 µs a KiB) costs less than the gzip member
+# a copy needs (about 7 µs to end one and start the next).
+INLINE_BYTES = 8 << 10
 BLOCK = 512
 RECORD = 20 * BLOCK  # tar pads the end of an archive to whole records
 # ISA-L's level 1: 3-5 times the speed of zlib's default level, a few percent larger.
@@ -165,7 +171,7 @@ def gzip_member(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One file of the bundle: its name, its content (bytes, or a file on disk) and sha256."""
 
@@ -212,19 +218,27 @@ class ChunkSpool:
         self.record = ChunkRecord(data=self.path.name)
         self._out = None
         self._compressor = None
-        self._raw = 0
-        self._segment_start = 0
+        self._pending: list[bytes] = []  # raw bytes of the segment not yet compressed
+        self._raw = 0  # raw bytes of the segment
+        self._compressed = 0  # of which given to the compressor
+        self._at = 0  # bytes written to the data file
         self._blobs: dict[str, bytes | None] = {}  # sha -> the blob's bytes, once read
         self._hashed: dict[int, tuple[bytes, str]] = {}
+        self._files: dict[str, tuple[str, int]] = {}  # a file from disk -> its sha256, size
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
         now, so the caller may delete it (a repository stream in a scratch folder)."""
         if isinstance(content, Path):
-            entry = Entry(name, content, file_sha256_cached(content), content.stat().st_size)
-            if entry.size:
-                self._blob(entry)
-            return entry
+            # A file the chunk's tasks share (their database) is looked at once a chunk.
+            known = self._files.get(str(content))
+            if known is None:
+                entry = Entry(name, content, file_sha256_cached(content), content.stat().st_size)
+                if entry.size:
+                    self._blob(entry)
+                self._files[str(content)] = (entry.sha, entry.size)
+                return entry
+            return Entry(name, content, *known)
         # The sidecars' sources are the same bytes object in every task: hashed once. The
         # memo holds the object, so its id cannot be another's while the chunk lasts.
         seen = self._hashed.get(id(content))
@@ -261,7 +275,7 @@ class ChunkSpool:
             self._end_segment()
             text = b",\n    ".join(lines)
             manifest = gzip_member(text)
-            self.record.manifest_at = self._out.tell()
+            self.record.manifest_at = self._at
             self.record.manifest_length = len(manifest)
             self.record.manifest_raw = len(text)
             self._out.write(manifest)
@@ -285,29 +299,46 @@ class ChunkSpool:
                 return
             self._member(tar_header(entry.name, entry.size))
             self._end_segment()
-            at = self._out.tell()
-            self._out.write(self._blob_bytes(entry.sha))
-            self._data(at, self._out.tell() - at, entry.size + len(padding(entry.size)))
+            at = self._at
+            self._write(self._blob_bytes(entry.sha))
+            self._data(at, self._at - at, entry.size + len(padding(entry.size)))
             return
         # A file from disk is always shared but when it is empty: then it has no bytes.
         data = b"" if isinstance(entry.content, Path) else entry.content
         self._member(tar_header(entry.name, entry.size) + data + padding(entry.size))
 
     def _member(self, data: bytes) -> None:
+        """Raw bytes of the current segment: gathered, compressed together at its end (or
+        when a megabyte has gathered)."""
+        self._pending.append(data)
+        self._raw += len(data)
+        if self._raw - self._compressed > CHUNK:
+            self._compress()
+
+    def _compress(self) -> None:
         if self._compressor is None:
             self._compressor = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
-            self._segment_start = self._out.tell()
-            self._raw = 0
-        self._out.write(self._compressor.compress(data))
-        self._raw += len(data)
+        self._write(self._compressor.compress(b"".join(self._pending)))
+        self._pending = []
+        self._compressed = self._raw
 
     def _end_segment(self) -> None:
-        if self._compressor is None:
+        if not self._raw:
             return
-        self._out.write(self._compressor.flush())
-        length = self._out.tell() - self._segment_start
-        self._data(self._segment_start, length, self._raw)
-        self._compressor = None
+        start = self._at
+        if self._compressor is None:  # all of it gathered: one member at once
+            self._write(gzip_member(b"".join(self._pending)))
+            self._pending = []
+        else:
+            self._compress()
+            self._write(self._compressor.flush())
+            self._compressor = None
+        self._data(start, self._at - start, self._raw)
+        self._raw = self._compressed = 0
+
+    def _write(self, data: bytes) -> None:
+        self._out.write(data)
+        self._at += len(data)
 
     def _data(self, offset: int, length: int, raw: int) -> None:
         """Compressed bytes of the data file to copy: one item with the data just before."""
@@ -325,12 +356,15 @@ def _folder(name: str) -> str:
 
 
 def _shared_shas(tasks: list[list[Entry]]) -> set[str]:
-    """Contents other chunks may carry too: files from disk, and contents of two tasks."""
+    """Contents copied from their blob: files from disk, and contents of ``INLINE_BYTES`` or
+    more that two tasks carry."""
     owners: dict[str, int] = {}
     shared: set[str] = set()
     for number, entries in enumerate(tasks):
         for entry in entries:
-            if isinstance(entry.content, Path) or owners.setdefault(entry.sha, number) != number:
+            if isinstance(entry.content, Path) or (
+                entry.size >= INLINE_BYTES and owners.setdefault(entry.sha, number) != number
+            ):
                 shared.add(entry.sha)
     return shared
 

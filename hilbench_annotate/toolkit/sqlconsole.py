@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import marshal
+import os
 import signal
 import sqlite3
 import subprocess
@@ -498,12 +499,26 @@ def read_schema(db_path: Path) -> list[TableInfo]:
         conn.close()
 
 
+_SCHEMAS: dict[tuple, dict[str, frozenset[str]]] = {}
+
+
 def schema_columns(db_path: Path) -> dict[str, set[str]]:
-    """``{table: {column}}``, all lower case, for lint checks that match names like SQLite."""
-    return {
-        table.name.lower(): {column.name.lower() for column in table.columns}
-        for table in read_schema(db_path)
-    }
+    """``{table: {column}}``, all lower case, for lint checks that match names like SQLite.
+
+    Read once per process for the file as it is on disk (path, inode, size, modification
+    time): ten thousand questions on one database are linted against one reading of it."""
+    stat = os.stat(db_path)
+    key = (str(db_path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        schema = {
+            table.name.lower(): frozenset(column.name.lower() for column in table.columns)
+            for table in read_schema(db_path)
+        }
+        if len(_SCHEMAS) >= 256:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = schema
+    return {table: set(columns) for table, columns in schema.items()}
 
 
 def sample_rows(db_path: Path, table: str, *, limit: int = 5) -> QueryResult:

@@ -477,3 +477,21 @@ def test_edit_script_may_manage_its_own_transaction(db, cache_dir):
     script = "BEGIN; CREATE TABLE codes (c); INSERT INTO codes VALUES (1), (2); COMMIT;"
     edited = edited_database(source=db, edit_script=script, cache_dir=cache_dir)
     assert run_select(edited, "SELECT count(*) FROM codes").rows == [(2,)]
+
+
+def test_schema_columns_are_read_once_for_a_file_as_it_is_on_disk(db, monkeypatch):
+    from hilbench_annotate.toolkit import sqlconsole
+
+    reads = []
+    real = sqlconsole.read_schema
+    monkeypatch.setattr(sqlconsole, "read_schema", lambda path: reads.append(path) or real(path))
+    first = schema_columns(db)
+    first["orders"].add("changed by the caller")
+    assert "changed by the caller" not in schema_columns(db)["orders"]
+    assert len(reads) == 1
+    # The file changed on disk: read again.
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE added (id INTEGER)")
+    conn.close()
+    assert "added" in schema_columns(db)
+    assert len(reads) == 2
