@@ -38,7 +38,7 @@ from evaluation.selectors import task_selections
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services.tasks import task_snapshots
-from hilbench_annotate.toolkit.iteration import batched
+from hilbench_annotate.toolkit.iteration import batched, fewer_collections
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout, release_runtime
@@ -185,6 +185,7 @@ class _Chunk:
 # --- 2. check --------------------------------------------------------------------------------
 
 
+@fewer_collections()
 def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dict]:
     """For a bundle that is not a draft: each task's gates, oracle runs and whether it is
     written (``write``) or left out (``reason``). Keys are task ids as text (JSON)."""
@@ -212,6 +213,7 @@ def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dic
 # --- 3. write --------------------------------------------------------------------------------
 
 
+@fewer_collections()
 def chunk_write(
     *,
     work: Path,

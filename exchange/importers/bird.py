@@ -8,6 +8,7 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project, SqlDatabase, Task
 from hilbench_annotate.services import task_create_many
 from hilbench_annotate.toolkit.archives import safe_name
+from hilbench_annotate.toolkit.iteration import fewer_collections
 from hilbench_annotate.toolkit.sqlsyntax import SqlTooComplex, check_sql_limits
 from hilbench_annotate.vocabulary import Domain, TaskSource
 
@@ -289,6 +290,7 @@ def _new_task_records(
         )
 
 
+@fewer_collections()
 def import_bird(
     *,
     project: Project,

@@ -16,6 +16,7 @@ from hilbench_annotate.repositories import (
 )
 from hilbench_annotate.services import task_create_many
 from hilbench_annotate.spec import swe_title
+from hilbench_annotate.toolkit.iteration import fewer_collections
 from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskSource
 from validators.requirements import requirements_at
@@ -304,6 +305,7 @@ def _create_tasks(
     return report
 
 
+@fewer_collections()
 def import_swebench(
     *,
     project: Project,

@@ -223,3 +223,15 @@ def test_two_real_workers_write_the_chunks_of_one_export(settings, tmp_path, wor
     chunks = ExportChunk.objects.filter(export=job)
     assert sorted(chunks.values_list("phase", flat=True)) == ["assemble"] + ["write"] * 3
     assert set(chunks.values_list("status", flat=True)) == {"succeeded"}
+
+
+def test_an_export_chunk_is_written_with_fewer_collections(monkeypatch):
+    import gc
+
+    from exchange.bundles import writer
+
+    seen = []
+    monkeypatch.setattr(writer, "_Chunk", lambda ids: seen.append(gc.get_threshold()[0]) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        writer.chunk_write(work=None, name="c", folders=[], options=None)
+    assert seen and seen[0] >= 40_000

@@ -1,0 +1,30 @@
+import gc
+
+import pytest
+
+from hilbench_annotate.toolkit.iteration import batched, fewer_collections
+
+
+def test_batched_reads_lazily_in_lists_of_the_size():
+    assert list(batched(iter(range(7)), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(batched([], 3)) == []
+
+
+def test_fewer_collections_raises_the_youngest_threshold_and_puts_it_back():
+    before = gc.get_threshold()
+    with fewer_collections(40_000):
+        assert gc.get_threshold() == (40_000, *before[1:])
+    assert gc.get_threshold() == before
+    with pytest.raises(ValueError), fewer_collections(40_000):
+        raise ValueError("the block failed")
+    assert gc.get_threshold() == before
+
+
+def test_fewer_collections_never_lowers_a_higher_threshold():
+    before = gc.get_threshold()
+    gc.set_threshold(90_000, *before[1:])
+    try:
+        with fewer_collections(40_000):
+            assert gc.get_threshold()[0] == 90_000
+    finally:
+        gc.set_threshold(*before)
