@@ -23,7 +23,8 @@ COPY templates ./templates
 COPY static ./static
 COPY docs ./docs
 COPY manage.py ./
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir . \
+    && python -m compileall -q hilbench_annotate authoring review validators judge evaluation exchange manage.py
 
 RUN useradd --system --home /var/lib/hilbench --create-home hilbench \
     && mkdir -p /var/lib/hilbench && chown -R hilbench /var/lib/hilbench
