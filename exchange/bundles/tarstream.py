@@ -222,6 +222,7 @@ class ChunkSpool:
         self._raw = 0  # raw bytes of the segment
         self._compressed = 0  # of which given to the compressor
         self._at = 0  # bytes written to the data file
+        self._segment_start = 0  # where the segment's compressed bytes begin in it
         self._blobs: dict[str, bytes | None] = {}  # sha -> the blob's bytes, once read
         self._hashed: dict[int, tuple[bytes, str]] = {}
         self._files: dict[str, tuple[str, int]] = {}  # a file from disk -> its sha256, size
@@ -251,13 +252,22 @@ class ChunkSpool:
             _blob(self.blobs, entry)
             self._blobs[entry.sha] = None
 
-    def _blob_bytes(self, sha: str) -> bytes:
-        """A blob's compressed bytes, read once by the chunk (a small content: the sidecars'
-        sources, a database under ``CROSS_TASK_LINK_BYTES``)."""
+    def _copy_blob(self, sha: str) -> None:
+        """A blob's compressed bytes into the chunk's data. One of up to ``CHUNK`` bytes (the
+        sidecars' larger sources, a small database) is read once by the chunk and kept; a
+        larger one (a repository stream) is copied in reads of ``CHUNK``, never held."""
         data = self._blobs.get(sha)
-        if data is None:
-            data = self._blobs[sha] = (self.blobs / f"{sha}.gz").read_bytes()
-        return data
+        if data is not None:
+            self._write(data)
+            return
+        path = self.blobs / f"{sha}.gz"
+        if path.stat().st_size <= CHUNK:
+            data = self._blobs[sha] = path.read_bytes()
+            self._write(data)
+            return
+        with open(path, "rb") as source:
+            while data := source.read(CHUNK):
+                self._write(data)
 
     def write(self, tasks: Iterable[list[Entry]]) -> ChunkRecord:
         """``tasks``: each task's entries (from :meth:`entry`) in the order they go in the
@@ -300,7 +310,7 @@ class ChunkSpool:
             self._member(tar_header(entry.name, entry.size))
             self._end_segment()
             at = self._at
-            self._write(self._blob_bytes(entry.sha))
+            self._copy_blob(entry.sha)
             self._data(at, self._at - at, entry.size + len(padding(entry.size)))
             return
         # A file from disk is always shared but when it is empty: then it has no bytes.
@@ -310,6 +320,8 @@ class ChunkSpool:
     def _member(self, data: bytes) -> None:
         """Raw bytes of the current segment: gathered, compressed together at its end (or
         when a megabyte has gathered)."""
+        if not self._raw:
+            self._segment_start = self._at
         self._pending.append(data)
         self._raw += len(data)
         if self._raw - self._compressed > CHUNK:
@@ -325,7 +337,7 @@ class ChunkSpool:
     def _end_segment(self) -> None:
         if not self._raw:
             return
-        start = self._at
+        start = self._segment_start  # a long segment has had some of it written already
         if self._compressor is None:  # all of it gathered: one member at once
             self._write(gzip_member(b"".join(self._pending)))
             self._pending = []

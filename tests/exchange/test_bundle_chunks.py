@@ -235,3 +235,42 @@ def test_an_export_chunk_is_written_with_fewer_collections(monkeypatch):
     with pytest.raises(ZeroDivisionError):
         writer.chunk_write(work=None, name="c", folders=[], options=None)
     assert seen and seen[0] >= 40_000
+
+
+def test_long_segments_and_large_files_from_disk_assemble_into_a_readable_bundle(tmp_path):
+    """A chunk whose raw bytes pass a megabyte between two copied blobs is compressed in
+    several steps (its record must still start where its first bytes are), and a file from
+    disk larger than a read is copied into the chunk in reads: both come back byte for byte."""
+    import os
+    import random
+
+    from exchange.bundles.tarstream import CHUNK, ChunkSpool, assemble
+
+    rng = random.Random(5)
+    stream = tmp_path / "repository.fast-export"
+    stream.write_bytes(os.urandom(3 * CHUNK))  # random: its blob is larger than one read
+    work = tmp_path / "work"
+    expected: dict[str, bytes] = {}
+    records = []
+    for number in range(2):
+        spool = ChunkSpool(work, f"chunk-{number}")
+        tasks = []
+        for t in range(2):
+            folder = f"swe_{number * 2 + t}"
+            entries = []
+            for f in range(5):  # 5 x 300 kB of its own: one segment past a megabyte
+                content = rng.randbytes(300_000)
+                entries.append(spool.entry(f"{folder}/data/{f}.bin", content))
+                expected[f"{folder}/data/{f}.bin"] = content
+            entries.append(spool.entry(f"{folder}/shared/repository.fast-export", stream))
+            expected[f"{folder}/shared/repository.fast-export"] = stream.read_bytes()
+            entries.append(spool.entry(f"{folder}/tail.txt", b"after the stream"))
+            expected[f"{folder}/tail.txt"] = b"after the stream"
+            tasks.append(entries)
+        records.append(spool.write(tasks))
+    assert [[i[0] for i in r.items] for r in records] == [["data"]] * 2
+    out = tmp_path / "bundle.tar.gz"
+    assemble(out, work, records, {"draft": True})
+    with tarfile.open(out) as tf:
+        got = {m.name: tf.extractfile(m).read() for m in tf if m.isfile()}
+    assert {n: v for n, v in got.items() if n != layout.MANIFEST} == expected
