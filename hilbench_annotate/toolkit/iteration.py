@@ -3,6 +3,7 @@ fewer runs of the cyclic garbage collector."""
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TypeVar
@@ -23,14 +24,27 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
 BULK_GC_THRESHOLD = 50_000
 
 
+_lock = threading.Lock()
+_inside = 0  # blocks running now, in any thread
+_restore: tuple[int, ...] = ()
+
+
 @contextlib.contextmanager
 def fewer_collections(threshold: int = BULK_GC_THRESHOLD) -> Iterator[None]:
     """Within the block the collector's youngest generation is examined every ``threshold``
-    allocations (not 700); the thresholds are put back after. Reference counting still frees
-    everything that is not in a cycle at once: a 13% faster export chunk, same memory."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(threshold, before[0]), *before[1:])
+    allocations (not 700); the thresholds are put back when the last such block, in any
+    thread, ends. Reference counting still frees everything that is not in a cycle at once:
+    a 13% faster export chunk, same memory."""
+    global _inside, _restore
+    with _lock:
+        if not _inside:
+            _restore = gc.get_threshold()
+            gc.set_threshold(max(threshold, _restore[0]), *_restore[1:])
+        _inside += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _lock:
+            _inside -= 1
+            if not _inside:
+                gc.set_threshold(*_restore)

@@ -28,3 +28,24 @@ def test_fewer_collections_never_lowers_a_higher_threshold():
             assert gc.get_threshold()[0] == 90_000
     finally:
         gc.set_threshold(*before)
+
+
+def test_overlapping_blocks_in_two_threads_put_the_thresholds_back_once_both_end():
+    import threading
+
+    before = gc.get_threshold()
+    first_in, leave_first = threading.Event(), threading.Event()
+
+    def first():
+        with fewer_collections(40_000):
+            first_in.set()
+            leave_first.wait(5)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    first_in.wait(5)
+    with fewer_collections(40_000):
+        leave_first.set()  # the first block ends while this one runs …
+        thread.join(5)
+        assert gc.get_threshold()[0] == 40_000
+    assert gc.get_threshold() == before  # … and the last to end puts them back
