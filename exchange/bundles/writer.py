@@ -267,9 +267,7 @@ def chunk_write(
             written.append([entries[n] for n in sorted(entries)])
             shutil.rmtree(own, ignore_errors=True)
             entry = _entry(task, folder, revisions[task.pk], validated, reason, runs)
-            entry["allow_internet"] = (
-                _internet(files) if task.release_files.exists() else files.allow_internet
-            )
+            entry["allow_internet"] = _internet(files)
             incomplete = _incomplete(files)
             if incomplete:
                 entry["incomplete"] = incomplete
@@ -288,7 +286,9 @@ def _incomplete(files: TaskFiles) -> list[str]:
 
 def _internet(files: TaskFiles) -> bool:
     """What a release task's ``task.toml`` says of the internet (true in the release: its
-    files are kept as shipped); a task the app writes has the lead's choice."""
+    files are kept as shipped); a task the app writes has the lead's choice, not read back."""
+    if f"{files.folder}/{release_runtime.GENERATED}" not in files.entries:  # not a release's
+        return files.allow_internet
     toml = files.entries.get(f"{files.folder}/baseline/task.toml")
     if not isinstance(toml, bytes):
         return files.allow_internet
