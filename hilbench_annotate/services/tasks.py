@@ -203,10 +203,18 @@ def environment_update(*, task: Task, changes: dict[str, Any]) -> list[str]:
     return changed
 
 
+# Each domain's section names, and the values a task's domain may take: read for every
+# record of an import.
+_SECTION_KEYS = {domain: frozenset(key for key, _ in sections_for(domain)) for domain in Domain}
+_DOMAINS = frozenset(Domain.values)
+
+
 def _check_spec(domain: str, spec: dict[str, Any], field: str) -> dict[str, str]:
     if not isinstance(spec, dict):
         raise DomainError(f"{field} must be an object of section name to text.")
-    allowed = {key for key, _ in sections_for(domain)}
+    allowed = _SECTION_KEYS[domain]
+    if spec.keys() == allowed and all(isinstance(value, str) for value in spec.values()):
+        return dict(spec)  # every section given, as text: nothing to fill in or refuse
     unknown = set(spec) - allowed
     if unknown:
         raise DomainError(
@@ -234,7 +242,7 @@ def _task_values(
     blocker_count: int = 0,
 ) -> dict[str, Any]:
     """The task row ``task_create`` saves, checked, as attribute name to value (no query)."""
-    if domain not in Domain.values:
+    if domain not in _DOMAINS:
         raise DomainError(f"Unknown domain {domain!r}; expected one of {Domain.values}.")
     original = _check_spec(domain, original_spec, "original_spec")
     blocked = _check_spec(

@@ -17,8 +17,8 @@ from ..conftest import FIXTURES
 pytestmark = pytest.mark.django_db
 
 DATABASES = FIXTURES / "bird" / "dev_databases"
-# A chunk of BIRD tasks: SAVEPOINT, INSERT tasks, SELECT their ids, INSERT environments,
-# revisions, events, RELEASE.
+# A chunk of BIRD tasks: SAVEPOINT, INSERT tasks, SELECT their ids (on SQLite the two ends
+# of the ids just written), INSERT environments, revisions, events, RELEASE.
 QUERIES_PER_CHUNK = 7
 CHUNK = 40  # small enough that no table's INSERT is split by SQLite's 999 parameters
 
@@ -63,6 +63,34 @@ def test_import_queries_do_not_grow_with_records_beyond_one_set_per_chunk(tmp_pa
     # Per-row writes would add some 450 × 4 queries; only the extra chunks may cost more.
     assert large - small <= extra_chunks * QUERIES_PER_CHUNK, (small, large)
     assert small <= 2 * QUERIES_PER_CHUNK + 10, small
+
+
+def test_each_task_gets_its_own_environment_revision_and_event_across_chunks(tmp_path, settings):
+    """The ids the INSERT gave (on SQLite taken from the last one written) are each task's:
+    every environment, revision and event of a three-chunk import, after another project's
+    tasks took ids before them, belongs to the task of its record."""
+    settings.IMPORT_CHUNK_SIZE = CHUNK
+    _import_counting(tmp_path, 7)  # another project's tasks first: the ids do not start at 1
+    project = Project.objects.create(name="Mapped", slug="mapped")
+    records = [
+        {"question_id": i, "db_id": "library", "question": f"Question {i}?",
+         "SQL": f"SELECT {i}", "evidence": ""}
+        for i in range(2 * CHUNK + 3)
+    ]  # fmt: skip
+    questions = tmp_path / "mapped.json"
+    questions.write_text(json.dumps(records))
+    import_bird(project=project, questions=questions, databases=DATABASES)
+    tasks = Task.objects.filter(project=project).select_related("sql_environment")
+    assert tasks.count() == len(records)
+    for task in tasks:
+        number = int(task.source_id.split("/")[1])
+        assert task.title == f"Question {number}?"
+        assert task.sql_environment.gold_sql == f"SELECT {number}"
+        snapshot = task.revisions.get().snapshot
+        assert snapshot["title"] == task.title
+        assert snapshot["environment"]["gold_sql"] == f"SELECT {number}"
+        event = TaskEvent.objects.get(task=task, kind="imported")
+        assert event.data["source_id"] == task.source_id
 
 
 def test_bulk_revision_is_the_snapshot_of_the_saved_task(project, author):
