@@ -1,0 +1,61 @@
+"""The embedded database's checkpoints are the worker's thread's, not a committing request's."""
+
+import sqlite3
+import time
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from hilbench_annotate import celery as celery_module
+from hilbench_annotate.toolkit.sqlitewal import AUTOCHECKPOINT_PAGES, start_checkpointer
+
+
+def _rows_in_the_database_file(path) -> int:
+    """Rows of ``t`` in the database file itself, the log ignored (``immutable``)."""
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as reader:
+        try:
+            return reader.execute("SELECT COUNT(*) FROM t").fetchone()[0]
+        except sqlite3.OperationalError:  # the table is still only in the log
+            return 0
+
+
+def test_the_checkpointer_copies_the_log_into_the_database_file(tmp_path):
+    path = tmp_path / "db.sqlite3"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")  # no commit of its own copies anything back
+    writer.execute("CREATE TABLE t (x TEXT)")
+    writer.executemany("INSERT INTO t VALUES (?)", [("row",)] * 1000)
+    assert _rows_in_the_database_file(path) == 0
+
+    thread = start_checkpointer(path, every=0.05)
+    deadline = time.monotonic() + 10
+    while _rows_in_the_database_file(path) < 1000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _rows_in_the_database_file(path) == 1000
+    assert thread.daemon and thread.is_alive()
+    writer.close()
+
+
+@pytest.mark.django_db
+def test_app_connections_checkpoint_only_past_the_backstop():
+    if connection.vendor != "sqlite":
+        pytest.skip("the embedded database's setting (this run is on PostgreSQL)")
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        assert cursor.fetchone()[0] == AUTOCHECKPOINT_PAGES
+
+
+@pytest.mark.parametrize(
+    ("engine", "started"),
+    [("django.db.backends.sqlite3", True), ("django.db.backends.postgresql", False)],
+)
+def test_the_worker_checkpoints_the_embedded_database_only(monkeypatch, engine, started):
+    calls = []
+    monkeypatch.setattr(celery_module, "start_checkpointer", calls.append)
+    # The settings' dict only: the connections keep the copy they were made with.
+    monkeypatch.setitem(settings.DATABASES["default"], "ENGINE", engine)
+    celery_module._checkpoint_embedded_database()
+    assert calls == ([settings.DATABASES["default"]["NAME"]] if started else [])
