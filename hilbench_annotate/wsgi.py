@@ -3,7 +3,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 from django.db import connections
 
-from hilbench_annotate.warmup import warm_up
+from hilbench_annotate.celery import broker_warm_up
+from hilbench_annotate.warmup import register_warmup, warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
 application = get_wsgi_application()
@@ -11,6 +12,8 @@ application = get_wsgi_application()
 # ask_human request must not wait for it. Under `gunicorn --preload` (the documented start
 # command) this runs once, in the master, and the workers it forks share the model's memory
 # (bench/web_memory.py: about 4 MB of a worker's own instead of 250 MB); a connection the
-# warm-up opened is closed first, so no two workers share one.
+# warm-up opened is closed first, so no two workers share one. The broker's client code too:
+# the first job each worker sent waited for it.
+register_warmup("broker", broker_warm_up)
 warm_up()
 connections.close_all()

@@ -1,0 +1,48 @@
+"""A web process imports the broker's client before it serves, without connecting to it."""
+
+import json
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+SCRIPT = """
+import json, sys
+import django
+django.setup()
+before = {m for m in ("kombu.transport.sqlalchemy", "sqlalchemy.dialects.sqlite.pysqlite")
+          if m in sys.modules}
+from hilbench_annotate.celery import broker_warm_up
+line = broker_warm_up()
+after = [m for m in ("kombu.transport.sqlalchemy", "sqlalchemy.dialects.sqlite.pysqlite")
+         if m in sys.modules]
+print(json.dumps({"before": sorted(before), "after": after, "line": line}))
+"""
+
+
+def test_the_embedded_brokers_client_is_imported_and_no_connection_opened(tmp_path):
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("CELERY_BROKER_URL", "DATABASE_URL")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="hilbench_annotate.settings",
+        DJANGO_SECRET_KEY="test-only",
+        HILBENCH_VAR_DIR=str(tmp_path),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["before"] == []  # the warm-up, not start-up, imported them
+    assert found["after"] == ["kombu.transport.sqlalchemy", "sqlalchemy.dialects.sqlite.pysqlite"]
+    assert found["line"] == "kombu.transport.sqlalchemy"
+    assert not (tmp_path / "celery-broker.sqlite").exists()  # nothing connected
