@@ -22,16 +22,12 @@ store: libgit2 opens the objects directory only (no configuration, no refs, no h
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import marshal
 import os
 import sys
 from collections.abc import Callable, Iterable
-
-try:  # libgit2's wheel; without it objectscan streams objects through git cat-file
-    import pygit2
-except ImportError:  # pragma: no cover - every platform we build for has the wheel
-    pygit2 = None
 
 try:
     import hyperscan
@@ -68,8 +64,20 @@ class StoreError(Exception):
     """libgit2 cannot open the objects directory."""
 
 
+@functools.cache
+def _pygit2():
+    """libgit2's wheel, or None without it (objectscan then streams objects through git
+    cat-file). Loaded when a scan first asks, not with the module: 0.03 s of every process's
+    start-up, since the validators' registry imports this module from ``AppConfig.ready``."""
+    try:
+        import pygit2
+    except ImportError:  # pragma: no cover - every platform we build for has the wheel
+        return None
+    return pygit2
+
+
 def available() -> bool:
-    return pygit2 is not None
+    return _pygit2() is not None
 
 
 def open_store(objects: str):
@@ -80,6 +88,7 @@ def open_store(objects: str):
     ``cat-file`` does not verify either; what is searched is the content, whatever its id.
     The option is process-wide; nothing else in the project uses pygit2.
     """
+    pygit2 = _pygit2()
     pygit2.option(pygit2.GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0)
     try:
         return pygit2.Odb(objects)
@@ -138,6 +147,7 @@ def scan_share(
     holding an anchor. ``codes`` gives each object's type where the packs say it
     (:mod:`validators.packindex`; 0: ask libgit2). ``fast``: with Hyperscan where installed
     (else ``bytes.find``: the same answer)."""
+    pygit2 = _pygit2()
     finder = _Finder(list(anchors), fast)
     objects = pygit2.Repository()  # no path: no configuration, refs or work tree; only...
     objects.set_odb(store)  # ...this store, whose blobs it hands out as buffers
