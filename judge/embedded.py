@@ -38,8 +38,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from hilbench_annotate.question_rules import (
     clean,
@@ -53,6 +52,9 @@ from .base import JudgeError, RegistryBlocker, Verdict, load_registry, registry_
 from .encoder import get_encoder
 from .features import RegistryIndex, build_index, features
 from .model import Model
+
+if TYPE_CHECKING:
+    import numpy as np
 
 WEIGHTS = Path(__file__).with_name("weights") / "embedded.json"
 REGISTRY_CACHE_SIZE = 512
@@ -226,6 +228,8 @@ class EmbeddedJudge:
     def _judge(
         self, question: str, registry: Sequence[RegistryBlocker], domain: str, context: str
     ) -> Verdict:
+        import numpy as np
+
         index = self._index(registry, domain, context)
         threshold = self.model.thresholds.get(domain, max(self.model.thresholds.values()))
         if not names_task(question, index.terms):

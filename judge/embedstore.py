@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db import DatabaseError, transaction
 
 from .encoder import DIMENSION, MODEL_ID, get_encoder
 from .models import JudgeEmbedding
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _digest(text: str) -> str:
@@ -27,6 +30,8 @@ def _digest(text: str) -> str:
 def stored_encode(texts: list[str]) -> np.ndarray:
     """Normalised embeddings of ``texts`` (one row each, in order): from the store, the rest
     encoded and stored. A database that cannot be read or written only costs the encoding."""
+    import numpy as np
+
     if not texts:
         return np.zeros((0, DIMENSION), dtype=np.float32)
     digests = [_digest(t) for t in texts]

@@ -18,10 +18,12 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .base import JudgeError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
@@ -75,6 +77,8 @@ class Encoder:
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def _run(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -96,6 +100,8 @@ class Encoder:
         registry took 4.5 s instead of 0.5 s). A row's embedding does not depend on its
         batch (masked padding), so the batching changes only the time.
         """
+        import numpy as np
+
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         lengths = [sum(e.attention_mask) for e in self.tokenizer.encode_batch(texts)]

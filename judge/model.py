@@ -5,10 +5,12 @@ logit threshold per domain. Fitted by ``judge.training``; stored as JSON in
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .features import FEATURES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Model:
 
     @classmethod
     def from_json(cls, data: dict) -> Model:
+        import numpy as np
+
         if list(data["features"]) != list(FEATURES):
             raise ValueError("the weights were fitted on other features than judge.features'")
         return cls(

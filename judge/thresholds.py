@@ -5,8 +5,10 @@ and by a project's calibration (on its settled held-out questions)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Each domain's floor on the smoothed out-of-fold curve. SWE's is above the per-domain target
 # (0.95): on a repository the judge was not fitted on, SWE precision fell about a point below
@@ -26,6 +28,8 @@ class Scored:
 
 def choose_threshold(scored: list[Scored], target: float) -> float:
     """The lowest logit at which precision on ``scored`` reaches ``target``."""
+    import numpy as np
+
     candidates = sorted(
         {s.logit for s in scored if s.best is not None and np.isfinite(s.logit)}, reverse=True
     )
@@ -46,6 +50,8 @@ def choose_threshold(scored: list[Scored], target: float) -> float:
 def platt(scored: list[Scored]) -> tuple[float, float]:
     """``(a, b)`` of P(the answer is right | logit) = sigmoid(a * logit + b), fitted (Newton)
     on the answered items of ``scored``."""
+    import numpy as np
+
     answered = [s for s in scored if s.best is not None and np.isfinite(s.logit)]
     x = np.array([s.logit for s in answered])
     y = np.array([1.0 if s.best == s.label else 0.0 for s in answered])
@@ -66,6 +72,8 @@ def _expected_curve(scored: list[Scored]) -> tuple[np.ndarray, np.ndarray, np.nd
     """Per answered item, by descending logit: the logit, how many items score at least it,
     and how many of those are expected right (each item's Platt probability: a smooth
     precision curve, where the items' own right/wrong would jump with every draw)."""
+    import numpy as np
+
     answered = sorted(
         (s.logit for s in scored if s.best is not None and np.isfinite(s.logit)), reverse=True
     )
@@ -86,6 +94,8 @@ def choose_thresholds(
     Precision is expected from a Platt fit per domain (``_expected_curve``): choosing on the
     raw right/wrong sequence moved the thresholds (and recall by 4 points) with every seed.
     Where no pair qualifies (one domain, or none), each domain its own ``choose_threshold``."""
+    import numpy as np
+
     domains = sorted({s.domain for s in scored})
     if len(domains) != 2:
         return {d: choose_threshold([s for s in scored if s.domain == d], target) for d in domains}

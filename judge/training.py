@@ -41,8 +41,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from hilbench_annotate.question_rules import clean, names_task, reject_reason
 
@@ -50,8 +49,12 @@ from . import probes
 from .base import RegistryBlocker, registry_from_json
 from .embedded import EmbeddedJudge
 from .features import RegistryIndex, build_index, features
+from .measures import Outcome, counts, recall_distribution
 from .model import Model
 from .thresholds import Scored, choose_thresholds
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Measuring (and choosing thresholds): per task, as many negatives as it has positives,
 # roughly — questions of 8 other tasks of its domain, drawn at random, and 5 generic ones.
@@ -254,6 +257,8 @@ class Featurizer:
                 self._vectors[text] = row
 
     def embed_cached(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         self.vectors(texts)
         return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 384))
 
@@ -288,6 +293,8 @@ class Featurizer:
 
 
 def _labels(items: list[Example], rows: list[np.ndarray]) -> np.ndarray:
+    import numpy as np
+
     y = []
     for example, block in zip(items, rows, strict=True):
         ids = [b.id for b in example.registry]
@@ -297,6 +304,8 @@ def _labels(items: list[Example], rows: list[np.ndarray]) -> np.ndarray:
 
 def fit(items: list[Example], rows: list[np.ndarray], l2: float = L2) -> Model:
     """L2 logistic regression over every (question, blocker) row, by Newton's method."""
+    import numpy as np
+
     x = np.vstack(rows)
     y = _labels(items, rows)
     mean = x.mean(axis=0)
@@ -325,6 +334,8 @@ def score(
 ) -> list[Scored]:
     """The best blocker and its logit per example; none for those the judge's rules refuse
     (``refused``: ``Featurizer.refused``; the form rules alone when not given)."""
+    import numpy as np
+
     out = []
     for n, (example, block) in enumerate(zip(items, rows, strict=True)):
         rule = refused[n] if refused is not None else reject_reason(example.question) is not None
@@ -343,59 +354,6 @@ def score(
             )
         )
     return out
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One question judged: what it targets (None: nothing) and what the judge said."""
-
-    domain: str
-    task: str
-    label: str | None
-    predicted: str | None
-
-
-def counts(outcomes: list[Outcome]) -> dict:
-    """Precision and recall (the paper's: correct matches over all matches, and over all
-    questions that target a blocker) overall and per domain, and recall per task."""
-    out: dict = {}
-    for domain in ("all", "sql", "swe"):
-        chosen = [o for o in outcomes if domain in ("all", o.domain)]
-        positives = sum(o.label is not None for o in chosen)
-        predicted = sum(o.predicted is not None for o in chosen)
-        correct = sum(o.predicted is not None and o.predicted == o.label for o in chosen)
-        out[domain] = {
-            "precision": round(correct / predicted, 4) if predicted else 1.0,
-            "recall": round(correct / positives, 4) if positives else 0.0,
-            "positives": positives,
-            "negatives": len(chosen) - positives,
-            "predicted": predicted,
-            "correct": correct,
-        }
-    per_task: dict[str, list[int]] = {}
-    for o in outcomes:
-        if o.label is not None:
-            tally = per_task.setdefault(o.task, [0, 0])
-            tally[0] += o.predicted == o.label
-            tally[1] += 1
-    out["task_recall"] = {t: round(c / n, 4) for t, (c, n) in sorted(per_task.items())}
-    return out
-
-
-def recall_distribution(task_recall: dict[str, float]) -> dict:
-    """How recall spreads over tasks: quartiles and the share of tasks under 0.85."""
-    values = sorted(task_recall.values())
-    if not values:
-        return {}
-    quantile = lambda q: round(float(np.quantile(values, q)), 4)  # noqa: E731
-    return {
-        "tasks": len(values),
-        "min": values[0],
-        "p25": quantile(0.25),
-        "median": quantile(0.5),
-        "p75": quantile(0.75),
-        "below_0.85": round(sum(v < 0.85 for v in values) / len(values), 4),
-    }
 
 
 def split(tasks: list[CalibrationTask], seed: int) -> tuple[list, list]:

@@ -34,6 +34,7 @@ from . import floor
 from .base import JudgeError
 from .features import content_words
 from .labels import gold_label
+from .measures import Outcome, counts
 from .models import JudgeCalibration, ValidationQuestion
 from .probes import VAGUE_SETS
 from .services import (
@@ -45,7 +46,7 @@ from .services import (
     task_context,
 )
 from .thresholds import Scored, choose_threshold
-from .training import GENERIC_TEST, GENERIC_TRAIN, Outcome, counts
+from .training import GENERIC_TEST, GENERIC_TRAIN
 
 # --- held-out questions ----------------------------------------------------------------------
 

@@ -28,8 +28,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from judge.base import RegistryBlocker, respond
 from judge.embedded import load_registry, registry_domain
+from judge.measures import Outcome, counts, recall_distribution
 from judge.services import get_judge
-from judge.training import Outcome, counts, recall_distribution
 
 JUDGES = ("embedded", "llm", "ensemble")
 
