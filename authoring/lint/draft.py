@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sqlglot import exp
-
 from .sql import parse_sql
 from .text import as_mapping, as_text
 
@@ -115,6 +113,8 @@ def _dotted_names(text: str) -> set[str]:
 def _sql_names(sql: str) -> set[str]:
     """The tables and columns the gold SQL names: it runs on the task database, so they are
     its schema's (string literals such as '%Adams%' are values, and are not read)."""
+    from sqlglot import exp
+
     statements, _error = parse_sql(sql)
     names: set[str] = set()
     for statement in statements:

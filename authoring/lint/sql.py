@@ -7,14 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
-
-from sqlglot import exp
-from sqlglot.errors import ParseError, SqlglotError
+from typing import TYPE_CHECKING
 
 from hilbench_annotate.toolkit import sqlsyntax
 
 from .findings import ERROR, Finding
 from .text import as_text
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 _TOKEN_REPR = re.compile(r"<Token token_type: [\w.]+, text: (.*?), line: .*?>")
 _PSEUDO_COLUMNS = frozenset({"rowid", "oid", "_rowid_"})
@@ -22,7 +23,10 @@ _PSEUDO_COLUMNS = frozenset({"rowid", "oid", "_rowid_"})
 
 @lru_cache(maxsize=64)
 def parse_sql(sql: str) -> tuple[tuple[exp.Expression, ...], str | None]:
-    """Statements or a readable parse error. Cached: the SQL rarely changes between lints."""
+    """Statements or a readable parse error. Cached: the SQL rarely changes between lints.
+    sqlglot is imported where it is used (``sqlsyntax`` says why)."""
+    from sqlglot.errors import ParseError, SqlglotError
+
     try:
         statements = sqlsyntax.parse(sql)
     except sqlsyntax.SqlTooComplex as exc:
@@ -41,6 +45,8 @@ def parse_sql(sql: str) -> tuple[tuple[exp.Expression, ...], str | None]:
 def check_gold_sql(
     environment: Mapping, schema: Mapping[str, Iterable[str]] | None
 ) -> Iterator[Finding]:
+    from sqlglot import exp
+
     field = "environment.gold_sql"
     sql = as_text(environment.get("gold_sql"))
     if not sql.strip():
@@ -80,6 +86,8 @@ def _unknown_names(tree: exp.Expression, schema: dict[str, set[str]]) -> list[st
     Sources that are not database tables (CTEs, derived tables, table functions) make their
     columns unknowable here, so columns that might come from them are never reported.
     """
+    from sqlglot import exp
+
     ctes = list(tree.find_all(exp.CTE))
     cte_names = {cte.alias_or_name.lower() for cte in ctes}
     cte_columns = {

@@ -17,7 +17,8 @@ Database-edit scripts (SQL that adds tables or code values) are the one place SQ
 ``sqledit.edited_database`` runs them on a copy, in the same kind of child.
 
 This module is pure (stdlib ``sqlite3`` + ``sqlglot``): no Django models, so validators, the
-worker and the API can all call it.
+worker and the API can all call it. sqlglot is imported by the functions that need it
+(``sqlsyntax`` says why).
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
+from typing import TYPE_CHECKING
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit import sqlsyntax
 from hilbench_annotate.toolkit.sqlchild import connect_readonly, open_readonly
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
 
 __all__ = ["open_readonly"]  # re-exported: the console's connection, defined in sqlchild
 
@@ -155,32 +158,42 @@ _STATEMENT_KEYWORDS = frozenset(
     }
 )
 
-# sqlglot nodes that mean "this statement writes or changes the session", wherever they appear
-# (a WITH clause can hide a DELETE ... RETURNING in other dialects; refuse it anyway).
-_FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = (
-    exp.Insert,
-    exp.Update,
-    exp.Delete,
-    exp.Merge,
-    exp.Create,
-    exp.Drop,
-    exp.Alter,
-    exp.Command,
-    exp.Pragma,
-    exp.Attach,
-    exp.Detach,
-    exp.Analyze,
-    exp.Transaction,
-    exp.Commit,
-    exp.Rollback,
-    exp.Into,
-)
+
+@cache
+def _forbidden_nodes() -> tuple[type[exp.Expression], ...]:
+    """sqlglot nodes that mean "this statement writes or changes the session", wherever they
+    appear (a WITH clause can hide a DELETE ... RETURNING in other dialects; refuse it
+    anyway)."""
+    from sqlglot import exp
+
+    return (
+        exp.Insert,
+        exp.Update,
+        exp.Delete,
+        exp.Merge,
+        exp.Create,
+        exp.Drop,
+        exp.Alter,
+        exp.Command,
+        exp.Pragma,
+        exp.Attach,
+        exp.Detach,
+        exp.Analyze,
+        exp.Transaction,
+        exp.Commit,
+        exp.Rollback,
+        exp.Into,
+    )
+
 
 # --- splitting and checking -------------------------------------------------------------
 
 
 def _tokens(text: str) -> list | None:
     """sqlglot's tokens for ``text``, or None when it cannot tokenize (left to SQLite)."""
+    import sqlglot
+    from sqlglot.errors import TokenError
+
     try:
         return sqlglot.tokenize(text, read="sqlite")
     except TokenError:
@@ -199,8 +212,10 @@ def _is_blank(text: str) -> bool:
     """True for pieces with nothing to run: whitespace, comments and stray semicolons."""
     if not text.strip():
         return True
+    from sqlglot import TokenType
+
     tokens = _tokens(text)
-    return tokens is not None and all(t.token_type == sqlglot.TokenType.SEMICOLON for t in tokens)
+    return tokens is not None and all(t.token_type == TokenType.SEMICOLON for t in tokens)
 
 
 def script_statements(script: str) -> list[str]:
@@ -239,6 +254,8 @@ def first_word(statement: str) -> str:
 
 def _node_name(node: exp.Expression) -> str:
     """A SQL keyword naming a sqlglot node ("INSERT", "SELECT INTO", "ALTER" ...)."""
+    from sqlglot import exp
+
     if isinstance(node, exp.Command):
         return str(node.this).upper()
     if isinstance(node, exp.Into):
@@ -268,6 +285,9 @@ def check_select(sql: str) -> str:
     ``run_select`` uses is read-only as well. SQL past ``sqlsyntax``'s length or nesting
     limits is refused before it is split or parsed.
     """
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
     try:
         sqlsyntax.check_sql_limits(sql or "")
     except sqlsyntax.SqlTooComplex as error:
@@ -299,7 +319,7 @@ def check_select(sql: str) -> str:
     if not isinstance(tree, exp.Select | exp.SetOperation):
         raise QueryRefused(f"{_node_name(tree)} is not allowed: the console only runs SELECT")
     for node in tree.walk():
-        if isinstance(node, _FORBIDDEN_NODES):
+        if isinstance(node, _forbidden_nodes()):
             raise QueryRefused(f"{_node_name(node)} is not allowed: the console only runs SELECT")
     return statement
 

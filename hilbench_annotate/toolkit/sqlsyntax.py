@@ -11,16 +11,21 @@ Real gold SQL nests at most 6 levels (BIRD mini-dev); ``MAX_SQL_NESTING`` leaves
 four times that and for the caller's own frames (a request, a worker, a test runner).
 ``MAX_SQL_CHARS`` bounds the text every check reads (the console's statement splitting is
 quadratic in the worst case).
+
+sqlglot is imported by the functions that parse, here and in the console and the lint: at
+module level it was 0.05 s of every process's start-up (core's ``AppConfig.ready`` loads the
+console), and the checks an import runs on every record (``check_sql_limits``) never parse.
 """
 
 from __future__ import annotations
 
 import re
-
-import sqlglot
-from sqlglot import exp
+from typing import TYPE_CHECKING
 
 from hilbench_annotate.errors import DomainError
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 MAX_SQL_NESTING = 24
 MAX_SQL_CHARS = 20_000
@@ -110,6 +115,8 @@ def _too_deep() -> SqlTooComplex:
 
 def parse(sql: str, *, read: str = "sqlite") -> list[exp.Expression | None]:
     """``sqlglot.parse`` behind the limits; sqlglot's ParseError and TokenError pass through."""
+    import sqlglot
+
     check_sql_limits(sql)
     try:
         return sqlglot.parse(sql, read=read)
@@ -119,6 +126,8 @@ def parse(sql: str, *, read: str = "sqlite") -> list[exp.Expression | None]:
 
 def format_pretty(sql: str, *, dialect: str = "sqlite") -> list[str]:
     """Each statement of ``sql`` pretty-printed (``sqlglot.transpile``) behind the limits."""
+    import sqlglot
+
     check_sql_limits(sql)
     try:
         return sqlglot.transpile(sql, read=dialect, write=dialect, pretty=True)
