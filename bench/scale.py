@@ -38,6 +38,9 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=500, help="EXPORT_CHUNK_SIZE")
     parser.add_argument("--rounds", type=int, default=1, help="exports per worker count")
     parser.add_argument("--bird", action="store_true", help="imported BIRD questions instead")
+    parser.add_argument(
+        "--timeline", action="store_true", help="each export step's start and end, per worker"
+    )
     args = parser.parse_args()
     os.environ["HILBENCH_EXPORT_CHUNK_SIZE"] = str(args.chunk)
     fresh_database(drop_broker=True)
@@ -57,7 +60,7 @@ def main() -> None:
     for count in sorted(int(n) for n in args.workers.split(",")):
         times = []
         for _ in range(args.rounds):
-            times.append(fanned_out(project, lead, task_ids, count))
+            times.append(fanned_out(project, lead, task_ids, count, timeline=args.timeline))
         seconds, size = min(t for t, _ in times), times[0][1]
         if count == 1:
             base = seconds
@@ -85,7 +88,24 @@ def start_worker(name: str, log: Path) -> subprocess.Popen:
     )
 
 
-def fanned_out(project, lead, task_ids, count: int) -> tuple[float, int]:
+def print_timeline(job) -> None:
+    """When each step of ``job`` was made, started and finished (seconds after the job was
+    made) and by which worker: where a fanned-out export waits."""
+    zero = job.created_at
+
+    def at(moment) -> str:
+        return f"{(moment - zero).total_seconds():6.2f}" if moment else "     —"
+
+    print(f"  job       made {at(job.created_at)} started {at(job.started_at)} "
+          f"finished {at(job.finished_at)}")  # fmt: skip
+    for step in job.chunks.order_by("started_at", "pk"):
+        print(
+            f"  {step.phase:<8} {step.number:>3} made {at(step.created_at)} started "
+            f"{at(step.started_at)} finished {at(step.finished_at)} {step.worker}"
+        )
+
+
+def fanned_out(project, lead, task_ids, count: int, *, timeline: bool = False) -> tuple[float, int]:
     from exchange.models import ExportJob
     from exchange.services.exports import bundle_export_start
 
@@ -116,6 +136,8 @@ def fanned_out(project, lead, task_ids, count: int) -> tuple[float, int]:
             worker.wait(timeout=60)
     if job.status != "succeeded":
         sys.exit(f"export failed: {job.error}\n" + logs[0].read_text()[-2000:])
+    if timeline:
+        print_timeline(job)
     job.path.unlink()
     return seconds, job.size_bytes
 
