@@ -38,7 +38,7 @@ from hilbench_annotate.jobs import (
 )
 from hilbench_annotate.models import Project
 from hilbench_annotate.repositories import borrowed_objects, origin_allowed
-from hilbench_annotate.services import event_record
+from hilbench_annotate.services import event_record, task_statistics_refresh
 from hilbench_annotate.toolkit.archives import extract_archive
 from hilbench_annotate.toolkit.sqlconsole import amount
 
@@ -486,6 +486,9 @@ def import_execute(*, job_id: int) -> None:
         created=len(report["created"]),
         unchanged=len(report["unchanged"]),
     )
+    # After the job is seen finished: the list of the tasks just made is planned with
+    # their statistics, not autovacuum's next turn.
+    task_statistics_refresh(len(report["created"]))
 
 
 def _upload_delete(job: ImportJob) -> None:

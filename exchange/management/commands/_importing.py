@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Project
+from hilbench_annotate.services import task_statistics_refresh
 
 
 class ImportCommand(BaseCommand):
@@ -56,4 +57,5 @@ class ImportCommand(BaseCommand):
         except ImportRefused as exc:
             raise CommandError(exc.render(limit=200)) from None
         self.stdout.write(self.style.SUCCESS(report.summary()))
+        task_statistics_refresh(len(report.created))
         return report

@@ -1,0 +1,79 @@
+"""After a bulk import on PostgreSQL the task table's statistics are brought up to date at
+once, as autovacuum would at its next turn (the list of a fresh project is planned by them)."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, transaction
+
+from hilbench_annotate.models import Project, Task
+from hilbench_annotate.services import task_create_many, task_statistics_refresh
+
+from ..conftest import FIXTURES
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _needs_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's planner statistics (this run is on SQLite)")
+
+
+def _estimated_tasks() -> float:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", ["hilbench_annotate_task"]
+        )
+        return cursor.fetchone()[0]
+
+
+def _records(count: int):
+    return [
+        {
+            "domain": "sql",
+            "source": "bird",
+            "source_id": f"library/{i}",
+            "title": f"Question {i}?",
+            "original_spec": {"question": f"Question {i}?", "evidence": ""},
+            "environment": {"db_id": "library", "gold_sql": "SELECT 1"},
+        }
+        for i in range(count)
+    ]
+
+
+def test_a_large_write_refreshes_the_statistics_a_small_one_does_not():
+    _needs_postgresql()
+    project = Project.objects.create(name="Stats", slug="stats")
+    task_create_many(project=project, records=_records(80))
+    assert not task_statistics_refresh(40)  # not past 50 new rows
+    assert task_statistics_refresh(80)
+    assert _estimated_tasks() == Task.objects.count() == 80
+    # Past 50 new rows but not a tenth of the table: autovacuum's own turn will do.
+    task_create_many(project=project, records=_records(900)[80:])
+    assert task_statistics_refresh(820)
+    assert not task_statistics_refresh(60)
+
+
+def test_nothing_runs_inside_a_transaction_or_on_sqlite():
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            assert not task_statistics_refresh(10_000)  # VACUUM cannot run in one
+    else:
+        assert not task_statistics_refresh(10_000)
+
+
+def test_the_import_command_leaves_the_statistics_of_what_it_wrote(tmp_path):
+    _needs_postgresql()
+    Project.objects.create(name="Command", slug="command")
+    questions = tmp_path / "dev.json"
+    questions.write_text(json.dumps([
+        {"question_id": i, "db_id": "library", "question": f"Question {i}?",
+         "SQL": "SELECT 1", "evidence": ""}
+        for i in range(120)
+    ]))  # fmt: skip
+    call_command(
+        "import_bird", project="command", questions=str(questions),
+        databases=str(FIXTURES / "bird" / "dev_databases"),
+    )  # fmt: skip
+    assert _estimated_tasks() == 120
