@@ -9,6 +9,8 @@ time (a few records kept, never the file), up to where ijson stopped.
 
 import codecs
 import json
+import math
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,15 +117,89 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
 
     A JSON-lines file is recognised by its extension or by a first character other than
     ``[``. RecordStreamError names where the file is not valid JSON (line and column), or
-    the record nested deeper than MAX_JSON_DEPTH.
+    the record nested deeper than MAX_JSON_DEPTH. An array of up to ``WHOLE_ARRAY_BYTES``
+    that ``_whole_array`` reads as ijson would is read at once.
     """
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
         handle.seek(0)
         if head.startswith(b"[") and path.suffix != ".jsonl":
+            records = _whole_array(handle) if _size(handle) <= WHOLE_ARRAY_BYTES else None
+            if records is not None:
+                yield from enumerate(records)
+                return
+            handle.seek(0)
             yield from _array_records(path, handle)
         else:
             yield from _line_records(path, handle)
+
+
+# An array file up to this size is parsed whole by Python's C parser, several times faster
+# than ijson's events built into records in Python (10,000 BIRD questions: 42 -> 13 ms).
+WHOLE_ARRAY_BYTES = 32 * 1024 * 1024
+# Escapes of UTF-16 surrogates: json makes a lone one a string no database can store,
+# where ijson replaces it.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONGEST_INT = 19  # digits of a 64-bit integer: ijson (yajl) refuses a longer one
+
+
+def _size(handle) -> int:
+    return os.fstat(handle.fileno()).st_size
+
+
+class _NotAsIjson(ValueError):
+    pass
+
+
+def _refuse(_text: str):
+    raise _NotAsIjson  # NaN, Infinity: not JSON, which json reads and ijson refuses
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):  # 1e400: ijson refuses it as an overflow
+        raise _NotAsIjson
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text.lstrip("-")) > _LONGEST_INT:
+        raise _NotAsIjson
+    return int(text)
+
+
+def _whole_array(handle) -> list | None:
+    """The file's records, parsed at once, when json reads them exactly as the streaming
+    path would (same values, every record within MAX_JSON_DEPTH); None otherwise — an
+    error, a construct json and ijson read differently — and the streaming path, with its
+    messages, reads the file instead."""
+    data = handle.read()
+    if _SURROGATE_ESCAPE.search(data):
+        return None
+    try:
+        records = json.loads(
+            data, parse_constant=_refuse, parse_float=_finite_float, parse_int=_int64
+        )
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(records, list) or not all(map(_within_depth, records)):
+        return None
+    return records
+
+
+def _within_depth(record: Any) -> bool:
+    """Whether ``record`` nests at most MAX_JSON_DEPTH containers deep."""
+    if not isinstance(record, dict | list):
+        return True
+    pending = [(record, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            return False
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, dict | list):
+                pending.append((child, depth + 1))
+    return True
 
 
 def _array_records(path: Path, handle) -> Iterator[tuple[int, Any]]:
