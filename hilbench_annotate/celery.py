@@ -29,13 +29,18 @@ def broker_warm_up() -> str:
     """The broker's client code imported before a web process serves: the first job each
     process sent paid for importing it (0.2 s for the embedded broker's SQLAlchemy and its
     SQLite dialect). No connection is opened: under ``gunicorn --preload`` this runs in the
-    master, and each worker it forks connects on its own."""
-    with app.connection_for_write() as connection:
-        transport = connection.transport  # the transport's module and its client library
-        if transport.driver_type == "sql":
-            from sqlalchemy.engine import make_url
+    master, and each worker it forks connects on its own. A broker it cannot name (a
+    misspelt URL, a missing client library) is reported, not raised: the server starts and
+    the first job sent says what is wrong."""
+    try:
+        with app.connection_for_write() as connection:
+            transport = connection.transport  # the transport's module and its client library
+            if transport.driver_type == "sql":
+                from sqlalchemy.engine import make_url
 
-            make_url(connection.hostname).get_dialect()  # the SQLAlchemy URL, sqla+ dropped
+                make_url(connection.hostname).get_dialect()  # the SQLAlchemy URL, sqla+ dropped
+    except Exception as exc:  # any failure is the line in the log
+        return f"not loaded: {exc!r}"
     return f"{type(transport).__module__}"
 
 

@@ -15,7 +15,7 @@ import csp.constants as csp
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from hilbench_annotate.toolkit.sqlitewal import AUTOCHECKPOINT_PAGES
+from hilbench_annotate.toolkit.sqlitewal import AUTOCHECKPOINT_PAGES, JOURNAL_LIMIT_BYTES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HILBENCH_VAR_DIR", BASE_DIR / "var")).resolve()
@@ -164,6 +164,7 @@ else:
                 "init_command": (
                     "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                     f" PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES};"
+                    f" PRAGMA journal_size_limit={JOURNAL_LIMIT_BYTES};"
                 ),
             },
         }

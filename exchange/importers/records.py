@@ -139,48 +139,44 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
 WHOLE_ARRAY_BYTES = 32 * 1024 * 1024
 # Escapes of UTF-16 surrogates: json makes a lone one a string no database can store,
 # where ijson replaces it.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_LONGEST_INT = 19  # digits of a 64-bit integer: ijson (yajl) refuses a longer one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _size(handle) -> int:
     return os.fstat(handle.fileno()).st_size
 
 
-class _NotAsIjson(ValueError):
-    pass
-
-
-def _refuse(_text: str):
-    raise _NotAsIjson  # NaN, Infinity: not JSON, which json reads and ijson refuses
-
-
 def _finite_float(text: str) -> float:
     value = float(text)
     if value in (math.inf, -math.inf):  # 1e400: ijson refuses it as an overflow
-        raise _NotAsIjson
+        raise _Unreadable(f"the number {text[:20]}, too large for a float")
     return value
 
 
-def _int64(text: str) -> int:
-    if len(text.lstrip("-")) > _LONGEST_INT:
-        raise _NotAsIjson
-    return int(text)
+def _ijson_int(text: str) -> int:
+    value = int(text)
+    if not -_INT64 < value < _INT64:  # yajl's range: -2**63 is an overflow to it too
+        raise _Unreadable(f"the integer {text[:20]}, too large for the parser")
+    return value
 
 
 def _whole_array(handle) -> list | None:
     """The file's records, parsed at once, when json reads them exactly as the streaming
-    path would (same values, every record within MAX_JSON_DEPTH); None otherwise — an
-    error, a construct json and ijson read differently — and the streaming path, with its
-    messages, reads the file instead."""
-    data = handle.read()
-    if _SURROGATE_ESCAPE.search(data):
+    path would: UTF-8 text (json would take UTF-16 or a raw surrogate too), no NaN or
+    Infinity, no float past a double or integer past 64 bits, no surrogate escape, every
+    record within MAX_JSON_DEPTH. None otherwise — an error, or a construct the two read
+    differently — and the streaming path, with its messages, reads the file instead."""
+    try:
+        text = handle.read().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if _SURROGATE_ESCAPE.search(text):
         return None
     try:
         records = json.loads(
-            data, parse_constant=_refuse, parse_float=_finite_float, parse_int=_int64
+            text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_ijson_int
         )
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+    except (ValueError, RecursionError):
         return None
     if not isinstance(records, list) or not all(map(_within_depth, records)):
         return None

@@ -8,6 +8,7 @@ questions when there are any.
 """
 
 import json
+import logging
 import operator
 from collections.abc import Callable, Iterable
 from functools import cache, partial
@@ -15,7 +16,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connections, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 from django.db.models import DateTimeField, JSONField
 from django.utils import timezone
 
@@ -33,6 +34,8 @@ from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain
 
 from .tasks import _snapshot, _task_values
+
+logger = logging.getLogger(__name__)
 
 
 class _Row(dict):
@@ -170,15 +173,18 @@ def _row_values(model, rows: list, plan: list[tuple[str, Callable | None]]) -> l
     names = [name for name, _ in plan]
     converts = [(i, convert) for i, (_, convert) in enumerate(plan) if convert is not None]
     if isinstance(rows[0], dict):
-        get = operator.itemgetter(*names)
+        read = operator.itemgetter(*names)
         defaults = _defaults(model)
-        if not defaults.keys() <= rows[0].keys():  # the rows of one call have the same keys
-            get = partial(_with_defaults, get, defaults)
+        # The rows of one call are made alike: merged with the defaults if the first needs it.
+        get = read if defaults.keys() <= rows[0].keys() else partial(_with_defaults, read, defaults)
     else:
         get = operator.attrgetter(*names)
     values = []
     for row in rows:
-        row_values = list(get(row))
+        try:
+            row_values = list(get(row))
+        except KeyError:  # a row with fewer keys than the first
+            row_values = list(_with_defaults(read, defaults, row))
         for i, convert in converts:
             row_values[i] = convert(row_values[i])
         values.append(row_values)
@@ -340,16 +346,20 @@ def task_statistics_refresh(created: int) -> bool:
     Outside a transaction only (VACUUM cannot run in one); nothing on SQLite, whose planner
     keeps no statistics unless asked. Returns whether it ran."""
     connection = connections[router.db_for_write(Task)]
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    if connection.vendor != "postgresql" or not connection.get_autocommit():
         return False
     table = connection.ops.quote_name(Task._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = %s::regclass", [table]
-        )
-        rows = cursor.fetchone()[0]
-        if created <= 50 + 0.1 * rows:
-            return False
-        # The table's name from the model's meta, quoted.
-        cursor.execute(f"VACUUM (ANALYZE) {table}")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = %s::regclass", [table]
+            )
+            rows = cursor.fetchone()[0]
+            if created <= 50 + 0.1 * rows:
+                return False
+            # The table's name from the model's meta, quoted.
+            cursor.execute(f"VACUUM (ANALYZE) {table}")
+    except DatabaseError as exc:  # the tasks are written: autovacuum will do it
+        logger.warning("VACUUM (ANALYZE) %s after %d new tasks failed: %s", table, created, exc)
+        return False
     return True

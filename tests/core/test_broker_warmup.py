@@ -46,3 +46,29 @@ def test_the_embedded_brokers_client_is_imported_and_no_connection_opened(tmp_pa
     assert found["after"] == ["kombu.transport.sqlalchemy", "sqlalchemy.dialects.sqlite.pysqlite"]
     assert found["line"] == "kombu.transport.sqlalchemy"
     assert not (tmp_path / "celery-broker.sqlite").exists()  # nothing connected
+
+
+def test_a_broker_it_cannot_name_is_reported_not_raised(tmp_path):
+    """A misspelt broker URL must not stop the web server from starting."""
+    script = (
+        "import django; django.setup()\n"
+        "from hilbench_annotate.celery import broker_warm_up\n"
+        "print(broker_warm_up())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(
+        DJANGO_SETTINGS_MODULE="hilbench_annotate.settings",
+        DJANGO_SECRET_KEY="test-only",
+        HILBENCH_VAR_DIR=str(tmp_path),
+        CELERY_BROKER_URL="nosuchtransport://localhost/0",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("not loaded: ")

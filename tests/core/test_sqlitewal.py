@@ -1,6 +1,8 @@
 """The embedded database's checkpoints are the worker's thread's, not a committing request's."""
 
+import os
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -8,7 +10,8 @@ from django.conf import settings
 from django.db import connection
 
 from hilbench_annotate import celery as celery_module
-from hilbench_annotate.toolkit.sqlitewal import AUTOCHECKPOINT_PAGES, start_checkpointer
+from hilbench_annotate.toolkit import sqlitewal
+from hilbench_annotate.toolkit.sqlitewal import AUTOCHECKPOINT_PAGES, checkpoint, start_checkpointer
 
 
 def _rows_in_the_database_file(path) -> int:
@@ -29,13 +32,34 @@ def test_the_checkpointer_copies_the_log_into_the_database_file(tmp_path):
     writer.executemany("INSERT INTO t VALUES (?)", [("row",)] * 1000)
     assert _rows_in_the_database_file(path) == 0
 
-    thread = start_checkpointer(path, every=0.05)
-    deadline = time.monotonic() + 10
-    while _rows_in_the_database_file(path) < 1000 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _rows_in_the_database_file(path) == 1000
-    assert thread.daemon and thread.is_alive()
-    writer.close()
+    stop = threading.Event()
+    thread = start_checkpointer(path, every=0.05, stop=stop)
+    try:
+        deadline = time.monotonic() + 10
+        while _rows_in_the_database_file(path) < 1000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _rows_in_the_database_file(path) == 1000
+        assert thread.daemon and thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        writer.close()
+    assert not thread.is_alive()
+
+
+def test_a_fork_waits_for_a_turn_and_the_child_is_free_to_take_one(tmp_path):
+    """A checkpoint's connection is open only under the lock a fork takes first: no child
+    inherits SQLite's state of the file; the child gets the lock released."""
+    path = tmp_path / "db.sqlite3"
+    sqlite3.connect(path).execute("PRAGMA journal_mode=WAL").close()
+    assert checkpoint(path)[0] == 0
+    assert sqlitewal._turn.acquire(blocking=False)  # free between turns
+    sqlitewal._turn.release()
+    child = os.fork()
+    if child == 0:  # the child: the lock it inherited is released, a turn can be taken
+        os._exit(0 if checkpoint(path)[0] == 0 else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 @pytest.mark.django_db

@@ -59,6 +59,12 @@ def test_nothing_runs_inside_a_transaction_or_on_sqlite():
     if connection.vendor == "postgresql":
         with transaction.atomic():
             assert not task_statistics_refresh(10_000)  # VACUUM cannot run in one
+        transaction.set_autocommit(False)  # a transaction without atomic()
+        try:
+            assert not task_statistics_refresh(10_000)
+        finally:
+            transaction.rollback()
+            transaction.set_autocommit(True)
     else:
         assert not task_statistics_refresh(10_000)
 

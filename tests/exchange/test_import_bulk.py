@@ -6,11 +6,13 @@ import math
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from exchange.importers import import_bird
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Revision, Task, TaskEvent
 from hilbench_annotate.services import task_create_many, task_snapshot
+from hilbench_annotate.services.bulk import _column_values, _row_values
 
 from ..conftest import FIXTURES
 
@@ -286,3 +288,22 @@ def test_a_database_given_by_id_is_in_revision_ones_snapshot(project, tmp_path):
     snapshot = task.revisions.get().snapshot
     assert snapshot["environment"]["database_sha256"] == database.sha256
     assert snapshot == task_snapshot(task)
+
+
+def test_a_row_with_fewer_keys_than_the_first_takes_the_defaults(project):
+    """Rows of one INSERT are read with the first row's keys; a later row lacking one (here
+    ``data`` and ``actor_id``) gets the field's default, as every row once did."""
+    full = {
+        "project_id": project.pk,
+        "task_id": None,
+        "actor_id": None,
+        "kind": "a",
+        "data": {"x": 1},
+        "created_at": None,
+    }
+    plan = _column_values(TaskEvent, connection, timezone.now())
+    values = _row_values(TaskEvent, [full, {"project_id": project.pk, "kind": "b"}], plan)
+    names = [name for name, _ in plan]
+    second = dict(zip(names, values[1], strict=True))
+    assert second["kind"] == "b" and second["data"] == "{}" and second["actor_id"] is None
+    assert second["task_id"] is None and second["project_id"] == project.pk

@@ -20,13 +20,27 @@ CASES = {
     "too deep": b"[" + b"[" * 70 + b"]" * 70 + b"]",
     "not UTF-8": b'["\xff"]',
     "unclosed": b'[{"a": 1}',
+    "raw surrogate bytes": b'[{"evidence": "a\xed\xa0\x80"}]',
+    "UTF-16 without a BOM": '[{"a": "\\ud800", "b": 1}]'.encode("utf-16-le"),
+    "integer 2**63": b"[9223372036854775808]",
+    "integer 10**19 - 1": b"[9999999999999999999]",
+    "smallest 64-bit integer": b"[-9223372036854775808]",
+    "largest integer both take": b"[9223372036854775807, -9223372036854775807]",
+    "ints, floats and booleans": b"[1, 1.0, true, 0, 0.0, false]",
 }
-READ_AT_ONCE = {"plain", "repeated key", "numbers", "nesting at the limit"}
+READ_AT_ONCE = {
+    "plain",
+    "repeated key",
+    "numbers",
+    "nesting at the limit",
+    "ints, floats and booleans",
+    "largest integer both take",
+}
 
 
 def _read(path) -> tuple:
     try:
-        return ("records", list(iter_records(path)))
+        return ("records", repr(list(iter_records(path))))  # repr: 1, 1.0 and True differ
     except RecordStreamError as exc:
         return ("error", exc.where, exc.reason, exc.syntax)
 
@@ -34,7 +48,7 @@ def _read(path) -> tuple:
 def _streamed(path) -> tuple:
     with open(path, "rb") as handle:
         try:
-            return ("records", list(records._array_records(path, handle)))
+            return ("records", repr(list(records._array_records(path, handle))))
         except RecordStreamError as exc:
             return ("error", exc.where, exc.reason, exc.syntax)
 
