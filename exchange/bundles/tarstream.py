@@ -32,12 +32,15 @@ order; the importer checks the chain).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
 import tarfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -408,13 +411,19 @@ def _blob(blobs: Path, entry: Entry) -> None:
 
 class _Output:
     """The bundle file being written: compressed bytes copied in, small raw bytes gathered
-    and compressed together, the sha256 and the inflated size kept as it goes."""
+    and compressed together, the inflated size kept as it goes. A chunk's bytes are copied
+    file to file by the kernel (``copy_file_range``) while a thread hashes them from the
+    source in the same order as every other write, one step at a time: the assembly, the
+    serial end of an export, took the sum of writing and hashing 530 MB (1.1 s), now the
+    longer of the two. ``close()`` returns the sha256; ``handle`` is unbuffered."""
 
     def __init__(self, handle):
         self.handle = handle
         self.digest = hashlib.sha256()
         self.pending: list[bytes] = []
         self.raw = 0
+        self._hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bundle-sha256")
+        self._hashed = None  # the last hashing step handed to the thread
 
     def write_raw(self, data: bytes) -> None:
         self.pending.append(data)
@@ -423,13 +432,12 @@ class _Output:
     def copy(self, path: Path, offset: int, length: int, raw: int) -> None:
         self.flush()
         with open(path, "rb") as source:
-            source.seek(offset)
-            while length:
-                data = source.read(min(CHUNK, length))
-                if not data:
-                    raise OSError(f"{path.name} ends before its record says")
-                length -= len(data)
-                self._put(data)
+            fd = source.fileno()
+            self._hash(lambda: _hash_range(fd, offset, length))
+            try:
+                _copy_range(fd, self.handle.fileno(), offset, length, path)
+            finally:
+                self._hashed.result()  # the source stays open until it is read
         self.raw += raw
 
     def flush(self) -> None:
@@ -437,9 +445,62 @@ class _Output:
             self._put(gzip_member(b"".join(self.pending)))
             self.pending = []
 
+    def close(self) -> str:
+        """Wait for the hashing; the bundle's sha256."""
+        try:
+            if self._hashed is not None:
+                self._hashed.result()
+        finally:
+            self._hasher.shutdown(wait=True)
+        return self.digest.hexdigest()
+
     def _put(self, data: bytes) -> None:
-        self.handle.write(data)
-        self.digest.update(data)
+        self._hash(lambda: (data,))
+        _write_all(self.handle.fileno(), data)
+
+    def _hash(self, blocks: Callable[[], Iterable[bytes]]) -> None:
+        """Hash the bytes ``blocks()`` gives after everything handed over before (the one
+        thread takes its steps in order)."""
+        self._hashed = self._hasher.submit(lambda: [self.digest.update(b) for b in blocks()])
+
+
+def _hash_range(fd: int, offset: int, length: int):
+    """The bytes of ``fd`` from ``offset``, ``CHUNK`` at a time (``pread``: no shared seek)."""
+    while length > 0:
+        block = os.pread(fd, min(CHUNK, length), offset)
+        if not block:
+            return
+        offset += len(block)
+        length -= len(block)
+        yield block
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _copy_range(source: int, target: int, offset: int, length: int, path: Path) -> None:
+    """``length`` bytes of ``source`` from ``offset`` appended to ``target``, in the kernel;
+    by reads and writes where the file systems do not allow it."""
+    try:
+        while length > 0:
+            copied = os.copy_file_range(source, target, length, offset)
+            if not copied:
+                raise OSError(f"{path.name} ends before its record says")
+            offset += copied
+            length -= copied
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        while length > 0:
+            block = os.pread(source, min(CHUNK, length), offset)
+            if not block:
+                raise OSError(f"{path.name} ends before its record says") from None
+            _write_all(target, block)
+            offset += len(block)
+            length -= len(block)
 
 
 def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) -> dict:
@@ -451,8 +512,9 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
     partial = out.with_name(out.name + ".part")
     firsts: dict[tuple[str, str], str] = {}
     across: dict[str, str] = {}  # later name -> its first copy in another task folder
+    output = None
     try:
-        with open(partial, "wb") as handle:
+        with open(partial, "wb", buffering=0) as handle:
             output = _Output(handle)
             for record in records:
                 data = work / record.data
@@ -467,13 +529,17 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
             output.write_raw(b"\0" * (2 * BLOCK))
             output.write_raw(b"\0" * (-output.raw % RECORD))
             output.flush()
+            sha256 = output.close()
         os.replace(partial, out)
     except BaseException:
+        if output is not None:
+            with contextlib.suppress(Exception):
+                output.close()
         partial.unlink(missing_ok=True)
         raise
     return {
         "size": out.stat().st_size,
-        "sha256": output.digest.hexdigest(),
+        "sha256": sha256,
         "files": sum(r.files for r in records),
     }
 

@@ -2,10 +2,13 @@
 would give: the same files, each content stored once, readable by tar, tarfile and our own
 importer; its headers are tarfile's; its queries are a fixed number a chunk."""
 
+import errno
+import hashlib
 import json
 import subprocess
 import tarfile
 import time
+from unittest import mock
 
 import pytest
 from django.db import connection
@@ -270,7 +273,19 @@ def test_long_segments_and_large_files_from_disk_assemble_into_a_readable_bundle
         records.append(spool.write(tasks))
     assert [[i[0] for i in r.items] for r in records] == [["data"]] * 2
     out = tmp_path / "bundle.tar.gz"
-    assemble(out, work, records, {"draft": True})
+    result = assemble(out, work, records, {"draft": True})
     with tarfile.open(out) as tf:
         got = {m.name: tf.extractfile(m).read() for m in tf if m.isfile()}
     assert {n: v for n, v in got.items() if n != layout.MANIFEST} == expected
+    # The sha256 hashed beside the kernel's copy is the file's; so is the one of a copy by
+    # reads and writes, where the file systems refuse copy_file_range.
+    assert result["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert result["size"] == out.stat().st_size
+
+    def refused(*args):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    with mock.patch("os.copy_file_range", refused):
+        again = assemble(tmp_path / "again.tar.gz", work, records, {"draft": True})
+    assert (tmp_path / "again.tar.gz").read_bytes() == out.read_bytes()
+    assert again == result
