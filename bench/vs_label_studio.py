@@ -27,9 +27,10 @@ the acceptance threshold of issue 31 beside it:
   labelling config with their fields, question, evidence, db_id and SQL), the same bytes to
   both, in one request and in ten requests of N/10. LS ``POST /api/projects/<id>/import``
   answers when the tasks are written; ours ``POST /api/projects/<id>/tasks/import`` answers
-  202 with a job, timed until the job has finished (polling ``/api/imports/<id>/``; the ten
-  jobs are sent at once, then awaited). Our project holds the library database first (a
-  one-question import, not timed): the API imports questions on databases the project has.
+  202 with a job, timed until the job has finished (polling ``/api/imports/<id>/`` every
+  ``POLL_S``, 50 ms; the ten jobs are sent at once, then awaited). Our project holds the
+  library database first (a one-question import, not timed): the API imports questions on
+  databases the project has.
   Also our command, ``manage.py import_bird``, whole wall time of the process.
 - **list**: p50 / p95 of ``--requests`` requests, each on a new connection and on one kept
   connection. LS ``GET /api/tasks?project=<id>&page=N&page_size=30``; ours the HTML task list
@@ -85,6 +86,9 @@ PHASES = ("import", "list", "task", "export", "memory")
 HTML_PAGE_1 = "list p1, LS API | our HTML"
 LIMITS = {HTML_PAGE_1: (1 / 3, "1/3"), "one task, API": (1 / 4, "1/4")}  # of LS's p50
 WEB_WORKERS = 3  # the Dockerfile's and the operator guide's gunicorn command
+# How often a job (ours) or a background import (LS editions that have them) is looked at
+# until it has finished: on average half of it is counted after the end.
+POLL_S = 0.05
 LS_USER = "bench@localhost"
 LEAD = "bench-lead"
 SEED_QUESTION_ID = 10**7  # the one question that gives our API's projects their database
@@ -369,7 +373,7 @@ class LabelStudio:
                 )
                 if state.get("status") in ("completed", "failed"):
                     break
-                time.sleep(0.1)
+                time.sleep(POLL_S)
 
     def count(self, project: int) -> int:
         with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
@@ -486,7 +490,7 @@ class Ours:
                 if job["status"] != "succeeded":
                     raise SystemExit(f"{url}: {job['status']}: {job.get('error')}")
                 return job
-            time.sleep(0.1)
+            time.sleep(POLL_S)
 
     def import_records(self, project: int, bodies: list[bytes]) -> None:
         """Every body sent (each a job), then every job awaited."""
