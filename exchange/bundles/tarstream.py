@@ -423,7 +423,7 @@ class _Output:
         self.pending: list[bytes] = []
         self.raw = 0
         self._hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bundle-sha256")
-        self._hashed = None  # the last hashing step handed to the thread
+        self._hashing: list = []  # the hashing steps handed to the thread, not yet checked
 
     def write_raw(self, data: bytes) -> None:
         self.pending.append(data)
@@ -437,7 +437,7 @@ class _Output:
             try:
                 _copy_range(fd, self.handle.fileno(), offset, length, path)
             finally:
-                self._hashed.result()  # the source stays open until it is read
+                self._hashed()  # the source stays open until it is read
         self.raw += raw
 
     def flush(self) -> None:
@@ -448,8 +448,7 @@ class _Output:
     def close(self) -> str:
         """Wait for the hashing; the bundle's sha256."""
         try:
-            if self._hashed is not None:
-                self._hashed.result()
+            self._hashed()
         finally:
             self._hasher.shutdown(wait=True)
         return self.digest.hexdigest()
@@ -461,7 +460,13 @@ class _Output:
     def _hash(self, blocks: Callable[[], Iterable[bytes]]) -> None:
         """Hash the bytes ``blocks()`` gives after everything handed over before (the one
         thread takes its steps in order)."""
-        self._hashed = self._hasher.submit(lambda: [self.digest.update(b) for b in blocks()])
+        self._hashing.append(self._hasher.submit(lambda: [self.digest.update(b) for b in blocks()]))
+
+    def _hashed(self) -> None:
+        """Wait for every step handed over; the first one's error, if any, is raised."""
+        steps, self._hashing = self._hashing, []
+        for step in steps:
+            step.result()
 
 
 def _hash_range(fd: int, offset: int, length: int):
@@ -481,26 +486,33 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+# copy_file_range refused: across file systems (old kernels), not there, not for these files,
+# or forbidden (a container's seccomp profile); the reads and writes then go on from there.
+_NO_KERNEL_COPY = frozenset(
+    {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EPERM, errno.EBADF}
+)
+
+
 def _copy_range(source: int, target: int, offset: int, length: int, path: Path) -> None:
     """``length`` bytes of ``source`` from ``offset`` appended to ``target``, in the kernel;
     by reads and writes where the file systems do not allow it."""
     try:
         while length > 0:
             copied = os.copy_file_range(source, target, length, offset)
-            if not copied:
-                raise OSError(f"{path.name} ends before its record says")
+            if not copied:  # the end of the file, or a file system that copies nothing
+                break
             offset += copied
             length -= copied
     except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+        if exc.errno not in _NO_KERNEL_COPY:
             raise
-        while length > 0:
-            block = os.pread(source, min(CHUNK, length), offset)
-            if not block:
-                raise OSError(f"{path.name} ends before its record says") from None
-            _write_all(target, block)
-            offset += len(block)
-            length -= len(block)
+    while length > 0:  # what the kernel did not copy
+        block = os.pread(source, min(CHUNK, length), offset)
+        if not block:
+            raise OSError(f"{path.name} ends before its record says")
+        _write_all(target, block)
+        offset += len(block)
+        length -= len(block)
 
 
 def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) -> dict:

@@ -346,10 +346,12 @@ def task_statistics_refresh(created: int) -> bool:
     Outside a transaction only (VACUUM cannot run in one); nothing on SQLite, whose planner
     keeps no statistics unless asked. Returns whether it ran."""
     connection = connections[router.db_for_write(Task)]
-    if connection.vendor != "postgresql" or not connection.get_autocommit():
+    if connection.vendor != "postgresql":
         return False
     table = connection.ops.quote_name(Task._meta.db_table)
     try:
+        if not connection.get_autocommit():
+            return False
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = %s::regclass", [table]

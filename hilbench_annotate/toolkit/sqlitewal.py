@@ -37,8 +37,8 @@ os.register_at_fork(
 def checkpoint(path: Path | str) -> tuple[int, int, int]:
     """One PASSIVE checkpoint of the database at ``path``: (1 if it could not finish, frames
     in the log, frames copied)."""
-    with _turn:
-        connection = sqlite3.connect(path, isolation_level=None)
+    with _turn:  # no busy wait (a fork waits for the turn); never a new, empty file
+        connection = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=0)
         try:
             return tuple(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
         finally:
@@ -58,6 +58,8 @@ def start_checkpointer(
                 checkpoint(path)
             except sqlite3.Error as exc:  # a locked or replaced file: the next turn tries again
                 logger.warning("checkpoint of %s failed: %s", path, exc)
+            except Exception:  # anything else is logged; the thread goes on
+                logger.exception("checkpoint of %s failed", path)
 
     thread = threading.Thread(target=run, name="sqlite-checkpoint", daemon=True)
     thread.start()

@@ -5,6 +5,7 @@ importer; its headers are tarfile's; its queries are a fixed number a chunk."""
 import errno
 import hashlib
 import json
+import os
 import subprocess
 import tarfile
 import time
@@ -244,7 +245,6 @@ def test_long_segments_and_large_files_from_disk_assemble_into_a_readable_bundle
     """A chunk whose raw bytes pass a megabyte between two copied blobs is compressed in
     several steps (its record must still start where its first bytes are), and a file from
     disk larger than a read is copied into the chunk in reads: both come back byte for byte."""
-    import os
     import random
 
     from exchange.bundles.tarstream import CHUNK, ChunkSpool, assemble
@@ -282,10 +282,35 @@ def test_long_segments_and_large_files_from_disk_assemble_into_a_readable_bundle
     assert result["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert result["size"] == out.stat().st_size
 
+    real_copy = os.copy_file_range
+
     def refused(*args):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    with mock.patch("os.copy_file_range", refused):
-        again = assemble(tmp_path / "again.tar.gz", work, records, {"draft": True})
-    assert (tmp_path / "again.tar.gz").read_bytes() == out.read_bytes()
-    assert again == result
+    def forbidden(*args):
+        raise OSError(errno.EPERM, "Operation not permitted")  # a seccomp profile
+
+    def some_then_nothing(source, target, length, offset):  # copies a little, then 0
+        return real_copy(source, target, min(length, 1000), offset) if offset == 0 else 0
+
+    for number, kernel_copy in enumerate((refused, forbidden, some_then_nothing)):
+        with mock.patch("os.copy_file_range", kernel_copy):
+            again = assemble(tmp_path / f"again-{number}.tar.gz", work, records, {"draft": True})
+        assert (tmp_path / f"again-{number}.tar.gz").read_bytes() == out.read_bytes()
+        assert again == result
+
+
+def test_a_chunk_shorter_than_its_record_fails_the_assembly(tmp_path):
+    """A chunk file cut short (a full disk while it was written, say) is an error naming it,
+    not a bundle missing bytes; nothing is left at the bundle's path."""
+    from exchange.bundles.tarstream import ChunkSpool, assemble
+
+    work = tmp_path / "work"
+    spool = ChunkSpool(work, "chunk-0")
+    record = spool.write([[spool.entry("t/data.bin", os.urandom(50_000))]])
+    data = work / record.data
+    data.write_bytes(data.read_bytes()[:1000])
+    out = tmp_path / "bundle.tar.gz"
+    with pytest.raises(OSError, match="ends before its record says"):
+        assemble(out, work, [record], {"draft": True})
+    assert not out.exists() and not out.with_name(out.name + ".part").exists()
