@@ -460,7 +460,11 @@ class _Output:
     def _hash(self, blocks: Callable[[], Iterable[bytes]]) -> None:
         """Hash the bytes ``blocks()`` gives after everything handed over before (the one
         thread takes its steps in order)."""
-        self._hashing.append(self._hasher.submit(lambda: [self.digest.update(b) for b in blocks()]))
+        self._hashing.append(self._hasher.submit(self._update, blocks))
+
+    def _update(self, blocks: Callable[[], Iterable[bytes]]) -> None:
+        for block in blocks():
+            self.digest.update(block)
 
     def _hashed(self) -> None:
         """Wait for every step handed over; the first one's error, if any, is raised."""

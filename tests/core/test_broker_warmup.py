@@ -21,27 +21,34 @@ print(json.dumps({"before": sorted(before), "after": after, "line": line}))
 """
 
 
-def test_the_embedded_brokers_client_is_imported_and_no_connection_opened(tmp_path):
-    env = {
+def _fresh_process(script: str, tmp_path, **env: str) -> str:
+    """The last line ``script`` prints in a new Python process of the app, embedded (no
+    DATABASE_URL; the embedded broker unless ``env`` names one), its files in ``tmp_path``."""
+    environ = {
         key: value
         for key, value in os.environ.items()
         if key not in ("CELERY_BROKER_URL", "DATABASE_URL")
     }
-    env.update(
+    environ.update(
         DJANGO_SETTINGS_MODULE="hilbench_annotate.settings",
         DJANGO_SECRET_KEY="test-only",
         HILBENCH_VAR_DIR=str(tmp_path),
+        **env,
     )
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        env=env,
+        [sys.executable, "-c", script],
+        env=environ,
         cwd=settings.BASE_DIR,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_embedded_brokers_client_is_imported_and_no_connection_opened(tmp_path):
+    found = json.loads(_fresh_process(SCRIPT, tmp_path))
     assert found["before"] == []  # the warm-up, not start-up, imported them
     assert found["after"] == ["kombu.transport.sqlalchemy", "sqlalchemy.dialects.sqlite.pysqlite"]
     assert found["line"] == "kombu.transport.sqlalchemy"
@@ -55,20 +62,5 @@ def test_a_broker_it_cannot_name_is_reported_not_raised(tmp_path):
         "from hilbench_annotate.celery import broker_warm_up\n"
         "print(broker_warm_up())\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env.update(
-        DJANGO_SETTINGS_MODULE="hilbench_annotate.settings",
-        DJANGO_SECRET_KEY="test-only",
-        HILBENCH_VAR_DIR=str(tmp_path),
-        CELERY_BROKER_URL="nosuchtransport://localhost/0",
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        cwd=settings.BASE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1].startswith("not loaded: ")
+    line = _fresh_process(script, tmp_path, CELERY_BROKER_URL="nosuchtransport://localhost/0")
+    assert line.startswith("not loaded: ")
