@@ -237,4 +237,9 @@
       if (fieldset) { showTab("blockers"); addQuestion(fieldset, true); markDirty(); }
     }
   });
+
+  // Everything above is wired: a click on a tab now shows its panel. The deferred script runs
+  // after the page is drawn, so a click that came first did nothing; scripts and the browser
+  // tests wait for this mark rather than for the form to be visible.
+  form.dataset.ready = "1";
 })();

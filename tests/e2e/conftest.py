@@ -73,3 +73,12 @@ def new_page(browser, live_server, username: str, *, bypass_csp: bool = False):
     page.set_default_timeout(15_000)
     login(page, live_server, username, f"{username}-demo")
     return page
+
+
+def workspace_ready(page) -> None:
+    """The workspace's script has run (``workspace.js`` marks the form last): a page reached by
+    a click is visible before its deferred script wires the tabs, and a tab clicked in between
+    shows nothing (CI saw the environment tab's table list stay hidden)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#workspace[data-ready='1']")).to_have_count(1)

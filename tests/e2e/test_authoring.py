@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from hilbench_annotate.models import Task
 
-from .conftest import login
+from .conftest import login, workspace_ready
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -94,7 +94,7 @@ SWE_BLOCKERS = [
 def open_workspace(page, live_server, task: Task) -> None:
     page.goto(f"{live_server.url}/tasks/{task.pk}/")
     page.click("text=Open workspace")
-    expect(page.locator("#workspace")).to_be_visible()
+    workspace_ready(page)
 
 
 def plant(page, blockers) -> None:
@@ -150,7 +150,7 @@ def test_author_blocks_a_sql_task_end_to_end(page, live_server, demo):
     page.locator("#results td.title a").click()
     page.wait_for_url(f"{live_server.url}/tasks/{task.pk}/")
     page.click("text=Open workspace")
-    expect(page.locator("#workspace")).to_be_visible()
+    workspace_ready(page)
 
     # Environment: browse a table, query it in the read-only console; a write is refused.
     page.click("[data-tab=env]")

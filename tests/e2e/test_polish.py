@@ -11,7 +11,7 @@ from authoring.services import workspace_save
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import task_snapshot
 
-from .conftest import new_page
+from .conftest import new_page, workspace_ready
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -134,3 +134,25 @@ def test_repository_folders_have_a_vendored_icon_and_patches_are_coloured(
     ]
     plain = gold.evaluate("el => getComputedStyle(el).backgroundColor")
     assert len({*colours, plain}) == 3, (colours, plain)
+
+
+def test_the_workspace_says_when_its_tabs_work(browser, live_server, demo):
+    """CI clicked the environment tab of a workspace reached by a link before its deferred
+    script had wired the tabs: the click did nothing and the table list stayed hidden. The
+    form is marked ready only once the script has run, and a tab clicked then shows its panel.
+    Here the script is held back a second to widen the gap CI fell into."""
+    task = Task.objects.get(project__slug="demo", source_id="retail_bank/0")
+    page = new_page(browser, live_server, "author")
+
+    def late(route):
+        page.wait_for_timeout(1000)
+        route.continue_()
+
+    page.route("**/js/workspace.js*", late)
+    page.goto(f"{live_server.url}/tasks/{task.pk}/")
+    page.click("text=Open workspace")
+    expect(page.locator("#workspace")).to_be_visible()
+    assert page.locator("#workspace[data-ready]").count() == 0  # drawn, not yet wired
+    workspace_ready(page)
+    page.click("[data-tab=env]")
+    expect(page.locator(".table-list button:text-is('loan')")).to_be_visible()

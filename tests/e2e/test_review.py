@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from hilbench_annotate.models import Task
 
-from .conftest import login
+from .conftest import login, workspace_ready
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,6 +89,7 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
     author.goto(f"{live_server.url}/notifications/")
     author.click("text=asked for changes")
     expect(author.locator(".notice.returned")).to_contain_text("Registry audit asked for changes")
+    workspace_ready(author)
     author.click("[data-tab=blockers]")
     blocker = author.locator("fieldset.blocker-edit", has_text="review_year_dates")
     expect(blocker.locator(".pinned")).to_contain_text("names the calendar")
