@@ -82,3 +82,4 @@ def workspace_ready(page) -> None:
     from playwright.sync_api import expect
 
     expect(page.locator("#workspace[data-ready='1']")).to_have_count(1)
+    page.wait_for_load_state()  # and htmx has read the hx- attributes (on DOMContentLoaded)

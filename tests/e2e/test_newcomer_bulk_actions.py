@@ -70,7 +70,9 @@ def test_a_lead_tags_two_tasks_then_checks_every_task_the_filter_matches(
     tagged = Task.objects.filter(tags__name="batch-7")
     assert sorted(tagged.values_list("pk", flat=True)) == ids  # (the list cuts long titles)
 
-    # The page's box ticks every row of the page.
+    # The page's box ticks every row of the page (by app.js, deferred: the page the Apply
+    # redirected to shows its messages before its scripts have run).
+    page.wait_for_load_state()
     page_box = page.get_by_role("checkbox", name="Select all on this page")
     page_box.check()
     boxes = page.locator("#results tbody input[type=checkbox]")

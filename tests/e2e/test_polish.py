@@ -140,12 +140,12 @@ def test_the_workspace_says_when_its_tabs_work(browser, live_server, demo):
     """CI clicked the environment tab of a workspace reached by a link before its deferred
     script had wired the tabs: the click did nothing and the table list stayed hidden. The
     form is marked ready only once the script has run, and a tab clicked then shows its panel.
-    Here the script is held back a second to widen the gap CI fell into."""
+    Here the script is held back two seconds to widen the gap CI fell into."""
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/0")
     page = new_page(browser, live_server, "author")
 
     def late(route):
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(2000)
         route.continue_()
 
     page.route("**/js/workspace.js*", late)
