@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .sql import parse_sql
+from .sql import nodes, parse_sql
 from .text import as_mapping, as_text
 
 
@@ -89,13 +89,15 @@ def csv_clauses(csv_text: str) -> tuple[str, ...]:
     return tuple(c for cell in cells for c in _CLAUSE_BREAK.split(cell) if c.strip())
 
 
-def _description_columns(csv_text: str) -> set[str]:
-    """Column names a description CSV documents (both name columns), lowercased."""
-    return {
+@lru_cache(maxsize=256)
+def _description_columns(csv_text: str) -> frozenset[str]:
+    """Column names a description CSV documents (both name columns), lowercased. Cached as
+    ``_csv_rows`` is: the questions of one database share its CSVs."""
+    return frozenset(
         row.get(key, "").strip().lower()
         for row in _csv_rows(csv_text)
         for key in ("original_column_name", "column_name")
-    } - {""}
+    ) - {""}
 
 
 _DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\b")
@@ -118,10 +120,11 @@ def _sql_names(sql: str) -> set[str]:
     statements, _error = parse_sql(sql)
     names: set[str] = set()
     for statement in statements:
-        names.update(t.name.lower() for t in statement.find_all(exp.Table) if t.name)
+        found = nodes(statement, exp.Table, exp.Column)
+        names.update(t.name.lower() for t in found[exp.Table] if t.name)
         names.update(
             column.name.lower()
-            for column in statement.find_all(exp.Column)
+            for column in found[exp.Column]
             # SQLite reads a double-quoted name that resolves nowhere as a string ("black").
             if column.name and not column.this.args.get("quoted")
         )

@@ -80,6 +80,19 @@ def check_gold_sql(
         )
 
 
+def nodes(tree: exp.Expression, *kinds: type) -> dict[type, list]:
+    """The nodes of each of ``kinds`` in ``tree``, in ``find_all``'s order, from one walk:
+    a ``find_all`` walks the whole tree, and the seven a gold SQL's lint made were a third of
+    a draft's lint (of some 1.2 s for 10,000 imported questions' first export)."""
+    found: dict[type, list] = {kind: [] for kind in kinds}
+    for node in tree.walk():  # breadth first, as find_all
+        if isinstance(node, kinds):
+            for kind in kinds:
+                if isinstance(node, kind):
+                    found[kind].append(node)
+    return found
+
+
 def _unknown_names(tree: exp.Expression, schema: dict[str, set[str]]) -> list[str]:
     """Tables and columns the query names that the schema lacks (conservative).
 
@@ -88,7 +101,8 @@ def _unknown_names(tree: exp.Expression, schema: dict[str, set[str]]) -> list[st
     """
     from sqlglot import exp
 
-    ctes = list(tree.find_all(exp.CTE))
+    found = nodes(tree, exp.CTE, exp.Alias, exp.Subquery, exp.Table, exp.Column)
+    ctes = found[exp.CTE]
     cte_names = {cte.alias_or_name.lower() for cte in ctes}
     cte_columns = {
         as_text(getattr(col, "name", col)).lower()
@@ -96,14 +110,14 @@ def _unknown_names(tree: exp.Expression, schema: dict[str, set[str]]) -> list[st
         if isinstance(cte.args.get("alias"), exp.TableAlias)
         for col in cte.args["alias"].columns
     }
-    select_aliases = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
-    derived = {s.alias.lower() for s in tree.find_all(exp.Subquery) if s.alias}
+    select_aliases = {a.alias.lower() for a in found[exp.Alias] if a.alias}
+    derived = {s.alias.lower() for s in found[exp.Subquery] if s.alias}
 
     unknown: list[str] = []
     aliases: dict[str, str] = {}
     tables: set[str] = set()
     opaque_source = bool(derived)
-    for table in tree.find_all(exp.Table):
+    for table in found[exp.Table]:
         if not isinstance(table.this, exp.Identifier):
             opaque_source = True  # a table-valued function such as json_each(...)
             continue
@@ -121,7 +135,7 @@ def _unknown_names(tree: exp.Expression, schema: dict[str, set[str]]) -> list[st
         if table.alias:
             aliases[table.alias.lower()] = name
 
-    for column in tree.find_all(exp.Column):
+    for column in found[exp.Column]:
         if isinstance(column.this, exp.Star) or not column.name:
             continue
         name = column.name.lower()

@@ -802,32 +802,53 @@ def test_gold_sql_names_missing_table_or_column(sql, named):
     assert findings(draft, "gold_sql", schema=None) == []  # unknown schema: parse only
 
 
-@pytest.mark.parametrize(
-    "sql",
-    [
-        GOLD_SQL,
-        # BIRD style: T1/T2 aliases, subquery, CAST, IIF, STRFTIME, ORDER BY a select alias.
-        "SELECT T2.A2, CAST(SUM(IIF(T1.amount > 1000, 1, 0)) AS REAL) * 100 / COUNT(*) AS pct "
-        "FROM trans AS T1 INNER JOIN account AS T3 ON T1.account_id = T3.account_id "
-        "INNER JOIN district AS T2 ON T3.district_id = T2.district_id "
-        "WHERE STRFTIME('%Y', T1.date) = '1996' AND T1.account_id IN "
-        "(SELECT account_id FROM loan WHERE status = 'A') GROUP BY T2.A2 ORDER BY pct DESC",
-        # Quoted identifiers and a double-quoted string (SQLite reads it as text).
-        'SELECT `T`.`k_symbol`, "T"."amount" FROM "trans" AS `T` WHERE T.k_symbol = "CAT7"',
-        # A CTE and a derived table, with columns only they define.
-        "WITH yearly AS (SELECT account_id, COUNT(*) AS n FROM trans GROUP BY account_id) "
-        "SELECT y.account_id, s.total FROM yearly AS y JOIN "
-        "(SELECT account_id, SUM(amount) AS total FROM trans GROUP BY account_id) AS s "
-        "ON s.account_id = y.account_id WHERE n > 2",
-        # Unqualified columns that live in any joined table, rowid, UNION.
-        "SELECT district_id, rowid FROM account JOIN district USING (district_id) "
-        "UNION SELECT district_id, 0 FROM district",
-    ],
-)
+# Gold SQL the rule must pass on the test database (shapes BIRD and authors write).
+VALID_GOLD_SQL = [
+    GOLD_SQL,
+    # BIRD style: T1/T2 aliases, subquery, CAST, IIF, STRFTIME, ORDER BY a select alias.
+    "SELECT T2.A2, CAST(SUM(IIF(T1.amount > 1000, 1, 0)) AS REAL) * 100 / COUNT(*) AS pct "
+    "FROM trans AS T1 INNER JOIN account AS T3 ON T1.account_id = T3.account_id "
+    "INNER JOIN district AS T2 ON T3.district_id = T2.district_id "
+    "WHERE STRFTIME('%Y', T1.date) = '1996' AND T1.account_id IN "
+    "(SELECT account_id FROM loan WHERE status = 'A') GROUP BY T2.A2 ORDER BY pct DESC",
+    # Quoted identifiers and a double-quoted string (SQLite reads it as text).
+    'SELECT `T`.`k_symbol`, "T"."amount" FROM "trans" AS `T` WHERE T.k_symbol = "CAT7"',
+    # A CTE and a derived table, with columns only they define.
+    "WITH yearly AS (SELECT account_id, COUNT(*) AS n FROM trans GROUP BY account_id) "
+    "SELECT y.account_id, s.total FROM yearly AS y JOIN "
+    "(SELECT account_id, SUM(amount) AS total FROM trans GROUP BY account_id) AS s "
+    "ON s.account_id = y.account_id WHERE n > 2",
+    # Unqualified columns that live in any joined table, rowid, UNION.
+    "SELECT district_id, rowid FROM account JOIN district USING (district_id) "
+    "UNION SELECT district_id, 0 FROM district",
+]
+
+
+@pytest.mark.parametrize("sql", VALID_GOLD_SQL)
 def test_gold_sql_valid_with_schema(sql):
     draft = make_draft()
     draft["environment"]["gold_sql"] = sql
     assert findings(draft, "gold_sql") == []
+
+
+def test_one_walk_finds_what_find_all_finds():
+    """``nodes`` stands in for a ``find_all`` per kind (one walk, not seven): the same nodes in
+    the same order, a kind's subclasses included (a subquery is a DerivedTable), on the SQL
+    shapes the rule reads."""
+    from sqlglot import exp
+
+    from authoring.lint.sql import nodes, parse_sql
+
+    kinds = (exp.CTE, exp.Alias, exp.Subquery, exp.Table, exp.Column, exp.DerivedTable)
+    shapes = list(VALID_GOLD_SQL)
+    shapes.append("SELECT a FROM (SELECT 1 AS a) JOIN json_each('[1]') UNION SELECT b FROM t")
+    for sql in shapes:
+        (tree,), error = parse_sql(sql)
+        assert error is None
+        found = nodes(tree, *kinds)
+        for kind in kinds:
+            assert [id(n) for n in found[kind]] == [id(n) for n in tree.find_all(kind)], kind
+        assert found[exp.Table] and found[exp.Column]
 
 
 def test_gold_sql_is_not_checked_for_swe():
