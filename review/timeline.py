@@ -78,8 +78,18 @@ def _validation_queued(d: Mapping[str, Any], layer: _Layers) -> str:
 
 
 # Events that only restate a revision or a comment, which have timeline lines of their own.
+# A task's making is its revision 1 (``creation_text``): tasks made before that was so have a
+# "created" or "imported" event too, not shown twice.
 RESTATING_EVENTS = frozenset(
-    {"workspace_saved", "registry_edited", "task_edited", "environment_edited", "comment_added"}
+    {
+        "workspace_saved",
+        "registry_edited",
+        "task_edited",
+        "environment_edited",
+        "comment_added",
+        "created",
+        "imported",
+    }
 )
 
 WORDING: dict[str, Callable[[Mapping[str, Any], _Layers], str]] = {
@@ -103,6 +113,14 @@ WORDING: dict[str, Callable[[Mapping[str, Any], _Layers], str]] = {
         f"labelled a failed run: {_words(d.get('dimension'))} ({_words(d.get('mode'))})"
     ),
 }
+
+
+def creation_text(task, revision) -> str | None:
+    """What revision 1 did, in the words of the event that once told it ("imported the task
+    from BIRD (library/7)"), or None for any other revision."""
+    if revision.number != 1 or revision.reason not in ("created", "imported"):
+        return None
+    return WORDING[revision.reason]({"source": task.source, "source_id": task.source_id}, None)
 
 
 def event_text(kind: str, data: Mapping[str, Any], layer_names: Mapping[int, str]) -> str:

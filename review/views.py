@@ -28,7 +28,7 @@ from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
 from review.access import access_review_layer
 from review.models import Notification, ReviewAssignment, ReviewLayer
-from review.timeline import RESTATING_EVENTS, event_text
+from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
 def _layers_for(projects, roles: ProjectRoles):
@@ -343,6 +343,7 @@ def timeline(request, task_id: int):
                 "kind": "revision",
                 "who": revision.author,
                 "revision": revision,
+                "text": creation_text(task, revision),
                 "errors": sum(1 for f in revision.lint_findings if f.get("severity") == "error"),
             }
         )

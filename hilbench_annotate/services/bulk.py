@@ -2,9 +2,10 @@
 
 An import of 10,000 records through ``task_create`` costs some ten queries a task; here a
 chunk of tasks costs a savepoint, one statement per table for all its rows (tasks,
-environments, revisions, events: ``COPY`` on PostgreSQL, a prepared INSERT run for every row
-on SQLite), one SELECT of the new tasks' ids, and ``bulk_create`` for blockers and trigger
-questions when there are any.
+environments, revisions: ``COPY`` on PostgreSQL, a prepared INSERT run for every row on
+SQLite), one SELECT of the new tasks' ids, and ``bulk_create`` for blockers and trigger
+questions when there are any. A task's making is told by its revision 1 (its reason, author
+and time), as ``task_create`` tells it: no event of its own.
 """
 
 import json
@@ -27,7 +28,6 @@ from hilbench_annotate.models import (
     SqlEnvironment,
     SweEnvironment,
     Task,
-    TaskEvent,
     TriggerQuestion,
 )
 from hilbench_annotate.toolkit.iteration import batched
@@ -288,19 +288,6 @@ def _create_chunk(
                 "lint_findings": [],
             }
             for task, env, rows in zip(tasks, envs, blockers, strict=True)
-        ],
-    )
-    _insert_many(
-        TaskEvent,
-        [
-            {
-                "project_id": project.pk,
-                "task_id": task["id"],
-                "actor_id": author_id,
-                "kind": reason,
-                "data": {"source": task["source"], "source_id": task["source_id"]},
-            }
-            for task in tasks
         ],
     )
     return [task["id"] for task in tasks]

@@ -304,15 +304,9 @@ def task_create(
     env_model.objects.create(task=task, **environment)
     for position, blocker in enumerate(blockers):
         Blocker.objects.insert(task=task, position=position, **blocker)
+    # Revision 1 tells the task's making (its reason, author and time; the timeline words it
+    # from the task's source): an event beside it only restated it, a row a task.
     revision_create(task=task, actor=author, reason=reason)
-    event_record(
-        project_id=project.pk,
-        task_id=task.pk,
-        actor=author,
-        kind=reason,
-        source=source,
-        source_id=source_id,
-    )
     return task
 
 

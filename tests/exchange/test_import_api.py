@@ -74,7 +74,11 @@ def test_a_json_array_of_questions_is_imported_with_its_revisions_events_and_pro
     one = Task.objects.get(project=stored, source_id="library/100")
     assert one.sql_environment.database is not None  # the project's stored database
     assert Revision.objects.filter(task__project=stored).count() == count + 1
-    assert TaskEvent.objects.filter(project=stored, kind="imported").count() == count + 1
+    assert Revision.objects.filter(task__project=stored, reason="imported").count() == count + 1
+    # One event for the job, none a task: revision 1 tells each task's making.
+    finished = TaskEvent.objects.filter(project=stored, kind="import_finished", task=None).get()
+    assert finished.data["created"] == count
+    assert not TaskEvent.objects.filter(project=stored, task__isnull=False).exists()
     # The same records again: nothing new.
     again = _run(api, _post(api, stored, body, "application/json"))
     assert again["report"]["created"] == [] and len(again["report"]["unchanged"]) == count

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 
 DATABASES = FIXTURES / "bird" / "dev_databases"
 # A chunk of BIRD tasks: SAVEPOINT, INSERT tasks, SELECT their ids (on SQLite the two ends
-# of the ids just written), INSERT environments, revisions, events, RELEASE.
-QUERIES_PER_CHUNK = 7
+# of the ids just written), INSERT environments, revisions, RELEASE.
+QUERIES_PER_CHUNK = 6
 CHUNK = 40  # small enough that no table's INSERT is split by SQLite's 999 parameters
 
 
@@ -51,8 +51,11 @@ def _import_counting(tmp_path, count: int) -> int:
     with CaptureQueriesContext(connection) as queries:
         report = import_bird(project=project, questions=questions, databases=DATABASES)
     assert len(report.created) == count
-    assert Revision.objects.filter(task__project=project, number=1).count() == count
-    assert TaskEvent.objects.filter(project=project, kind="imported").count() == count
+    assert Revision.objects.filter(task__project=project, number=1, reason="imported").count() == (
+        count
+    )
+    # Revision 1 tells each task's making: no event a task beside it.
+    assert not TaskEvent.objects.filter(project=project, task__isnull=False).exists()
     return len(queries.captured_queries)
 
 
@@ -67,9 +70,9 @@ def test_import_queries_do_not_grow_with_records_beyond_one_set_per_chunk(tmp_pa
     assert small <= 2 * QUERIES_PER_CHUNK + 10, small
 
 
-def test_each_task_gets_its_own_environment_revision_and_event_across_chunks(tmp_path, settings):
+def test_each_task_gets_its_own_environment_and_revision_across_chunks(tmp_path, settings):
     """The ids the INSERT gave (on SQLite taken from the last one written) are each task's:
-    every environment, revision and event of a three-chunk import, after another project's
+    every environment and revision of a three-chunk import, after another project's
     tasks took ids before them, belongs to the task of its record."""
     settings.IMPORT_CHUNK_SIZE = CHUNK
     _import_counting(tmp_path, 7)  # another project's tasks first: the ids do not start at 1
@@ -91,8 +94,7 @@ def test_each_task_gets_its_own_environment_revision_and_event_across_chunks(tmp
         snapshot = task.revisions.get().snapshot
         assert snapshot["title"] == task.title
         assert snapshot["environment"]["gold_sql"] == f"SELECT {number}"
-        event = TaskEvent.objects.get(task=task, kind="imported")
-        assert event.data["source_id"] == task.source_id
+        assert task.revisions.get().reason == "imported"
 
 
 def test_bulk_revision_is_the_snapshot_of_the_saved_task(project, author):
@@ -130,8 +132,8 @@ def test_bulk_revision_is_the_snapshot_of_the_saved_task(project, author):
         "Which year?",
         "Before when?",
     ]
-    event = TaskEvent.objects.get(task=task)
-    assert (event.kind, event.data) == ("imported", {"source": "bird", "source_id": "library/1"})
+    assert revision.reason == "imported"
+    assert not TaskEvent.objects.filter(task=task).exists()  # revision 1 tells it
 
 
 def test_a_bad_record_in_a_later_chunk_rolls_back_every_chunk(project):
@@ -149,7 +151,6 @@ def test_a_bad_record_in_a_later_chunk_rolls_back_every_chunk(project):
     with pytest.raises(DomainError, match="cobol"):
         task_create_many(project=project, records=records, chunk_size=10)
     assert not Task.objects.filter(project=project).exists()
-    assert not TaskEvent.objects.filter(project=project).exists()
 
 
 def test_progress_is_told_after_the_check_and_after_each_chunk(tmp_path, settings, project):

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from hilbench_annotate.models import Task
+from hilbench_annotate.models import Task, TaskEvent
 from review import selectors, services
 from review.models import ReviewAssignment, ReviewDecision
 
@@ -236,7 +236,7 @@ def test_timeline_lists_everything_and_offers_no_edit(client, task_at_layer_2, s
     page = client.get(reverse("task-timeline", args=[task_at_layer_2.pk])).content.decode()
     assert "Approve</strong> at layer 1" in page
     assert "Looks realistic." in page
-    assert "saved revision 1" in page
+    assert "imported the task from BIRD" in page and ": revision 1" in page
     assert "<form" not in page.split("<main ")[1]
 
 
@@ -271,6 +271,20 @@ def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_la
     # The comment is one line, not also an event restating it.
     assert sum("Looks realistic." in line for line in lines) == 1
     assert not any("comment added" in line for line in lines)
+    # The task's making is its revision 1, one line: a task imported when an event restated
+    # it (one is added here, as those imports wrote it) does not say it twice.
+    TaskEvent.objects.create(
+        project=task.project,
+        task=task,
+        actor=task.author,
+        kind="imported",
+        data={"source": task.source, "source_id": task.source_id},
+    )
+    page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
+    timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
+    lines = [" ".join(re.sub(r"<[^>]*>", " ", li).split()) for li in timeline.split("<li")[1:]]
+    made = [line for line in lines if "imported the task from BIRD" in line]
+    assert len(made) == 1 and made[0].endswith(f"({task.source_id}): revision 1"), made
 
 
 def test_a_refused_decision_shows_the_page_again_with_everything_typed(
