@@ -493,7 +493,10 @@ class Ours:
             time.sleep(POLL_S)
 
     def import_records(self, project: int, bodies: list[bytes]) -> None:
-        """Every body sent (each a job), then every job awaited."""
+        """Every body sent (each a job), then every job awaited. Where a one-request import's
+        time went is printed: the POST until its 202, the job waiting for a worker, the
+        import in the worker, and the poll seeing it finished (the job's own timestamps)."""
+        sent = time.time()
         urls = [
             json.loads(self.api.call(
                 "POST", f"/api/projects/{project}/tasks/import", body,
@@ -501,8 +504,23 @@ class Ours:
             )[1])["url"]
             for body in bodies
         ]  # fmt: skip
+        answered = time.time()
         for url in urls:
             self._job(url)
+        seen = time.time()
+        if len(urls) == 1:
+            from exchange.models import ImportJob
+
+            job = ImportJob.objects.filter(project_id=project).latest("pk")
+            created, started = job.created_at.timestamp(), job.started_at.timestamp()
+            finished = job.finished_at.timestamp()
+            print(
+                f"    ours, one request: POST {answered - sent:.3f} s (job made at "
+                f"{created - sent:.3f}), waiting for a worker {started - created:.3f} s, "
+                f"import {finished - started:.3f} s, seen finished {seen - finished:.3f} s "
+                f"later; {seen - sent:.3f} s in all",
+                flush=True,
+            )
 
     def import_command(self, slug: str, questions: Path) -> tuple[float, float, float]:
         """``manage.py import_bird``: (wall seconds, CPU seconds, peak RSS MB)."""

@@ -34,7 +34,7 @@ def test_a_worker_on_the_embedded_broker_looks_for_jobs_ten_times_a_second(tmp_p
         DJANGO_DEBUG="1",
         HILBENCH_VAR_DIR=str(tmp_path),
     )
-    for extra, expected in (({}, "0.1"), ({"HILBENCH_BROKER_POLL_S": "0.5"}, "0.5")):
+    for extra, expected in (({}, "0.05"), ({"HILBENCH_BROKER_POLL_S": "0.5"}, "0.5")):
         done = subprocess.run(
             [sys.executable, "-c", probe],
             env={**env, **extra},
