@@ -19,7 +19,7 @@ from .conftest import ROOT, start_worker
 from .core.test_views import _bird_upload_files, _upload
 
 
-def test_a_worker_on_the_embedded_broker_looks_for_jobs_ten_times_a_second(tmp_path):
+def test_a_worker_on_the_embedded_broker_looks_for_jobs_twenty_times_a_second(tmp_path):
     """kombu's SQLAlchemy transport looks once a second by default: each queued job waited
     up to a second, ten jobs sent at once some 4 s for the last (bench/vs_label_studio.py)."""
     probe = (

@@ -39,13 +39,18 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
 
 def test_a_web_process_has_the_judge_loaded_before_its_first_request():
     # What runserver and every gunicorn worker import before they serve.
-    done = _python("import hilbench_annotate.wsgi\n" + LOADED, HILBENCH_PRELOAD="1")
+    views = "import sys\nprint('views', 'exchange.api' in sys.modules)\n"
+    done = _python("import hilbench_annotate.wsgi\n" + LOADED + views, HILBENCH_PRELOAD="1")
     assert "encoder True" in done.stdout
     assert "judges ['embedded']" in done.stdout
     assert "Preloaded judge in" in done.stderr and "judge embedded-3-" in done.stderr
+    # And the URLs with their views (a worker's first request read them).
+    assert "Preloaded urls in" in done.stderr and " named routes" in done.stderr
+    assert "views True" in done.stdout
 
-    off = _python("import hilbench_annotate.wsgi\n" + LOADED, HILBENCH_PRELOAD="0")
+    off = _python("import hilbench_annotate.wsgi\n" + LOADED + views, HILBENCH_PRELOAD="0")
     assert "encoder False" in off.stdout and "Preloaded" not in off.stderr
+    assert "views False" in off.stdout
 
 
 def test_management_commands_do_not_load_it():
