@@ -77,20 +77,17 @@ def _validation_queued(d: Mapping[str, Any], layer: _Layers) -> str:
     return f"started the structural checks on revision {d.get('revision')}"
 
 
+# The reasons of a task's revision 1 that tell its making (``creation_text``). Tasks made
+# before revision 1 told it also have an event of that kind, a restating one.
+CREATION_KINDS = frozenset({"created", "imported"})
 # Events that only restate a revision or a comment, which have timeline lines of their own.
-# A task's making is its revision 1 (``creation_text``): tasks made before that was so have a
-# "created" or "imported" event too, not shown twice.
-RESTATING_EVENTS = frozenset(
-    {
-        "workspace_saved",
-        "registry_edited",
-        "task_edited",
-        "environment_edited",
-        "comment_added",
-        "created",
-        "imported",
-    }
-)
+RESTATING_EVENTS = CREATION_KINDS | {
+    "workspace_saved",
+    "registry_edited",
+    "task_edited",
+    "environment_edited",
+    "comment_added",
+}
 
 WORDING: dict[str, Callable[[Mapping[str, Any], _Layers], str]] = {
     "status_changed": _status_changed,
@@ -118,7 +115,7 @@ WORDING: dict[str, Callable[[Mapping[str, Any], _Layers], str]] = {
 def creation_text(task, revision) -> str | None:
     """What revision 1 did, in the words of the event that once told it ("imported the task
     from BIRD (library/7)"), or None for any other revision."""
-    if revision.number != 1 or revision.reason not in ("created", "imported"):
+    if revision.number != 1 or revision.reason not in CREATION_KINDS:
         return None
     return WORDING[revision.reason]({"source": task.source, "source_id": task.source_id}, None)
 

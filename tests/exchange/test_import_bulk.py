@@ -91,10 +91,10 @@ def test_each_task_gets_its_own_environment_and_revision_across_chunks(tmp_path,
         number = int(task.source_id.split("/")[1])
         assert task.title == f"Question {number}?"
         assert task.sql_environment.gold_sql == f"SELECT {number}"
-        snapshot = task.revisions.get().snapshot
-        assert snapshot["title"] == task.title
-        assert snapshot["environment"]["gold_sql"] == f"SELECT {number}"
-        assert task.revisions.get().reason == "imported"
+        revision = task.revisions.get()
+        assert revision.snapshot["title"] == task.title
+        assert revision.snapshot["environment"]["gold_sql"] == f"SELECT {number}"
+        assert revision.reason == "imported"
 
 
 def test_bulk_revision_is_the_snapshot_of_the_saved_task(project, author):

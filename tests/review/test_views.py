@@ -240,6 +240,14 @@ def test_timeline_lists_everything_and_offers_no_edit(client, task_at_layer_2, s
     assert "<form" not in page.split("<main ")[1]
 
 
+def _timeline(client, task) -> tuple[str, list[str]]:
+    """The task's timeline as text (entities unescaped) and as its lines, tags removed."""
+    page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
+    timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
+    lines = [" ".join(re.sub(r"<[^>]*>", " ", li).split()) for li in timeline.split("<li")[1:]]
+    return timeline, lines
+
+
 def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_layer_2, staff):
     task = task_at_layer_2
     layer2 = services.pipeline_ensure(task.project)[1]
@@ -247,9 +255,7 @@ def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_la
     client.post(reverse("review-take-next", args=[layer2.pk]))
     services.comment_add(actor=staff["peer"], task_id=task.pk, body="Looks realistic.")
     client.force_login(staff["lead"])
-    page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
-    timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
-    lines = [" ".join(re.sub(r"<[^>]*>", " ", li).split()) for li in timeline.split("<li")[1:]]
+    timeline, lines = _timeline(client, task)
     for said in (
         "imported the task from BIRD",
         "submitted it for review: draft → in review at layer 1 (Author self-check)",
@@ -280,9 +286,7 @@ def test_timeline_says_what_happened_in_words_not_event_codes(client, task_at_la
         kind="imported",
         data={"source": task.source, "source_id": task.source_id},
     )
-    page = client.get(reverse("task-timeline", args=[task.pk])).content.decode()
-    timeline = html.unescape(page[page.index('<ol class="timeline">') : page.index("</ol>")])
-    lines = [" ".join(re.sub(r"<[^>]*>", " ", li).split()) for li in timeline.split("<li")[1:]]
+    timeline, lines = _timeline(client, task)
     made = [line for line in lines if "imported the task from BIRD" in line]
     assert len(made) == 1 and made[0].endswith(f"({task.source_id}): revision 1"), made
 
