@@ -16,7 +16,8 @@ def access_evaluation_run(user, run_id: int) -> EvaluationRun:
 
 
 def access_task_pass(user, pass_id: int) -> TaskPass:
-    passes = TaskPass.objects.select_related("run", "task", "ask_human_run", "trajectory")
+    # Not the trajectory: it can be tens of megabytes, and the pass page reads a page of it.
+    passes = TaskPass.objects.select_related("run", "task", "ask_human_run")
     try:
         return passes.get(pk=pass_id, run__project__in=Project.objects.visible_to(user))
     except (TaskPass.DoesNotExist, *BAD_ID):

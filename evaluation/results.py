@@ -50,6 +50,7 @@ class PassRecord:
     trajectory: list[dict] | None = None  # steps, when the harness sent them
     trajectory_file: str = ""
     detail: dict = field(default_factory=dict)  # where it came from (a Harbor trial's name…)
+    error: str = ""  # why the pass failed without a verdict on the agent (a tampered trial)
 
     def as_json(self) -> dict:
         return {

@@ -25,6 +25,7 @@ from judge.services import ask_human, ask_human_run_start
 from ..harbor_jobs import is_harbor_jobs, parse_harbor_jobs
 from ..models import EvaluationRun, Mode, TaskPass, Trajectory
 from ..results import PassRecord, parse_jsonl, parse_results_folder
+from ..trajectories import TrajectoryError, steps_within_caps
 from .common import current_revision, evaluation_run_finish, stored_upload, task_resolver
 
 
@@ -146,10 +147,24 @@ def imported_run_store(run: EvaluationRun) -> None:
     pending.unlink(missing_ok=True)
 
 
+def _trajectory_kept(record: PassRecord) -> tuple[list[dict] | None, str]:
+    """The steps to store, or why none are: a trajectory over a pass's caps (``MAX_STEPS``,
+    ``MAX_BYTES`` as stored) is not kept, and the pass says why instead of failing the run.
+    The readers refuse such files before a run is queued; this holds for every other way."""
+    if record.trajectory is None:
+        return None, ""
+    try:
+        return steps_within_caps(record.trajectory, name=record.trajectory_file or "steps"), ""
+    except TrajectoryError as error:
+        return None, str(error)
+
+
 def imported_pass_store(run: EvaluationRun, task: Task, record: PassRecord) -> TaskPass:
     """One pass read from a harness: its questions asked of the judge (logged under an
     ``AskHumanRun``), its trajectory, the run's progress counted."""
     revision = current_revision(task)
+    steps, refused = _trajectory_kept(record)
+    detail = {**record.detail, "trajectory_refused": refused} if refused else record.detail
     with transaction.atomic():
         ask_run = None
         if record.mode == Mode.ASK_HUMAN:
@@ -176,11 +191,12 @@ def imported_pass_store(run: EvaluationRun, task: Task, record: PassRecord) -> T
             ask_human_run=ask_run,
             tokens=record.tokens,
             cost=record.cost,
-            detail=record.detail,
+            detail=detail,
+            error=record.error,
         )
-        if record.trajectory is not None:
+        if steps is not None:
             Trajectory.objects.create(
-                task_pass=task_pass, steps=record.trajectory, source=record.trajectory_file[:300]
+                task_pass=task_pass, steps=steps, source=record.trajectory_file[:300]
             )
         job_heartbeat(EvaluationRun, run.pk, done=F("done") + 1)
     return task_pass

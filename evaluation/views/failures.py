@@ -3,6 +3,7 @@ side-by-side view, a project's failure analysis (heat map, agreement, the labell
 LLM pre-labelling) and the taxonomy editor."""
 
 import csv
+from bisect import bisect_left
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -27,7 +28,8 @@ from evaluation.services import (
     taxonomy,
     taxonomy_update,
 )
-from evaluation.viewer import csv_safe, view_steps
+from evaluation.trajectory_pages import TrajectoryOutline, trajectory_outline, trajectory_steps
+from evaluation.viewer import FIELDS, PAGE_STEPS, csv_safe, full_text, step_page, view_steps
 from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.params import param_choice, param_id, param_text
@@ -37,23 +39,51 @@ from hilbench_annotate.vocabulary import Domain, Role
 QUEUE_ROWS = 100
 
 
-def _pass_view(task_pass: TaskPass) -> dict:
-    trajectory = getattr(task_pass, "trajectory", None)
+def _pass_view(task_pass: TaskPass, outline: TrajectoryOutline | None, pager: dict) -> dict:
+    """One page of the pass's trajectory (``pager``), read from the database alone: the k-th
+    ask_human step gets the k-th verdict whichever page it is on."""
+    offset = pager["offset"]
+    asks = outline.asks if outline else []
+    before = bisect_left(asks, offset)  # ask_human steps on the pages before this one
+    steps = trajectory_steps(task_pass.pk, offset=offset, limit=PAGE_STEPS) if outline else []
     verdicts = ask_human_verdicts(task_pass)
-    steps = view_steps(trajectory.steps if trajectory else [], verdicts)
     return {
         "task_pass": task_pass,
-        "trajectory": trajectory,
-        "steps": steps,
-        "asks": sum(1 for s in steps if s.get("kind") == "ask"),
+        "trajectory": outline,
+        "steps": view_steps(steps, verdicts, first=offset + 1, asks_before=before),
+        "asks": len(asks),
+        "asks_before": before,
+        "ask_pages": [position // PAGE_STEPS + 1 for position in asks],
+        "pager": pager,
         "score": task_pass.detail.get("score") or {},
+        "refused": str(task_pass.detail.get("trajectory_refused") or ""),
     }
+
+
+def _step_text(request, task_pass: TaskPass, number: int, field: str):
+    """One step's content, input or output whole, a part at a time: the page's "show all"."""
+    found = trajectory_steps(task_pass.pk, offset=number - 1, limit=1)
+    if not found:
+        raise Http404("No such step.")
+    context = {
+        "task_pass": task_pass,
+        "n": number,
+        "step": found[0],
+        "page": (number - 1) // PAGE_STEPS + 1,
+        "full": full_text(found[0], field, param_id(request.GET.get("part"))),
+    }
+    template = "evaluation/step_text.html" + ("#text" if request.htmx else "")
+    return render(request, template, context)
 
 
 @login_required
 @require_GET
 def pass_detail(request, pass_id: int):
     task_pass = access_task_pass(request.user, pass_id)
+    number = param_id(request.GET.get("step"))
+    field = param_choice(request.GET.get("field"), FIELDS)
+    if number and field:
+        return _step_text(request, task_pass, number, field)
     project = task_pass.run.project
     entries = taxonomy(project)
     labels = list(task_pass.failure_labels.select_related("labeller", "llm_run").order_by("id"))
@@ -64,7 +94,9 @@ def pass_detail(request, pass_id: int):
         .select_related("run")
         .order_by("run__model_name", "mode", "index")[:60]
     )
-    view = _pass_view(task_pass)
+    outline = trajectory_outline(task_pass.pk)
+    pager = step_page(outline.total if outline else 0, param_id(request.GET.get("page")))
+    view = _pass_view(task_pass, outline, pager)
     context = {
         **view,
         "view": view,
@@ -86,9 +118,17 @@ def pass_compare(request):
     if left_id is None or right_id is None:
         raise Http404("Choose two passes to compare.")
     left, right = access_task_pass(request.user, left_id), access_task_pass(request.user, right_id)
-    return render(
-        request, "evaluation/compare.html", {"left": _pass_view(left), "right": _pass_view(right)}
-    )
+    outlines = trajectory_outline(left.pk), trajectory_outline(right.pk)
+    total = max(o.total if o else 0 for o in outlines)
+    pager = step_page(total, param_id(request.GET.get("page")))
+    context = {
+        "left": _pass_view(left, outlines[0], pager),
+        "right": _pass_view(right, outlines[1], pager),
+        "pager": pager,
+        "query": f"left={left.pk}&right={right.pk}&",
+        "compare": (left.pk, right.pk),
+    }
+    return render(request, "evaluation/compare.html", context)
 
 
 @login_required
