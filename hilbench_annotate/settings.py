@@ -438,6 +438,10 @@ SANDBOX_PYTHONS = dict(
     if "=" in item
 )
 ENVIRONMENT_BUILD_WALL_S = float(os.environ.get("HILBENCH_ENVIRONMENT_BUILD_WALL_S", "1800"))
+# A task's requirement files, all -r files in (each time named): validators/requirements.py
+REQUIREMENTS_MAX_LINES = int(os.environ.get("HILBENCH_REQUIREMENTS_MAX_LINES", "20000"))
+REQUIREMENTS_MAX_BYTES = int(os.environ.get("HILBENCH_REQUIREMENTS_MAX_BYTES", str(2 * 1024**2)))
+REQUIREMENTS_MAX_INCLUDES = int(os.environ.get("HILBENCH_REQUIREMENTS_MAX_INCLUDES", "32"))
 # The only hosts an environment build may connect to (through its proxy, port 443 or 80;
 # validators/sandbox/egress.py): the package registries, and the host of a pip index the
 # worker is configured with (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL). ".example.org" allows its
@@ -540,6 +544,15 @@ HARBOR_CONCURRENCY = int(os.environ.get("HILBENCH_HARBOR_CONCURRENCY", "3"))
 HARBOR_EXTRA_ARGS = os.environ.get("HILBENCH_HARBOR_EXTRA_ARGS", "--override-cpus 2")
 HARBOR_RUNS_DIR = Path(os.environ.get("HILBENCH_HARBOR_RUNS_DIR", VAR_DIR / "harbor-runs"))
 HARBOR_POLL_S = float(os.environ.get("HILBENCH_HARBOR_POLL_S", "2"))
+# Harbor runs confined (validators/sandbox/confine.py): its whole process tree (Harbor, the
+# Docker CLI it calls) within HARBOR_MEMORY_MB (a cgroup), each process within HARBOR_CPU_S of
+# CPU time and HARBOR_FILE_MB per file. A trial's containers get at most
+# HARBOR_TRIAL_MAX_CPUS / HARBOR_TRIAL_MAX_MEMORY_MB, whatever the task's task.toml asks.
+HARBOR_MEMORY_MB = int(os.environ.get("HILBENCH_HARBOR_MEMORY_MB", "4096"))
+HARBOR_CPU_S = int(os.environ.get("HILBENCH_HARBOR_CPU_S", str(12 * 3600)))
+HARBOR_FILE_MB = int(os.environ.get("HILBENCH_HARBOR_FILE_MB", "2048"))
+HARBOR_TRIAL_MAX_CPUS = float(os.environ.get("HILBENCH_HARBOR_TRIAL_MAX_CPUS", "4"))
+HARBOR_TRIAL_MAX_MEMORY_MB = int(os.environ.get("HILBENCH_HARBOR_TRIAL_MAX_MEMORY_MB", "8192"))
 JUDGE_LLM_BASE_URL = os.environ.get("JUDGE_LLM_BASE_URL", "")
 JUDGE_LLM_MODEL = os.environ.get("JUDGE_LLM_MODEL", "meta-llama/Llama-3.3-70B-Instruct")
 JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))
