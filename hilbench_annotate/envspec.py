@@ -63,6 +63,9 @@ _COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 _REPO_PATH = re.compile(r"^[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*$")
 MAX_COMMANDS = 30
 MAX_TEXT = 200_000
+_LINE_BREAK = re.compile("[\n\r]")
+_UNWRITABLE = re.compile("[\n\r\x00]")  # in no Dockerfile line
+ONE_LINE = "holds a line break: a Dockerfile's ENV cannot carry one; write it on one line"
 
 EMPTY: dict[str, Any] = {
     "language": "python",
@@ -118,12 +121,14 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
         return {}
     clean = {}
     for name, text in value.items():
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             problems.append(f"env: {name!r} is not a variable name")
         elif name in RESERVED_ENV:
             problems.append(f"env: {name} is set by the sandbox and cannot be overridden")
         elif not isinstance(text, str) or "\x00" in text:
             problems.append(f"env: the value of {name} must be text")
+        elif _LINE_BREAK.search(text):
+            problems.append(f"env: the value of {name} {ONE_LINE}")
         else:
             clean[name] = text
     return dict(sorted(clean.items()))
@@ -206,3 +211,60 @@ def eval_script(spec: dict[str, Any], test_command: str) -> str:
     eval script runs them before the tests and goes on when one fails — ``locale-gen`` without
     root, say), then the test command, whose exit code is the run's."""
     return "\n".join([*(spec.get("eval_commands") or []), test_command])
+
+
+# --- a specification in a Dockerfile ---------------------------------------------------------
+# Docker reads a Dockerfile line by line (a line ending in a backslash goes on with the
+# next), quotes and substitutes "$VAR" in an ENV value itself, and reads flags (--mount,
+# --network) and heredocs (<<EOF) before a RUN's command. So a value is written so that Docker
+# reads it back as it is, and a command so that it is one instruction that runs as written:
+# neither can end its line, begin another instruction or add a flag.
+
+_ENV_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "$": "\\$"})
+_BARE_ENV = re.compile(r"[A-Za-z0-9_./:@+,-]+")
+SHELL = ("/bin/sh", "-c")  # what Docker runs a RUN's shell form with
+
+
+def dockerfile_env(name: str, value: Any, *, bare: bool = False) -> str:
+    """``ENV name="value"``, read by Docker as exactly ``value``: in double quotes, where only
+    ``\\``, ``"`` and ``$`` are special, each escaped (``bare``: a value of plain characters
+    only goes without quotes). A name that is not a variable name, or a value with a line
+    break (no Dockerfile line can hold one; ``spec_clean`` refuses it), is a DomainError."""
+    text = str(value)
+    if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+        raise DomainError(f"Environment specification: env: {name!r} is not a variable name.")
+    if _UNWRITABLE.search(text):
+        raise DomainError(f"Environment specification: env: the value of {name} {ONE_LINE}.")
+    if bare and _BARE_ENV.fullmatch(text):
+        return f"ENV {name}={text}"
+    return f'ENV {name}="{text.translate(_ENV_ESCAPES)}"'
+
+
+def dockerfile_run(command: str) -> str:
+    """``RUN`` of one shell command, run as ``/bin/sh -c`` runs it. A command on one line that
+    starts with no flag or ``[``, ends with no ``\\`` and holds no ``<<`` is written as it is
+    (Docker's shell form); any other in the exec form of the same shell,
+    ``RUN ["/bin/sh", "-c", "…"]``: its line breaks JSON escapes, its ``<`` ``\\u003c``, so
+    Docker reads one instruction whatever the command holds."""
+    plain = (
+        command.strip()
+        and not _UNWRITABLE.search(command)
+        and not command.lstrip().startswith(("-", "["))
+        and not command.rstrip().endswith("\\")
+        and "<<" not in command
+    )
+    if plain:
+        return f"RUN {command}"
+    return "RUN " + json.dumps([*SHELL, command]).replace("<", "\\u003c")
+
+
+def python_version(spec: dict[str, Any]) -> str:
+    """The Python version of an image's tag (``python:<version>-slim``): the specification's,
+    as ``spec_clean`` checked it, else 3.11."""
+    version = spec.get("python") or "3.11"
+    if not isinstance(version, str) or not _PYTHON.fullmatch(version):
+        raise DomainError(
+            f"Environment specification: python must be a version like 3.9 or 3.11.7, "
+            f"not {version!r}."
+        )
+    return version

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
+
+from hilbench_annotate.envspec import dockerfile_env, dockerfile_run, python_version
 
 from .sandbox import TESTBED
 from .sandbox.docker import IMAGE_TREE
@@ -18,14 +19,14 @@ def dockerfile(spec: dict[str, Any], *, base_image: str, requirements: bool = Fa
     """The docker backend's environment: the same steps as a local build, as image layers;
     the tests then run in it as user 1000 with no network (``sandbox/docker.py``).
     ``requirements``: the build folder holds the resolved ``requirements.txt``."""
-    env = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in spec.get("env", {}).items())
+    env = "".join(dockerfile_env(k, v) + "\n" for k, v in spec.get("env", {}).items())
     steps = []
     if requirements:
         steps.append(f"python -m pip install -r /tmp/{REQUIREMENTS_FILE}")
     if spec["packages"]:
         steps.append("python -m pip install " + " ".join(shlex.quote(p) for p in spec["packages"]))
     steps += [*spec["pre_install"], *spec["install"]]
-    runs = "".join(f"RUN {command}\n" for command in steps)
+    runs = "".join(dockerfile_run(command) + "\n" for command in steps)
     # Installed at /testbed (editable installs point there); kept whole at /testbed-image,
     # which each run copies into its /testbed tmpfs before the task's tree.
     return (
@@ -42,5 +43,5 @@ def dockerfile(spec: dict[str, Any], *, base_image: str, requirements: bool = Fa
 
 def base_image(spec: dict[str, Any]) -> str:
     if spec["language"] == "python":
-        return f"python:{spec['python'] or '3.11'}-slim"
+        return f"python:{python_version(spec)}-slim"
     return {"go": "golang:1.22", "javascript": "node:20"}.get(spec["language"], "debian:12")

@@ -24,6 +24,8 @@ import json
 import shlex
 from typing import Any
 
+from hilbench_annotate.envspec import dockerfile_env, dockerfile_run, python_version
+
 from . import layout, sidecars
 
 SQL_SERVERS = {name: layout.sidecar_url(name) for name in ("sql-tools", "business-info")}
@@ -179,7 +181,7 @@ def swe_environment_dockerfile(
     Dockerfile), its packages, the repository at /app (one commit, as shipped), its install
     commands."""
     if spec.get("language") == "python":
-        base = f"python:{spec.get('python') or '3.11'}-slim"
+        base = f"python:{python_version(spec)}-slim"
     else:
         base = {"go": "golang:1.22-bookworm", "javascript": "node:20-bookworm"}.get(
             spec.get("language"), "debian:12"
@@ -189,7 +191,7 @@ def swe_environment_dockerfile(
         "RUN apt-get update && apt-get install -y --no-install-recommends git python3 "
         f"{AGENT_PACKAGES} && rm -rf /var/lib/apt/lists/*",
     ]
-    lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted((spec.get("env") or {}).items())]
+    lines += [dockerfile_env(k, v) for k, v in sorted((spec.get("env") or {}).items())]
     lines += [
         "COPY repository.fast-export /tmp/repository.fast-export",
         "RUN git init -q --initial-branch=main /app && cd /app "
@@ -202,10 +204,12 @@ def swe_environment_dockerfile(
         lines.append("COPY requirements.txt /tmp/requirements.txt")
         lines.append("RUN python -m pip install --no-cache-dir -r /tmp/requirements.txt")
     if spec.get("packages"):
-        lines.append("RUN python -m pip install --no-cache-dir " + " ".join(
-            shlex.quote(p) for p in spec["packages"]))  # fmt: skip
+        lines.append(dockerfile_run("python -m pip install --no-cache-dir " + " ".join(
+            shlex.quote(p) for p in spec["packages"])))  # fmt: skip
+    # The author's commands, run as written; each one instruction, whatever it holds.
     lines += [
-        f"RUN {command}" for command in [*spec.get("pre_install", []), *spec.get("install", [])]
+        dockerfile_run(command)
+        for command in [*spec.get("pre_install", []), *spec.get("install", [])]
     ]
     if copy_tools:  # the ask_human command, and where the sidecar's metrics go
         lines.append(_agent_tools_dockerfile().rstrip())

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,10 +96,6 @@ def task_image(files: Mapping[str, bytes]) -> str | None:
     return None
 
 
-def _sentence(value: str) -> str:
-    return json.dumps(value)  # a Dockerfile ENV value, quoted
-
-
 @functools.cache
 def _sidecar_context(name: str) -> Mapping[str, bytes]:
     """A sidecar's build context for the release's compose file: the app's server, on the
@@ -115,7 +112,7 @@ def _sidecar_context(name: str) -> Mapping[str, bytes]:
         ).encode()
         return common
     script = SERVERS[name]
-    env = {"MISSING_DATA_NOTE": _sentence(MISSING_DATA)} if name == "sql-tools" else {}
+    env = {"MISSING_DATA_NOTE": MISSING_DATA} if name == "sql-tools" else {}
     dockerfile = sidecars.server_dockerfile(script, name=name, env=env, port=RELEASE_PORT)
     return {
         "Dockerfile": dockerfile.encode(),
@@ -133,7 +130,10 @@ def build_script(names: list[str]) -> bytes:
         "set -e",
         'cd "$(dirname "$0")"',
     ]
-    lines += [f"docker build -q -t hil-bench-harbor/{name}:latest {name}" for name in names]
+    lines += [
+        f"docker build -q -t {shlex.quote(f'hil-bench-harbor/{name}:latest')} {shlex.quote(name)}"
+        for name in names
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -198,10 +198,10 @@ def _sql_tests(snapshot: dict, note: str | None) -> dict[str, bytes]:
         sentence = note.split("\n\n", 2)[1].replace("`", "")
         check = (
             'if [ ! -f "$DATABASE" ]; then\n'
-            f"  echo {json.dumps('verifier: no ' + chr(36) + '{DATABASE}: ' + sentence)} >&2\n"
+            f"  echo {_after_database(sentence)} >&2\n"
             "  exit 1\n"
             "fi\n"
-        )
+        )  # fmt: skip
     test = (
         "#!/usr/bin/env bash\n"
         "# Written by HiL-Bench Annotate (the release publishes no verifier). It runs in the\n"
@@ -217,6 +217,16 @@ def _sql_tests(snapshot: dict, note: str | None) -> dict[str, bytes]:
         **{f"tests/{n}": c for n, c in sidecars.sql_verifier_files().items()},
         "tests/golden_output.csv": str(env.get("golden_output") or "").encode(),
     }
+
+
+def _after_database(sentence: str) -> str:
+    """The verifier's words for a missing database, as bash words: ``${DATABASE}`` expanded,
+    ``sentence`` (from the release's ``data_archive.json``) literal. A sentence of printable
+    ASCII but ``"$`\\!`` (nothing bash reads in double quotes) stays in the one double-quoted
+    string the export has always written; any other is ``shlex.quote``d after it."""
+    if sentence.isascii() and sentence.isprintable() and not set('"$`\\!') & set(sentence):
+        return f'"verifier: no ${{DATABASE}}: {sentence}"'
+    return '"verifier: no ${DATABASE}: "' + shlex.quote(sentence)
 
 
 def _swe_tests(snapshot: dict) -> dict[str, bytes]:
@@ -291,3 +301,11 @@ def generated_paths(document: bytes | None) -> set[str]:
     value = _json(document)
     paths = value.get("generated")
     return {p for p in paths if isinstance(p, str)} if isinstance(paths, list) else set()
+
+
+def verifier_files(snapshot: dict, note: str | None) -> dict[str, bytes]:
+    """The verifier the app generates for a release task (names inside ``tests/``), as the
+    export adds it to a mode without one and as a run scores every mode (``trial_files``)."""
+    sql = snapshot.get("domain") == "sql"
+    tests = _sql_tests(snapshot, note) if sql else _swe_tests(snapshot)
+    return {path.removeprefix("tests/"): content for path, content in tests.items()}

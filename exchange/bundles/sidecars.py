@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
 
+from hilbench_annotate.envspec import dockerfile_env
 from judge.embedded import WEIGHTS
 
 from . import layout
@@ -63,10 +64,14 @@ def server_dockerfile(
     server finds what the folder holds and where it writes; the servers' defaults are the
     release's paths (``/data``, ``/ask-human-data``, ``/app``), which only the release's
     compose file mounts (``port``: the release's sidecars listen on 8000, each in its own
-    container). The shared directory is world-writable (sticky) because a named
-    volume takes its mode from the first image that mounts it, whichever that is."""
+    container); a value of plain characters goes bare, any other quoted as Docker reads it
+    back (``envspec.dockerfile_env``). The shared directory is world-writable (sticky)
+    because a named volume takes its mode from the first image that mounts it, whichever
+    that is."""
     port = port or layout.SIDECAR_PORTS[name]
-    lines = "".join(f"ENV {key}={value}\n" for key, value in {**env, "PORT": port}.items())
+    lines = "".join(
+        dockerfile_env(key, value, bare=True) + "\n" for key, value in {**env, "PORT": port}.items()
+    )
     return (
         f"FROM {PYTHON_IMAGE}\n"
         f"WORKDIR {SERVER_DIR}\n"

@@ -3,6 +3,9 @@ endpoints, proxied downloads…). No Django: the caller passes the operator's al
 
 The policy, for a host and port:
 
+- the host must be an IP literal or a well-formed name (``host_name_problem``: no empty or
+  over-long label, nothing IDNA cannot encode, no ``%``) and the port 1 to 65535; anything
+  else is refused, by name, before the allowlist is read or any lookup is made;
 - when ``allowed_hosts`` is non-empty, the host must be named in it: a name (compared
   case-insensitively, a trailing dot ignored), an IP literal (compared as an address, so
   ``::1`` and ``0:0::1`` are one), or a leading-dot entry such as ``.example.org``, which
@@ -21,6 +24,7 @@ public address for the check and to 127.0.0.1 for the connection.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Sequence
 
@@ -36,8 +40,47 @@ class EgressRefused(DomainError):
     """The policy refuses a connection to this host; the message names the host and why."""
 
 
+_LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
+MAX_NAME = 253  # characters of a DNS name, without its trailing dot
+
+
+def host_name_problem(host: str) -> str | None:
+    """Why ``host`` is neither an IP literal nor a name a resolver can be asked for, or None.
+
+    An IPv6 literal may stand in brackets; a name is labels of 1 to 63 letters, digits, ``-``
+    or ``_`` (an international name: once IDNA-encoded), at most 253 characters, with at
+    most one trailing dot. No ``%`` (a zone id, an encoding), no empty label, no control
+    character: what the resolver's own encoding would raise on is refused here, by name."""
+    if host.startswith("[") or host.endswith("]"):
+        inner = host[1:-1] if host.startswith("[") and host.endswith("]") else ""
+        if "%" in inner or _as_ip(inner) is None or ":" not in inner:
+            return "not an IPv6 address in brackets"
+        return None
+    if "%" in host:
+        return "it holds a '%' (no zone id, no %-encoding)"
+    if _as_ip(host) is not None:
+        return None
+    try:
+        name = host if host.isascii() else host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "not a name IDNA can encode (an empty, over-long or forbidden label)"
+    name = name.removesuffix(".")
+    if not name:
+        return "an empty name"
+    if len(name) > MAX_NAME:
+        return f"{len(name)} characters (a name has at most {MAX_NAME})"
+    for label in name.split("."):
+        if not label:
+            return "an empty label"
+        if len(label) > 63:
+            return f"a label of {len(label)} characters (at most 63)"
+        if not _LABEL.fullmatch(label):
+            return "a character no host name holds (letters, digits, '-' and '_' only)"
+    return None
+
+
 def _normal_name(host: str) -> str:
-    return host.strip().strip("[]").rstrip(".").lower()
+    return host.strip().strip("[]").removesuffix(".").lower()
 
 
 def _as_ip(text: str) -> IPAddress | None:
@@ -50,7 +93,7 @@ def _as_ip(text: str) -> IPAddress | None:
 def host_is_named(host: str, allowed_hosts: Sequence[str]) -> bool:
     """Whether ``host`` is named by an entry of the allowlist (see the module's rules)."""
     name = _normal_name(host)
-    if not name:
+    if not name or host_name_problem(host.strip()):
         return False
     name_ip = _as_ip(name)
     for entry in allowed_hosts:
@@ -110,14 +153,23 @@ def _checked_addresses(
     host: str, port: int, allowed_hosts: Sequence[str]
 ) -> list[tuple[socket.AddressFamily, tuple]]:
     """(family, sockaddr) of every address a connection to host:port may use."""
+    problem = host_name_problem(host.strip())
+    if problem:
+        raise EgressRefused(f"{host!r} is not a host name: {problem}.")
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise EgressRefused(f"{port!r} is not a port (1 to 65535).")
     named = host_is_named(host, allowed_hosts)
     if allowed_hosts and not named:
         raise EgressRefused(
             f"{host} is not an allowed host: the operator's allowlist names only "
             f"{', '.join(allowed_hosts)}."
         )
-    # getaddrinfo's own errors (an unknown name: socket.gaierror, an OSError) pass through.
-    infos = socket.getaddrinfo(host.strip().strip("[]"), port, type=socket.SOCK_STREAM)
+    # getaddrinfo's own errors (an unknown name: socket.gaierror, an OSError) pass through;
+    # a name it cannot even encode (a UnicodeError, a ValueError) is the policy's refusal.
+    try:
+        infos = socket.getaddrinfo(host.strip().strip("[]"), port, type=socket.SOCK_STREAM)
+    except ValueError as error:
+        raise EgressRefused(f"{host!r} is not a host name the resolver takes: {error}.") from None
     found: list[tuple[socket.AddressFamily, tuple]] = []
     for family, _type, _proto, _name, sockaddr in infos:
         if family not in (socket.AF_INET, socket.AF_INET6):

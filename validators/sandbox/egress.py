@@ -11,6 +11,8 @@ Unix sockets, its network, or the deployment's. The one way out is an HTTP ``CON
   opens the connection only to a host named in ``settings.BUILD_EGRESS_HOSTS`` on port 443 or
   80, through :func:`hilbench_annotate.toolkit.egress.create_checked_connection` (the same
   policy as every outbound connection of the app: the checked address is the one dialled).
+  A request line not in ASCII, a malformed name (the policy's ``host_name_problem``) or a
+  port not 1 to 65535 is answered 400; whatever a request holds, it gets an answer.
 
 Why this and not user-mode networking (slirp4netns, pasta): those give the sandbox the
 machine's whole view of the network minus its loopback — another host of the deployment
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import threading
@@ -34,7 +37,11 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 
-from hilbench_annotate.toolkit.egress import EgressRefused, create_checked_connection
+from hilbench_annotate.toolkit.egress import (
+    EgressRefused,
+    create_checked_connection,
+    host_name_problem,
+)
 
 from .base import SandboxError
 
@@ -208,8 +215,7 @@ class EgressGateway:
         try:
             with contextlib.closing(self._track(client)):
                 try:
-                    host, port = _read_connect(client)
-                    upstream = self._track(self._connect(host, port))
+                    upstream = self._upstream(client)
                 except _Refusal as refusal:
                     self._note(self.refused, refusal.what)
                     with contextlib.suppress(OSError):
@@ -224,6 +230,19 @@ class EgressGateway:
             with self._lock:
                 self._open.discard(client)
             self._slots.release()
+
+    def _upstream(self, client: socket.socket) -> socket.socket:
+        """The connection the client's ``CONNECT`` asks for, or a _Refusal: whatever a
+        request holds, the client gets an answer and this thread ends quietly."""
+        try:
+            host, port = _read_connect(client)
+            return self._track(self._connect(host, port))
+        except (_Refusal, OSError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - what nothing above foresaw: refused all the same
+            raise _Refusal(
+                "?", f"the proxy could not handle it ({type(exc).__name__})", 500
+            ) from exc
 
     def _connect(self, host: str, port: int) -> socket.socket:
         where = f"{host}:{port}"
@@ -290,14 +309,32 @@ def _read_connect(client: socket.socket) -> tuple[str, int]:
         head += piece
         if len(head) > HEAD_LIMIT:
             raise _Refusal("?", f"a request head over {HEAD_LIMIT} bytes", status=400)
-    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    try:
+        line = head.split(b"\r\n", 1)[0].decode("ascii")
+    except UnicodeDecodeError:
+        raise _Refusal("?", "a request line not in ASCII (a name goes IDNA-encoded)", 400) from None
     parts = line.split(" ")
     if len(parts) != 3 or parts[0] != "CONNECT":
         raise _Refusal(line[:80], "only CONNECT (HTTPS through the proxy) is relayed", status=405)
-    host, _, port = parts[1].rpartition(":")
-    if not host or not port.isdigit():
-        raise _Refusal(parts[1][:80], "not host:port", status=400)
-    return host.strip("[]"), int(port)
+    return _authority(parts[1])
+
+
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def _authority(target: str) -> tuple[str, int]:
+    """(host, port) of a ``CONNECT host:port`` (an IPv6 address in brackets), or a 400 naming
+    what is wrong: a host the address policy's name rules refuse (``host_name_problem``), a
+    port that is not 1 to 65535."""
+    host, _, port = target.rpartition(":")
+    if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
+        raise _Refusal(target[:80], "not host:port with a port of 1 to 65535", status=400)
+    if ":" in host and not host.startswith("["):
+        raise _Refusal(target[:80], "an IPv6 address goes in brackets", status=400)
+    problem = host_name_problem(host)
+    if problem:
+        raise _Refusal(target[:80], f"not a host name: {problem}", status=400)
+    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 def _relay(client: socket.socket, upstream: socket.socket) -> None:
