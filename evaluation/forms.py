@@ -70,6 +70,12 @@ class HarborRunForm(forms.Form):
         choices=Mode.choices, initial=Mode.values, widget=forms.CheckboxSelectMultiple
     )
     passes = forms.IntegerField(min_value=1, max_value=10, initial=1, label="Passes (k)")
+    allow_internet = forms.BooleanField(
+        required=False,
+        label="Let the trials reach the internet",
+        help_text="Off: the agent's container has no network at all, whatever a task's "
+        "task.toml asks; its tools are reached on loopback",
+    )
 
     def __init__(self, *args, endpoints=(), **kwargs):
         super().__init__(*args, **kwargs)

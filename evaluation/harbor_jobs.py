@@ -25,12 +25,21 @@ from pathlib import Path
 
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.toolkit.jsontext import json_loads
+from hilbench_annotate.toolkit.safefiles import UnsafeFile, read_regular, regular_files
 
 from .results import MODES, PassRecord, TaskResolver, _questions
-from .trajectories import read_trajectory
+from .trajectories import (
+    MAX_BYTES,
+    TrajectoryError,
+    parse_trajectory_text,
+    steps_within_caps,
+)
 
 ASK_LOG = "ask_human_metrics.json"
 MAX_RESULT_BYTES = 4 << 20
+# What the project's Harbor environment lists when it replaced a link, pipe or device a trial
+# left in its log folders (harbor_agents/environments.py): such a trial is not a pass.
+NEUTRALISED = "hilbench-neutralised.json"
 
 
 @dataclass
@@ -57,12 +66,12 @@ def is_harbor_jobs(root: Path) -> bool:
     return bool(trial_results(root))
 
 
-def _read(path: Path) -> dict:
-    if path.stat().st_size > MAX_RESULT_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_RESULT_BYTES} bytes")
-    value = json_loads(path.read_bytes())
+def _read(trial: Path, relative: str, limit: int = MAX_RESULT_BYTES) -> dict:
+    """A JSON object the trial left at ``relative``: read without following a link, at most
+    ``limit`` bytes (``UnsafeFile``, a ValueError, otherwise)."""
+    value = json_loads(read_regular(trial, relative, max_bytes=limit))
     if not isinstance(value, dict):
-        raise ValueError(f"{path.name} is not a JSON object")
+        raise ValueError(f"{relative} is not a JSON object")
     return value
 
 
@@ -94,8 +103,11 @@ def _mode(mode_folder: Path, task_name: str) -> str:
 
 
 def _ask_log(trial: Path) -> list[dict]:
-    for path in sorted(trial.glob(f"artifacts/**/{ASK_LOG}")):
-        log = _read(path)
+    """The questions of the trial's ask-human log (found without entering a link)."""
+    for relative in regular_files(trial, "artifacts"):
+        if relative.rsplit("/", 1)[-1] != ASK_LOG:
+            continue
+        log = _read(trial, relative)
         return [
             {"text": q.get("question", ""), "time": q.get("time", "")}
             for q in log.get("questions") or []
@@ -117,14 +129,18 @@ class Trial:
 
 def _steps(trial: Path) -> tuple[list[dict] | None, str]:
     """The agent's steps: the app's format (``agent/steps.json``, the reference agents'), or
-    Harbor's ATIF trajectory (``agent/trajectory.json``, terminus-2's) turned into it."""
-    own = trial / "agent" / "steps.json"
-    if own.is_file():
-        return read_trajectory(own, name=f"{trial.name}/agent/steps.json"), "agent/steps.json"
-    atif = trial / "agent" / "trajectory.json"
-    if not atif.is_file():
+    Harbor's ATIF trajectory (``agent/trajectory.json``, terminus-2's) turned into it. Read
+    without following a link, within the trajectory caps."""
+    own = "agent/steps.json"
+    if (trial / own).exists() or (trial / own).is_symlink():
+        text = read_regular(trial, own, max_bytes=MAX_BYTES).decode("utf-8", "replace")
+        name = f"{trial.name}/{own}"
+        steps = parse_trajectory_text(text, name=name, jsonl=False)
+        return steps_within_caps(steps, name=name), own
+    atif = "agent/trajectory.json"
+    if not ((trial / atif).exists() or (trial / atif).is_symlink()):
         return None, ""
-    document = _read(atif)
+    document = _read(trial, atif, MAX_BYTES)
     steps = []
     for step in document.get("steps") or []:
         if not isinstance(step, dict):
@@ -143,14 +159,35 @@ def _steps(trial: Path) -> tuple[list[dict] | None, str]:
                 "time": step.get("timestamp"),
             }
         )
-    return steps, "agent/trajectory.json"
+    return steps_within_caps(steps, name=f"{trial.name}/{atif}"), atif
+
+
+def _tampering(trial: Path) -> str:
+    """Why the trial cannot count, if it left links, pipes or devices in its log folders."""
+    try:
+        raw = read_regular(trial, NEUTRALISED, max_bytes=MAX_RESULT_BYTES)
+        entries = json_loads(raw)
+    except FileNotFoundError:
+        return ""
+    except (UnsafeFile, ValueError, OSError):
+        return f"its {NEUTRALISED} cannot be read"
+    if not isinstance(entries, list) or not entries:
+        return ""
+    first = entries[0] if isinstance(entries[0], dict) else {}
+    where = str(first.get("path", "?")).rsplit("/", 2)[-2:]
+    target = f" to {str(first.get('target'))[:200]}" if first.get("target") else ""
+    return (
+        f"it left {len(entries)} link(s), pipe(s) or device(s) in its log folders "
+        f"({'/'.join(where)} was {first.get('was', '?')}{target}); removed unread, "
+        "and a trial that does so is not scored"
+    )
 
 
 def read_trial(path: Path, resolve: TaskResolver) -> Trial:
     """The trial whose ``result.json`` is ``path``; ValueError when it cannot be read or its
     task is not the project's."""
     trial = path.parent
-    result = _read(path)
+    result = _read(trial, path.name)
     task_name = str(result.get("task_name") or "")
     folder = Path(str((result.get("task_id") or {}).get("path") or ""))
     if folder.is_symlink():  # a dataset of links to the bundle's mode folders
@@ -170,21 +207,34 @@ def read_trial(path: Path, resolve: TaskResolver) -> Trial:
     reward = rewards.get("reward")
     if not isinstance(reward, int | float) or isinstance(reward, bool):
         return Trial(trial.name, model, started, None, "the verifier gave no reward")
-    steps, steps_file = _steps(trial)
+    detail = {
+        "trial": trial.name,
+        "reward": reward,
+        "seconds": _seconds(result),
+        "agent": (result.get("agent_info") or {}).get("name"),
+    }
+    if len(rewards) > 1:  # the run's verifier: the generated one's and the folder's own
+        detail["rewards"] = {k: v for k, v in rewards.items() if isinstance(v, int | float)}
+    error = _tampering(trial)
+    steps, steps_file, questions = None, "", []
+    try:
+        if not error:  # what a tampered trial left is not read at all
+            steps, steps_file = _steps(trial)
+            questions = _ask_log(trial)
+    except (UnsafeFile, TrajectoryError) as problem:
+        error = f"what it left cannot be read: {problem}"
+    if error:
+        detail["failed"] = error
     record = PassRecord(
         task_id=task_id,
         mode=mode,
         index=0,
-        resolved=reward >= 1,
-        questions=_questions(_ask_log(trial) or None, mode),
-        trajectory=steps,
-        trajectory_file=f"harbor trial {trial.name}: {steps_file}" if steps else "",
-        detail={
-            "trial": trial.name,
-            "reward": reward,
-            "seconds": _seconds(result),
-            "agent": (result.get("agent_info") or {}).get("name"),
-        },
+        resolved=reward >= 1 and not error,
+        questions=_questions(questions or None, mode),
+        trajectory=None if error else steps,
+        trajectory_file=f"harbor trial {trial.name}: {steps_file}" if steps and not error else "",
+        detail=detail,
+        error=f"The trial is not scored: {error}." if error else "",
     )
     return Trial(trial.name, model, started, record)
 

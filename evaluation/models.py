@@ -97,6 +97,11 @@ class EvaluationRun(Job):
         "never by the leaderboard or the pass-rate gate",
     )
     cancel_requested = models.BooleanField(default=False)
+    allow_internet = models.BooleanField(
+        default=False,
+        help_text="A Harbor run: the agent's container may reach the internet (a lead's "
+        "choice on the run's form; otherwise it has no network, whatever the task says)",
+    )
     harbor = models.JSONField(
         default=dict, blank=True, help_text="Harbor settings of the run and the trials it skipped"
     )

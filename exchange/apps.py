@@ -8,6 +8,10 @@ class ExchangeConfig(AppConfig):
     def ready(self) -> None:
         from hilbench_annotate.jobs import JobKind, register
 
+        from . import panels
+
+        panels.register()
+
         register(JobKind("exchange.ImportJob", "imports.run", "job_id", "IMPORT_STALE_S", "import"))
         register(
             JobKind("exchange.ExportJob", "bundles.export", "job_id", "EXPORT_STALE_S", "export")

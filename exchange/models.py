@@ -138,3 +138,30 @@ class ReleaseFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} of task {self.task_id}"
+
+
+class VerifierAcceptance(models.Model):
+    """A reviewer's acceptance of a task folder's own verifier (the ``<mode>/tests/`` an
+    uploaded release folder carried). Until one matches the task's current uploaded tests
+    (``fingerprint``), a run's trials are scored by the verifier the app generates and the
+    uploaded one's reward is only recorded beside it (``exchange/bundles/trial_files.py``)."""
+
+    task = models.ForeignKey(
+        "hilbench_annotate.Task", on_delete=models.CASCADE, related_name="verifier_acceptances"
+    )
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the uploaded tests")
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    accepted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-accepted_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "fingerprint"], name="one_acceptance_per_verifier"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"verifier of task {self.task_id} accepted by {self.accepted_by_id}"

@@ -8,4 +8,14 @@ urlpatterns = [
     path("exports/", views.export_list, name="export-list"),
     path("exports/<int:job_id>/", views.export_detail, name="export-detail"),
     path("exports/<int:job_id>/download/", views.export_download, name="export-download"),
+    path(
+        "tasks/<int:task_id>/verifier/accept",
+        views.verifier_accept_view,
+        name="verifier-accept",
+    ),
+    path(
+        "tasks/<int:task_id>/verifier/withdraw",
+        views.verifier_withdraw_view,
+        name="verifier-withdraw",
+    ),
 ]

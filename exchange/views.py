@@ -3,16 +3,18 @@
 
 import json
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from exchange.forms import ExportForm, ImportForm
 from exchange.models import ExportJob, ImportJob
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import IMPORTERS, import_start
+from exchange.services.verifiers import verifier_accept, verifier_acceptance_withdraw
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
@@ -169,3 +171,26 @@ def export_download(request, job_id: int):
         filename=job.path.name,
         content_type="application/gzip",
     )
+
+
+@login_required
+@require_POST
+def verifier_accept_view(request, task_id: int):
+    """An auditor or lead accepts a task folder's own verifier (its panel on the task page)."""
+    try:
+        verifier_accept(actor=request.user, task_id=task_id)
+        messages.success(request, "Accepted: this task's own verifier scores its trials now.")
+    except DomainError as error:
+        messages.error(request, str(error))
+    return redirect("task-detail", task_id=task_id)
+
+
+@login_required
+@require_POST
+def verifier_withdraw_view(request, task_id: int):
+    try:
+        verifier_acceptance_withdraw(actor=request.user, task_id=task_id)
+        messages.success(request, "Withdrawn: the generated verifier scores this task again.")
+    except DomainError as error:
+        messages.error(request, str(error))
+    return redirect("task-detail", task_id=task_id)

@@ -126,7 +126,7 @@ class _CheckedHTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(_CheckedHTTPSConnection, req, allowed_hosts=self.allowed_hosts)
 
 
-def _opener(allowed_hosts: Sequence[str]) -> urllib.request.OpenerDirector:
+def checked_opener(allowed_hosts: Sequence[str]) -> urllib.request.OpenerDirector:
     """http(s) only, checked connections, no proxy, and no redirect handler: a 3xx answer is
     an HTTPError like any other."""
     opener = urllib.request.OpenerDirector()
@@ -199,7 +199,7 @@ def _http_error(error: urllib.error.HTTPError, *, what: str, api_key_env: str | 
     return ChatError(f"{what} answered HTTP {error.code}{hint}" + (f": {detail}" if detail else ""))
 
 
-def _headers(api_key_env: str | None) -> dict[str, str]:
+def request_headers(api_key_env: str | None) -> dict[str, str]:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     key = os.environ.get(api_key_env, "") if api_key_env else ""
     if key:
@@ -222,10 +222,10 @@ def chat_completion(
     empty, any public host; a host it names may have any address."""
     url = f"{check_base_url(base_url)}/chat/completions"
     request = urllib.request.Request(  # noqa: S310 - the scheme is checked above
-        url, data=json.dumps(body).encode(), headers=_headers(api_key_env), method="POST"
+        url, data=json.dumps(body).encode(), headers=request_headers(api_key_env), method="POST"
     )
     try:
-        with _opener(allowed_hosts).open(request, timeout=timeout_s) as response:
+        with checked_opener(allowed_hosts).open(request, timeout=timeout_s) as response:
             raw = response.read()
             status, content_type = response.status, response.headers.get("Content-Type")
     except EgressRefused as error:

@@ -43,6 +43,8 @@ DEFAULT_LAYERS = [
             "Setup patch / database edits plant the blockers and nothing else",
             "Blockers surface while working (progressive discovery)",
             "Nothing in repository, database, descriptions or business info resolves a blocker",
+            "A verifier of the folder's own (tests/, on the task page) was read against the "
+            "generated one: accepted, or left to the generated one",
         ],
         "gates": ["lint_clean"],
     },

@@ -667,6 +667,10 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("POST", "export-list"):                      "login 403 403 403 403 403 302 403",
     ("GET", "export-detail"):                     "login 404 404 404 404 404 200 404",
     ("GET", "export-download"):                   "login 404 404 404 404 404 200 404",
+    # A task folder's own verifier: an auditor or a lead, never the task's author, accepts it
+    # (the world's task carries none: a message says so).
+    ("POST", "verifier-accept"):                  "login 404 403 403 403 302 302 404",
+    ("POST", "verifier-withdraw"):                "login 404 403 403 403 302 302 404",
 }
 # fmt: on
 
@@ -1001,6 +1005,8 @@ HTML_REQUESTS = {
         {"project": w.project.pk, "draft": "on"},
     ),
     ("GET", "export-detail"): lambda w: (reverse("export-detail", args=[w.job.pk]), None),
+    ("POST", "verifier-accept"): lambda w: (_task_url("verifier-accept", w.task), {}),
+    ("POST", "verifier-withdraw"): lambda w: (_task_url("verifier-withdraw", w.task), {}),
     ("GET", "export-download"): lambda w: (
         reverse("export-download", args=[w.finished_export.pk]),
         None,

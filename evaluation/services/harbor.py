@@ -33,8 +33,11 @@ def harbor_run_start(
     modes: list[str],
     passes: int,
     endpoint: ModelEndpoint | None = None,
+    allow_internet: bool = False,
 ) -> EvaluationRun:
-    """Queue a run of ``agent`` on the tasks in Harbor; the worker does the rest."""
+    """Queue a run of ``agent`` on the tasks in Harbor; the worker does the rest.
+    ``allow_internet``: the lead lets the agent's container reach the internet (otherwise it
+    has no network at all, whatever a task folder's ``task.toml`` asks)."""
     require_role(actor, project, Role.LEAD, action="do this")
     chosen = AGENTS.get(agent)
     if chosen is None:
@@ -62,10 +65,16 @@ def harbor_run_start(
         passes=passes,
         task_ids=[t.pk for t in tasks],
         total=total,
+        allow_internet=bool(allow_internet),
         created_by=actor,
     )
     event_record(
-        project_id=project.pk, task_id=None, actor=actor, kind="harbor_run_queued", run=run.pk
+        project_id=project.pk,
+        task_id=None,
+        actor=actor,
+        kind="harbor_run_queued",
+        run=run.pk,
+        internet=bool(allow_internet),
     )
     job_send(run)
     return run

@@ -266,6 +266,7 @@ def harbor_run_start_view(request, project_id: int):
             modes=data["modes"],
             passes=data["passes"],
             endpoint=endpoint,
+            allow_internet=data["allow_internet"],
         )
         return redirect("evaluation-run", run_id=run.pk)
 

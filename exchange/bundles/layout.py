@@ -94,12 +94,12 @@ def sidecar_url(name: str) -> str:
     return f"http://127.0.0.1:{SIDECAR_PORTS[name]}/mcp"
 
 
-def _mcp(name: str) -> str:
+def _mcp(name: str, urls: dict[str, str] | None = None) -> str:
     return (
         "[[environment.mcp_servers]]\n"
         f'name = "{name}"\n'
         'transport = "streamable-http"\n'
-        f'url = "{sidecar_url(name)}"\n'
+        f'url = "{(urls or {}).get(name) or sidecar_url(name)}"\n'
         "args = []\n\n"
     )
 
@@ -114,6 +114,7 @@ def task_toml(
     image: str = "",
     verifier: str = "",
     allow_internet: bool = False,
+    sidecar_urls: dict[str, str] | None = None,
 ) -> str:
     """``<mode>/task.toml`` with the release's fields and values; the name is ours.
 
@@ -121,7 +122,8 @@ def task_toml(
     builds its environment from ``environment/`` instead, so that key is absent and
     ``metadata.image_name`` names the image that build makes. ``verifier``: the
     ``[verifier]`` section and its artifacts (``modes.verifier_toml``): a separate container
-    grades what the agent left. No internet unless a lead allows it.
+    grades what the agent left. No internet unless a lead allows it. ``sidecar_urls``: where
+    the sidecars listen when not at the app's ports (a release task in a run: the release's).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -150,7 +152,7 @@ def task_toml(
             + f"allow_internet = {str(allow_internet).lower()}\n"
         )
         servers = ["sql-tools", "business-info"] + (["ask-human"] if mode == "ask_human" else [])
-        body += "".join(_mcp(s) for s in servers)
+        body += "".join(_mcp(s, sidecar_urls) for s in servers)
     else:
         head += f"repo_name = {_toml_string(resource)}\n"
         head += f"task_attempt_id = {_toml_string(task_attempt_id)}\n"
@@ -163,7 +165,7 @@ def task_toml(
             + 'os = "linux"\ncpus = 4\nmemory_mb = 8192\nstorage_mb = 16384\ngpus = 0\n'
             + f"allow_internet = {str(allow_internet).lower()}\n"
         )
-        body += _mcp("ask-human") if mode == "ask_human" else "mcp_servers = []\n\n"
+        body += _mcp("ask-human", sidecar_urls) if mode == "ask_human" else "mcp_servers = []\n\n"
     return head + body + "[environment.env]\n[solution.env]\n"
 
 

@@ -12,6 +12,7 @@ from django.db import transaction
 from exchange.bundles import release
 from exchange.bundles.annotate import read_annotate
 from exchange.bundles.release_runtime import missing_parts, missing_sentence
+from exchange.bundles.trial_files import folder_overreach
 from hilbench_annotate.envspec import parser_from_harness, spec_clean
 from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, Task
@@ -172,6 +173,7 @@ def _read_folder(folder: Path, workdir: Path) -> tuple[dict[str, Any] | None, li
         missing = missing_parts(item["release_files"])
         if missing:
             item["notes"].append(missing_sentence(missing))
+        item["notes"].extend(folder_overreach(item["release_files"]))
     return (None if problems else item), problems
 
 

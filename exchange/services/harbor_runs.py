@@ -17,6 +17,7 @@ dies or the run is cancelled, so neither outlives the worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -36,12 +37,22 @@ from evaluation.services.common import evaluation_run_finish, task_resolver
 from evaluation.services.results_import import imported_pass_store
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
+from hilbench_annotate.model_relay import ModelRelay
 from hilbench_annotate.models import Task
 from hilbench_annotate.toolkit.archives import extract_archive
+from validators.sandbox.confine import (
+    HostLimits,
+    confined_command,
+    host_cgroup,
+    host_preexec,
+    memory_peak,
+)
 
 from .exports import bundle_export_create, bundle_export_execute
+from .trial_prep import release_trial_files
 
 STOP_GRACE_S = 60
+PRIVATE_TMP = "/tmp"  # noqa: S108 - Harbor's own tmpfs inside its confinement, no one else's
 GUARD = Path(__file__).resolve().parent.parent / "harbor_guard.py"
 
 
@@ -67,6 +78,9 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
         raise DomainError(f"The export of the run's tasks failed: {getattr(job, 'error', '')}")
     extract_archive(folder / "bundle.tar.gz", folder / "bundle")
     folders = {entry["folder"]: entry["task"] for entry in job.report["exported"]}
+    verifiers = release_trial_files(run, folder / "bundle", folders)
+    run.harbor = {**run.harbor, "verifiers": verifiers}
+    EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
     mapping.write_text(json.dumps(folders))
     return folders
 
@@ -85,7 +99,40 @@ def _dataset(folder: Path, wanted: list[tuple[str, str]]) -> Path:
     return dataset
 
 
-def _command(run: EvaluationRun, dataset: Path, attempts: int, jobs: Path):
+def _harbor_env(run: EvaluationRun) -> dict[str, str]:
+    """Harbor's whole environment: nothing of the worker's but what Harbor needs (no secret
+    of the app's reaches it, nor a variable a task's compose or task.toml could name), and the
+    app's decisions for the trials (``harbor_agents.environments``)."""
+    bin_dir = str(Path(settings.HARBOR_BIN).parent)
+    env = {
+        "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": PRIVATE_TMP,
+        "TMPDIR": PRIVATE_TMP,
+        "LANG": "C.UTF-8",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "DOCKER_BUILDKIT": "0",
+        "PYTHONPATH": str(settings.BASE_DIR),  # harbor_agents/ (the only folder of it shown)
+        "HILBENCH_TRIAL_INTERNET": "1" if run.allow_internet else "0",
+        "HILBENCH_TRIAL_MAX_CPUS": str(settings.HARBOR_TRIAL_MAX_CPUS),
+        "HILBENCH_TRIAL_MAX_MEMORY_MB": str(settings.HARBOR_TRIAL_MAX_MEMORY_MB),
+        "HILBENCH_NO_KEY": "none",  # the model relay adds the endpoint's key itself
+    }
+    if os.environ.get("DOCKER_HOST", "").startswith("unix://"):
+        env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
+    docker_config = _harbor_home() / "docker"
+    if docker_config.is_dir():
+        env["DOCKER_CONFIG"] = str(docker_config)  # Compose v2 as a CLI plugin
+    return env
+
+
+def _harbor_home() -> Path:
+    """Harbor's virtual environment (its ``bin/harbor``'s parent's parent)."""
+    return Path(settings.HARBOR_BIN).resolve().parent.parent
+
+
+def _command(run: EvaluationRun, dataset: Path, attempts: int, jobs: Path, relay=None):
+    """``harbor run`` over ``dataset`` and its environment; with ``relay`` (a model agent),
+    the model is reached through the app's loopback relay, never dialled by Harbor itself."""
     agent = AGENTS[run.agent]
     command = [
         settings.HARBOR_BIN, "run", "-y", "-q", "-e", settings.HARBOR_ENVIRONMENT,
@@ -93,24 +140,24 @@ def _command(run: EvaluationRun, dataset: Path, attempts: int, jobs: Path):
         "-k", str(attempts), "-n", str(max(1, settings.HARBOR_CONCURRENCY)),
         *shlex.split(settings.HARBOR_EXTRA_ARGS),
     ]  # fmt: skip
-    env = {
-        **os.environ,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "DOCKER_BUILDKIT": os.environ.get("DOCKER_BUILDKIT", "0"),
-        "PYTHONPATH": str(settings.BASE_DIR),  # harbor_agents/
-    }
-    docker_config = Path(settings.HARBOR_BIN).resolve().parent.parent / "docker"
-    if docker_config.is_dir():
-        env.setdefault("DOCKER_CONFIG", str(docker_config))  # Compose v2 as a CLI plugin
     if agent.needs_model:
-        endpoint = run.endpoint
-        command += ["-m", f"openai/{endpoint.model}", "--base-url", endpoint.base_url]
-        if endpoint.api_key_env:
-            command += ["--api-key-name", endpoint.api_key_env]
-        else:
-            env["HILBENCH_NO_KEY"] = "none"  # a local server that wants no key
-            command += ["--api-key-name", "HILBENCH_NO_KEY"]
-    return command, env
+        command += ["-m", f"openai/{run.endpoint.model}", "--base-url", relay.base_url]
+        command += ["--api-key-name", "HILBENCH_NO_KEY"]
+    return command, _harbor_env(run)
+
+
+def _readable() -> list[Path]:
+    """What Harbor's process may read besides its run folder: its interpreter's prefix, its
+    virtual environment and the project's ``harbor_agents/``."""
+    home = _harbor_home()
+    readable = [home, Path(settings.BASE_DIR) / "harbor_agents"]
+    config = home / "pyvenv.cfg"
+    if config.is_file():
+        for line in config.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                readable.append(Path(value.strip()).resolve().parent)
+    return readable
 
 
 def _stored(run: EvaluationRun) -> tuple[set[str], dict[tuple[int, str], int]]:
@@ -201,6 +248,61 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
+def _relay(run: EvaluationRun):
+    """The model relay of a run whose agent calls a model; a no-op context otherwise."""
+    if not AGENTS[run.agent].needs_model:
+        return contextlib.nullcontext(None)
+    endpoint = run.endpoint
+    return ModelRelay(
+        base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env or None,
+        allowed_hosts=tuple(settings.MODEL_ENDPOINT_HOSTS),
+    )
+
+
+def _run_harbor(run, folder: Path, dataset: Path, attempts: int, jobs: Path, resolve) -> None:
+    """One ``harbor run``: confined to the run's folder (``validators.sandbox.confine``), its
+    process tree in a cgroup of ``HARBOR_MEMORY_MB``, under the guard; the model, if any,
+    through the relay. What confined it, its memory peak and the relay's refusals go to the
+    run's record."""
+    limits = HostLimits(
+        memory_mb=settings.HARBOR_MEMORY_MB,
+        cpu_s=settings.HARBOR_CPU_S,
+        file_mb=settings.HARBOR_FILE_MB,
+    )
+    cgroup, where = host_cgroup(limits)
+    confinement = {
+        "sandbox": f"bubblewrap, {where if cgroup else 'no cgroup: ' + where}",
+        "memory_mb": limits.memory_mb,
+    }
+    try:
+        with _relay(run) as relay, (folder / "harbor.log").open("ab") as log:
+            command, env = _command(run, dataset, attempts, jobs, relay)
+            confined = confined_command(command, writable=folder, readable=_readable(), env=env)
+            process = subprocess.Popen(
+                _guarded(confined, folder),
+                env={k: env[k] for k in ("PATH", "LANG", "DOCKER_HOST") if k in env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=host_preexec(limits, cgroup),  # noqa: PLW1509 - system calls only
+            )
+            try:
+                _wait(run, process, jobs, resolve)
+            finally:
+                if process.poll() is None:
+                    _stop(process)
+            if relay is not None and relay.refusals:
+                confinement["model_relay_refusals"] = relay.refusals[:20]
+    finally:
+        peak = memory_peak(cgroup)
+        confinement["memory_peak_mb"] = None if peak is None else round(peak / (1 << 20))
+        if cgroup is not None:
+            confinement["oom_kills"] = cgroup.counters()["oom_kills"]
+            cgroup.remove()
+        run.harbor = {**run.harbor, "confinement": confinement}
+        EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
+
+
 def harbor_run_execute(run: EvaluationRun) -> None:
     """Export, run Harbor task by task, import the trials; a claimed run (``job_claim``)."""
     if run.agent not in AGENTS:
@@ -235,21 +337,8 @@ def harbor_run_execute(run: EvaluationRun) -> None:
         if wanted:
             dataset = _dataset(folder, [(name, mode) for name, mode, _ in wanted])
             attempts = max(n for _, _, n in wanted)
-            command, env = _command(run, dataset, attempts, jobs)
             started = time.perf_counter()
-            with (folder / "harbor.log").open("ab") as log:
-                process = subprocess.Popen(
-                    _guarded(command, folder),
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-                try:
-                    _wait(run, process, jobs, resolve)
-                finally:
-                    if process.poll() is None:
-                        _stop(process)
+            _run_harbor(run, folder, dataset, attempts, jobs, resolve)
             timing = {**run.harbor.get("timing", {})}
             timing["harbor_s"] = round(timing.get("harbor_s", 0) + time.perf_counter() - started, 3)
             run.harbor = {**run.harbor, "timing": timing}

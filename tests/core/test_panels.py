@@ -46,7 +46,11 @@ def test_the_validators_and_review_panels_show_on_the_task_page_in_fixed_queries
     _run_and_threads(big, author, 6)
 
     added = panels.task_panels(task=big, user=author, page={"task": big})
-    assert added["panels"] == ["validators/_task_panel.html", "review/_threads.html"]
+    assert added["panels"] == [
+        "validators/_task_panel.html",
+        "exchange/_verifier_panel.html",  # empty: these tasks carry no verifier of their own
+        "review/_threads.html",
+    ]
     assert added["validation_run"].task_id == big.pk
     assert [t.body for t in added["threads"]] == [f"Thread {i}" for i in range(6)]
 

@@ -22,6 +22,9 @@ def harbor_worker(demo, worker_broker, settings, tmp_path):
         "HILBENCH_HARBOR_RUNS_DIR": str(tmp_path / "harbor-runs"),
         "HILBENCH_HARBOR_CONCURRENCY": "3",
         "HILBENCH_HARBOR_POLL_S": "1",
+        # The model relay dials the stand-in under the operator's policy: a loopback endpoint
+        # only when the operator names its host.
+        "HILBENCH_MODEL_ENDPOINT_HOSTS": "127.0.0.1",
     }
     worker = start_worker(worker_broker, tmp_path / "worker.log", env=env)
     yield worker

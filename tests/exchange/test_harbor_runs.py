@@ -245,6 +245,9 @@ def test_terminus_2_runs_with_a_stand_in_model_on_loopback(harbor_settings, tmp_
 
     project = seed_demo(harbor_settings, tmp_path)
     task = sql_task(project)
+    # The relay dials the endpoint under the operator's policy: a loopback model is allowed
+    # only when the operator names its host.
+    harbor_settings.MODEL_ENDPOINT_HOSTS = ["127.0.0.1"]
     with StandinModel(standin_tasks([task])) as model:
         endpoint = ModelEndpoint.objects.create(
             project=project, name="stand-in", base_url=model.base_url, model="standin",
