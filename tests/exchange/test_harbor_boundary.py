@@ -251,6 +251,7 @@ def test_a_hostile_release_folder_decides_nothing_on_the_host(
         assert "link" in trial_pass.error and target in trial_pass.error, trial_pass.error
     assert not Trajectory.objects.filter(steps__icontains=SECRET).exists()
     confinement = run.harbor["confinement"]
+    print(f"Harbor confinement of the hostile run: {confinement}")  # shown with -s
     assert confinement["memory_peak_mb"] is not None, confinement
     assert confinement["memory_peak_mb"] <= settings.HARBOR_MEMORY_MB, confinement
     assert confinement.get("oom_kills", 0) == 0, confinement
