@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.toolkit.jsontext import json_loads
-from hilbench_annotate.toolkit.safefiles import UnsafeFile, read_regular, regular_files
+from hilbench_annotate.toolkit.safefiles import UnsafeFile, read_regular
 
 from .results import MODES, PassRecord, TaskResolver, _questions
 from .trajectories import (
@@ -36,6 +36,10 @@ from .trajectories import (
 )
 
 ASK_LOG = "ask_human_metrics.json"
+ASK_LOG_PATH = f"artifacts/harbor_shared/{ASK_LOG}"
+# What reading one trial may raise: task code wrote its files, so any shape may be there; a
+# trial that cannot be read is reported, and the others are read all the same.
+UNREADABLE = (ValueError, OSError, TypeError, AttributeError, KeyError, RecursionError)
 MAX_RESULT_BYTES = 4 << 20
 # What the project's Harbor environment lists when it replaced a link, pipe or device a trial
 # left in its log folders (harbor_agents/environments.py): such a trial is not a pass.
@@ -103,17 +107,23 @@ def _mode(mode_folder: Path, task_name: str) -> str:
 
 
 def _ask_log(trial: Path) -> list[dict]:
-    """The questions of the trial's ask-human log (found without entering a link)."""
-    for relative in regular_files(trial, "artifacts"):
-        if relative.rsplit("/", 1)[-1] != ASK_LOG:
-            continue
-        log = _read(trial, relative)
-        return [
-            {"text": q.get("question", ""), "time": q.get("time", "")}
-            for q in log.get("questions") or []
-            if isinstance(q, dict) and str(q.get("question", "")).strip()
-        ]
-    return []
+    """The questions of the trial's ask-human log: the ask-human sidecar's own file, which
+    Harbor collects from that container (``artifacts/harbor_shared/``); never a copy the
+    agent left among its own artifacts (``artifacts/logs/artifacts/``)."""
+    try:
+        log = _read(trial, ASK_LOG_PATH)
+    except FileNotFoundError:
+        return []
+    questions = log.get("questions")
+    if not isinstance(questions, list):
+        raise ValueError(f"{ASK_LOG_PATH}: questions is not a list")
+    return [
+        {"text": q.get("question", ""), "time": q.get("time", "")}
+        for q in questions
+        if isinstance(q, dict)
+        and isinstance(q.get("question", ""), str)
+        and str(q.get("question", "")).strip()
+    ]
 
 
 @dataclass
@@ -133,33 +143,45 @@ def _steps(trial: Path) -> tuple[list[dict] | None, str]:
     without following a link, within the trajectory caps."""
     own = "agent/steps.json"
     if (trial / own).exists() or (trial / own).is_symlink():
-        text = read_regular(trial, own, max_bytes=MAX_BYTES).decode("utf-8", "replace")
+        raw = read_regular(trial, own, max_bytes=MAX_BYTES)
         name = f"{trial.name}/{own}"
-        steps = parse_trajectory_text(text, name=name, jsonl=False)
+        try:
+            json_loads(raw)  # its nesting checked first: the parser below recurses
+        except ValueError as error:
+            raise TrajectoryError(f"{name}: not JSON ({error})") from None
+        steps = parse_trajectory_text(raw.decode("utf-8", "replace"), name=name, jsonl=False)
         return steps_within_caps(steps, name=name), own
     atif = "agent/trajectory.json"
     if not ((trial / atif).exists() or (trial / atif).is_symlink()):
         return None, ""
     document = _read(trial, atif, MAX_BYTES)
-    steps = []
-    for step in document.get("steps") or []:
-        if not isinstance(step, dict):
-            continue
-        calls = step.get("tool_calls") or [{}]
-        results = (step.get("observation") or {}).get("results") or []
-        output = "\n".join(str(r.get("content", "")) for r in results if isinstance(r, dict))
-        message = step.get("message")
-        steps.append(
-            {
-                "role": str(step.get("source") or "agent"),
-                "content": message if isinstance(message, str) else json.dumps(message),
-                "tool": calls[0].get("function_name") if isinstance(calls[0], dict) else None,
-                "tool_input": calls[0].get("arguments") if isinstance(calls[0], dict) else None,
-                "tool_output": output or None,
-                "time": step.get("timestamp"),
-            }
-        )
+    raw = document.get("steps") or []
+    if not isinstance(raw, list):
+        raise TrajectoryError(f"{trial.name}/{atif}: steps is not a list")
+    steps = [_atif_step(step) for step in raw if isinstance(step, dict)]
     return steps_within_caps(steps, name=f"{trial.name}/{atif}"), atif
+
+
+def _listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _atif_step(step: dict) -> dict:
+    """One ATIF step as the app's step; whatever a field holds, never an exception."""
+    calls = _listed(step.get("tool_calls")) or [{}]
+    call = calls[0] if isinstance(calls[0], dict) else {}
+    observation = step.get("observation")
+    results = _listed(observation.get("results")) if isinstance(observation, dict) else []
+    output = "\n".join(str(r.get("content", "")) for r in results if isinstance(r, dict))
+    message = step.get("message")
+    return {
+        "role": str(step.get("source") or "agent"),
+        "content": message if isinstance(message, str) else json.dumps(message)[:100_000],
+        "tool": call.get("function_name") if isinstance(call.get("function_name"), str) else None,
+        "tool_input": call.get("arguments"),
+        "tool_output": output or None,
+        "time": step.get("timestamp") if isinstance(step.get("timestamp"), str) else None,
+    }
 
 
 def _tampering(trial: Path) -> str:
@@ -258,7 +280,7 @@ def parse_harbor_jobs(root: Path, resolve: TaskResolver) -> HarborTrials:
     for path in trial_results(root):
         try:
             trial = read_trial(path, resolve)
-        except (ValueError, OSError) as error:
+        except UNREADABLE as error:
             problems.append((path.parent.name, str(error)))
             continue
         if trial.record is None:
@@ -289,4 +311,4 @@ def summary(trials: HarborTrials) -> str:
     return text
 
 
-__all__ = ["HarborTrials", "is_harbor_jobs", "parse_harbor_jobs", "summary"]
+__all__ = ["UNREADABLE", "HarborTrials", "is_harbor_jobs", "parse_harbor_jobs", "summary"]

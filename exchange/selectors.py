@@ -8,13 +8,13 @@ from exchange.bundles import release
 from exchange.bundles.release_runtime import data_note, verifier_files
 from exchange.bundles.trial_files import tests_fingerprint
 from exchange.models import VerifierAcceptance
-from exchange.services.verifiers import task_uploaded_tests
+from exchange.services.verifiers import MAX_REVIEWED_BYTES, task_uploaded_tests, unreviewable
 from hilbench_annotate.access import has_role
 from hilbench_annotate.instructions import MODES
 from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.vocabulary import Role
 
-MAX_SHOWN = 64 << 10  # of each file, in the panel
+MAX_SHOWN = MAX_REVIEWED_BYTES  # of each file, in the panel (a larger one cannot be accepted)
 
 
 def _text(content: bytes) -> str:
@@ -62,5 +62,6 @@ def uploaded_verifier(task, user) -> dict | None:
         "modes": modes,
         "acceptance": acceptance,
         "fingerprint": fingerprint,
+        "unreviewable": unreviewable(tests),
         "may_accept": may_accept and task.author_id != user.pk,
     }

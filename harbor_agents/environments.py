@@ -127,21 +127,30 @@ class OfflineDocker(DockerEnvironment):
 
     # What a trial's containers hold reaches this machine through these (``docker cp`` keeps
     # a link a link): each target is made safe before anything reads it.
+    # (In ``finally``: a copy that failed part way may have left links already.)
     async def download_file(self, source_path, target_path):
-        await super().download_file(source_path, target_path)
-        self._neutralise([str(target_path)])
+        try:
+            await super().download_file(source_path, target_path)
+        finally:
+            self._neutralise([str(target_path)])
 
     async def download_dir(self, source_dir, target_dir):
-        await super().download_dir(source_dir, target_dir)
-        self._neutralise([str(target_dir)])
+        try:
+            await super().download_dir(source_dir, target_dir)
+        finally:
+            self._neutralise([str(target_dir)])
 
     async def service_download_file(self, source_path, target_path, *, service=None):
-        await super().service_download_file(source_path, target_path, service=service)
-        self._neutralise([str(target_path)])
+        try:
+            await super().service_download_file(source_path, target_path, service=service)
+        finally:
+            self._neutralise([str(target_path)])
 
     async def service_download_dir(self, source_dir, target_dir, *, service=None):
-        await super().service_download_dir(source_dir, target_dir, service=service)
-        self._neutralise([str(target_dir)])
+        try:
+            await super().service_download_dir(source_dir, target_dir, service=service)
+        finally:
+            self._neutralise([str(target_dir)])
 
     def _neutralise(self, roots: list[str]) -> None:
         replaced = neutralise(roots, self._model_path.parent / NEUTRALISED)
@@ -228,8 +237,8 @@ async def _image_present(image: str) -> bool:
 
 
 def _fetch_sentence(task: Path) -> str:
-    text = (task / "shared" / "FETCH.md").read_text()
-    return " ".join(text.split("\n\n", 2)[1].split()).replace("`", "")
+    parts = (task / "shared" / "FETCH.md").read_text(errors="replace").split("\n\n", 2)
+    return " ".join(parts[min(1, len(parts) - 1)].split())[:1000].replace("`", "")
 
 
 async def prepare_release_task(environment_dir: Path, facts=None) -> None:

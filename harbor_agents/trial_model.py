@@ -42,6 +42,7 @@ RELEASE_HOSTS = {"sql-tools": "127.0.0.2", "business-info": "127.0.0.3", "ask-hu
 RELEASE_PORT = 8000
 DATA_FOLDERS = (("/data", "shared/data"), ("/ask-human-data", "shared/ask-human-data"))
 SHARED_VOLUME = "harbor-shared"
+ASK_LOG_VOLUME = "ask-human-log"
 SHARED_DIR = "/harbor_shared"
 SIDECAR_MEMORY = "1g"
 PIDS_LIMIT = 4096
@@ -128,7 +129,13 @@ def facts(environment_dir: Path) -> Facts:
     task = mode_folder.parent
     mode = mode_folder.name if mode_folder.name in MODES else ""
     if environment_dir.name != "environment" or not mode:
-        return Facts(environment_dir, "plain", mode=mode)
+        # A separate verifier's container: no sidecar; a release task's data read-only
+        # (the generated verifier runs the submitted query on /data/database.sqlite).
+        data = {}
+        release = mode and not os.path.lexists(mode_folder / "environment" / "sidecars")
+        if release and os.path.lexists(task / "shared" / "data"):
+            data["/data"] = _inside(task / "shared" / "data", task)
+        return Facts(environment_dir, "plain", mode=mode, data=data)
     own = environment_dir / "sidecars"
     if _real_dir(own):
         sidecars = {
@@ -183,8 +190,10 @@ def _sidecar(name: str, context: Path, facts: Facts) -> dict:
             environment["BLOCKER_REGISTRY_PATH"] = "/ask-human-data/blocker_registry.json"
             environment["OUTPUT_DIR"] = SHARED_DIR
             volumes.append(f"{facts.data['/ask-human-data']}:/ask-human-data:ro")
-    if name in ("sql-tools", "ask-human"):
+    if name == "sql-tools":
         volumes.append(f"{SHARED_VOLUME}:{SHARED_DIR}")
+    if name == "ask-human":  # its log in a volume of its own: the agent cannot write it
+        volumes.append(f"{ASK_LOG_VOLUME}:{SHARED_DIR}")
     service = {
         "image": f"hilbench-sidecar/{name}:{_context_digest(context)}",
         "build": {"context": str(context)},
@@ -213,6 +222,8 @@ def compose_model(facts: Facts, *, internet: bool) -> dict:
         main["network_mode"] = "none"
     model: dict = {"services": {"main": main}}
     if facts.layout == "plain":
+        if "/data" in facts.data:
+            main["volumes"] = [f"{facts.data['/data']}:/data:ro"]
         return model
     main["volumes"] = [f"{SHARED_VOLUME}:{SHARED_DIR}"]
     if facts.layout == "release":
@@ -223,6 +234,8 @@ def compose_model(facts: Facts, *, internet: bool) -> dict:
     for name, context in facts.sidecars.items():
         model["services"][name] = _sidecar(name, context, facts)
     model["volumes"] = {SHARED_VOLUME: {}}
+    if "ask-human" in facts.sidecars:
+        model["volumes"][ASK_LOG_VOLUME] = {}
     return model
 
 

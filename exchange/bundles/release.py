@@ -24,7 +24,7 @@ from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import layout
-from .release_runtime import GENERATED, generated_paths
+from .release_runtime import GENERATED, RESERVED, generated_paths
 
 # Never kept: our own files, data carried by the app's stores, and anything too large.
 OWN_FOLDERS = ("annotate/", "provenance/")
@@ -46,6 +46,8 @@ def collect(folder: Path) -> dict[str, bytes]:
         if relative in generated:
             continue
         if relative.startswith(OWN_FOLDERS) or path.stat().st_size > MAX_KEPT_BYTES:
+            continue
+        if relative.startswith(RESERVED):  # the app's own files there, never a folder's
             continue
         files[relative] = path.read_bytes()
     return files

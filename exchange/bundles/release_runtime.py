@@ -40,6 +40,8 @@ GENERATED = "provenance/generated.json"
 SIDECAR_DIR = "shared/sidecars"
 FETCH = "shared/FETCH.md"
 JUDGE = "shared/ask-human-data/judge.json"
+# Paths only the app writes: an import never keeps a folder's file there (release.collect).
+RESERVED = (f"{SIDECAR_DIR}/", FETCH, JUDGE)
 RELEASE_PORT = 8000
 SIDECAR_IMAGE = re.compile(r"^\s*image:\s*hil-bench-harbor/([a-z][a-z0-9-]*):latest\s*$", re.M)
 TASK_IMAGE = re.compile(r"^\s*image:\s*(hilbench-swe:[\w.-]+)\s*$", re.M)
@@ -278,7 +280,13 @@ def generated_files(
         added[JUDGE] = json.dumps(context, indent=2, sort_keys=True).encode() + b"\n"
     if note is not None:
         added[FETCH] = note.encode()
-    return {path: content for path, content in added.items() if path not in files}
+    # A folder's own tests/ is kept (a reviewer may accept it); the app's sidecar contexts,
+    # judge settings and FETCH.md are the app's whatever a folder carries under their names.
+    return {
+        path: content
+        for path, content in added.items()
+        if path not in files or path.startswith(RESERVED)
+    }
 
 
 def generated_document(

@@ -4,32 +4,39 @@ decisions, not the folder's.
 A task the app wrote carries the app's own ``task.toml`` and verifier already. A task kept
 from the release carries the release's files byte for byte (export parity: ``release.py``),
 and what the release decided is not what runs here — its ``task.toml`` says
-``allow_internet = true``, and an uploaded folder may carry a ``tests/`` of its own that
-would score its own trials. For a run, each mode of such a task gets:
+``allow_internet = true`` and grades in the agent's own container, and an uploaded folder may
+carry a ``tests/`` of its own that would score its own trials. For a run, each mode of such a
+task gets:
 
 - ``task.toml`` from the app's template (``layout.task_toml``): the run's network decision
-  (a lead's, on the run's form), the release's limits and timeouts, the ask-human sidecar's
-  metrics collected as an artifact; nothing of the folder's;
-- ``tests/``: the verifier the app generates (``release_runtime``) runs first and scores the
-  trial; a folder's own ``tests/`` is moved to ``tests/uploaded/`` and run after it, and its
-  reward is recorded beside (``uploaded`` in the trial's rewards). It scores instead only once
-  a reviewer accepted it (``VerifierAcceptance`` of the uploaded files' fingerprint).
+  (a lead's, on the run's form), the release's limits and timeouts, the verifier in a
+  container of its own, what it grades collected as artifacts, the ask-human sidecar's
+  metrics collected from that sidecar; nothing of the folder's;
+- ``tests/``: the verifier's image (the app's Python image, or the release's prebuilt one for
+  SWE) and the verifier the app generates (``release_runtime``), which runs first and scores
+  the trial; a folder's own ``tests/`` is moved to ``tests/uploaded/`` and run after it, as an
+  unprivileged user unless a reviewer accepted it, and its reward is recorded beside
+  (``uploaded`` in the trial's rewards). It scores instead only once accepted
+  (``VerifierAcceptance`` of the uploaded files' fingerprint).
 
-The compose model is not written here: the project's Harbor environment makes it from its
-own template whatever the folder holds (``harbor_agents/trial_model.py``).
+A folder whose own agent Dockerfile asks for what a run refuses (``dockerfile_problems``:
+``ADD`` of a URL, ``ONBUILD``, the app's images, parser directives) is not run. The compose
+model is not written here: the project's Harbor environment makes it from its own template
+whatever the folder holds (``harbor_agents/trial_model.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from hilbench_annotate.instructions import MODES
 
-from . import layout
-from .release_runtime import data_note, verifier_files
+from . import layout, modes, sidecars
+from .release_runtime import data_note, task_image, verifier_files
 
 UPLOADED = "tests/uploaded"
 TIMEOUTS = {"sql": 300.0, "swe": 1800.0}
@@ -119,12 +126,45 @@ def wrapper(*, accepted: bool) -> bytes:
 
 
 def _verifier_section(domain: str, mode: str) -> str:
-    """The release's verifier (in the agent's container), and in ask_human mode the
-    ask-human sidecar's metrics, which the agent's container shares at ``SHARED_DIR``."""
-    text = f"[verifier]\ntimeout_sec = {TIMEOUTS[domain]}\n\n[verifier.env]\n"
+    """The verifier in a container of its own (``environment_mode = "separate"``), built
+    from the app's ``tests/Dockerfile``: neither the agent's processes nor the folder's
+    agent image (its ``ENV``, ``ENTRYPOINT``, ``PATH``) are there when it scores. What it
+    grades reaches it as artifacts: the submitted query (SQL), the agent's changes as a
+    patch (SWE); in ask_human mode, the ask-human sidecar's metrics."""
+    text = (
+        f"[verifier]\ntimeout_sec = {TIMEOUTS[domain]}\n"
+        'environment_mode = "separate"\n\n[verifier.env]\n'
+    )
+    if domain == "swe":
+        text += f"\n[[verifier.collect]]\ncommand = {json.dumps(modes.SWE_COLLECT)}\n"
+        text += f'\n[[artifacts]]\nsource = "{modes.AGENT_PATCH}"\n'
+    else:
+        text += f'\n[[artifacts]]\nsource = "{layout.SUBMISSION}"\n'
     if mode == "ask_human":
-        text += f'\n[[artifacts]]\nsource = "{layout.ASK_HUMAN_METRICS}"\n'
+        text += f'\n[[artifacts]]\nsource = "{layout.ASK_HUMAN_METRICS}"\nservice = "ask-human"\n'
     return text
+
+
+def _verifier_image(domain: str, files: Mapping[str, bytes]) -> bytes:
+    """The verifier's image: the app's Python image (SQL; the task's database is bound
+    read-only at /data), or the release's prebuilt image of the task (SWE: its repository at
+    /app, its run script and parser), with the verifier's files at /tests."""
+    base = sidecars.PYTHON_IMAGE if domain == "sql" else task_image(files)
+    if not base:
+        base = sidecars.PYTHON_IMAGE  # no prebuilt image named: the trial stops, saying so
+    return (
+        f"# Written by HiL-Bench Annotate for a run: the verifier's own container.\n"
+        f"FROM {base}\nCOPY . /tests/\n"
+    ).encode()
+
+
+SWE_GRADE = (
+    "#!/usr/bin/env bash\n"
+    "# Written by HiL-Bench Annotate for a run: the agent's changes (a patch collected from its\n"
+    "# container), then the test patch and the task's test command, in the release's image.\n"
+    "PYTHON=$(command -v python3 || command -v python)\n"
+    f'"$PYTHON" /tests/grade.py /tests/tests.json /logs/verifier/reward.txt {modes.AGENT_PATCH}\n'
+).encode()
 
 
 def trial_files(
@@ -142,6 +182,9 @@ def trial_files(
     env = snapshot.get("environment") or {}
     resource = env.get("db_id") if domain == "sql" else env.get("repo_name")
     generated = verifier_files(snapshot, data_note(files, domain))
+    if domain == "swe":
+        generated["test.sh"] = SWE_GRADE
+    generated["Dockerfile"] = _verifier_image(domain, files)
     own = uploaded_tests(files)
     out: dict[str, bytes] = {}
     for mode in MODES:
@@ -195,6 +238,9 @@ def folder_overreach(files: Mapping[str, bytes]) -> list[str]:
                 f"{path} asks for {', '.join(asked)}: kept for export parity, never run "
                 "(a trial's compose model is the app's own)"
             )
+    refused = dockerfile_problems(files)
+    if refused:
+        notes.append(refused)
     modes = sorted({p.split("/", 1)[0] for p in uploaded_tests(files)})
     if modes:
         notes.append(
@@ -203,3 +249,64 @@ def folder_overreach(files: Mapping[str, bytes]) -> list[str]:
             "verifier and record its reward beside"
         )
     return notes
+
+
+# A Dockerfile of a folder's own is built by Docker's classic builder: these would have the
+# daemon fetch a URL from this machine's network (ADD), run a parent's hidden steps (ONBUILD),
+# or read another task's images (the app's sidecars and trial images, by name).
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.S)
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^git@")
+_DIRECTIVE = re.compile(r"^\s*#\s*(escape|syntax|check)\s*=", re.M | re.I)
+_APP_IMAGES = ("hilbench-sidecar/", "hil-bench-harbor/", "hb__", "hilbench-annotate/")
+
+
+def _instructions(text: str):
+    logical = ""
+    for line in text.splitlines():
+        if not logical and line.lstrip().startswith("#"):
+            continue
+        logical += line
+        if logical.endswith("\\"):
+            logical = logical[:-1] + " "
+            continue
+        found = _INSTRUCTION.match(logical)
+        logical = ""
+        if found:
+            yield found.group(1).upper(), found.group(2).split()
+
+
+def dockerfile_problem(text: str) -> str | None:
+    """What in an uploaded Dockerfile a run refuses, in words; None when nothing."""
+    if _DIRECTIVE.search(text):
+        return "a parser directive (escape=, syntax=: how the rest of it would be read)"
+    stages: set[str] = set()
+    count = 0
+    for keyword, words in _instructions(text):
+        plain = [w for w in words if not w.startswith("--")]
+        flags = [w for w in words if w.startswith("--from=")]
+        if keyword == "ONBUILD":
+            return "ONBUILD (steps a later build would run unseen)"
+        if keyword == "ADD" and any(_URL.match(w) for w in plain[:-1]):
+            return "ADD of a URL (the Docker daemon would fetch it from this machine's network)"
+        if keyword == "FROM" and plain:
+            if plain[0].lower().startswith(_APP_IMAGES):
+                return f"FROM {plain[0]} (an image of the app's, not the task's)"
+            if len(plain) >= 3 and plain[1].lower() == "as":
+                stages.add(plain[2].lower())
+            stages.add(str(count))
+            count += 1
+        for flag in flags:
+            source = flag.split("=", 1)[1].lower()
+            if source not in stages:
+                return f"{keyword} {flag} (only an earlier stage of the same Dockerfile)"
+    return None
+
+
+def dockerfile_problems(files: Mapping[str, bytes]) -> str | None:
+    """The first refused instruction among the task's agent Dockerfiles, naming the file."""
+    for path, content in sorted(files.items()):
+        if path.endswith("environment/Dockerfile") or path.endswith("environment/dockerfile"):
+            problem = dockerfile_problem(content.decode("utf-8", "replace"))
+            if problem:
+                return f"{path} asks for {problem}: a run builds no such Dockerfile"
+    return None

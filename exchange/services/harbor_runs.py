@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import transaction
 
 from evaluation.agents import AGENTS
-from evaluation.harbor_jobs import read_trial, trial_results
+from evaluation.harbor_jobs import MAX_RESULT_BYTES, UNREADABLE, read_trial, trial_results
 from evaluation.models import EvaluationRun, TaskPass
 from evaluation.services.common import evaluation_run_finish, task_resolver
 from evaluation.services.results_import import imported_pass_store
@@ -40,6 +40,8 @@ from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
 from hilbench_annotate.model_relay import ModelRelay
 from hilbench_annotate.models import Task
 from hilbench_annotate.toolkit.archives import extract_archive
+from hilbench_annotate.toolkit.jsontext import json_loads
+from hilbench_annotate.toolkit.safefiles import read_regular
 from validators.sandbox.confine import (
     HostLimits,
     confined_command,
@@ -71,16 +73,21 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
         return json.loads(mapping.read_text())
     folder.mkdir(parents=True, exist_ok=True)
     job = bundle_export_create(
-        project=run.project, actor=run.created_by, selection={"tasks": run.task_ids}, draft=True
-    )
+        project=run.project, actor=run.created_by, selection={"tasks": run.task_ids},
+        draft=True, allow_internet=run.allow_internet,
+    )  # fmt: skip
     job = bundle_export_execute(job_id=job.pk, out=folder / "bundle.tar.gz")
     if job is None or job.status != Job.Status.SUCCEEDED:
         raise DomainError(f"The export of the run's tasks failed: {getattr(job, 'error', '')}")
     extract_archive(folder / "bundle.tar.gz", folder / "bundle")
     folders = {entry["folder"]: entry["task"] for entry in job.report["exported"]}
-    verifiers = release_trial_files(run, folder / "bundle", folders)
-    run.harbor = {**run.harbor, "verifiers": verifiers}
+    verifiers, refused = release_trial_files(run, folder / "bundle", folders)
+    # A task the app cannot run as it decides is left out, saying why; the others run.
+    skipped = {**(run.harbor.get("skipped") or {})}
+    skipped.update({f"{name} (every mode)": why for name, why in refused.items()})
+    run.harbor = {**run.harbor, "verifiers": verifiers, "skipped": skipped}
     EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
+    folders = {name: task for name, task in folders.items() if name not in refused}
     mapping.write_text(json.dumps(folders))
     return folders
 
@@ -183,7 +190,7 @@ def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
             continue
         try:
             trial = read_trial(path, resolve)
-        except (ValueError, OSError) as error:
+        except UNREADABLE as error:
             skipped[name] = str(error)
             continue
         if trial.record is None:
@@ -205,7 +212,8 @@ def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
 
 def _finished(path: Path) -> bool:
     try:
-        return bool(json.loads(path.read_text()).get("finished_at"))
+        result = json_loads(read_regular(path.parent, path.name, max_bytes=MAX_RESULT_BYTES))
+        return isinstance(result, dict) and bool(result.get("finished_at"))
     except (OSError, ValueError):
         return False
 
@@ -272,7 +280,9 @@ def _run_harbor(run, folder: Path, dataset: Path, attempts: int, jobs: Path, res
     )
     cgroup, where = host_cgroup(limits)
     confinement = {
-        "sandbox": f"bubblewrap, {where if cgroup else 'no cgroup: ' + where}",
+        "sandbox": f"bubblewrap, {where}"
+        if cgroup
+        else f"bubblewrap, each process's address space (no cgroup: {where})",
         "memory_mb": limits.memory_mb,
     }
     try:

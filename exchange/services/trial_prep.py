@@ -9,37 +9,42 @@ from pathlib import Path
 
 from evaluation.models import EvaluationRun
 from exchange.bundles import release
-from exchange.bundles.trial_files import tests_fingerprint, trial_files, uploaded_tests
+from exchange.bundles.trial_files import (
+    dockerfile_problems,
+    tests_fingerprint,
+    trial_files,
+    uploaded_tests,
+)
 from exchange.models import VerifierAcceptance
 from harbor_agents.trial_model import TrialModelError, write_compose_model
-from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES
 from hilbench_annotate.models import Task
 from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.toolkit.trees import remove_tree
 
 
-def release_trial_files(run: EvaluationRun, bundle: Path, folders: dict[str, int]) -> dict:
+def release_trial_files(
+    run: EvaluationRun, bundle: Path, folders: dict[str, int]
+) -> tuple[dict[str, str], dict[str, str]]:
     """Over each exported task kept from the release, the files the app decides for a run
-    (``trial_files``): its task.toml and its verifier. Returns, per folder that carried a
-    verifier of its own, which verifier scores its trials."""
+    (``trial_files``): its task.toml, its verifier, its compose model. Returns which verifier
+    scores each folder that carried one of its own, and the folders that cannot run as the
+    app decides, with why (their trials are not run)."""
     tasks = Task.objects.filter(pk__in=folders.values(), release_files__isnull=False).distinct()
     by_id = {task.pk: task for task in tasks}
-    verifiers = {}
+    verifiers, refused = {}, {}
     for name, task_id in sorted(folders.items()):
         task = by_id.get(task_id)
         if task is None:
             continue
         snapshot = task_snapshot(task)
         files = release.export_files(task, snapshot)
-        own = uploaded_tests(files)
-        acceptance = None
-        if own:
-            acceptance = (
-                VerifierAcceptance.objects.filter(task=task, fingerprint=tests_fingerprint(own))
-                .select_related("accepted_by")
-                .first()
-            )
+        problem = dockerfile_problems(files)
+        if problem:
+            refused[name] = problem
+            continue
+        acceptance = _acceptance(task, files)
+        if uploaded_tests(files):
             verifiers[name] = (
                 f"the folder's own, accepted by {acceptance.accepted_by.get_username()}"
                 if acceptance
@@ -49,16 +54,39 @@ def release_trial_files(run: EvaluationRun, bundle: Path, folders: dict[str, int
             snapshot, files, folder=name, allow_internet=run.allow_internet,
             accepted=acceptance is not None,
         )  # fmt: skip
-        for mode in {path.split("/", 1)[0] for path in written}:
-            tests = bundle / name / mode / "tests"
-            if tests.exists():
-                remove_tree(tests)
-        for relative, content in written.items():
-            target = bundle / name / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        _compose_models(bundle / name, run.allow_internet)
-    return verifiers
+        _write(bundle / name, written)
+        try:
+            _compose_models(bundle / name, run.allow_internet)
+        except TrialModelError as error:
+            refused[name] = str(error)
+    return verifiers, refused
+
+
+def _acceptance(task, files) -> VerifierAcceptance | None:
+    own = uploaded_tests(files)
+    if not own:
+        return None
+    return (
+        VerifierAcceptance.objects.filter(task=task, fingerprint=tests_fingerprint(own))
+        .select_related("accepted_by")
+        .first()
+    )
+
+
+def _write(task: Path, written: dict[str, bytes]) -> None:
+    """``written`` over the task folder: each mode's ``tests/`` replaced whole, and a
+    trajectory the folder ships beside a mode's instruction (Harbor would seed a model
+    agent's session with it) removed."""
+    for mode in {path.split("/", 1)[0] for path in written}:
+        if (task / mode / "tests").exists():
+            remove_tree(task / mode / "tests")
+        seeded = task / mode / "trajectory.json"
+        if seeded.is_symlink() or seeded.is_file():
+            seeded.unlink()
+    for relative, content in written.items():
+        target = task / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
 
 
 def _compose_models(task: Path, internet: bool) -> None:
@@ -67,9 +95,5 @@ def _compose_models(task: Path, internet: bool) -> None:
     Harbor's own ``docker``, a cloud sandbox) would run it as written."""
     for mode in MODES:
         environment = task / mode / "environment"
-        if not environment.is_dir():
-            continue
-        try:
+        if environment.is_dir():
             write_compose_model(environment, environment / "docker-compose.yaml", internet=internet)
-        except TrialModelError as error:
-            raise DomainError(f"{task.name}/{mode} cannot run: {error}.") from error

@@ -26,6 +26,26 @@ def task_uploaded_tests(task) -> dict[str, bytes]:
     return uploaded_tests({path: bytes(content) for path, content in rows})
 
 
+# What a reviewer reads whole on the task page: a verifier with more cannot be accepted.
+MAX_REVIEWED_BYTES = 64 << 10
+_CONTROL = {chr(c) for c in range(32)} - {"\t", "\n", "\r"} | {"\x7f"}
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+
+
+def unreviewable(tests: dict[str, bytes]) -> str | None:
+    """Why a reviewer could not read these files whole, as the panel shows them; None."""
+    for path, content in sorted(tests.items()):
+        if len(content) > MAX_REVIEWED_BYTES:
+            return f"{path} is larger than {MAX_REVIEWED_BYTES // 1024} KiB"
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"{path} is not UTF-8 text"
+        if set(text) & (_CONTROL | _BIDI):
+            return f"{path} holds control or direction characters that hide what it does"
+    return None
+
+
 def verifier_accept(*, actor, task_id: int) -> VerifierAcceptance:
     """Accept the task's own verifier as it is now: its reward scores the task's trials."""
     with transaction.atomic():
@@ -36,6 +56,9 @@ def verifier_accept(*, actor, task_id: int) -> VerifierAcceptance:
         tests = task_uploaded_tests(task)
         if not tests:
             raise DomainError("This task carries no verifier of its own.")
+        problem = unreviewable(tests)
+        if problem:
+            raise DomainError(f"This verifier cannot be accepted: {problem}.")
         acceptance, _ = VerifierAcceptance.objects.get_or_create(
             task=task, fingerprint=tests_fingerprint(tests), defaults={"accepted_by": actor}
         )

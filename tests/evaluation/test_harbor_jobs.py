@@ -121,3 +121,55 @@ def test_import_results_stores_the_trials_and_judges_the_ask_log(sql_task, lead,
     assert mode_summary(rows)["ask_f1"] == pytest.approx(
         2 * precision * recall / (precision + recall)
     )
+
+
+def _one_trial(tmp_path, task, **result):
+    folder = _bundle_task(tmp_path / "bundle", "sql_0", "retail_bank/4")
+    job = tmp_path / "jobs" / "2026-12-02__10-00-00"
+    job.mkdir(parents=True)
+    (job / "job.log").write_text("")
+    trial = _trial(job, "ask_human__z", task_folder=folder, mode="ask_human",
+                   started="2026-12-02T10:00:02Z", **result)  # fmt: skip
+    return tmp_path / "jobs", trial
+
+
+def _read(jobs, task):
+    return parse_harbor_jobs(jobs, lambda ref: task.pk if ref == "retail_bank/4" else None)
+
+
+def test_an_ask_log_the_agent_left_among_its_own_artifacts_is_not_read(tmp_path):
+    """Only the sidecar's log (artifacts/harbor_shared/, collected from its container) is
+    read; a copy the agent publishes (artifacts/logs/artifacts/…) claims nothing."""
+    task = TaskFactory(source_id="retail_bank/4")
+    jobs, trial = _one_trial(tmp_path, task)
+    forged = trial / "artifacts" / "logs" / "artifacts" / "harbor_shared" / "ask_human_metrics.json"
+    forged.parent.mkdir(parents=True)
+    forged.write_text(json.dumps({"questions": [{"question": "Which rows count?"}]}))
+    [(_, [record])] = _read(jobs, task).by_model.items()
+    assert record.questions == []
+
+
+@pytest.mark.parametrize(
+    ("relative", "content"),
+    [
+        ("agent/trajectory.json", '{"steps": 7}'),
+        ("agent/trajectory.json", '{"steps": [{"observation": 5, "tool_calls": 3}]}'),
+        ("agent/steps.json", "[" * 100_000),
+        ("artifacts/harbor_shared/ask_human_metrics.json", '{"questions": 5}'),
+    ],
+)
+def test_whatever_shape_a_trial_left_it_is_reported_never_raised(tmp_path, relative, content):
+    """Task code wrote these files: a shape the reader does not expect makes the trial a
+    problem named in the report (or a pass without what could not be read), never an
+    exception that would end the run and leave the other trials unread."""
+    task = TaskFactory(source_id="retail_bank/4")
+    jobs, trial = _one_trial(tmp_path, task)
+    (trial / relative).parent.mkdir(parents=True, exist_ok=True)
+    (trial / relative).write_text(content)
+    try:
+        trials = _read(jobs, task)
+    except ImportRefused as refused:
+        assert "ask_human__z" in str(refused.problems)
+        return
+    [(_, [record])] = trials.by_model.items()
+    assert record.trajectory is None or all(isinstance(s, dict) for s in record.trajectory)

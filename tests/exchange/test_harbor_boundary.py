@@ -249,6 +249,9 @@ def test_a_hostile_release_folder_decides_nothing_on_the_host(
         trial_pass = passes[mode]
         assert trial_pass.resolved is False
         assert "link" in trial_pass.error and target in trial_pass.error, trial_pass.error
+        # They submitted the gold query: the verifier, in a container of its own on the
+        # task's database, scored it 1 — the link, not the answer, is why they do not count.
+        assert trial_pass.detail["rewards"]["generated"] == 1, trial_pass.detail
     assert not Trajectory.objects.filter(steps__icontains=SECRET).exists()
     confinement = run.harbor["confinement"]
     print(f"Harbor confinement of the hostile run: {confinement}")  # shown with -s

@@ -268,3 +268,37 @@ def test_terminus_2_runs_with_a_stand_in_model_on_loopback(harbor_settings, tmp_
     assert calls == [task.blockers.order_by("pk").first().key]
     steps = passes["full_info"].trajectory.steps
     assert any("submit_sql" in json.dumps(step) for step in steps), steps
+
+
+def test_a_release_swe_task_is_scored_in_a_container_of_its_own(
+    project, author, lead, harbor_settings, tmp_path
+):
+    """A release SWE task run by the app: the release's own task.toml would grade in the
+    agent's container; the run's verifier is built from the release's prebuilt image, and
+    the agent's changes reach it as a patch collected from its container. The oracle scores
+    1 and the no-op 0 in every mode, through the generated verifier."""
+    _harbor_or_skip()
+    from django.core.management import call_command
+
+    from hilbench_annotate.models import Task
+
+    from .bundle_helpers import release_shaped_swe, standin_release_image
+
+    source, image = release_shaped_swe(tmp_path / "release")
+    call_command("import_hilbench", str(source / "swe"), project=project.slug)
+    task = Task.objects.get(project=project)
+    try:
+        standin_release_image(tmp_path, image)
+        for agent, resolved in (("oracle", True), ("no-op", False)):
+            run = harbor_run_start(project=project, actor=lead, agent=agent,
+                                   task_ids=[task.pk], modes=MODES, passes=1)  # fmt: skip
+            evaluation_run_execute(run_id=run.pk)
+            run.refresh_from_db()
+            assert run.status == Job.Status.SUCCEEDED, run.error
+            assert {p.resolved for p in run.task_passes.all()} == {resolved}, agent
+        folder = harbor_settings.HARBOR_RUNS_DIR / str(run.pk) / "bundle" / "swe_0" / "baseline"
+        toml = (folder / "task.toml").read_text()
+        assert 'environment_mode = "separate"' in toml and "allow_internet = false" in toml
+        assert (folder / "tests" / "Dockerfile").read_text().splitlines()[1] == f"FROM {image}"
+    finally:
+        subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)

@@ -147,15 +147,28 @@ def test_a_verifiers_tests_folder_is_plain_and_never_online(tmp_path):
     assert found.layout == "plain"
     assert found.sidecars == {}
     model = compose_model(found, internet=True)
+    data = (task / "shared" / "data").resolve()
+    # The release task's data, read-only: the generated verifier runs the submitted query on
+    # /data/database.sqlite. Nothing else, and no network whatever the run allowed.
     assert model == {
         "services": {
             "main": {
                 "pids_limit": trial_model.PIDS_LIMIT,
                 "security_opt": ["no-new-privileges:true"],
                 "network_mode": "none",
+                "volumes": [f"{data}:/data:ro"],
             }
         }
     }
+
+
+def test_an_app_written_tasks_verifier_gets_no_data(tmp_path):
+    """An app-written task's verifier carries its database in its own image."""
+    environment = app_folder(tmp_path)
+    (environment.parent.parent / "shared" / "data").mkdir(parents=True)
+    found = facts(environment.parent / "tests")
+    assert found.data == {}
+    assert "volumes" not in compose_model(found, internet=False)["services"]["main"]
 
 
 # --- folders kept from the release ----------------------------------------------------------

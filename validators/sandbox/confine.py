@@ -124,11 +124,16 @@ def host_preexec(limits: HostLimits, cgroup: RunCgroup | None):
     limit fails (Python ignores SIGXFSZ, and the programs it starts inherit that)."""
     cpu = max(1, int(limits.cpu_s))
     file_size = int(limits.file_mb) << 20
+    # Without a cgroup each process is held alone: twice the run's memory of address space
+    # (the Docker CLI, a Go program, reserves far more than it uses).
+    address_space = (int(limits.memory_mb) << 21) if cgroup is None else None
 
     def apply() -> None:
         os.setsid()
         if cgroup is not None:
             cgroup.join()
+        else:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
