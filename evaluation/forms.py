@@ -19,7 +19,13 @@ class EndpointForm(forms.Form):
     base_url = forms.URLField(
         label="Base URL", help_text="e.g. http://gpu-1:8000/v1", assume_scheme="https"
     )
-    model = forms.CharField(max_length=200)
+    model = forms.CharField(
+        max_length=200,
+        label="Model it serves",
+        help_text="As the server names it (e.g. gpt-4o, meta-llama/Llama-3.3-70B-Instruct): the "
+        "pass-rate gate counts this endpoint's runs as this model, and two endpoints of one "
+        "model as one",
+    )
     api_key_env = forms.CharField(
         max_length=100,
         required=False,
@@ -116,4 +122,25 @@ class PolicyForm(forms.Form):
     k = forms.IntegerField(min_value=1, max_value=10, label="k")
     full_info_min = forms.FloatField(min_value=0, max_value=1, label="full_info pass@k ≥")
     baseline_max = forms.FloatField(min_value=0, max_value=1, label="baseline pass@k ≤")
-    min_models = forms.IntegerField(min_value=1, max_value=50, label="Models needed")
+    min_models = forms.IntegerField(
+        min_value=1,
+        max_value=50,
+        label="Distinct models needed",
+        help_text="2 by default; runs of one served model count as one",
+    )
+    min_models_reason = forms.CharField(
+        required=False,
+        max_length=1000,
+        label="Why fewer than two models",
+        help_text="Needed to decide with one model; recorded with your name and shown with "
+        "every verdict of the gate",
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("min_models") == 1 and not data.get("min_models_reason", "").strip():
+            self.add_error(
+                "min_models_reason", "Say why one model is enough for this project's tasks."
+            )
+        return data

@@ -5,6 +5,9 @@ A pass in ``ask_human`` mode logs its questions through the judge's own ``AskHum
 what an agent asked and what the judge matched, however the run reached us.
 """
 
+import re
+from functools import lru_cache
+
 from django.conf import settings
 from django.db import models
 
@@ -20,6 +23,48 @@ class Mode(models.TextChoices):
     ASK_HUMAN = "ask_human", "ask_human (blocked task + ask_human tool)"
 
 
+# Words that name no model on their own: a run, endpoint or import named only with these
+# (and single characters and numbers) has no recorded identity.
+_GENERIC = (
+    "model models llm lm ai agent bot assistant chat completion completions default unknown "
+    "none null nil na nan test tests testing tmp temp local localhost custom mock fake dummy "
+    "stub standin stand in echo scripted script placeholder any auto my the our new endpoint "
+    "server api run baseline example sample foo bar baz loopback"
+)
+GENERIC_MODEL_WORDS = frozenset(_GENERIC.split())
+# Hosts of many models: a name of only these names no model, and "openai:" or "openai/"
+# before a name does not change it.
+_PROVIDERS = (
+    "openai anthropic google google-gla google-vertex vertex-ai azure bedrock groq together "
+    "openrouter hosted-vllm vllm ollama cohere fireworks litellm"
+)
+MODEL_PROVIDERS = frozenset(_PROVIDERS.split())
+_NO_IDENTITY_WORDS = GENERIC_MODEL_WORDS | MODEL_PROVIDERS
+# A dated snapshot or "latest" suffix does not change which model a name denotes.
+_SNAPSHOT = re.compile(r"(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8})|[-:]latest)$")
+
+
+@lru_cache(maxsize=4096)
+def model_identity(name: str | None) -> str | None:
+    """The model a name denotes, as the pass-rate gate counts distinct models: lower case,
+    spaces and underscores as hyphens, without the provider or organisation prefix
+    (``openai/``, ``meta-llama/``, ``anthropic:``) or a dated snapshot / ``latest`` suffix
+    (``-2024-08-06``, ``@20240620``, ``:latest``) — so ``openai/GPT-4o-2024-08-06`` and
+    ``gpt-4o`` are one model. ``None`` when the name identifies no model: empty, or made
+    only of generic words, single characters and numbers (``model``, ``model-a``, ``b``,
+    ``default``, ``stand-in``, ``local``, ``1``)."""
+    text = "-".join(str(name or "").replace("_", " ").split()).lower()
+    text = text.rsplit("/", 1)[-1]
+    provider, colon, rest = text.partition(":")
+    if colon and provider in MODEL_PROVIDERS:
+        text = rest
+    text = _SNAPSHOT.sub("", text).strip("-.:@")
+    tokens = [t for t in re.split(r"[-.:@]+", text) if t]
+    if all(t in _NO_IDENTITY_WORDS or len(t) == 1 or t.isdigit() for t in tokens):
+        return None  # also for no token at all
+    return text
+
+
 class ModelEndpoint(models.Model):
     """An OpenAI-compatible chat endpoint a lead registered. The key never lives here: only
     the name of the environment variable that holds it."""
@@ -27,7 +72,11 @@ class ModelEndpoint(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=100, help_text="Shown on the leaderboard")
     base_url = models.URLField(help_text="…/v1 of an OpenAI-compatible server")
-    model = models.CharField(max_length=200, help_text="The model name the server expects")
+    model = models.CharField(
+        max_length=200,
+        help_text="The model the server serves, by the name it expects (e.g. gpt-4o, "
+        "meta-llama/Llama-3.3-70B-Instruct): its runs count in the pass-rate gate as this model",
+    )
     api_key_env = models.CharField(
         max_length=100, blank=True, help_text="Environment variable holding the API key"
     )
@@ -52,6 +101,11 @@ class ModelEndpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.model})"
+
+    @property
+    def identity(self) -> str | None:
+        """The model this endpoint's runs are, for the pass-rate gate (``model_identity``)."""
+        return model_identity(self.model)
 
     def client(self, *, max_turns: int | None = None):
         """What the runner calls: this endpoint's address, model, key variable and limits."""
@@ -161,8 +215,21 @@ class SelectionPolicy(models.Model):
     full_info_min = models.FloatField(default=0.67, help_text="Mean full_info pass@k ≥ this")
     baseline_max = models.FloatField(default=0.34, help_text="Mean baseline pass@k ≤ this")
     min_models = models.PositiveSmallIntegerField(
-        default=1, help_text="Models with k passes in both modes needed to decide"
+        default=2,
+        help_text="Distinct models (by the model each run's endpoint serves, or the name given "
+        "at import) with k passes in both modes needed to decide; below 2 only with a reason",
     )
+    # Who lowered min_models below 2, when and why: shown wherever the gate's verdict is.
+    # A policy below 2 without a reason decides as if it asked for 2 (``selection``).
+    min_models_reason = models.TextField(blank=True)
+    min_models_lowered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    min_models_lowered_at = models.DateTimeField(null=True, blank=True)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )

@@ -17,7 +17,7 @@ from hilbench_annotate.selectors import current_revisions
 from judge.labels import cohen_kappa
 from judge.models import AskHumanCall
 
-from . import metrics
+from . import metrics, selection
 from .models import (
     EvaluationRun,
     FailureLabel,
@@ -45,8 +45,17 @@ class PassRow:
     revision_id: int
     ask_human_run_id: int | None
     tokens: int | None
+    source: str
+    served_model: str | None  # the model the run's endpoint serves; None without one
     calls: list[str | None] = field(default_factory=list)
     blocker_ids: list[str] = field(default_factory=list)
+
+    @property
+    def identity(self) -> str | None:
+        """The model this pass's run is, as the pass-rate gate counts models."""
+        return selection.run_identity(
+            source=self.source, model_name=self.model, served_model=self.served_model
+        )
 
 
 def _latest_passes(queryset, *, reference: bool = False) -> list[PassRow]:
@@ -67,6 +76,8 @@ def _latest_passes(queryset, *, reference: bool = False) -> list[PassRow]:
             "revision_id",
             "ask_human_run_id",
             "tokens",
+            "run__source",
+            "run__endpoint__model",
         )
     )
     chosen_run: dict[tuple, int] = {}
@@ -264,7 +275,11 @@ def per_task_recall(
 
 
 def selection_policy(project) -> SelectionPolicy:
-    policy = SelectionPolicy.objects.filter(project=project).first()
+    policy = (
+        SelectionPolicy.objects.filter(project=project)
+        .select_related("min_models_lowered_by")
+        .first()
+    )
     return policy or SelectionPolicy(project=project)  # the defaults, unsaved
 
 
@@ -275,13 +290,7 @@ def task_selection(task) -> dict:
 
 def task_selections(tasks: list) -> dict[int, dict]:
     """keep / drop / undecided for each task (of one or more projects), with the per-model
-    evidence, in a fixed number of queries.
-
-    Each model that has at least k passes in both baseline and full_info on the task's
-    current revision contributes its pass@k in each (the unbiased estimate over all its
-    passes, as on the leaderboard); the task is kept when the mean over those models is
-    ≥ full_info_min for full_info and ≤ baseline_max for baseline.
-    """
+    evidence and the models that decided, in a fixed number of queries (``selection``)."""
     policies = {
         project_id: selection_policy(project)
         for project_id, project in {t.project_id: t.project for t in tasks}.items()
@@ -296,73 +305,10 @@ def task_selections(tasks: list) -> dict[int, dict]:
         "task_id",
     )
     return {
-        task.pk: _selection(
+        task.pk: selection.decide(
             policies[task.project_id], current.get(task.pk), passes.get((task.pk,), [])
         )
         for task in tasks
-    }
-
-
-def _selection(policy, current: int | None, rows: list[PassRow]) -> dict:
-    evidence = []
-    counted: list[dict[str, list[bool]]] = []  # the complete models' passes by mode
-    for (model,), passes in sorted(_group(rows, "model").items()):
-        by_mode = {
-            mode: [r.resolved for r in sorted(group, key=lambda r: r.index)]
-            for (mode,), group in _group(passes, "mode").items()
-        }
-        entry = {
-            "model": model,
-            "runs": sorted({r.run_id for r in passes}),
-            Mode.FULL_INFO: metrics.pass_at_k(by_mode.get(Mode.FULL_INFO, []), policy.k),
-            Mode.BASELINE: metrics.pass_at_k(by_mode.get(Mode.BASELINE, []), policy.k),
-        }
-        entry["complete"] = entry[Mode.FULL_INFO] is not None and entry[Mode.BASELINE] is not None
-        evidence.append(entry)
-        if entry["complete"]:
-            counted.append(by_mode)
-    complete = [e for e in evidence if e["complete"]]
-    result = {
-        "k": policy.k,
-        "full_info_min": policy.full_info_min,
-        "baseline_max": policy.baseline_max,
-        "revision_id": current,
-        "models": evidence,
-    }
-    if len(complete) < policy.min_models:
-        return {
-            **result,
-            "decision": "undecided",
-            "reason": (
-                f"{len(complete)} model(s) have {policy.k} passes in both baseline and "
-                f"full_info on the current revision; {policy.min_models} needed"
-            ),
-        }
-    # The leaderboard's function: a mean of unbiased pass@k estimates, here over models.
-    full_info = metrics.mean_pass_at_k([m[Mode.FULL_INFO] for m in counted], policy.k)
-    baseline = metrics.mean_pass_at_k([m[Mode.BASELINE] for m in counted], policy.k)
-    result.update(full_info_pass=full_info, baseline_pass=baseline)
-    reasons = []
-    if full_info < policy.full_info_min:
-        reasons.append(
-            f"full_info pass@{policy.k} {full_info:.2f} < {policy.full_info_min:.2f}: "
-            "models fail even with the resolutions"
-        )
-    if baseline > policy.baseline_max:
-        reasons.append(
-            f"baseline pass@{policy.k} {baseline:.2f} > {policy.baseline_max:.2f}: "
-            "models solve it without asking"
-        )
-    if reasons:
-        return {**result, "decision": "drop", "reason": "; ".join(reasons)}
-    return {
-        **result,
-        "decision": "keep",
-        "reason": (
-            f"full_info pass@{policy.k} {full_info:.2f} ≥ {policy.full_info_min:.2f} and "
-            f"baseline pass@{policy.k} {baseline:.2f} ≤ {policy.baseline_max:.2f} "
-            f"over {len(complete)} model(s)"
-        ),
     }
 
 

@@ -962,7 +962,13 @@ HTML_REQUESTS = {
     ),
     ("POST", "evaluation-policy"): lambda w: (
         _project_url("evaluation-policy", w),
-        {"k": 3, "full_info_min": 1, "baseline_max": 0, "min_models": 1},
+        {
+            "k": 3,
+            "full_info_min": 1,
+            "baseline_max": 0,
+            "min_models": 1,
+            "min_models_reason": "One licensed model for this pilot.",
+        },
     ),
     ("GET", "evaluation-leaderboard-csv"): lambda w: (
         _project_url("evaluation-leaderboard-csv", w),

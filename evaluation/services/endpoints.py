@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError
@@ -15,6 +16,7 @@ from hilbench_annotate.toolkit.egress import EgressRefused, host_is_named, resol
 from hilbench_annotate.vocabulary import Role
 
 from ..models import ModelEndpoint, SelectionPolicy
+from ..selection import DEFAULT_MODELS_NEEDED
 from .common import MAX_PASSES
 
 
@@ -32,6 +34,12 @@ def endpoint_create(
     max_turns: int = 12,
 ) -> ModelEndpoint:
     require_role(actor, project, Role.LEAD, action="do this")
+    model = model.strip()
+    if not model:
+        # The pass-rate gate counts an endpoint's runs as the model it serves.
+        raise DomainError("Name the model the endpoint serves (e.g. gpt-4o).")
+    if len(model) > 200:
+        raise DomainError("The model name is at most 200 characters.")
     if not base_url.startswith(("http://", "https://")):
         raise DomainError(f"The base URL must start with http:// or https://, not {base_url!r}.")
     prefix = settings.MODEL_KEY_ENV_PREFIX
@@ -100,6 +108,9 @@ def check_endpoint_address(base_url: str) -> None:
         ) from None
 
 
+MIN_REASON_CHARS = 10
+
+
 @transaction.atomic
 def selection_policy_update(
     *,
@@ -108,8 +119,12 @@ def selection_policy_update(
     k: int,
     full_info_min: float,
     baseline_max: float,
-    min_models: int = 1,
+    min_models: int = DEFAULT_MODELS_NEEDED,
+    min_models_reason: str = "",
 ) -> SelectionPolicy:
+    """Save the project's pass-rate thresholds. Fewer than two models only with a reason:
+    who lowered it, when and why are kept (while it stays below two, re-saving the same
+    reason keeps the first record) and shown wherever the gate's verdict is."""
     require_role(actor, project, Role.LEAD, action="do this")
     if not 1 <= k <= MAX_PASSES:
         raise DomainError(f"k must be between 1 and {MAX_PASSES}.")
@@ -117,6 +132,27 @@ def selection_policy_update(
         raise DomainError("Thresholds are pass rates between 0 and 1.")
     if min_models < 1:
         raise DomainError("At least one model must have run a task to decide it.")
+    reason = " ".join(min_models_reason.split()) if min_models < DEFAULT_MODELS_NEEDED else ""
+    if min_models < DEFAULT_MODELS_NEEDED and len(reason) < MIN_REASON_CHARS:
+        raise DomainError(
+            f"The pass-rate gate asks for {DEFAULT_MODELS_NEEDED} distinct models; to decide "
+            f"with {min_models}, say why (a sentence, at least {MIN_REASON_CHARS} characters): "
+            "it is shown with every verdict of the gate."
+        )
+    policy = SelectionPolicy.objects.select_for_update().filter(project=project).first()
+    lowered: dict = dict(
+        min_models_reason=reason, min_models_lowered_by=None, min_models_lowered_at=None
+    )
+    if reason:
+        # The same lowering saved again (other thresholds changed) keeps who and when.
+        kept = policy is not None and (policy.min_models, policy.min_models_reason) == (
+            min_models,
+            reason,
+        )
+        lowered.update(
+            min_models_lowered_by=policy.min_models_lowered_by if kept else actor,
+            min_models_lowered_at=policy.min_models_lowered_at if kept else timezone.now(),
+        )
     policy, _ = SelectionPolicy.objects.update_or_create(
         project=project,
         defaults={
@@ -124,6 +160,7 @@ def selection_policy_update(
             "full_info_min": full_info_min,
             "baseline_max": baseline_max,
             "min_models": min_models,
+            **lowered,
             "updated_by": actor,
         },
     )
@@ -136,5 +173,6 @@ def selection_policy_update(
         full_info_min=full_info_min,
         baseline_max=baseline_max,
         min_models=min_models,
+        min_models_reason=reason,
     )
     return policy

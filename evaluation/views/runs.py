@@ -24,6 +24,7 @@ from evaluation.forms import (
     SupportScoresForm,
 )
 from evaluation.models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
+from evaluation.selection import lowering, models_needed
 from evaluation.selectors import (
     harbor_task_ids,
     latest_studies,
@@ -172,6 +173,8 @@ def project_evaluation(request, project_id: int):
         "endpoints": endpoints,
         "is_lead": lead,
         "policy": policy,
+        "models_needed": models_needed(policy),
+        "lowered": lowering(policy),
         "reference": reference_report(project),
         "reference_agents": REFERENCE_AGENTS,
     }
@@ -189,6 +192,7 @@ def project_evaluation(request, project_id: int):
                     "full_info_min": policy.full_info_min,
                     "baseline_max": policy.baseline_max,
                     "min_models": policy.min_models,
+                    "min_models_reason": policy.min_models_reason,
                 }
             ),
         )
@@ -226,8 +230,14 @@ def _endpoints(project):
 @require_POST
 def endpoint_add(request, project_id: int):
     def action(project, data):
-        endpoint_create(project=project, actor=request.user, **data)
+        endpoint = endpoint_create(project=project, actor=request.user, **data)
         messages.success(request, f"Endpoint {data['name']} registered.")
+        if endpoint.identity is None:
+            messages.warning(
+                request,
+                f"{endpoint.model!r} names no model: the pass-rate gate counts this endpoint's "
+                "runs only beside an identified model. Register it with the model it serves.",
+            )
 
     return _lead_post(request, project_id, EndpointForm, action)
 
@@ -405,6 +415,9 @@ def run_detail(request, run_id: int):
 @require_GET
 def task_selection_view(request, task_id: int):
     task = access_task(request.user, task_id)
-    return render(
-        request, "evaluation/selection.html", {"task": task, "selection": task_selection(task)}
-    )
+    context = {
+        "task": task,
+        "selection": task_selection(task),
+        "policy": selection_policy(task.project),  # when the models needed were lowered
+    }
+    return render(request, "evaluation/selection.html", context)

@@ -128,10 +128,21 @@ def _validation(task, runs, *, revision_number, gates, pass_rate, judge_version)
         "groups_never_run": [g for g in wanted if g not in covered],
         "gates": gates,
         "judge": _judge(judge_version, recall_details),
-        # Filled by the evaluation app's pass-rate selection (``_pass_rate_evidence``);
-        # null until then.
-        "pass_rate": pass_rate,
+        # The evaluation app's pass-rate selection, as the gate read it; null until then.
+        "pass_rate": _pass_rate(pass_rate),
     }
+
+
+def _pass_rate(selection: dict | None) -> dict | None:
+    """The pass-rate evidence: thresholds, each model's figures, the models that decided
+    (identity and runs) and, when a lead lowered the models needed, the reason — but not who
+    or when (provenance names no one and carries no timestamps; the app's pages show both)."""
+    if selection is None:
+        return None
+    lowered = selection.get("lowered")
+    if lowered:
+        lowered = {"models_needed": lowered["models_needed"], "reason": lowered["reason"]}
+    return {**selection, "lowered": lowered}
 
 
 def review_documents(

@@ -10,9 +10,10 @@ from hilbench_annotate.gates import gate_results
 from .util import import_results
 
 # Issue 25's worked example: passes [F, F, F, T, T] have pass@3 0.9 (the first three: 0).
+# Two distinct models (the gate's default asks for two).
 PASSES = {
-    "a": {"baseline": [False, False, False, True, True], "full_info": [True] + [False] * 4},
-    "b": {"baseline": [False] * 3, "full_info": [True] * 3},
+    "gpt-4o": {"baseline": [False, False, False, True, True], "full_info": [True] + [False] * 4},
+    "claude-sonnet-4": {"baseline": [False] * 3, "full_info": [True] * 3},
 }
 
 
@@ -33,9 +34,11 @@ def test_leaderboard_and_pass_rate_gate_show_the_same_pass_at_k(sql_task, lead):
     selection = task_selection(sql_task)
     assert selection["k"] == 3
     # Per model: the leaderboard's pass@3 over the project's one task is the gate's evidence.
-    # a: baseline 1 - C(3,3)/C(5,3) = 0.9; full_info 1 - C(4,3)/C(5,3) = 0.6. b: 0 and 1.
-    expected = {("a", "baseline"): 0.9, ("a", "full_info"): 0.6}
-    expected |= {("b", "baseline"): 0.0, ("b", "full_info"): 1.0}
+    # gpt-4o: baseline 1 - C(3,3)/C(5,3) = 0.9; full_info 1 - C(4,3)/C(5,3) = 0.6.
+    # claude-sonnet-4: 0 and 1.
+    a, b = PASSES
+    expected = {(a, "baseline"): 0.9, (a, "full_info"): 0.6}
+    expected |= {(b, "baseline"): 0.0, (b, "full_info"): 1.0}
     evidence = {m["model"]: m for m in selection["models"]}
     for (model, mode), figure in expected.items():
         assert board[model, mode]["pass_at_3"] == pytest.approx(figure)
@@ -46,8 +49,8 @@ def test_leaderboard_and_pass_rate_gate_show_the_same_pass_at_k(sql_task, lead):
     for mode in ("baseline", "full_info"):
         rows = [board[model, mode]["pass_at_3"] for model in PASSES]
         assert selection[f"{mode}_pass"] == pytest.approx(sum(rows) / len(rows))
-    # pass@1 on the leaderboard is the mean over passes: a's baseline solved 2 of 5.
-    assert board["a", "baseline"]["pass_at_1"] == pytest.approx(0.4)
+    # pass@1 on the leaderboard is the mean over passes: gpt-4o's baseline solved 2 of 5.
+    assert board[a, "baseline"]["pass_at_1"] == pytest.approx(0.4)
     # Baseline 0.45 > 0.34 by default: the gate is red and says the leaderboard's figure.
     ((name, green, message),) = gate_results(sql_task, ["pass_rate"])
     assert (name, green) == ("pass_rate", False)
@@ -56,7 +59,10 @@ def test_leaderboard_and_pass_rate_gate_show_the_same_pass_at_k(sql_task, lead):
 
 def test_selection_page_shows_the_estimate(client, sql_task, lead):
     import_results(
-        project=sql_task.project, actor=lead, records=_records(sql_task, PASSES["a"]), model="a"
+        project=sql_task.project,
+        actor=lead,
+        records=_records(sql_task, PASSES["gpt-4o"]),
+        model="gpt-4o",
     )
     client.force_login(lead)
     url = reverse("evaluation-task-selection", args=[sql_task.pk])

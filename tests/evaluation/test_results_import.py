@@ -136,21 +136,22 @@ def test_only_leads_import(sql_task, author, tmp_path):
 
 def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
     assert task_selection(sql_task)["decision"] == "undecided"
-    keep_by_pass_rate(sql_task, model="a")
+    keep_by_pass_rate(sql_task, model="gpt-4o", beside=("claude-sonnet-4",))
     selection = task_selection(sql_task)
     assert selection["decision"] == "keep", selection
     assert selection["full_info_pass"] == 1.0 and selection["baseline_pass"] == 0.0
-    # A second model solves it without asking: mean baseline pass@3 0.5 > 0.34 -> drop.
+    # The second model's newer run solves it without asking (it supersedes its earlier
+    # one): mean baseline pass@3 0.5 > 0.34 -> drop.
     records = [
         {"task": sql_task.pk, "mode": mode, "pass": i, "resolved": i == 3}
         for mode in ("baseline", "full_info")
         for i in (1, 2, 3)
     ]
-    import_results(project=sql_task.project, actor=lead, records=records, model="b")
+    import_results(project=sql_task.project, actor=lead, records=records, model="claude-sonnet-4")
     selection = task_selection(sql_task)
     assert selection["decision"] == "drop"
     assert "baseline pass@3 0.50 > 0.34" in selection["reason"]
-    assert [m["model"] for m in selection["models"]] == ["a", "b"]
+    assert [m["model"] for m in selection["models"]] == ["claude-sonnet-4", "gpt-4o"]
     # The lead loosens the threshold: kept.
     selection_policy_update(
         project=sql_task.project, actor=lead, k=3, full_info_min=0.67, baseline_max=0.5

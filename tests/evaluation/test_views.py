@@ -112,9 +112,22 @@ def test_policy_form_and_selection_page(client, results, lead):
     client.force_login(lead)
     client.post(
         reverse("evaluation-policy", args=[results.project_id]),
-        {"k": 3, "full_info_min": 0.9, "baseline_max": 0.2, "min_models": 1},
+        {
+            "k": 3,
+            "full_info_min": 0.9,
+            "baseline_max": 0.2,
+            "min_models": 1,
+            "min_models_reason": "A pilot: one model is licensed for now.",
+        },
     )
     assert SelectionPolicy.objects.get().full_info_min == 0.9
+    # model-a names no model: it counts only beside an identified one.
+    records = [
+        {"task": results.pk, "mode": mode, "pass": i, "resolved": mode == "full_info" or i == 3}
+        for mode in ("baseline", "full_info")
+        for i in (1, 2, 3)
+    ]
+    import_results(project=results.project, actor=lead, records=records, model="gpt-4o")
     page = client.get(reverse("evaluation-task-selection", args=[results.pk])).content.decode()
     # baseline solved at pass 3: pass@3 1.0 > 0.2 -> drop.
     assert "drop" in page and "baseline pass@3 1.00 &gt; 0.20" in page

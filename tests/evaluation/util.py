@@ -21,8 +21,13 @@ def import_results(*, project, actor, records: list[dict], model: str = "model-a
     return runs
 
 
-def keep_by_pass_rate(task, *, model: str = "model-a"):
-    """Evidence that keeps ``task``: solved 3/3 with full information, 0/3 without."""
+def keep_by_pass_rate(
+    task, *, model: str = "gpt-4o", beside: tuple[str, ...] = ("claude-sonnet-4",)
+):
+    """Evidence that keeps ``task`` under the default policy (two distinct models): ``model``
+    and each model of ``beside`` solved it 3/3 with full information, 0/3 without
+    (``beside=()``: ``model`` alone, which the default policy does not keep). Returns
+    ``model``'s runs."""
     lead = (
         get_user_model()
         .objects.filter(memberships__project=task.project, memberships__role="lead")
@@ -33,4 +38,7 @@ def keep_by_pass_rate(task, *, model: str = "model-a"):
         for mode in ("baseline", "full_info")
         for i in (1, 2, 3)
     ]
-    return import_results(project=task.project, actor=lead, records=records, model=model)
+    runs = import_results(project=task.project, actor=lead, records=records, model=model)
+    for other in beside:
+        import_results(project=task.project, actor=lead, records=records, model=other)
+    return runs

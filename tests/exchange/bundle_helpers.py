@@ -229,9 +229,10 @@ def judge_validated(task) -> None:
     assert run.status == "passed", list(run.results.values_list("message", flat=True))
 
 
-def approve_validated(task, *, model: str = "model-a") -> None:
+def approve_validated(task, *, model: str = "gpt-4o") -> None:
     """``task`` as a final sign-off leaves it: structural checks and the judge's recall
-    passed on its current revision, approved, kept by the pass-rate selection."""
+    passed on its current revision, approved, kept by the pass-rate selection (``model`` and
+    claude-sonnet-4, two distinct models)."""
     from django.db import transaction
 
     from review.models import ReviewDecision

@@ -222,11 +222,16 @@ def test_only_validated_tasks_are_exported_and_move_to_exported(settings, tmp_pa
     }
     assert all(c["revision"] == validation["revision"] for c in validation["checks"])
     assert validation["judge"]["version"]
-    # The pass-rate evidence the final gate reads: model-a solved it 3/3 with full
-    # information and 0/3 without.
+    # The pass-rate evidence the final gate reads: two distinct models solved it 3/3 with
+    # full information and 0/3 without, and provenance names them (identity and runs).
     assert validation["pass_rate"]["decision"] == "keep"
-    (model,) = validation["pass_rate"]["models"]
-    assert (model["model"], model["full_info"], model["baseline"]) == ("model-a", 1.0, 0.0)
+    figures = [
+        (m["model"], m["full_info"], m["baseline"]) for m in validation["pass_rate"]["models"]
+    ]
+    assert figures == [("claude-sonnet-4", 1.0, 0.0), ("gpt-4o", 1.0, 0.0)]
+    decided = validation["pass_rate"]["decided_by"]
+    assert [m["identity"] for m in decided] == ["claude-sonnet-4", "gpt-4o"]
+    assert all(m["runs"] for m in decided)
     assert all(g["green"] for g in validation["gates"])
     review = json.loads(files["sql_0/" + layout.REVIEW])
     assert [d["reviewer"] for d in review["decisions"]] == ["reviewer-1"]
