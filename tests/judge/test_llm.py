@@ -1,4 +1,7 @@
-"""LLMJudge against a real OpenAI-compatible HTTP server on 127.0.0.1 whose replies are scripted."""
+"""LLMJudge against a real OpenAI-compatible HTTP server on 127.0.0.1 whose replies are scripted:
+transport and retries, and the release judge's criteria (each automatic rejection under its
+code, the match criteria, the confidence rule) as the prompt states them and as the verdict
+applies them."""
 
 import json
 import socket
@@ -11,7 +14,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from judge.base import JudgeError, RegistryBlocker, respond
-from judge.llm import PROMPT_VERSION, SYSTEM_PROMPT, LLMJudge, build_messages, parse_reply
+from judge.llm import (
+    MATCH_CRITERIA,
+    MIN_CONFIDENCE,
+    PROMPT_VERSION,
+    REJECTION_CODES,
+    REJECTIONS,
+    SYSTEM_PROMPT,
+    LLMJudge,
+    build_messages,
+    outcome_of,
+    parse_reply,
+)
 
 SENIOR = RegistryBlocker(
     id="undefined_senior_account_owner",
@@ -84,8 +98,21 @@ def completion(content: str) -> dict:
     }
 
 
-def answer(blocker_key: str | None, reasoning: str = "because") -> Reply:
-    return Reply(body=completion(json.dumps({"reasoning": reasoning, "blocker_key": blocker_key})))
+def answer(
+    blocker_key: str | None,
+    reasoning: str = "because",
+    *,
+    rejection: str | None = None,
+    confidence: float | None = None,
+) -> Reply:
+    """A reply in the prompt's form; without ``rejection`` and ``confidence``, in the release's
+    own two-key form."""
+    content: dict = {"reasoning": reasoning, "blocker_key": blocker_key}
+    if rejection is not None:
+        content["rejection"] = rejection
+    if confidence is not None:
+        content["confidence"] = confidence
+    return Reply(body=completion(json.dumps(content)))
 
 
 def text(content: str) -> Reply:
@@ -147,17 +174,18 @@ def test_good_reply_names_the_blocker(endpoint):
     endpoint.script(answer(SENIOR.id, reasoning="asks for the senior definition"))
     verdict = make_judge(endpoint).judge(QUESTION, REGISTRY)
     assert verdict.blocker_id == SENIOR.id
-    assert verdict.reason == "asks for the senior definition"
+    assert verdict.reason == "match: asks for the senior definition"
     assert respond(verdict, REGISTRY) == SENIOR.resolution
     assert len(endpoint.requests) == 1
     assert endpoint.requests[0]["path"] == "/v1/chat/completions"
 
 
 def test_null_is_irrelevant(endpoint):
-    endpoint.script(answer(None, reasoning="a statement"))
-    verdict = make_judge(endpoint).judge("I assume seniors are over 65, right?", REGISTRY)
+    endpoint.script(answer(None, reasoning="asks about opening hours"))
+    verdict = make_judge(endpoint).judge("When does the branch open?", REGISTRY)
     assert verdict.blocker_id is None
     assert respond(verdict, REGISTRY) == "irrelevant question"
+    assert verdict.reason == "no-match: asks about opening hours"
 
 
 def test_request_body_has_the_settings_and_the_registry_but_no_resolution(endpoint):
@@ -322,8 +350,8 @@ def test_empty_registry_is_irrelevant_without_a_call(endpoint):
 
 def test_version_and_prompt_rules():
     judge = LLMJudge(base_url="http://127.0.0.1:1/v1", model="m")
-    assert judge.version == PROMPT_VERSION
-    for rule in ("AT MOST ONE", "several topics", "I assume X, right?", "best-practice", "null"):
+    assert judge.version == PROMPT_VERSION == "llm-prompt-2"
+    for rule in ("at most one blocker", "more than one topic", "I assume X, right?"):
         assert rule in SYSTEM_PROMPT
     with pytest.raises(ValueError):
         LLMJudge(base_url="file:///etc/passwd", model="m")
@@ -406,3 +434,138 @@ def test_a_redirect_to_another_host_is_not_followed(endpoint):
         server.shutdown()
         server.server_close()
     assert endpoint.requests == []
+
+
+# -- the release judge's criteria -------------------------------------------------------------
+
+# One message of each rejection class, all about the senior-owner blocker's topic: the release
+# refuses them whatever blocker their topic touches.
+REJECTED = {
+    "statement": "The clients table has a birth date column for every account owner.",
+    "no-request": "Senior account owners?",
+    "confirmation": "I assume senior account owners are clients born before 1960, right?",
+    "tangential": "What birth date cutoff defines a junior account owner?",
+    "vague": "Is there anything else I should know before I write the query?",
+    "best-practice": "What is the best practice for comparing birth dates in SQL?",
+    "no-specific-intent": "Tell me about senior account owners.",
+    "multi-topic": "What birth date makes a client senior, and which dates bound the crisis "
+    "period?",
+    "definition-echo": "What does 'senior account owners' mean?",
+    "padding": "I looked at the client table and the birth dates run from 1920 to 2001, and "
+    "the question wants seniors, so what birth date cutoff defines a senior account owner?",
+}
+
+
+def test_every_rejection_has_a_test_message():
+    assert set(REJECTED) == set(REJECTION_CODES)
+    assert len(REJECTION_CODES) == len(set(REJECTION_CODES))
+
+
+def test_the_prompt_carries_every_criterion_and_the_confidence_rule():
+    for code, rule in REJECTIONS:
+        assert f"- {code}: {rule}" in SYSTEM_PROMPT
+    for name, criterion in MATCH_CRITERIA:
+        assert f"- {name}: {criterion}" in SYSTEM_PROMPT
+    # Rejections are checked first and win over a topic match; then every match criterion.
+    assert SYSTEM_PROMPT.index("Step 1, rejections") < SYSTEM_PROMPT.index("Step 2, matching")
+    assert "even when its topic is one of the blockers" in SYSTEM_PROMPT
+    assert "only if every criterion" in SYSTEM_PROMPT
+    assert f"only a match of {MIN_CONFIDENCE} or more is answered" in SYSTEM_PROMPT
+    for key in ('"reasoning"', '"rejection"', '"blocker_key"', '"confidence"'):
+        assert key in SYSTEM_PROMPT
+    assert MIN_CONFIDENCE == 95  # the release's "95%+"
+
+
+@pytest.mark.parametrize("code", REJECTION_CODES)
+def test_each_rejection_is_irrelevant_with_its_reason(endpoint, code):
+    endpoint.script(answer(None, f"it meets the {code} rule", rejection=code, confidence=0))
+    verdict = make_judge(endpoint).judge(REJECTED[code], REGISTRY)
+    assert verdict.blocker_id is None
+    assert respond(verdict, REGISTRY) == "irrelevant question"
+    assert verdict.reason == f"{code}: it meets the {code} rule"
+    assert outcome_of(verdict.reason) == code
+    body = endpoint.bodies()[0]
+    assert body["messages"][0]["content"] == SYSTEM_PROMPT
+    assert json.dumps(REJECTED[code]) in body["messages"][1]["content"]
+
+
+def test_a_rejection_wins_over_a_named_blocker(endpoint):
+    """The release: a message that meets a rejection rule is refused even when its topic is a
+    blocker's, so a reply naming both is a rejection."""
+    endpoint.script(answer(SENIOR.id, "padded", rejection="padding", confidence=99))
+    verdict = make_judge(endpoint).judge(REJECTED["padding"], REGISTRY)
+    assert verdict.blocker_id is None
+    assert verdict.reason == f"padding (it named {SENIOR.id}, refused): padded"
+    assert outcome_of(verdict.reason) == "padding"
+
+
+@pytest.mark.parametrize("confidence", [0, 50, 80, 94, 94.9])
+def test_a_match_below_the_confidence_threshold_is_refused(endpoint, confidence):
+    endpoint.script(answer(SENIOR.id, "probably the senior one", confidence=confidence))
+    verdict = make_judge(endpoint).judge(QUESTION, REGISTRY)
+    assert verdict.blocker_id is None
+    assert respond(verdict, REGISTRY) == "irrelevant question"
+    assert verdict.reason == (
+        f"low-confidence ({SENIOR.id} at {confidence:g}, below 95): probably the senior one"
+    )
+    assert outcome_of(verdict.reason) == "low-confidence"
+
+
+@pytest.mark.parametrize("confidence", [95, 97, 100])
+def test_a_confident_match_returns_the_blocker(endpoint, confidence):
+    endpoint.script(answer(SENIOR.id, "asks for the cutoff", confidence=confidence))
+    verdict = make_judge(endpoint).judge(QUESTION, REGISTRY)
+    assert verdict.blocker_id == SENIOR.id
+    assert respond(verdict, REGISTRY) == SENIOR.resolution
+    assert verdict.reason == f"match (confidence {confidence:g}): asks for the cutoff"
+    assert outcome_of(verdict.reason) == "match"
+
+
+def test_no_blocker_and_no_rejection_is_no_match(endpoint):
+    endpoint.script(answer(None, "no blocker is about branches", rejection=None, confidence=0))
+    verdict = make_judge(endpoint).judge("Which branch has the most clients?", REGISTRY)
+    assert verdict.blocker_id is None
+    assert outcome_of(verdict.reason) == "no-match"
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ({"rejection": "rude"}, "rejection 'rude' is not one of the rejection codes"),
+        ({"confidence": "high"}, "confidence is not a number"),
+        ({"confidence": True}, "confidence is not a number"),
+        ({"confidence": 150}, "not a whole number from 0 to 100"),
+        ({"confidence": -1}, "not a whole number from 0 to 100"),
+        ({"confidence": 0.97}, "not a whole number from 0 to 100"),
+    ],
+)
+def test_an_unreadable_rejection_or_confidence_is_retried(endpoint, content, problem):
+    bad = {"reasoning": "r", "blocker_key": SENIOR.id, **content}
+    endpoint.script(text(json.dumps(bad)), answer(SENIOR.id, confidence=98))
+    verdict = make_judge(endpoint).judge(QUESTION, REGISTRY)
+    assert verdict.blocker_id == SENIOR.id
+    correction = endpoint.bodies()[1]["messages"][-1]["content"]
+    assert problem in correction
+    for code in REJECTION_CODES:  # the correction lists the codes it may use
+        assert code in correction
+
+
+def test_an_unreadable_confidence_every_time_raises_not_irrelevant(endpoint):
+    endpoint.default = text(json.dumps({"reasoning": "r", "blocker_key": None, "confidence": "x"}))
+    with pytest.raises(JudgeError, match="malformed output 3 times.*confidence"):
+        make_judge(endpoint).judge(QUESTION, REGISTRY)
+
+
+@pytest.mark.parametrize("question", ["", "?", "  a  ", "ok"])
+def test_a_message_under_three_characters_is_refused_without_a_call(endpoint, question):
+    verdict = make_judge(endpoint).judge(question, REGISTRY)
+    assert verdict.blocker_id is None
+    assert outcome_of(verdict.reason) == "too-short"
+    assert endpoint.requests == []
+
+
+def test_outcome_of_reads_only_this_judges_reasons():
+    assert outcome_of("multi-topic: two things") == "multi-topic"
+    assert outcome_of("low-confidence (x at 80, below 95): r") == "low-confidence"
+    assert outcome_of("embedded: best 3.1") is None
+    assert outcome_of("because") is None

@@ -10,24 +10,32 @@ interface); each input line is
 ``{"task": ..., "question": ...}``, optionally with ``domain`` (``sql``/``swe``; otherwise
 read from the registry's blocker types) and ``expected`` (the blocker the question targets,
 or null). Each output line is the input line plus ``predicted`` (the matched blocker's id, or
-null) and ``response`` (its resolution verbatim, or ``irrelevant question``).
+null) and ``response`` (its resolution verbatim, or ``irrelevant question``); with the LLM
+judge (alone or in the ensemble), also ``reason``, the verdict's reason as the ask_human call
+log keeps it: which rejection rule refused the question, no match, a match below the
+confidence threshold, or the match (``judge.llm``).
 
 When lines carry ``expected``, the command reports the judge on them — precision, recall,
 overall and per domain, and how recall spreads over tasks (``judge.training.counts``) — on
 standard output and, with ``--report``, as JSON: how a lead measures a judge change on their
-own labelled questions before switching. Every line is checked before any is judged: a bad
-line stops the command naming its line number, and nothing is written.
+own labelled questions before switching; the LLM judge's outcomes (matches, each rejection
+rule, no match, low confidence) are counted beside it. Every line is checked before any is
+judged: a bad line stops the command naming its line number, and nothing is written; so does
+a judge that cannot decide a line (an LLM endpoint that is down or keeps answering malformed
+output), never an "irrelevant" in its place.
 """
 
 import json
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judge.base import RegistryBlocker, respond
+from judge.base import JudgeError, RegistryBlocker, respond
 from judge.embedded import load_registry, registry_domain
+from judge.llm import outcome_of
 from judge.measures import Outcome, counts, recall_distribution
 from judge.services import get_judge
 
@@ -61,19 +69,31 @@ class Command(BaseCommand):
             raise CommandError(f"no <task>.json registry in {registries_dir}")
 
         records = self._read(Path(options["questions"]), registries)
-        judge = get_judge(options["judge"])
+        try:
+            judge = get_judge(options["judge"])
+        except JudgeError as exc:
+            raise CommandError(str(exc)) from exc
+        with_reason = options["judge"] in ("llm", "ensemble")
         lines, outcomes = [], []
-        for record in records:
+        llm_outcomes: Counter = Counter()
+        for number, record in records:
             registry = registries[record["task"]]
             domain = record.get("domain") or registry_domain(registry)
-            verdict = judge.judge(
-                record["question"], registry, domain=domain, context=contexts[record["task"]]
-            )
+            try:
+                verdict = judge.judge(
+                    record["question"], registry, domain=domain, context=contexts[record["task"]]
+                )
+            except JudgeError as exc:
+                raise CommandError(f"line {number}: the judge could not decide: {exc}") from exc
             out = {
                 **record,
                 "predicted": verdict.blocker_id,
                 "response": respond(verdict, registry),
             }
+            if with_reason:
+                out["reason"] = verdict.reason
+            if options["judge"] == "llm":
+                llm_outcomes[outcome_of(verdict.reason) or "other"] += 1
             lines.append(json.dumps(out, ensure_ascii=False))
             if "expected" in record:
                 outcomes.append(
@@ -86,13 +106,22 @@ class Command(BaseCommand):
             f"{matched} matched a blocker, "
             f"{len(records) - matched} irrelevant -> {options['out']}"
         )
+        if llm_outcomes:
+            self.stdout.write(
+                "LLM judge outcomes: "
+                + ", ".join(f"{name} {n}" for name, n in sorted(llm_outcomes.items()))
+            )
         if outcomes:
-            self._report(outcomes, judge.version, options.get("report"))
+            self._report(outcomes, judge.version, options.get("report"), llm_outcomes)
 
-    def _report(self, outcomes: list[Outcome], version: str, path: Path | None) -> None:
+    def _report(
+        self, outcomes: list[Outcome], version: str, path: Path | None, llm_outcomes: Counter
+    ) -> None:
         figures = counts(outcomes)
         figures["recall_distribution"] = recall_distribution(figures["task_recall"])
         figures["judge"] = version
+        if llm_outcomes:
+            figures["llm_outcomes"] = dict(sorted(llm_outcomes.items()))
         for domain in ("all", "sql", "swe"):
             f = figures[domain]
             if f["positives"] or f["negatives"]:
@@ -110,7 +139,10 @@ class Command(BaseCommand):
         if path:
             Path(path).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
 
-    def _read(self, path: Path, registries: dict[str, list[RegistryBlocker]]) -> list[dict]:
+    def _read(
+        self, path: Path, registries: dict[str, list[RegistryBlocker]]
+    ) -> list[tuple[int, dict]]:
+        """The file's records, each with its line number."""
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -137,7 +169,7 @@ class Command(BaseCommand):
                 raise CommandError(f"line {number}: {task} has no blocker {expected!r}")
             if record.get("domain") not in (None, "sql", "swe"):
                 raise CommandError(f"line {number}: domain is sql or swe")
-            records.append(record)
+            records.append((number, record))
         return records
 
     def _write(self, path: Path, lines: list[str]) -> None:
