@@ -1,8 +1,9 @@
 """The judge's gates and check group.
 
-``judge_recall``: the judge's recall on the task's held-out questions, at least the floor
-and on enough of them. It is measured by a validation run (a worker loads the judge, not
-the web request); the gate reads that run's result on the current revision.
+``judge_recall``: the judge's recall on the task's counted held-out questions (``judge.floor``
+says which count), at least the floor and on enough of them. It is measured by a validation
+run (a worker loads the judge, not the web request); the gate reads that run's result on the
+current revision.
 ``judge_labelling``: every held-out question has its gold label settled, and there are
 enough of them (the judge-validation layer's gate). Registered in ``JudgeConfig.ready``.
 """
@@ -16,6 +17,7 @@ from validators.registry import register_group
 from validators.results import FAILED, PASSED, CheckResult
 from validators.services import gate_many_for
 
+from .floor import style_name
 from .services import get_judge
 from .validation import judge_recall, labelling_progress, labelling_progress_many
 
@@ -33,17 +35,25 @@ def _judge_recall(task, snapshot, workdir: Path):
         "per_blocker": report.per_blocker,
         "shortfall": report.shortfall,
         "compromised": report.compromised,
-        "authored": report.authored,
+        "not_counted": report.excluded,
+        "per_style": report.per_style,
+        "writers": report.writers,
     }
-    # Questions counted as misses until replaced, or not counted at all: in every message.
+    # Questions counted as misses until replaced, or not counted at all, and the recall per
+    # style: at the end of every message (an export's reason keeps its start).
     note = report.floor_note
-    spaced = " " + note if note else ""
+    spaced = (" " + note if note else "") + _by_style(report)
     if report.recall is None:
+        lacking = (
+            " The floor lacks: " + "; ".join(report.shortfall) + "." if report.shortfall else ""
+        )
         return [
             CheckResult(
                 "judge_recall",
                 FAILED,
-                "No settled held-out question targets a blocker: label some first." + spaced,
+                "No counted held-out question targets a blocker: write and label some first."
+                + lacking
+                + spaced,
                 details,
             )
         ]
@@ -60,13 +70,15 @@ def _judge_recall(task, snapshot, workdir: Path):
             CheckResult(
                 "judge_recall",
                 FAILED,
-                f"{summary}, but on too few questions to count — "
+                f"{summary}, but the floor is not met — "
                 + "; ".join(report.shortfall)
-                + ". "
+                + "."
                 + (
-                    note
-                    or "Held-out questions must be written and labelled by others than the "
-                    "task's author: add and label fresh ones."
+                    spaced
+                    if note
+                    else " Counted held-out questions are written by at least two people who "
+                    "never edited the task, in every style, and labelled by two others: add "
+                    "and label fresh ones." + spaced
                 ),
                 details,
             )
@@ -82,7 +94,7 @@ def _judge_recall(task, snapshot, workdir: Path):
             FAILED,
             f"{summary}; the floor is {settings.JUDGE_RECALL_FLOOR:.0%}.{advice}"
             + (
-                " Too few questions, too: " + "; ".join(report.shortfall) + "."
+                " The floor lacks, too: " + "; ".join(report.shortfall) + "."
                 if report.shortfall
                 else ""
             )
@@ -90,6 +102,21 @@ def _judge_recall(task, snapshot, workdir: Path):
             details,
         )
     ]
+
+
+def _by_style(report) -> str:
+    """ " By style: terse 2/4, …." — the counted positives' recall per style."""
+    styles = [row for row in report.styles if row["positives"]]
+    if not styles:
+        return ""
+    return (
+        " By style: "
+        + ", ".join(
+            f"{style_name(row['style'], short=True)} {row['correct']}/{row['positives']}"
+            for row in styles
+        )
+        + "."
+    )
 
 
 def labelling_gate(task) -> tuple[bool, str]:
@@ -108,8 +135,11 @@ def _labelling_verdict(progress: dict) -> tuple[bool, str]:
             f"({progress['settled']} settled)."
         )
     if progress["shortfall"]:
-        return False, "Too few settled held-out questions: " + "; ".join(progress["shortfall"])
-    return True, f"All {progress['settled']} held-out questions are labelled and settled."
+        return False, "Too few counted held-out questions: " + "; ".join(progress["shortfall"])
+    return True, (
+        f"All held-out questions are labelled and settled; {progress['settled']} count "
+        "toward the floor."
+    )
 
 
 def register() -> None:
@@ -117,13 +147,16 @@ def register() -> None:
         "judge_labelling",
         labelling_gate,
         check_many=labelling_gate_many,
-        description="every held-out question is labelled by two people (a third settles "
-        f"disagreements), at least {settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER} per blocker",
+        description="every held-out question is labelled by two people other than its writer "
+        "(a third settles disagreements), and enough of them count: at least "
+        f"{settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER} per blocker, from two writers who never "
+        "edited the task, in every style",
     )
     register_group("judge_recall", _judge_recall, structural=False)
     register_gate(
         "judge_recall",
-        description=f"the judge's recall on held-out questions is at least the floor "
-        f"({settings.JUDGE_RECALL_FLOOR:.0%})",
+        description=f"the judge's recall on counted held-out questions is at least the floor "
+        f"({settings.JUDGE_RECALL_FLOOR:.0%}); they count only when written by someone who never "
+        "edited the task and labelled by two others, from two writers or more, in every style",
         check_many=gate_many_for("judge_recall"),
     )

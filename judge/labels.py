@@ -1,11 +1,14 @@
 """Labels of held-out questions: who labels, the gold label they settle, and agreement.
 
-Two people label a held-out question independently (a blocker, or none); when they
-disagree, a third adjudicates. A labeller may change or withdraw their own label while the
-question is not settled — unlabelled but for theirs, or disputed — so one wrong key is not a
-dispute a third person must settle. Once two labels agree or an adjudicator decides, the
-labels are final: a settled question counts toward the recall floor, the ``judge_recall``
-gate and the calibration. Changes and withdrawals are recorded as events of the task.
+Two people other than its writer label a held-out question independently (a blocker, or
+none); when they disagree, a third — not its writer either — adjudicates. Its writer may not
+label it, and a label its writer gave before that rule (issue 43) does not count: two
+colleagues writing and labelling each other's questions settle none of them. A labeller may
+change or withdraw their own label while the question is not settled — unlabelled but for
+theirs, or disputed — so one wrong key is not a dispute a third person must settle. Once two
+labels agree or an adjudicator decides, the labels are final: a settled question counts
+toward the recall floor (``judge.floor`` says which), the ``judge_recall`` gate and the
+calibration. Changes and withdrawals are recorded as events of the task.
 """
 
 from collections import Counter
@@ -22,15 +25,18 @@ from .models import QuestionLabel, ValidationQuestion
 SETTLED = ("agreed", "adjudicated")
 
 
-def gold_of(labels: list[QuestionLabel]) -> tuple[str, str | None]:
+def gold_of(labels: list[QuestionLabel], writer_id: int | None = None) -> tuple[str, str | None]:
     """(state, blocker id or None) of a question with these labels: unlabelled, single,
-    agreed, disputed or adjudicated."""
-    adjudication = next(
-        (label for label in labels if label.role == QuestionLabel.Role.ADJUDICATOR), None
-    )
-    if adjudication:
-        return "adjudicated", adjudication.blocker_key
+    agreed, disputed or adjudicated. The labels of ``writer_id`` (the question's writer) do
+    not count; an adjudication of a dispute with its writer (given before that rule) is then
+    one more independent label."""
+    labels = [label for label in labels if writer_id is None or label.labeller_id != writer_id]
     first = [label for label in labels if label.role == QuestionLabel.Role.LABELLER]
+    adjudications = [label for label in labels if label.role == QuestionLabel.Role.ADJUDICATOR]
+    while len(first) < 2 and adjudications:
+        first.append(adjudications.pop(0))
+    if adjudications:
+        return "adjudicated", adjudications[0].blocker_key
     if not first:
         return "unlabelled", None
     if len(first) == 1:
@@ -41,8 +47,9 @@ def gold_of(labels: list[QuestionLabel]) -> tuple[str, str | None]:
 
 
 def gold_label(question: ValidationQuestion) -> tuple[str, str | None]:
-    """``gold_of`` the question's labels (prefetched ones when the caller prefetched them)."""
-    return gold_of(list(question.labels.all()))
+    """``gold_of`` the question's labels (prefetched ones when the caller prefetched them),
+    its writer's left out."""
+    return gold_of(list(question.labels.all()), question.created_by_id)
 
 
 def _check_key(question: ValidationQuestion, blocker_key: str | None) -> None:
@@ -59,10 +66,15 @@ def label_add(*, question: ValidationQuestion, labeller, blocker_key: str | None
     _check_key(question, blocker_key)
     if question.task.author_id == labeller.pk:
         raise DomainError("The task's author does not label its validation questions.")
+    if question.created_by_id == labeller.pk:
+        raise DomainError(
+            "You wrote this question: two other people label it (a writer's own label does "
+            "not count)."
+        )
     labels = list(QuestionLabel.objects.select_for_update().filter(question=question))
     if any(label.labeller_id == labeller.pk for label in labels):
         raise DomainError("You already labelled this question: change or withdraw your label.")
-    state, _ = gold_of(labels)
+    state, _ = gold_of(labels, question.created_by_id)
     if state in ("unlabelled", "single"):
         role = QuestionLabel.Role.LABELLER
     elif state == "disputed":
@@ -86,7 +98,7 @@ def _own_open_label(question: ValidationQuestion, labeller, doing: str) -> Quest
             f"You have no label on this question to {doing} (withdrawn already, perhaps in "
             "another tab)."
         )
-    state, _ = gold_of(labels)
+    state, _ = gold_of(labels, question.created_by_id)
     if state in SETTLED:
         raise DomainError(
             f"This question is settled ({state}): its labels are final, so you cannot {doing}."
@@ -157,7 +169,12 @@ def labeller_agreement(questions) -> list[dict]:
     names: dict[int, str] = {}
     for question in questions:
         first = sorted(
-            (label for label in question.labels.all() if label.role == QuestionLabel.Role.LABELLER),
+            (
+                label
+                for label in question.labels.all()
+                if label.role == QuestionLabel.Role.LABELLER
+                and label.labeller_id != question.created_by_id
+            ),
             key=lambda label: label.labeller_id,
         )
         if len(first) == 2:

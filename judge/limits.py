@@ -57,18 +57,21 @@ def _retry_after(times: list[datetime], limit: int, seconds: int, now: datetime)
 
 
 # Runs started and questions asked in a session since a time: checked on every question, in
-# SQL (building it with the ORM cost more than running it).
+# SQL (building it with the ORM cost more than running it). A question the rate limit
+# refused is logged as a call of its run (``services._rate_check``) but is no request
+# served: it does not count here, so a caller who waits the Retry-After it was told is
+# answered.
 _REQUESTS_SINCE = (
     "SELECT (SELECT COUNT(*) FROM judge_askhumanrun WHERE session = %s AND created_at > %s)"
     " + (SELECT COUNT(*) FROM judge_askhumancall c JOIN judge_askhumanrun r ON r.id = c.run_id"
-    " WHERE r.session = %s AND c.created_at > %s)"
+    " WHERE r.session = %s AND c.created_at > %s AND c.refused_by <> %s)"
 )
 
 
 def _requests_since(session: str, since: datetime) -> int:
     at = connection.ops.adapt_datetimefield_value(since)
     with connection.cursor() as cursor:
-        cursor.execute(_REQUESTS_SINCE, [session, at, session, at])
+        cursor.execute(_REQUESTS_SINCE, [session, at, session, at, RATE_PER_TOKEN])
         return cursor.fetchone()[0]
 
 
@@ -82,7 +85,9 @@ def rate_per_token_check(session: str) -> None:
     if _requests_since(session, since) < limit:
         return
     runs = AskHumanRun.objects.filter(session=session, created_at__gt=since)
-    calls = AskHumanCall.objects.filter(run__session=session, created_at__gt=since)
+    calls = AskHumanCall.objects.filter(run__session=session, created_at__gt=since).exclude(
+        refused_by=RATE_PER_TOKEN
+    )
     times = sorted(
         [*runs.values_list("created_at", flat=True), *calls.values_list("created_at", flat=True)]
     )

@@ -65,6 +65,10 @@ class AskHumanCall(models.Model):
     response = models.TextField(blank=True)
     duplicate = models.BooleanField(default=False)
     capped = models.BooleanField(default=False)
+    # Which limit refused the call (judge/limits.py: a rate limit, the run's or the session's
+    # answer cap); empty when none did. A refused call is a call of the run all the same:
+    # it matched nothing, so Ask-F1 counts it as the release counts an irrelevant question.
+    refused_by = models.CharField(max_length=30, blank=True, default="")
     reason = models.TextField(blank=True)
     error = models.TextField(blank=True)
     client_time = models.CharField(
@@ -93,10 +97,25 @@ class ValidationQuestion(models.Model):
         HELD_OUT = "held_out", "Held out (measures the judge)"
         RETIRED = "retired", "Retired (its wording became a trigger question)"
 
+    class Style(models.TextChoices):
+        """How the question is worded, chosen by its writer: the floor needs each style
+        among a task's counted questions (``judge.floor``)."""
+
+        TERSE = "terse", "terse, as an agent would ask (not naming the task's words)"
+        TASK_WORDS = "task_words", "naming the task's words"
+        PARAPHRASE = "paraphrase", "paraphrase"
+
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validation_questions")
     text = models.TextField()
     source = models.CharField(max_length=20, default="author")
     split = models.CharField(max_length=10, choices=Split.choices, default=Split.HELD_OUT)
+    style = models.CharField(
+        max_length=12,
+        choices=Style.choices,
+        blank=True,
+        default="",
+        help_text="Chosen by its writer; empty: not recorded (written before styles were asked)",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )

@@ -1,11 +1,11 @@
-"""The project's judge report: precision and recall on settled held-out questions, overall,
-per domain and per blocker type, against the paper's figures; the spread of per-task recall;
-and labeller agreement (Cohen's kappa per pair).
+"""The project's judge report: precision and recall on counted held-out questions (settled,
+and left in by the floor's rules: ``judge.floor``), overall, per domain and per blocker type,
+against the paper's figures; recall per question style; the spread of per-task recall, with
+each task's questions not counted and why; and labeller agreement (Cohen's kappa per pair).
 
 Per-task numbers come from ``judge_recall`` (verdicts cached in the DB by ``judge_cached``).
 """
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -13,7 +13,8 @@ from django.conf import settings
 from hilbench_annotate.models import Project
 
 from .base import JudgeError
-from .labels import gold_label, labeller_agreement
+from .floor import STYLES, style_name
+from .labels import SETTLED, gold_label, labeller_agreement
 from .models import ValidationQuestion
 from .validation import judge_recall
 
@@ -68,6 +69,7 @@ class ProjectJudgeReport:
     overall: Tally = field(default_factory=Tally)
     by_domain: dict[str, Tally] = field(default_factory=dict)
     by_type: dict[str, Tally] = field(default_factory=dict)
+    by_style: dict[str, Tally] = field(default_factory=dict)  # recall only: no matches
     tasks: list[TaskRow] = field(default_factory=list)
     histogram: list[dict] = field(default_factory=list)
     no_recall: int = 0  # tasks with no settled positive question
@@ -86,6 +88,16 @@ class ProjectJudgeReport:
         )
 
     @property
+    def styles(self) -> list[dict]:
+        """Recall per style of the counted positives, every style named."""
+        return [
+            {"name": style_name(style), "tally": tally}
+            for style in [*STYLES, ""]
+            for tally in [self.by_style.get(style, Tally())]
+            if style or tally.positives
+        ]
+
+    @property
     def chart_height(self) -> int:
         return 22 * len(self.histogram)
 
@@ -97,24 +109,37 @@ def _bucket(recall: float) -> int:
     return len(BUCKETS) - 1
 
 
-def _task_tallies(task, report, golds: list, types: dict[str, str]) -> dict[str, Tally]:
-    """Per blocker type: positives by gold; correct = positives − misses; matches = correct +
-    false matches by predicted type."""
+def _task_tallies(report, types: dict[str, str]) -> dict[str, Tally]:
+    """Per blocker type, from the task's counted questions: positives by gold (a compromised
+    one is a miss), correct ones, and matches = correct + false matches by predicted type."""
     tallies: dict[str, Tally] = {}
 
     def tally(key):
         return tallies.setdefault(types.get(key, "unknown"), Tally())
 
-    for gold in golds:
-        if gold is not None:
-            tally(gold).positives += 1
-    missed = Counter(m["gold"] for m in report.misses)
-    for key, n in Counter(g for g in golds if g is not None).items():
-        tally(key).correct += n - missed[key]
-        tally(key).matches += n - missed[key]
+    for key, counted in report.per_blocker.items():
+        tally(key).positives += counted["held_out"]
+        tally(key).correct += counted["correct"]
+        tally(key).matches += counted["correct"]
+    for item in report.compromised:
+        if item["gold"] is not None:
+            tally(item["gold"]).positives += 1
     for item in report.false_matches:
         tally(item["predicted"]).matches += 1
     return tallies
+
+
+def _add_task(result: ProjectJudgeReport, task, report) -> None:
+    task_tally = Tally(report.positives, report.matches, report.correct)
+    result.overall.add(task_tally)
+    result.by_domain.setdefault(task.get_domain_display(), Tally()).add(task_tally)
+    types = dict(task.blockers.values_list("key", "type"))
+    for blocker_type, tally in _task_tallies(report, types).items():
+        result.by_type.setdefault(blocker_type, Tally()).add(tally)
+    for style, counted in report.per_style.items():
+        result.by_style.setdefault(style, Tally()).add(
+            Tally(counted["positives"], counted["correct"], counted["correct"])
+        )
 
 
 def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
@@ -126,12 +151,8 @@ def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
                 task=task, split=ValidationQuestion.Split.HELD_OUT
             ).prefetch_related("labels")
         )
-        golds = []
-        for question in held_out:
-            state, gold = gold_label(question)
-            if state in ("agreed", "adjudicated"):
-                golds.append(gold)
-        if not golds or not task.revisions.exists():
+        settled = any(gold_label(question)[0] in SETTLED for question in held_out)
+        if not settled or not task.revisions.exists():
             continue
         row = TaskRow(task=task)
         try:
@@ -142,12 +163,7 @@ def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
             continue
         result.tasks.append(row)
         report = row.report
-        task_tally = Tally(report.positives, report.matches, report.correct)
-        result.overall.add(task_tally)
-        result.by_domain.setdefault(task.get_domain_display(), Tally()).add(task_tally)
-        types = dict(task.blockers.values_list("key", "type"))
-        for blocker_type, tally in _task_tallies(task, report, golds, types).items():
-            result.by_type.setdefault(blocker_type, Tally()).add(tally)
+        _add_task(result, task, report)
         if report.recall is None:
             result.no_recall += 1
         else:

@@ -353,12 +353,31 @@ def _capped(run: AskHumanRun, question: str, client_time: str, cap: tuple[str, s
         question=question,
         response=IRRELEVANT,
         capped=True,
+        refused_by=limit,
         reason=reason,
         client_time=client_time[:40],
     )
     if limit == limits.SESSION_ANSWER_CAP:
         raise LimitReached(reason, limit=limit)
     return call
+
+
+def _rate_check(run: AskHumanRun, question: str, client_time: str) -> None:
+    """The session's request rate; a question it refuses is logged as a call of the run
+    (``refused_by`` names the rate limit; it matched nothing, so Ask-F1 counts it as the release
+    counts an irrelevant question — the release has no rate limit, so there it would have
+    been asked), then the refusal is raised: the caller reads 429 and when to retry."""
+    try:
+        limits.rate_per_token_check(run.session)
+    except LimitReached as refusal:
+        AskHumanCall.objects.create(
+            run=run,
+            question=question,
+            refused_by=refusal.limit,
+            reason=str(refusal)[:2000],
+            client_time=client_time[:40],
+        )
+        raise
 
 
 def _response(verdict: Verdict, registry: list[RegistryBlocker]) -> str:
@@ -380,7 +399,7 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         raise DomainError("The question is empty.")
     if len(question) > 4000:
         raise DomainError("The question is longer than 4,000 characters.")
-    limits.rate_per_token_check(run.session)
+    _rate_check(run, question, client_time)
     task_input = revision_judge_input(run.revision_id)
     cap = _cap_reached(run, _answered(run))
     if cap:

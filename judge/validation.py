@@ -1,17 +1,19 @@
 """Judge validation on held-out, double-labelled questions, and the recall floor loop.
 
-A task's judge recall is measured on its held-out validation questions whose gold label is
-settled (two labellers agree, or a third adjudicates). Below the expansion threshold (80%)
-the misses' wording is proposed as new trigger questions; accepting one adds it to the
-registry and retires that question from the held-out split, so no question is both a
-trigger and a test item. A task passes at the floor (85%) — and only when enough settled
-held-out questions remain to measure it: ``JUDGE_MIN_HELD_OUT_PER_BLOCKER`` targeting each
-blocker and ``JUDGE_MIN_HELD_OUT_PER_TASK`` in all. Retiring the misses therefore cannot lift
-a task over the floor by itself: fresh questions must be written and labelled in their place.
-A held-out question too close to a trigger question is refused when added, and one that a
-trigger question comes to match later (typed into the registry editor, or an edited trigger)
-stops counting, by the same closeness: otherwise copying the misses into the registry by hand
-would lift recall with every held-out question still counted.
+A task's judge recall is measured on its counted held-out validation questions: settled (two
+labellers other than the writer agree, or a third adjudicates) and left in by the floor's
+rules on writers and styles (``judge.floor``). Below the expansion threshold (80%) the
+misses' wording is proposed as new trigger questions; accepting one adds it to the registry
+and retires that question from the held-out split, so no question is both a trigger and a
+test item. A task passes at the floor (85%) — and only when enough counted held-out
+questions remain to measure it: ``JUDGE_MIN_HELD_OUT_PER_BLOCKER`` targeting each blocker
+and ``JUDGE_MIN_HELD_OUT_PER_TASK`` in all, from two writers or more, in every style.
+Retiring the misses therefore cannot lift a task over the floor by itself: fresh questions
+must be written and labelled in their place. A held-out question too close to a trigger
+question is refused when added, and one that a trigger question comes to match later (typed
+into the registry editor, or an edited trigger) stops counting, by the same closeness:
+otherwise copying the misses into the registry by hand would lift recall with every held-out
+question still counted.
 """
 
 import difflib
@@ -33,7 +35,7 @@ from hilbench_annotate.services.tasks import task_lock
 from . import floor
 from .base import JudgeError
 from .features import content_words
-from .labels import gold_label
+from .labels import SETTLED, gold_label
 from .measures import Outcome, counts
 from .models import JudgeCalibration, ValidationQuestion
 from .probes import VAGUE_SETS
@@ -83,11 +85,16 @@ def _triggers(task: Task) -> list[str]:
 
 
 @transaction.atomic
-def question_add(*, task: Task, actor, text: str, source: str = "author") -> ValidationQuestion:
-    """A held-out question; refused when it is (nearly) one of the task's trigger questions
-    or a question already there. On the task's row lock: two people adding the same question
-    at once add it once."""
+def question_add(
+    *, task: Task, actor, text: str, source: str = "author", style: str = ""
+) -> ValidationQuestion:
+    """A held-out question in its writer's ``style`` (``ValidationQuestion.Style``; empty:
+    not recorded); refused when it is (nearly) one of the task's trigger questions or a
+    question already there. On the task's row lock: two people adding the same question at
+    once add it once."""
     task_lock(task)
+    if style and style not in ValidationQuestion.Style.values:
+        raise DomainError(f"Unknown question style {style!r}.")
     text = " ".join(text.split())
     if len(text) < 8:
         raise DomainError("A validation question needs at least a short sentence.")
@@ -103,7 +110,9 @@ def question_add(*, task: Task, actor, text: str, source: str = "author") -> Val
         for t in task.validation_questions.values_list("text", flat=True)
     ):
         raise DomainError("This question is already among the task's validation questions.")
-    return ValidationQuestion.objects.create(task=task, text=text, source=source, created_by=actor)
+    return ValidationQuestion.objects.create(
+        task=task, text=text, source=source, style=style, created_by=actor
+    )
 
 
 # --- recall and the floor loop ----------------------------------------------------------------
@@ -124,7 +133,10 @@ class RecallReport:
     shortfall: list[str] = field(default_factory=list)  # why there are too few questions
     # Compromised questions no fresh one replaces yet: counted as misses (judge.floor).
     compromised: list[dict] = field(default_factory=list)  # {question, text, compromised, …}
-    authored: int = 0  # settled questions the task's author wrote: not counted
+    # Questions the floor's rules leave out, each with why (judge.floor.Standing.item).
+    excluded: list[dict] = field(default_factory=list)  # {question, text, rule, why}
+    per_style: dict[str, dict] = field(default_factory=dict)  # style -> {positives, correct}
+    writers: int = 0  # people whose questions count
 
     @property
     def passes(self) -> bool:
@@ -146,56 +158,40 @@ class RecallReport:
                 f"count{'' if n != 1 else 's'} as {'misses' if n != 1 else 'a miss'} until "
                 f"fresh questions by others replace {'them' if n != 1 else 'it'}."
             )
-        if self.authored:
-            n = self.authored
-            notes.append(
-                f"{n} held-out question{'s' if n != 1 else ''} written by the task's author "
-                "do not count."
-            )
+        excluded = floor.not_counted_note(self.excluded)
+        if excluded:
+            notes.append(excluded)
         return " ".join(notes)
+
+    @property
+    def styles(self) -> list[dict]:
+        """Recall per style of the counted positives, every style named (the page's rows)."""
+        return [
+            {"style": style, "name": floor.style_name(style), **tally, "recall": recall}
+            for style in [*floor.STYLES, ""]
+            for tally in [self.per_style.get(style, {"positives": 0, "correct": 0})]
+            for recall in [tally["correct"] / tally["positives"] if tally["positives"] else None]
+            if style or tally["positives"]
+        ]
+
+    @property
+    def below_floor(self) -> bool:
+        return self.recall is not None and self.recall < settings.JUDGE_RECALL_FLOOR
 
     @property
     def needs_expansion(self) -> bool:
         return self.recall is not None and self.recall < settings.JUDGE_RECALL_EXPANSION_BELOW
 
 
-def held_out_shortfall(
-    task: Task, per_blocker: dict[str, int], settled: int, keys: list[str] | None = None
-) -> list[str]:
-    """What the task's settled held-out questions lack to measure its judge: per blocker
-    (``per_blocker``: settled questions targeting it; ``keys``: the task's blocker keys, read
-    when not given) and in all."""
-    needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
-    if keys is None:
-        keys = list(task.blockers.values_list("key", flat=True))
-    out = [
-        f"{key}: {per_blocker.get(key, 0)} of the {needed} settled held-out questions it needs"
-        for key in keys
-        if per_blocker.get(key, 0) < needed
-    ]
-    if settled < settings.JUDGE_MIN_HELD_OUT_PER_TASK:
-        out.append(
-            f"the task: {settled} of the {settings.JUDGE_MIN_HELD_OUT_PER_TASK} settled "
-            "held-out questions it needs"
-        )
-    return out
-
-
-def counts_for(task: Task, question: ValidationQuestion) -> bool:
-    """Whether ``question`` may count toward the task's recall: someone other than the
-    task's author wrote it (``judge.floor``)."""
-    return question.created_by_id is None or question.created_by_id != task.author_id
-
-
 def labelling_progress(task: Task) -> dict:
-    """Held-out questions by state, and per blocker how many settled ones by someone other
-    than the task's author target it (the author's own do not count, so neither do they
-    toward the minimums)."""
+    """Held-out questions by state; per blocker how many counted ones target it (settled,
+    and left in by the floor's rules: ``judge.floor``); the counted ones per style; what
+    the floor still lacks; and why each question left out is not counted."""
     return labelling_progress_many([task])[task.pk]
 
 
 def labelling_progress_many(tasks: list[Task]) -> dict[int, dict]:
-    """``labelling_progress`` of many tasks in three queries (an export's gate asks it of
+    """``labelling_progress`` of many tasks in five queries (an export's gate asks it of
     every task of a chunk)."""
     questions: dict[int, list] = {task.pk: [] for task in tasks}
     for question in ValidationQuestion.objects.filter(
@@ -205,26 +201,23 @@ def labelling_progress_many(tasks: list[Task]) -> dict[int, dict]:
     keys: dict[int, list[str]] = {task.pk: [] for task in tasks}
     for task_id, key in Blocker.objects.filter(task__in=list(keys)).values_list("task_id", "key"):
         keys[task_id].append(key)
-    return {task.pk: _progress(task, questions[task.pk], keys[task.pk]) for task in tasks}
+    editors = floor.task_editors_many(tasks)
+    return {
+        task.pk: _progress(questions[task.pk], keys[task.pk], editors[task.pk]) for task in tasks
+    }
 
 
-def _progress(task: Task, questions: list, keys: list[str]) -> dict:
-    states: Counter = Counter()
-    per_blocker: Counter = Counter()
-    authored = 0
-    for question in questions:
-        state, gold = gold_label(question)
-        states[state] += 1
-        if not counts_for(task, question):
-            authored += state in ("agreed", "adjudicated")
-            continue
-        if state in ("agreed", "adjudicated") and gold is not None:
-            per_blocker[gold] += 1
-    settled = states["agreed"] + states["adjudicated"] - authored
+def _progress(questions: list, keys: list[str], editors: dict[int, str]) -> dict:
+    rows = floor.standings(questions, editors)
+    states = Counter(row.state for row in rows)
+    counted = [row for row in rows if row.counted]
+    per_blocker = Counter(row.gold for row in counted if row.gold is not None)
+    styles = Counter(row.question.style for row in counted if row.gold is not None)
+    writers = {row.question.created_by_id for row in counted}
     needed = settings.JUDGE_MIN_HELD_OUT_PER_BLOCKER
     return {
         "states": dict(states),
-        "settled": settled,
+        "settled": len(counted),
         "open": states["unlabelled"] + states["single"] + states["disputed"],
         "blockers": [
             {
@@ -235,52 +228,63 @@ def _progress(task: Task, questions: list, keys: list[str]) -> dict:
             }
             for k in keys
         ],
+        "styles": [{"name": style.label, "counted": styles[style]} for style in floor.STYLES],
+        "writers": len(writers),
         "task_needed": settings.JUDGE_MIN_HELD_OUT_PER_TASK,
-        "shortfall": held_out_shortfall(task, dict(per_blocker), settled, keys),
-        "authored": authored,
+        "shortfall": floor.floor_shortfall(
+            keys, dict(per_blocker), len(counted), writers, set(styles)
+        ),
+        "not_counted": {row.question.pk: row.why for row in rows if row.why},
+        "excluded": sum(1 for row in rows if row.why and row.state in SETTLED),
     }
 
 
 def judge_recall(*, task: Task, judge, snapshot: dict | None = None) -> RecallReport:
-    """The judge's precision and recall on the task's settled held-out questions written by
-    others than its author, per blocker too, and what is missing for the measurement to
-    count. Retired questions and questions matched only through registry text added after
-    them count as misses until fresh ones replace them (``judge.floor``). Against
-    ``snapshot`` (a validation run's revision; by default the current revision's) and the
-    revisions up to it."""
+    """The judge's precision and recall on the task's counted held-out questions (settled,
+    and left in by the floor's rules: ``judge.floor``), per blocker and per style too, and
+    what is missing for the measurement to count. Retired questions and questions matched
+    only through registry text added after them count as misses until fresh ones replace
+    them. Against ``snapshot`` (a validation run's revision; by default the current
+    revision's) and the revisions up to it."""
     if snapshot is None:
         snapshot = revision_current(task).snapshot
     registry = registry_from_snapshot(snapshot)
     context = task_context(snapshot)
     judged: list[floor.Judged] = []
-    unsettled = authored = 0
-    for question in task.validation_questions.prefetch_related("labels"):
-        state, gold = gold_label(question)
-        held_out = question.split == ValidationQuestion.Split.HELD_OUT
-        if state not in ("agreed", "adjudicated"):
+    excluded: list[dict] = []
+    unsettled = 0
+    rows = floor.standings(
+        task.validation_questions.prefetch_related("labels"), floor.task_editors(task)
+    )
+    for row in rows:
+        held_out = row.question.split == ValidationQuestion.Split.HELD_OUT
+        if row.state not in SETTLED:
             unsettled += held_out
+            if held_out and row.rule == "writer_label":
+                excluded.append(row.item())
             continue
-        if not counts_for(task, question):
-            authored += 1
+        if row.why:
+            excluded.append(row.item())
             continue
         predicted = judge_cached(
             judge=judge,
             registry=registry,
-            question=question.text,
+            question=row.question.text,
             domain=task.domain,
             context=context,
         ).blocker_id
-        judged.append(floor.Judged(question, gold, predicted if held_out else None))
+        judged.append(floor.Judged(row.question, row.gold, predicted if held_out else None))
     history = floor.RegistryHistory(task, judge, upto_version=snapshot.get("version"))
     floor.compromise(judged, history)
     counted, open_misses = floor.replace(judged)
-    return _report(task, counted, open_misses, unsettled=unsettled, authored=authored)
+    return _report(task, counted, open_misses, unsettled=unsettled, excluded=excluded)
 
 
-def _report(task, counted, open_misses, *, unsettled: int, authored: int) -> RecallReport:
+def _report(task, counted, open_misses, *, unsettled: int, excluded: list) -> RecallReport:
     positives = matches = correct = 0
     misses, false_matches = [], []
     per_blocker: dict[str, dict] = {}
+    per_style: dict[str, dict] = {}
     for item in counted:
         # A compromised question is a miss, whatever the judge says of it now.
         predicted = None if item.compromised else item.predicted
@@ -290,6 +294,9 @@ def _report(task, counted, open_misses, *, unsettled: int, authored: int) -> Rec
             tally = per_blocker.setdefault(item.gold, {"held_out": 0, "correct": 0})
             tally["held_out"] += 1
             tally["correct"] += predicted == item.gold
+            style = per_style.setdefault(item.question.style, {"positives": 0, "correct": 0})
+            style["positives"] += 1
+            style["correct"] += predicted == item.gold
         if predicted is not None and predicted == item.gold:
             correct += 1
         elif predicted is not None:
@@ -297,6 +304,8 @@ def _report(task, counted, open_misses, *, unsettled: int, authored: int) -> Rec
         if item.gold is not None and predicted != item.gold:
             misses.append(item.item())
     honest = sum(1 for item in counted if not item.compromised)
+    writers = {item.question.created_by_id for item in counted}
+    keys = list(task.blockers.values_list("key", flat=True))
     counts_per_blocker = {key: tally["held_out"] for key, tally in per_blocker.items()}
     return RecallReport(
         precision=correct / matches if matches else None,
@@ -309,9 +318,11 @@ def _report(task, counted, open_misses, *, unsettled: int, authored: int) -> Rec
         unsettled=unsettled,
         settled=honest,
         per_blocker=per_blocker,
-        shortfall=held_out_shortfall(task, counts_per_blocker, honest),
+        shortfall=floor.floor_shortfall(keys, counts_per_blocker, honest, writers, set(per_style)),
         compromised=[item.item() for item in open_misses],
-        authored=authored,
+        excluded=excluded,
+        per_style=per_style,
+        writers=len(writers),
     )
 
 
@@ -362,9 +373,11 @@ def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
     text) of its tasks, for the fixed negatives."""
     scored: list[Scored] = []
     registries: dict[str, list] = {}
-    for task in Task.objects.filter(project=project).prefetch_related(
-        "validation_questions__labels"
-    ):
+    tasks = list(
+        Task.objects.filter(project=project).prefetch_related("validation_questions__labels")
+    )
+    editors = floor.task_editors_many(tasks)
+    for task in tasks:
         revision = revision_current(task)
         registry = registry_from_snapshot(revision.snapshot) if revision else []
         if not registry:
@@ -375,7 +388,7 @@ def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
             if question.split != ValidationQuestion.Split.HELD_OUT:
                 continue
             state, gold = gold_label(question)
-            if state not in ("agreed", "adjudicated") or not counts_for(task, question):
+            if state not in SETTLED or floor.writer_refusal(question, editors[task.pk])[1]:
                 continue
             if reject_reason(question.text) is not None:
                 scored.append(Scored(task.domain, gold, None, float("-inf")))

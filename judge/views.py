@@ -1,6 +1,8 @@
 """Judge validation screens: a task's held-out questions (add, generate, label, adjudicate),
 measuring the judge with the recall floor loop, and the project's judge report."""
 
+from collections import Counter
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -19,6 +21,7 @@ from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
 from validators.services import validation_run_inline
 
+from . import floor
 from .access import may_label
 from .base import JudgeError
 from .labels import gold_label, label_add, label_change, label_withdraw
@@ -38,11 +41,12 @@ from .validation import (
 NONE_VALUE = "__none__"
 
 
-def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict:
+def _row(user, task: Task, question: ValidationQuestion, labeller: bool, why: str = "") -> dict:
     """One question as the page shows it. Others' labels are shown only once the user labelled
     it, when it is settled, when it awaits adjudication, or to the task's author (who never
     labels). ``change``: the user's own label may still be changed or withdrawn (while the
-    question is not settled: ``judge.labels``)."""
+    question is not settled: ``judge.labels``). Its writer does not label it. ``why``: why the
+    floor does not count it (``judge.floor``), or ""."""
     state, gold = gold_label(question)
     labels = list(question.labels.all())
     mine = next((label for label in labels if label.labeller_id == user.pk), None)
@@ -50,7 +54,8 @@ def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict
     reveal = mine is not None or settled or state == "disputed" or task.author_id == user.pk
     action = None
     held_out = question.split == ValidationQuestion.Split.HELD_OUT
-    if held_out and labeller and mine is None:
+    written = question.created_by_id == user.pk
+    if held_out and labeller and mine is None and not written:
         if state in ("unlabelled", "single"):
             action = "label"
         elif state == "disputed":
@@ -81,15 +86,19 @@ def _row(user, task: Task, question: ValidationQuestion, labeller: bool) -> dict
         "hidden": 0 if reveal else len(labels),
         "action": action,
         "change": change,
+        "written": written,
+        "why": why,
+        "style": floor.style_name(question.style, short=True),
     }
 
 
-def _question_rows(user, task: Task) -> tuple[list[dict], list[dict]]:
-    """(held-out rows, retired rows)."""
+def _question_rows(user, task: Task, not_counted: dict) -> tuple[list[dict], list[dict]]:
+    """(held-out rows, retired rows); ``not_counted``: why the floor leaves a question out,
+    by its id (``labelling_progress``)."""
     labeller = may_label(user, task)
     held_out, retired = [], []
     for question in task.validation_questions.prefetch_related("labels__labeller"):
-        row = _row(user, task, question, labeller)
+        row = _row(user, task, question, labeller, not_counted.get(question.pk, ""))
         (held_out if question.split == ValidationQuestion.Split.HELD_OUT else retired).append(row)
     return held_out, retired
 
@@ -107,7 +116,7 @@ def _awaiting(user, task: Task) -> int:
     )
 
 
-def _context(request, task: Task, **extra) -> dict:
+def _context(request, task: Task, progress: dict | None = None, **extra) -> dict:
     return {
         "to_label": _awaiting(request.user, task),
         "task": task,
@@ -116,16 +125,37 @@ def _context(request, task: Task, **extra) -> dict:
         "may_edit": can_edit_task(request.user, task),
         "may_label": may_label(request.user, task),
         "may_add": _may_add(request.user, task),
-        "progress": labelling_progress(task),
+        "progress": progress or labelling_progress(task),
         **extra,
     }
 
 
+def _style_choice(user, task: Task) -> dict:
+    """The add form's styles, the one the task's held-out questions have fewest of chosen
+    (the page asks writers for varied styles), and why the user's own questions would not
+    count, if they would not (``judge.floor``: its writer rule)."""
+    have = Counter(
+        task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).values_list(
+            "style", flat=True
+        )
+    )
+    suggested = min(floor.STYLES, key=lambda style: have[style])
+    editors = floor.task_editors(task)
+    return {
+        "styles": [{"value": s.value, "name": s.label, "have": have[s]} for s in floor.STYLES],
+        "suggested_style": suggested.value,
+        "my_questions_refused": editors.get(user.pk, ""),
+    }
+
+
 def _page(request, task: Task, *, measured=None, suggestions=None, recorded=None, status=200):
-    held_out, retired = _question_rows(request.user, task)
+    progress = labelling_progress(task)
+    held_out, retired = _question_rows(request.user, task, progress["not_counted"])
     context = _context(
         request,
         task,
+        progress,
+        **_style_choice(request.user, task),
         held_out=held_out,
         retired=retired,
         measured=measured,
@@ -144,10 +174,13 @@ def _may_add(user, task: Task) -> bool:
 def _refresh(request, task: Task, question: ValidationQuestion, message: str, *, ok: bool):
     """htmx: the question's row, the progress card (out of band) and a one-line status."""
     question = task.validation_questions.prefetch_related("labels__labeller").get(pk=question.pk)
+    progress = labelling_progress(task)
+    why = progress["not_counted"].get(question.pk, "")
     context = _context(
         request,
         task,
-        row=_row(request.user, task, question, may_label(request.user, task)),
+        progress,
+        row=_row(request.user, task, question, may_label(request.user, task), why),
         notice=message,
         ok=ok,
         oob=True,
@@ -170,8 +203,17 @@ def question_create(request, task_id: int):
         raise AccessDenied("Your role in this project does not add validation questions.")
     source = "author" if task.author_id == request.user.pk else "reviewer"
     try:
+        style = request.POST.get("style", "")
+        if style not in ValidationQuestion.Style.values:
+            raise DomainError(
+                "Choose the question's style: terse, naming the task's words, or paraphrase."
+            )
         question = question_add(
-            task=task, actor=request.user, text=request.POST.get("text", ""), source=source
+            task=task,
+            actor=request.user,
+            text=request.POST.get("text", ""),
+            source=source,
+            style=style,
         )
     except DomainError as exc:
         if request.htmx:
@@ -181,18 +223,21 @@ def question_create(request, task_id: int):
             return render(request, "judge/questions.html#queued", context)
         messages.error(request, str(exc))
         return redirect("judge-questions", task_id=task_id)
-    notice = "Question added; it needs two independent labels."
+    notice = "Question added; it needs two labels by people other than you."
     if request.htmx:
         question = task.validation_questions.prefetch_related("labels__labeller").get(
             pk=question.pk
         )
         count = task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).count()
+        progress = labelling_progress(task)
+        why = progress["not_counted"].get(question.pk, "")
         context = _context(
             request,
             task,
-            notice=f"Added: “{question.text[:80]}”. It needs two independent labels.",
+            progress,
+            notice=f"Added: “{question.text[:80]}”. It needs two labels by people other than you.",
             ok=True,
-            row=_row(request.user, task, question, may_label(request.user, task)),
+            row=_row(request.user, task, question, may_label(request.user, task), why),
             count=count,
             oob=True,
         )

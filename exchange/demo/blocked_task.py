@@ -90,18 +90,32 @@ for _blocker in DEMO_BLOCKERS:
         key: {"ok": True, "note": note} for key, note in DEMO_CRITERIA[_blocker["key"]].items()
     }
 
-# (gold blocker or None, question): paraphrases, far-worded positives and negatives.
+# (gold blocker or None, question, its style): per blocker one question naming the task's words,
+# one paraphrase (the troubled one so far-worded the judge misses it) and one terse, as an
+# agent asks; and negatives. ``seed_demo`` gives each blocker's three to three writers.
 DEMO_VALIDATION_QUESTIONS = [
-    ("troubled_loan_definition", "Which loans count as troubled for this question?"),
-    ("troubled_loan_definition", "Which loan states count as troubled in this data?"),
-    ("troubled_loan_definition", "Do delinquent contracts fall under the problem category?"),
-    ("loan_servicing_payment_code", "Which purpose code identifies loan servicing payments?"),
-    ("loan_servicing_payment_code", "How are loan servicing payments marked in transaction_log?"),
-    ("loan_servicing_payment_code", "What k_symbol value flags a loan servicing payment?"),
-    ("review_year_dates", "What span of dates does the review year refer to?"),
-    ("review_year_dates", "What period does the review year cover?"),
-    ("review_year_dates", "Which twelve months make up the review year?"),
-    (None, "What is the capital of France?"),
-    (None, "How many branches does the bank have?"),
-    (None, "What is the best way to write this query?"),
+    ("troubled_loan_definition", "Which loans count as troubled for this question?", "task_words"),
+    (
+        "troubled_loan_definition",
+        "Do delinquent contracts fall under the problem category?",
+        "paraphrase",
+    ),
+    ("troubled_loan_definition", "Which loan status letters are the bad ones?", "terse"),
+    (
+        "loan_servicing_payment_code",
+        "Which purpose code identifies loan servicing payments?",
+        "task_words",
+    ),
+    (
+        "loan_servicing_payment_code",
+        "How are payments that service a loan marked in transaction_log?",
+        "paraphrase",
+    ),
+    ("loan_servicing_payment_code", "What k_symbol marks a repayment?", "terse"),
+    ("review_year_dates", "What span of dates does the review year refer to?", "task_words"),
+    ("review_year_dates", "Over which months does the period under review run?", "paraphrase"),
+    ("review_year_dates", "Which year's payments?", "terse"),
+    (None, "What is the capital of France?", "terse"),
+    (None, "How many branches does the bank have?", "task_words"),
+    (None, "What is the best way to write this query?", "paraphrase"),
 ]

@@ -32,7 +32,7 @@ def demo_results(project, lead) -> None:
     if EvaluationRun.objects.filter(project=project).exists():
         return
     tasks = list(Task.objects.filter(project=project).order_by("pk"))
-    targeted = [q for key, q in DEMO_VALIDATION_QUESTIONS if key]
+    targeted = [q for key, q, _style in DEMO_VALIDATION_QUESTIONS if key]
     with tempfile.TemporaryDirectory() as directory:
         for n, (model, ((base, full, ask), asks_well)) in enumerate(MODELS.items()):
             rng = random.Random(n)

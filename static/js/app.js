@@ -67,9 +67,9 @@
   });
 
   // A form[data-question-queue] (judge validation's "Add question"): each submit takes the
-  // text, clears the box at once for the next one, and queues it; the queue posts them one
-  // after the other (htmx, into #add-status), so none is lost however fast they come, and
-  // each answer says it was added (its row appears) or why it was not.
+  // text and its style, clears the box at once for the next one, and queues them; the queue
+  // posts them one after the other (htmx, into #add-status), so none is lost however fast
+  // they come, and each answer says it was added (its row appears) or why it was not.
   const queue = [];
   let sending = false;
   async function pump(form) {
@@ -78,14 +78,15 @@
     const status = form.querySelector("#add-status");
     try {
       while (queue.length) {
-        const text = queue.shift();
+        const { text, style } = queue.shift();
         if (status) status.setAttribute("aria-busy", "true");
         try {
           // The status box as the source, not the form: htmx would check the form (its box,
           // emptied for the next question, is required) and send nothing. The form's values
           // (its CSRF token) still go with it; the queued text replaces the box's.
           await htmx.ajax("POST", form.action, {
-            source: status, values: { text: text }, target: "#add-status", swap: "innerHTML",
+            source: status, values: { text: text, style: style }, target: "#add-status",
+            swap: "innerHTML",
           });
         } catch (error) {
           const p = document.createElement("p");
@@ -109,7 +110,9 @@
     const box = form.querySelector("textarea");
     const text = box ? box.value.trim() : "";
     if (!text) return;
-    queue.push(text);
+    // The style chosen when this question was submitted, not when it is sent.
+    const chosen = form.querySelector("input[name=style]:checked");
+    queue.push({ text: text, style: chosen ? chosen.value : "" });
     form.dataset.pending = String(queue.length);
     box.value = "";
     box.focus();

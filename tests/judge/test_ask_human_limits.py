@@ -146,7 +146,10 @@ def test_token_rate_counts_runs_and_questions_and_says_when_to_retry(api, harnes
         in (refused.json()["detail"])
     )
     assert 1 <= int(refused["Retry-After"]) <= 60
-    assert AskHumanCall.objects.filter(run_id=run).count() == 3  # the refused one not judged
+    # The refused question is not judged, but logged as a call of the run (refused_by the
+    # limit; Ask-F1 counts it as an irrelevant question: test_ask_human_refused.py).
+    calls = AskHumanCall.objects.filter(run_id=run)
+    assert calls.count() == 4 and calls.filter(refused_by="rate_per_token").count() == 1
     assert start(harness_api, task).status_code == 429
 
     # Retry-After is when the oldest counted request leaves the window.

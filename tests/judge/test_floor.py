@@ -2,8 +2,10 @@
 
 Each test replays one way an author (or a lead) lifted a task over the floor without honest
 work, and ends with the judge_recall gate red or the action refused. The demo's blocked task
-is measured on held-out questions written by ``writer`` (another domain expert), each
-blocker with three that the judge matches and one it misses: 9 of 12 positives, 75%.
+is measured on held-out questions written by ``writers`` (three other domain experts, as the
+floor's rules ask: ``judge.floor``), each blocker with three that the judge matches and one
+it misses: 9 of 12 positives, 75% (the ``measured`` fixture, conftest.py). The routes a
+colleague took (issue 43) are in ``test_floor_colleagues.py``.
 """
 
 import pytest
@@ -11,10 +13,7 @@ import pytest
 from authoring.services import lint_waive
 from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.gates import gate_results
-from judge.embedded import EmbeddedJudge
-from judge.labels import label_add
-from judge.models import JudgeCalibration, ValidationQuestion
+from judge.models import JudgeCalibration
 from judge.validation import (
     closest_trigger,
     expansion_suggestions,
@@ -22,69 +21,12 @@ from judge.validation import (
     question_add,
     suggestions_accept,
 )
-from validators.services import validation_run_execute, validation_run_start
 
-from .conftest import SERVICING, TROUBLED, YEAR
+from .conftest import MISSES, SERVICING, TROUBLED, YEAR
+from .util import gate as _gate
+from .util import write_and_settle
 
 pytestmark = pytest.mark.django_db
-
-HITS = [
-    (TROUBLED, "Which loans count as troubled for this question?"),
-    (TROUBLED, "Which loan states count as troubled in this data?"),
-    (TROUBLED, "Which states of a loan mean it is troubled?"),
-    (SERVICING, "Which purpose code identifies loan servicing payments?"),
-    (SERVICING, "How are loan servicing payments marked in transaction_log?"),
-    (SERVICING, "What k_symbol value flags a loan servicing payment?"),
-    (YEAR, "What span of dates does the review year refer to?"),
-    (YEAR, "What period does the review year cover?"),
-    (YEAR, "Which payments fall in the review year?"),
-]
-# Worded far from the registry: the judge misses each.
-MISSES = [
-    (TROUBLED, "Do delinquent contracts fall under the problem category?"),
-    (SERVICING, "Which fee rows belong to the upkeep of credit lines?"),
-    (YEAR, "Which twelve-month window is the audit cycle?"),
-]
-NEGATIVES = [
-    (None, "What is the capital of France?"),
-    (None, "How many branches does the bank have?"),
-]
-
-
-@pytest.fixture(scope="module")
-def judge():
-    return EmbeddedJudge()
-
-
-def _write(task, writer, reviewer, auditor, questions) -> list[ValidationQuestion]:
-    made = []
-    for gold, text in questions:
-        question = question_add(task=task, actor=writer, text=text)
-        label_add(question=question, labeller=reviewer, blocker_key=gold)
-        label_add(question=question, labeller=auditor, blocker_key=gold)
-        made.append(question)
-    return made
-
-
-@pytest.fixture
-def measured(task, writer, reviewer, auditor, judge, settings):
-    """The task at 9 of 12 (75%): below the floor on enough questions to count."""
-    settings.JUDGE_BACKEND = "embedded"
-    _write(task, writer, reviewer, auditor, HITS + MISSES + NEGATIVES)
-    report = judge_recall(task=task, judge=judge)
-    assert {m["text"] for m in report.misses} == {text for _, text in MISSES}, report.misses
-    assert report.recall == pytest.approx(9 / 12) and not report.shortfall
-    assert not report.passes
-    return task
-
-
-def _gate(task, actor) -> tuple[str, str, bool]:
-    """Run the judge_recall check on the current revision: (outcome, message, gate green)."""
-    task.refresh_from_db()
-    run = validation_run_start(task=task, actor=actor, checks=["judge_recall"])
-    validation_run_execute(run_id=run.pk)
-    result = run.results.get()
-    return result.outcome, result.message, gate_results(task, ["judge_recall"])[0][1]
 
 
 def _without_compromised(report) -> float:
@@ -181,13 +123,13 @@ def test_pasting_the_misses_into_descriptions_keeps_the_gate_red(measured, autho
 
 
 def test_a_fresh_question_by_someone_else_replaces_a_compromised_one(
-    measured, author, writer, reviewer, auditor, judge
+    measured, author, writers, reviewer, auditor, judge
 ):
     """What does lift the task: fresh questions, written by others after the change."""
     report = judge_recall(task=measured, judge=judge)
     measured.refresh_from_db()
     suggestions_accept(task=measured, actor=author, accepted=expansion_suggestions(report))
-    _write(measured, writer, reviewer, auditor, [
+    write_and_settle(measured, writers, [reviewer, auditor], [
         (TROUBLED, "Which loan status codes should be treated as troubled?"),
         (SERVICING, "Which k_symbol value do loan servicing payments carry?"),
         (YEAR, "Which calendar year should the payments fall in?"),
@@ -220,12 +162,15 @@ EASY = [
 def test_the_authors_own_easy_questions_do_not_count(measured, author, reviewer, auditor, judge):
     """Attempt 4: the task's author writes 16 easy held-out questions, honestly labelled by
     others: main read 86% and green. The author's questions measure nothing."""
-    _write(measured, author, reviewer, auditor, EASY)
+    write_and_settle(measured, [author], [reviewer, auditor], EASY)
     gamed = judge_recall(task=measured, judge=judge)
-    assert gamed.authored == len(EASY) and gamed.recall == pytest.approx(9 / 12)
+    assert [e["rule"] for e in gamed.excluded] == ["editor"] * len(EASY)
+    assert gamed.recall == pytest.approx(9 / 12)
     outcome, message, green = _gate(measured, author)
     assert outcome == "failed" and not green
-    assert "16 held-out questions written by the task's author do not count" in message
+    assert "16 held-out questions do not count: 16 written by someone who edited the task" in (
+        message
+    )
 
 
 def test_the_author_does_not_see_others_questions_before_they_are_labelled(
@@ -243,7 +188,7 @@ def test_the_author_does_not_see_others_questions_before_they_are_labelled(
 
 
 def test_calibrating_on_three_negatives_is_refused(
-    client, measured, writer, reviewer, auditor, lead, harness, monkeypatch
+    client, measured, writers, reviewer, auditor, lead, harness, monkeypatch
 ):
     """Attempt 5: a lead calibrates on the project's own questions, three of them negatives:
     the threshold fell from -0.48 to -5.79 and "What values should I use?" got a resolution
@@ -252,7 +197,9 @@ def test_calibrating_on_three_negatives_is_refused(
     from judge import validation
 
     monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 5)
-    _write(measured, writer, reviewer, auditor, [(None, "Who founded the bank's head office?")])
+    write_and_settle(
+        measured, writers, [reviewer, auditor], [(None, "Who founded the bank's head office?")]
+    )
     with pytest.raises(DomainError, match="needs at least 20 settled negative"):
         validation.judge_calibrate(project=measured.project, actor=lead)
     client.force_login(lead)
@@ -277,7 +224,7 @@ def test_calibrating_on_three_negatives_is_refused(
 
 
 def test_a_calibration_never_answers_a_fixed_negative_the_shipped_judge_does_not(
-    measured, writer, reviewer, auditor, lead, monkeypatch
+    measured, writers, reviewer, auditor, lead, monkeypatch
 ):
     """With negatives enough to be allowed, the threshold still stays above every generic,
     off-task and vague question the shipped judge turns away."""
@@ -286,7 +233,7 @@ def test_a_calibration_never_answers_a_fixed_negative_the_shipped_judge_does_not
 
     monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 5)
     monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
-    _write(measured, writer, reviewer, auditor, [
+    write_and_settle(measured, writers, [reviewer, auditor], [
         (None, "Which loans did the bank write off in 1995?"),
         (None, "How are the district names spelled in the data?"),
         (None, "Which client has the largest account balance?"),

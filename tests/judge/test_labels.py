@@ -76,7 +76,7 @@ def test_withdrawing_a_label_reopens_the_question(task, question, reviewer, audi
     assert gold_label(_fresh(other)) == ("unlabelled", None)
 
 
-def test_settled_labels_are_final(task, question, reviewer, auditor, lead):
+def test_settled_labels_are_final(task, question, writer, reviewer, auditor, lead):
     label_add(question=question, labeller=reviewer, blocker_key=TROUBLED)
     label_add(question=question, labeller=auditor, blocker_key=TROUBLED)
     for attempt in (
@@ -86,7 +86,8 @@ def test_settled_labels_are_final(task, question, reviewer, auditor, lead):
         with pytest.raises(DomainError, match=r"settled \(agreed\)"):
             attempt()
 
-    adjudicated = question_add(task=task, actor=lead, text="Is the weather relevant to loans?")
+    # Written by someone other than the adjudicator: a writer settles nothing of their own.
+    adjudicated = question_add(task=task, actor=writer, text="Is the weather relevant to loans?")
     label_add(question=adjudicated, labeller=reviewer, blocker_key=None)
     label_add(question=adjudicated, labeller=auditor, blocker_key=YEAR)
     label_add(question=adjudicated, labeller=lead, blocker_key=None)  # adjudicates

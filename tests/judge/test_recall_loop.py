@@ -15,6 +15,7 @@ from judge.validation import (
 from validators.services import validation_run_execute, validation_run_start
 
 from .conftest import HELD_OUT, SERVICING, TROUBLED, YEAR
+from .util import write_and_settle
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,9 @@ FRESH = {
 }
 
 
-def test_recall_floor_loop_end_to_end(labelled, author, writer, reviewer, auditor, judge, settings):
+def test_recall_floor_loop_end_to_end(
+    labelled, author, writers, reviewer, auditor, judge, settings
+):
     settings.JUDGE_BACKEND = "embedded"
     report = judge_recall(task=labelled, judge=judge)
     assert report.recall < 0.80 and report.needs_expansion
@@ -114,7 +117,7 @@ def test_recall_floor_loop_end_to_end(labelled, author, writer, reviewer, audito
     fresh = {key: list(texts) for key, texts in FRESH.items()}
     _label(
         labelled,
-        writer,
+        writers,
         reviewer,
         auditor,
         [(s["blocker"], fresh[s["blocker"]].pop()) for s in suggestions],
@@ -137,11 +140,10 @@ def test_recall_floor_loop_end_to_end(labelled, author, writer, reviewer, audito
     assert rerun.results.get().outcome == "passed"
 
 
-def _label(task, writer, reviewer, auditor, questions) -> None:
-    for gold, text in questions:
-        question = question_add(task=task, actor=writer, text=text)
-        label_add(question=question, labeller=reviewer, blocker_key=gold)
-        label_add(question=question, labeller=auditor, blocker_key=gold)
+def _label(task, writers, reviewer, auditor, questions) -> None:
+    """Written by ``writers`` in turn per blocker and in balanced styles (judge.floor's
+    rules), labelled alike by two others."""
+    write_and_settle(task, writers, [reviewer, auditor], questions)
 
 
 def test_a_held_out_question_that_copies_a_trigger_is_refused(task, author):
@@ -157,7 +159,7 @@ def test_a_held_out_question_that_copies_a_trigger_is_refused(task, author):
 
 
 def test_project_calibration_is_stored_as_a_judge_version(
-    labelled, writer, reviewer, auditor, lead, settings, monkeypatch
+    labelled, writers, reviewer, auditor, lead, settings, monkeypatch
 ):
     from judge import validation
     from judge.models import JudgeCalibration
@@ -171,7 +173,7 @@ def test_project_calibration_is_stored_as_a_judge_version(
         (None, "Which client has the largest account balance?"),
         (None, "How many loans does the bank hold in total?"),
     ]
-    _label(labelled, writer, reviewer, auditor, negatives)
+    _label(labelled, writers, reviewer, auditor, negatives)
     monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
     shipped = get_judge(project=None)
     # Too few settled positives to move a threshold: the shipped ones are kept.

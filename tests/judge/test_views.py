@@ -48,12 +48,13 @@ def test_two_labellers_independently_then_the_third_adjudicates(
     page = reverse("judge-questions", args=[task.pk])
     response = _as(client, author).post(
         reverse("judge-question-add", args=[task.pk]),
-        {"text": "Which loans are the troubled ones here?"},
+        {"text": "Which loans are the troubled ones here?", "style": "task_words"},
         follow=True,
     )
     question = ValidationQuestion.objects.get(task=task)
     assert question.split == "held_out" and question.source == "author"
-    assert "two independent labels" in " ".join(_messages(response))
+    assert question.style == "task_words"
+    assert "two labels by people other than you" in " ".join(_messages(response))
     label_url = reverse("judge-label", args=[task.pk, question.pk])
 
     # The author cannot label their own task's questions.
@@ -126,12 +127,20 @@ def test_generate_without_an_endpoint_adds_only_negatives_and_says_why(
 def test_reviewers_add_questions_during_review_and_copies_are_refused(client, task, reviewer):
     Task.objects.filter(pk=task.pk).update(status="in_review")
     add = reverse("judge-question-add", args=[task.pk])
-    response = _as(client, reviewer).post(add, {"text": "Which contracts are the bad ones?"})
+    # The writer chooses the question's style.
+    response = _as(client, reviewer).post(
+        add, {"text": "Which contracts are the bad ones?"}, follow=True
+    )
+    assert any("Choose the question's style" in m for m in _messages(response))
+    assert not ValidationQuestion.objects.filter(task=task).exists()
+    response = client.post(add, {"text": "Which contracts are the bad ones?", "style": "terse"})
     assert response.status_code == 302
     question = ValidationQuestion.objects.get(task=task)
     assert question.source == "reviewer"
     trigger = DEMO_BLOCKERS[0]["trigger_questions"][0]
-    response = client.post(add, {"text": f"Could you clarify: {trigger}"}, follow=True)
+    response = client.post(
+        add, {"text": f"Could you clarify: {trigger}", "style": "terse"}, follow=True
+    )
     assert any("Too close to the trigger question" in m for m in _messages(response))
     assert ValidationQuestion.objects.filter(task=task).count() == 1
 
@@ -157,7 +166,9 @@ def test_labelling_with_htmx_swaps_the_row_and_the_progress_without_a_reload(
 def test_adding_a_question_with_htmx_appends_its_row(client, task, reviewer):
     add = reverse("judge-question-add", args=[task.pk])
     response = _as(client, reviewer).post(
-        add, {"text": "Which contracts are the bad ones?"}, HTTP_HX_REQUEST="true"
+        add,
+        {"text": "Which contracts are the bad ones?", "style": "paraphrase"},
+        HTTP_HX_REQUEST="true",
     )
     html = response.content.decode()
     question = ValidationQuestion.objects.get(task=task)
@@ -167,7 +178,9 @@ def test_adding_a_question_with_htmx_appends_its_row(client, task, reviewer):
     assert "Added: “Which contracts are the bad ones?”" in html
     assert 'hx-swap-oob="beforeend:#held-out-rows"' in html and f'id="q-{question.pk}"' in html
     assert '<span id="held-out-count" hx-swap-oob="true">1</span>' in html
-    refused = client.post(add, {"text": "short"}, HTTP_HX_REQUEST="true").content.decode()
+    refused = client.post(
+        add, {"text": "short", "style": "terse"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert 'data-queued="refused"' in refused and "“short” was not added" in refused
     assert "at least a short sentence" in refused and "held-out-rows" not in refused
 

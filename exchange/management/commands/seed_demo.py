@@ -122,14 +122,17 @@ class Command(BaseCommand):
         self.stdout.write("  outsider / outsider-demo  (author in Other team's benchmark only)")
 
     def _label_demo_questions(self, project, users) -> None:
-        """Held-out judge-validation questions for the blocked task, written by another domain
-        expert than its author (the author's own would not count) and labelled by two people."""
+        """Held-out judge-validation questions for the blocked task as the recall floor counts
+        them (``judge.floor``): written by three people who never edited the task, each blocker's
+        three by three of them, in three styles, and labelled by two others."""
 
         task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
         if ValidationQuestion.objects.filter(task=task).exists():
             return
-        for gold, text in DEMO_VALIDATION_QUESTIONS:
-            question = question_add(task=task, actor=users["author2"], text=text)
+        writers = [users["author2"], users["auditor2"], users["lead"]]
+        for n, (gold, text, style) in enumerate(DEMO_VALIDATION_QUESTIONS):
+            writer = writers[n % len(writers)]
+            question = question_add(task=task, actor=writer, text=text, style=style)
             label_add(question=question, labeller=users["reviewer"], blocker_key=gold)
             label_add(question=question, labeller=users["auditor"], blocker_key=gold)
 
