@@ -129,8 +129,9 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
     page.click("button:has-text('Measure the judge')")
     expect(page.locator("#measured")).to_contain_text("passes")
     expect(page.locator("text=Recorded as validation run")).to_be_visible()
-    # …and on the pass-rate selection: the lead imports a model's results for the task
-    # (solved with full information, never without) on the Evaluation page.
+    # …and on the pass-rate selection: the lead imports two models' results for the task
+    # (solved with full information, never without) on the Evaluation page — the gate asks
+    # for two distinct models.
     results = tmp_path / "results.jsonl"
     results.write_text(
         "".join(
@@ -140,11 +141,12 @@ def test_task_goes_through_six_layers_with_a_round_of_changes(
             for i in (1, 2, 3)
         )
     )
-    page.goto(f"{live_server.url}/projects/{task.project_id}/evaluation/")
-    page.set_input_files("#h-import ~ form input[type=file]", str(results))
-    page.fill("#h-import ~ form input[name=model]", "model-under-test")
-    page.click("button:has-text('Import results')")
-    expect(page.locator("#run-status .status")).to_have_text("Succeeded", timeout=30_000)
+    for model in ("model-under-test", "second-model-under-test"):
+        page.goto(f"{live_server.url}/projects/{task.project_id}/evaluation/")
+        page.set_input_files("#h-import ~ form input[type=file]", str(results))
+        page.fill("#h-import ~ form input[name=model]", model)
+        page.click("button:has-text('Import results')")
+        expect(page.locator("#run-status .status")).to_have_text("Succeeded", timeout=30_000)
     take_next(page, live_server, "Final sign-off")
     expect(page.locator("aside")).to_contain_text("structural")
     expect(page.locator("aside")).to_contain_text("pass_rate")
