@@ -24,6 +24,7 @@ from authoring.services import (
 )
 from hilbench_annotate import envspec, workflow
 from hilbench_annotate.access import access_task, can_edit_task, require_task_editor
+from hilbench_annotate.databases import gold_sql_output
 from hilbench_annotate.errors import DomainError, StaleVersion
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Revision
@@ -31,7 +32,6 @@ from hilbench_annotate.params import param_id
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.spec import sections_for, spec_sections
 from hilbench_annotate.toolkit import gitrepo, patches, sqlconsole, sqlsyntax
-from hilbench_annotate.toolkit.compare import golden_output_csv
 from hilbench_annotate.toolkit.textdiff import snapshot_changes, word_diff_html
 from hilbench_annotate.vocabulary import (
     QUALITY_CRITERIA,
@@ -448,12 +448,7 @@ def sql_golden(request, task_id: int):
         path = checks.edited_database_path(task, edit_script)
         if path is None:
             raise DomainError("This task has no database file to run the gold SQL on.")
-        result = sqlconsole.run_select(
-            path, gold_sql, timeout_s=settings.SQL_CHECK_TIMEOUT_S, row_cap=200_000, exact=True
-        )
-        if result.truncated:
-            raise DomainError("The gold SQL returns more than 200,000 rows; narrow it.")
-        context["golden_output"] = golden_output_csv(result.columns, result.rows)
+        context["golden_output"] = gold_sql_output(path, gold_sql)
     except DomainError as exc:
         context["format_error"] = str(exc)
     return render(request, f"{TEMPLATE}#gold-sql", context)

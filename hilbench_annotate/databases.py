@@ -20,8 +20,10 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import Sum
 
+from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import SqlDatabase, SqlEnvironment
-from hilbench_annotate.toolkit.sqlconsole import QueryLimits, StorageFull, amount
+from hilbench_annotate.toolkit.compare import golden_output_csv
+from hilbench_annotate.toolkit.sqlconsole import QueryLimits, StorageFull, amount, run_select
 from hilbench_annotate.toolkit.sqledit import edited_database
 
 # A copy used this recently may be open in another request or job (an evaluation pass, an
@@ -30,6 +32,8 @@ IN_USE_S = 1800
 # A builder's temp file this old was left by a process that died.
 ABANDONED_S = 3600
 BUILDING_SUFFIX = ".building"
+# The most rows a golden output is filled with from the gold SQL's result.
+GOLDEN_ROW_CAP = 200_000
 
 
 def query_limits() -> QueryLimits:
@@ -42,6 +46,23 @@ def query_limits() -> QueryLimits:
         result_bytes=settings.SQL_CONSOLE_RESULT_BYTES,
         exact_result_bytes=settings.SQL_EXACT_RESULT_BYTES,
     )
+
+
+def gold_sql_output(database: Path, gold_sql: str) -> str:
+    """``golden_output.csv`` from the gold SQL's result on ``database``, every value exact:
+    what the workspace's "Fill from the gold SQL's result" puts in the form and what an import
+    stores for a SQL task that came without one. Raises DomainError when the query is refused
+    or times out (``SQL_CHECK_TIMEOUT_S``) or returns more than ``GOLDEN_ROW_CAP`` rows."""
+    result = run_select(
+        database,
+        gold_sql,
+        timeout_s=settings.SQL_CHECK_TIMEOUT_S,
+        row_cap=GOLDEN_ROW_CAP,
+        exact=True,
+    )
+    if result.truncated:
+        raise DomainError(f"The gold SQL returns more than {GOLDEN_ROW_CAP:,} rows; narrow it.")
+    return golden_output_csv(result.columns, result.rows)
 
 
 def edited_root() -> Path:

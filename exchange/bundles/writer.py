@@ -258,6 +258,11 @@ def chunk_write(
                 shas = {n: entry.sha for n, entry in entries.items()}
                 runs = oracle_runs(task, files.entries, shas)
                 validated, reason = validation_verdict(task, gates[task.pk])
+                # A draft carries the task whatever its oracle scores, but never calls it
+                # validated unless the oracle scores 1 and the no-op 0 (as the check does).
+                refused = oracle_verdict(runs) if validated else None
+                if refused:
+                    validated, reason = False, refused
             for name, document in (
                 (layout.VALIDATION, {**validations[task.pk], "oracle": runs}),
                 (layout.REVIEW, reviews[task.pk]),

@@ -4,7 +4,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilbench_annotate.errors import ImportRefused
+from hilbench_annotate.databases import gold_sql_output
+from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.models import Project, SqlDatabase, Task
 from hilbench_annotate.services import task_create_many
 from hilbench_annotate.toolkit.archives import safe_name
@@ -217,11 +218,26 @@ def _refusal(
 
 
 def _bird_task_record(
-    *, record: dict[str, Any], database: SqlDatabase | None, found: _Databases, file_name: str
+    *,
+    record: dict[str, Any],
+    database: SqlDatabase | None,
+    found: _Databases,
+    file_name: str,
+    golden: tuple[str, str],
 ) -> dict[str, Any]:
-    """``task_create``'s arguments for one BIRD record (``task_create_many`` writes them)."""
+    """``task_create``'s arguments for one BIRD record (``task_create_many`` writes them);
+    ``golden``: its golden output and, when that is empty, why (``_GoldenOutputs``)."""
     name = record["db_id"]
     evidence = record.get("evidence", "") or ""
+    output, unfilled = golden
+    notes = []
+    if name in found.missing:
+        notes.append(f"Database {name} was absent at import; attach it before validation.")
+    elif unfilled:
+        notes.append(
+            f"golden_output.csv was not filled from the gold SQL's result ({unfilled[:300]}); "
+            "fill it in the workspace once the gold SQL runs."
+        )
     return {
         "domain": Domain.SQL,
         "source": TaskSource.BIRD,
@@ -236,6 +252,7 @@ def _bird_task_record(
             "descriptions": found.descriptions[name],
             "original_sql": record["SQL"],
             "gold_sql": record["SQL"],
+            "golden_output": output,
             "difficulty": record.get("difficulty", "") or "",
         },
         "source_metadata": {
@@ -244,12 +261,44 @@ def _bird_task_record(
             "difficulty": record.get("difficulty", ""),
             "file": file_name,
         },
-        "import_notes": (
-            f"Database {name} was absent at import; attach it before validation."
-            if name in found.missing
-            else ""
-        ),
+        "import_notes": "\n".join(notes),
     }
+
+
+class _GoldenOutputs:
+    """Each new task's ``golden_output.csv``: the gold SQL's result on its database, made by
+    the workspace's own "Fill from the gold SQL's result" (``gold_sql_output``), once for
+    the same query on the same database. A query that fails leaves it empty, and ``unfilled``
+    (source id -> why) says so; a task without a database has none to fill."""
+
+    def __init__(self):
+        self.unfilled: dict[str, str] = {}
+        self._runs: dict[tuple[int, str], tuple[str, str]] = {}
+
+    def output(self, key: str, database: SqlDatabase | None, gold_sql: str) -> tuple[str, str]:
+        """(golden output, why it is empty or "") for the task ``key``."""
+        if database is None:
+            return "", ""
+        run = (database.pk, gold_sql)
+        if run not in self._runs:
+            try:
+                self._runs[run] = (gold_sql_output(database.path, gold_sql), "")
+            except (DomainError, OSError) as exc:
+                self._runs[run] = ("", str(exc).strip() or type(exc).__name__)
+        output, why = self._runs[run]
+        if why:
+            self.unfilled[key] = why
+        return output, why
+
+    def notes(self) -> list[str]:
+        """The import report's word on the tasks left without one."""
+        if not self.unfilled:
+            return []
+        first, why = next(iter(self.unfilled.items()))
+        return [
+            f"{len(self.unfilled)} task(s) without a golden output: their gold SQL gave no "
+            f"result to fill it with ({first}: {why[:300]})"
+        ]
 
 
 def _new_task_records(
@@ -262,10 +311,11 @@ def _new_task_records(
     report: ImportReport,
     label: str,
     kept: list | None,
+    golden: _GoldenOutputs,
 ):
     """Pass 2: the records pass 1 kept, or the file streamed again; yield the tasks not
     there yet, storing each database once (by content hash) when its first question
-    comes."""
+    comes, each with its golden output (``golden``)."""
     existing = set(
         Task.objects.filter(project=project, source=TaskSource.BIRD).values_list(
             "source_id", flat=True
@@ -285,8 +335,13 @@ def _new_task_records(
                 db_id=name, source=found.files[name], descriptions=found.descriptions[name]
             )
         report.created.append(key)
+        database = stored.get(name)
         yield _bird_task_record(
-            record=record, database=stored.get(name), found=found, file_name=label
+            record=record,
+            database=database,
+            found=found,
+            file_name=label,
+            golden=golden.output(key, database, record["SQL"]),
         )
 
 
@@ -308,7 +363,9 @@ def import_bird(
 
     Pass 1 streams the file and checks every record and every database it names; any
     problem refuses the whole file, naming all of them at once. Pass 2 streams it again and
-    writes in one transaction. ``databases``: the folder of ``<db_id>/<db_id>.sqlite``
+    writes in one transaction, each new task with its golden output: the gold SQL's result on
+    its database (``_GoldenOutputs``; a query that fails leaves it empty, said in the task's
+    notes and the report). ``databases``: the folder of ``<db_id>/<db_id>.sqlite``
     files, or None for the databases the project's tasks already have (the bulk import
     API). ``missing_databases_advice`` tells the user how to import questions without their
     database, in the words of the caller's interface. ``progress(done, total)``: records
@@ -340,6 +397,7 @@ def import_bird(
     total = sum(used_databases.values())
     if progress:
         progress(0, total)
+    golden = _GoldenOutputs()
     # One transaction for the file (task_create_many), a savepoint and a few INSERTs a chunk.
     task_create_many(
         project=project,
@@ -352,6 +410,7 @@ def import_bird(
             report=report,
             label=label,
             kept=kept,
+            golden=golden,
         ),
         author=actor,
         reason="imported",
@@ -361,4 +420,5 @@ def import_bird(
     )
     if progress:
         progress(total, total)
+    report.notes += golden.notes()
     return report

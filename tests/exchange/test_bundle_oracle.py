@@ -58,6 +58,11 @@ def test_a_task_whose_oracle_fails_is_exported_only_as_a_draft(settings, tmp_pat
     runs = _oracle(files, "sql_0")
     assert runs["oracle"]["reward"] == 0 and runs["noop"]["reward"] == 0
     assert "gold value -1 is not in predicted column" in runs["oracle"]["reason"]
+    # Approved with every gate green, yet never called validated: its oracle is not 1.
+    (entry,) = json.loads(files[layout.MANIFEST])["tasks"]
+    assert entry["validated"] is False and entry["oracle"] == "oracle 0, no-op 0"
+    assert entry["reason"].startswith("the oracle run scores 0, not 1")
+    assert ExportJob.objects.order_by("-pk").first().report["exported"][0]["validated"] is False
 
 
 def test_a_release_task_records_why_its_oracle_is_not_run(settings, tmp_path):

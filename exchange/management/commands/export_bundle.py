@@ -11,6 +11,14 @@ from hilbench_annotate.models import Membership, Project
 from hilbench_annotate.vocabulary import Role
 
 
+def export_line(entry: dict) -> str:
+    """One exported task as the command prints it: its folder, its oracle and no-op rewards
+    (or why they were not run) and whether the bundle calls it validated."""
+    verdict = "validated" if entry.get("validated") else f"not validated: {entry.get('reason')}"
+    oracle = entry.get("oracle") or "oracle not recorded"
+    return f"  {entry['folder']} (task {entry['task']}): {oracle} — {verdict}"
+
+
 class Command(BaseCommand):
     help = (
         "Export a project's validated tasks as a HiL-Bench bundle (.tar.gz), the same code "
@@ -65,6 +73,8 @@ class Command(BaseCommand):
         if job.status != ExportJob.Status.SUCCEEDED:
             raise CommandError(job.error)
         report = job.report
+        for entry in report["exported"]:
+            self.stdout.write(export_line(entry))
         for skipped in report["skipped"]:
             self.stdout.write(f"  left out task {skipped['task']}: {skipped['reason']}")
         self.stdout.write(

@@ -15,9 +15,7 @@ from exchange.demo.evaluation import demo_results
 from exchange.demo.plant import plant_demo_blockers
 from exchange.importers import import_bird, import_swebench
 from hilbench_annotate import services
-from hilbench_annotate.models import Membership, Project, SqlEnvironment, Task
-from hilbench_annotate.toolkit import sqlconsole
-from hilbench_annotate.toolkit.compare import golden_output_csv
+from hilbench_annotate.models import Membership, Project, Task
 from hilbench_annotate.vocabulary import Role, TaskSource
 from judge.labels import label_add
 from judge.models import ValidationQuestion
@@ -104,7 +102,6 @@ class Command(BaseCommand):
             actor=outsider,
         )
         self._plant_demo_blockers(project, users["author"])
-        self._fill_golden_outputs(project)
         self._label_demo_questions(project, users)
 
         demo_results(project, users["lead"])
@@ -135,24 +132,6 @@ class Command(BaseCommand):
             question = question_add(task=task, actor=writer, text=text, style=style)
             label_add(question=question, labeller=users["reviewer"], blocker_key=gold)
             label_add(question=question, labeller=users["auditor"], blocker_key=gold)
-
-    def _fill_golden_outputs(self, project) -> None:
-        """The demo's SQL tasks carry golden_output.csv, computed from their gold SQL."""
-
-        for env in SqlEnvironment.objects.filter(
-            task__project=project, golden_output="", database__isnull=False
-        ).select_related("database", "task"):
-            result = sqlconsole.run_select(
-                env.database.path, env.gold_sql, row_cap=100_000, exact=True
-            )
-            with transaction.atomic():
-                task = Task.objects.select_for_update().get(pk=env.task_id)
-                services.task_touch_environment(
-                    task=task,
-                    actor=task.author,
-                    expected_version=task.version,
-                    changes={"golden_output": golden_output_csv(result.columns, result.rows)},
-                )
 
     def _plant_demo_blockers(self, project, author) -> None:
         task = Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
