@@ -3,6 +3,11 @@
 Reference agents are scripted and need no model (``harbor_agents/reference.py`` and Harbor's
 own ``oracle`` and ``nop``): what each shows of a valid benchmark is in ``expected``. A model
 agent (Harbor's ``terminus-2``) needs a model endpoint.
+
+No reference agent measures guessability: whether a task's blockers can be guessed is what a
+model's baseline pass rate shows (the ``pass_rate`` gate), and a scripted agent has nothing to
+guess with but the oracle's own solution, which always passes (``harbor_agents/reference.py``).
+A run of the former ``guesser`` stays stored; it can no longer be started.
 """
 
 from __future__ import annotations
@@ -41,12 +46,6 @@ AGENTS = {
             "reward 0; no question resolves a blocker",
         ),
         Agent(
-            "guesser",
-            "harbor_agents.reference:Guesser",
-            "Guesser (never asks, submits the baseline oracle)",
-            "what guessing alone scores",
-        ),
-        Agent(
             "terminus-2",
             "terminus-2",
             "Terminus 2 (Harbor's agent, with a model endpoint)",
@@ -56,3 +55,9 @@ AGENTS = {
     )
 }
 REFERENCE_AGENTS = [a for a in AGENTS.values() if a.reference]
+# What the reference agents leave to the models, where a lead chooses among them.
+GUESSABILITY = (
+    "The reference agents check each task itself (its verifier, its registry, the judge). "
+    "Whether its blockers can be guessed is what a model's baseline pass rate measures: the "
+    "pass-rate gate keeps a task only when the models' baseline pass@k stays low."
+)

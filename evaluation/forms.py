@@ -1,6 +1,6 @@
 from django import forms
 
-from .agents import AGENTS
+from .agents import AGENTS, GUESSABILITY
 from .models import Mode, SupportStudy
 from .support import METHODS
 
@@ -60,7 +60,7 @@ class RunForm(_TaskChoice):
 
 
 class HarborRunForm(forms.Form):
-    agent = forms.ChoiceField(choices=())
+    agent = forms.ChoiceField(choices=(), help_text=GUESSABILITY)
     endpoint = forms.TypedChoiceField(
         coerce=int, required=False, empty_value=None, choices=(),
         help_text="Needed for a model agent; its key stays in the workers' environment",

@@ -9,8 +9,14 @@ are the others, each a Harbor custom agent (``-a harbor_agents.reference:<Class>
   it is the oracle.
 - ``Spammer``: asks a fixed list of vague questions that name nothing of any task, then gives
   up. A valid benchmark answers none of them (0 resolutions) and scores 0.
-- ``Guesser``: never asks; submits the baseline mode's oracle (its ``solution/``) where one
-  exists. It shows what guessing alone achieves.
+
+There is no guesser. Whether a task's blockers can be guessed is what a model's baseline pass
+rate measures (the ``pass_rate`` gate: mean baseline pass@k at most the policy's maximum, over
+distinct models). A scripted agent has nothing to guess with: it could only submit a
+solution it was given, and every solution a task folder carries is the oracle's, which
+solves the task in every mode (its modes share one gold) whatever its blockers are. The one
+that did ("submits the baseline mode's oracle") matched the oracle on every task and so could
+never flag one whose blockers can be guessed.
 
 Each agent finds its task from the environment it is given (``environment_dir`` is the mode
 folder's ``environment/``), so one job can run many tasks. It leaves ``steps.json`` in its log
@@ -138,19 +144,3 @@ class Spammer(ScriptedAgent):
             for question in SPAM:
                 await self.ask(environment, question)
         self.save("Asks vague questions that name nothing of the task, then gives up.")
-
-
-class Guesser(ScriptedAgent):
-    @staticmethod
-    def name() -> str:
-        return "hilbench-guesser"
-
-    async def run(
-        self, instruction: str, environment: BaseEnvironment, context: AgentContext
-    ) -> None:
-        baseline = mode_folder(environment).parent / "baseline" / "solution"
-        if (baseline / "solve.sh").is_file():
-            await self.solve(environment, baseline)
-            self.save("Never asks; submits the baseline mode's oracle.")
-        else:
-            self.save("Never asks; the task has no baseline oracle to submit.")
