@@ -39,6 +39,7 @@ from pathlib import Path
 from harbor.environments.docker.docker import DockerEnvironment
 from harbor.models.task.config import NetworkMode, TaskOS
 
+from .fetch import task_fetch_sentence
 from .trial_model import TrialModelError, swe_release_image, write_compose_model
 
 COMPOSE_RECORD = "hilbench-compose.json"
@@ -236,23 +237,19 @@ async def _image_present(image: str) -> bool:
     return code == 0
 
 
-def _fetch_sentence(task: Path) -> str:
-    parts = (task / "shared" / "FETCH.md").read_text(errors="replace").split("\n\n", 2)
-    return " ".join(parts[min(1, len(parts) - 1)].split())[:1000].replace("`", "")
-
-
 async def prepare_release_task(environment_dir: Path, facts=None) -> None:
     """For a release task's mode folder: stop, saying what to fetch, when its data is not
     there (its database, or the prebuilt image its agent's Dockerfile starts from)."""
     environment_dir = Path(environment_dir)
     task = environment_dir.resolve().parent.parent
-    if not (task / "shared" / "FETCH.md").is_file():
+    sentence = task_fetch_sentence(task)
+    if sentence is None:
         return
     if facts is not None and facts.layout != "release":
         return
     sql = facts.domain == "sql" if facts is not None else (task / "shared" / "data").is_dir()
     if sql and not (task / "shared/data/database.sqlite").is_file():
-        raise MissingData(f"no shared/data/database.sqlite in {task.name}: {_fetch_sentence(task)}")
+        raise MissingData(f"no shared/data/database.sqlite in {task.name}: {sentence}")
     image = swe_release_image(environment_dir)
     if image and not await _image_present(image):
-        raise MissingData(f"no image {image} on this machine: {_fetch_sentence(task)}")
+        raise MissingData(f"no image {image} on this machine: {sentence}")

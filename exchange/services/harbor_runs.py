@@ -35,6 +35,7 @@ from evaluation.harbor_jobs import MAX_RESULT_BYTES, UNREADABLE, read_trial, tri
 from evaluation.models import EvaluationRun, TaskPass
 from evaluation.services.common import evaluation_run_finish, task_resolver
 from evaluation.services.results_import import imported_pass_store
+from harbor_agents.fetch import task_fetch_sentence
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
 from hilbench_annotate.model_relay import ModelRelay
@@ -85,11 +86,52 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
     # A task the app cannot run as it decides is left out, saying why; the others run.
     skipped = {**(run.harbor.get("skipped") or {})}
     skipped.update({f"{name} (every mode)": why for name, why in refused.items()})
-    run.harbor = {**run.harbor, "verifiers": verifiers, "skipped": skipped}
+    fetch = data_to_fetch(folder / "bundle", folders)
+    run.harbor = {**run.harbor, "verifiers": verifiers, "skipped": skipped, "fetch": fetch}
     EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
     folders = {name: task for name, task in folders.items() if name not in refused}
     mapping.write_text(json.dumps(folders))
     return folders
+
+
+def data_to_fetch(bundle: Path, folders: dict[str, int]) -> dict[str, dict]:
+    """Per exported folder whose data the bundle does not carry (a release task's database
+    or prebuilt image): its task and what to fetch and where, in the words a trial without
+    it stops with (``harbor_agents.fetch``, as ``harbor run`` on the bundle says)."""
+    needed = {}
+    for name, task_id in sorted(folders.items()):
+        sentence = task_fetch_sentence(bundle / name)
+        if sentence is not None:
+            needed[name] = {"task": task_id, "what": sentence}
+    return needed
+
+
+def _stop_reason(path: Path, trial) -> str:
+    """Why a trial gave no reward: for a trial Harbor stopped for want of its data, the
+    message it stopped with (what to fetch and where); else what ``read_trial`` said."""
+    if not trial.skipped.startswith("stopped by MissingData"):
+        return trial.skipped
+    try:
+        result = json_loads(read_regular(path.parent, path.name, max_bytes=MAX_RESULT_BYTES))
+        message = str((result.get("exception_info") or {}).get("exception_message") or "")
+    except UNREADABLE:
+        return trial.skipped
+    return f"stopped by MissingData: {message[:1200]}" if message else trial.skipped
+
+
+def _shortfall(run: EvaluationRun, folder: Path) -> str:
+    """Why a run has fewer passes than trials: first what its release tasks need fetched,
+    when a trial stopped for want of it, then the first trials' reasons."""
+    skipped = run.harbor.get("skipped") or {}
+    reasons = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:5])
+    lines = [f"{run.done} of {run.total} trials gave a reward."]
+    if any(str(why).startswith("stopped by MissingData") for why in skipped.values()):
+        lines += [
+            f"{name} (task {need['task']}) needs data the bundle does not carry: {need['what']}"
+            for name, need in (run.harbor.get("fetch") or {}).items()
+        ]
+    lines.append(f"{reasons or 'See the logs'}; Harbor's output is in {folder}.")
+    return "\n".join(lines)
 
 
 def _dataset(folder: Path, wanted: list[tuple[str, str]]) -> Path:
@@ -194,7 +236,7 @@ def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
             skipped[name] = str(error)
             continue
         if trial.record is None:
-            skipped[name] = trial.skipped
+            skipped[name] = _stop_reason(path, trial)
             continue
         record = trial.record
         key = (record.task_id, record.mode)
@@ -366,13 +408,6 @@ def harbor_run_execute(run: EvaluationRun) -> None:
         return
     run.refresh_from_db()
     if run.done < run.total:
-        skipped = run.harbor.get("skipped") or {}
-        reasons = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:5])
-        job_fail(
-            EvaluationRun,
-            run.pk,
-            f"{run.done} of {run.total} trials gave a reward ({reasons or 'see the logs'}); "
-            f"Harbor's output is in {folder}.",
-        )
+        job_fail(EvaluationRun, run.pk, _shortfall(run, folder))
         return
     evaluation_run_finish(run)
