@@ -24,6 +24,8 @@ import json
 import re
 from pathlib import Path
 
+from .asks import step_questions
+
 MAX_STEPS = 5000
 MAX_BYTES = 50 * 1024 * 1024
 STEP_KEYS = ("role", "content", "tool", "tool_input", "tool_output", "time")
@@ -184,16 +186,13 @@ def read_trajectory(path: Path, *, name: str | None = None) -> list[dict]:
 
 
 def trajectory_questions(steps: list[dict]) -> list[dict]:
-    """The pass's ask_human questions, in order: {text, time}."""
-    questions = []
-    for step in steps:
-        if step.get("tool") != "ask_human":
-            continue
-        asked = step.get("tool_input")
-        if isinstance(asked, dict):
-            asked = asked.get("question")
-        questions.append({"text": str(asked).strip(), "time": str(step.get("time") or "")[:40]})
-    return questions
+    """The pass's ask_human questions, in order: {text, time}; however the agent asked (the
+    tool, or the command in a shell step: ``asks.step_questions``)."""
+    return [
+        {"text": text.strip(), "time": str(step.get("time") or "")[:40]}
+        for step in steps
+        for text in step_questions(step)
+    ]
 
 
 def find_trajectory(base: Path, *, mode: str, model: str, task: str, index: int) -> Path | None:

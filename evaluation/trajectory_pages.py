@@ -2,8 +2,9 @@
 
 A pass's trajectory is one JSON array in one row (``Trajectory.steps``) of up to
 ``trajectories.MAX_BYTES``, so the pass page never loads it whole: the database answers how
-many steps there are and where the ask_human steps are (``trajectory_outline``: two numbers
-and at most ``MAX_STEPS`` positions) and the steps of one page (``trajectory_steps``), with its
+many steps there are and where the ask_human calls are (``trajectory_outline``: two numbers,
+the positions of the ask_human tool steps and the start of each shell command that names it)
+and the steps of one page (``trajectory_steps``), with its
 own JSON functions — SQLite's ``json_each``, PostgreSQL's jsonpath (one detoasting of the row
 per query). So the queries a page makes do not depend on the trajectory's length nor on which
 page is asked for, and what crosses from the database is the page, not the file.
@@ -16,13 +17,15 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from .asks import ASK, COMMAND_KEYS, SCAN_CHARS, shell_questions
 from .models import Trajectory
 
 
 @dataclass(frozen=True)
 class TrajectoryOutline:
     """A stored trajectory without its steps: where it came from, how many steps it has, and
-    the positions (0-based, in order) of its ask_human steps."""
+    the position (0-based, in order) of each ask_human call: a step's once per question it
+    asks (``asks.step_questions``), so a shell step asking twice is there twice."""
 
     source: str
     total: int
@@ -40,18 +43,48 @@ def _names() -> dict[str, str]:
     }
 
 
-# Per database: the outline (one walk over the array: its length and the ask_human positions)
-# and one slice of ``steps``. A top-level value that is not an array (no import stores one)
-# reads as no steps. SQLite's ``json_each`` gives an object as JSON text (``json_quote`` leaves
-# it as it is and quotes any other value); a CASE keeps ``json_extract`` off what is not an
-# object. Every condition on ``steps`` itself would parse the whole row again for each step.
+# A step's tool and the command text ``asks.command_text`` reads (its input when that is text,
+# else the first of ``asks.COMMAND_KEYS`` holding text), per database.
+_TOOL = {
+    "sqlite": "CASE WHEN e.type = 'object' THEN json_extract(e.value, '$.tool') END",
+    "postgresql": "(e.v ->> 'tool')",
+}
+_PATHS = {
+    "sqlite": ["$.tool_input", *(f"$.tool_input.{key}" for key in COMMAND_KEYS)],
+    "postgresql": ["{tool_input}", *(f"{{tool_input,{key}}}" for key in COMMAND_KEYS)],
+}
+_COMMAND = {
+    "sqlite": "CASE WHEN e.type = 'object' THEN CASE "
+    + " ".join(
+        f"WHEN json_type(e.value, '{p}') = 'text' THEN json_extract(e.value, '{p}')"
+        for p in _PATHS["sqlite"]
+    )
+    + " END END",
+    "postgresql": "CASE "
+    + " ".join(
+        f"WHEN jsonb_typeof(e.v #> '{p}') = 'string' THEN e.v #>> '{p}'"
+        for p in _PATHS["postgresql"]
+    )
+    + " END",
+}
+_FIND = {"sqlite": "instr", "postgresql": "strpos"}
+
+# Per database: the outline (one walk over the array: its length, the positions of the
+# ask_human tool steps, and each other tool step whose command names ask_human, with the first
+# SCAN_CHARS characters of its command for ``asks.shell_questions`` to read) and one slice of
+# ``steps``. A top-level value that is not an array (no import stores one) reads as no steps.
+# SQLite's ``json_each`` gives an object as JSON text (``json_quote`` leaves it as it is and
+# quotes any other value); a CASE keeps ``json_extract`` off what is not an object. Every
+# condition on ``steps`` itself would parse the whole row again for each step. ``{tool}``,
+# ``{command}``, ``{find}``, ``{ask}`` and ``{scan}`` are the expressions above.
+_SHELL = "{tool} <> '{ask}' AND {tool} <> '' AND {find}({command}, '{ask}') > 0"
 _SQL = {
     "sqlite": {
         "outline": (
-            "SELECT t.{source}, count(e.key), json_group_array(e.key) FILTER (WHERE CASE WHEN"
-            " e.type = 'object' THEN json_extract(e.value, '$.tool') END = 'ask_human')"
-            " FROM {table} t LEFT JOIN json_each(t.{steps}) e ON typeof(e.key) = 'integer'"
-            " WHERE t.{pass} = %s GROUP BY t.id"
+            "SELECT t.{source}, count(e.key), json_group_array(e.key) FILTER (WHERE {tool} ="
+            " '{ask}'), json_group_array(json_array(e.key, substr({command}, 1, {scan})))"
+            " FILTER (WHERE {shell}) FROM {table} t LEFT JOIN json_each(t.{steps}) e"
+            " ON typeof(e.key) = 'integer' WHERE t.{pass} = %s GROUP BY t.id"
         ),
         "steps": (
             "SELECT json_quote(e.value) FROM {table} t, json_each(t.{steps}) e"
@@ -61,8 +94,9 @@ _SQL = {
     },
     "postgresql": {
         "outline": (
-            "SELECT t.{source}, count(e.i), json_agg(e.i - 1) FILTER (WHERE e.v ->> 'tool'"
-            " = 'ask_human') FROM {table} t LEFT JOIN LATERAL jsonb_array_elements(CASE WHEN"
+            "SELECT t.{source}, count(e.i), json_agg(e.i - 1) FILTER (WHERE {tool} = '{ask}'),"
+            " json_agg(json_build_array(e.i - 1, left({command}, {scan}))) FILTER (WHERE"
+            " {shell}) FROM {table} t LEFT JOIN LATERAL jsonb_array_elements(CASE WHEN"
             " jsonb_typeof(t.{steps}) = 'array' THEN t.{steps} ELSE '[]'::jsonb END)"
             " WITH ORDINALITY e(v, i) ON true WHERE t.{pass} = %s GROUP BY t.id"
         ),
@@ -76,7 +110,10 @@ _SQL = {
 
 
 def _sql(kind: str) -> str:
-    return _SQL[connection.vendor][kind].format(**_names())
+    vendor = connection.vendor
+    parts = {"tool": _TOOL[vendor], "command": _COMMAND[vendor], "find": _FIND[vendor]}
+    parts.update(ask=ASK, scan=SCAN_CHARS)
+    return _SQL[vendor][kind].format(**_names(), **parts, shell=_SHELL.format(**parts))
 
 
 def trajectory_outline(task_pass_id: int) -> TrajectoryOutline | None:
@@ -86,12 +123,15 @@ def trajectory_outline(task_pass_id: int) -> TrajectoryOutline | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    source, total, asks = row
-    if isinstance(asks, str | bytes):
-        asks = json.loads(asks)
-    return TrajectoryOutline(
-        source=source or "", total=int(total or 0), asks=sorted(int(a) for a in asks or [])
-    )
+    source, total, tools, shells = row
+    asks = [int(a) for a in _json(tools) or []]
+    for position, command in _json(shells) or []:
+        asks += [int(position)] * len(shell_questions(command or ""))
+    return TrajectoryOutline(source=source or "", total=int(total or 0), asks=sorted(asks))
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def _as_step(value: object) -> dict:

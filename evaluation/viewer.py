@@ -17,6 +17,8 @@ from math import ceil
 
 from hilbench_annotate.toolkit.patches import diff_lines
 
+from .asks import ASK, step_questions
+
 PAGE_STEPS = 50
 PAGE_TEXT = 2_000
 PAGE_ROWS = 50
@@ -132,13 +134,6 @@ def _time(value: object) -> object:
     return value
 
 
-def _question(step: dict) -> str:
-    asked = step.get("tool_input")
-    if isinstance(asked, dict):
-        asked = asked.get("question")
-    return str(asked or "")
-
-
 def _tool_input(step: dict) -> object:
     """A tool's input as the page shows it: nothing when empty, a lone argument's value."""
     tool_input = step.get("tool_input")
@@ -164,9 +159,12 @@ def _clip(key: str, text: str | None) -> dict:
 def view_steps(
     steps: list[dict], verdicts: list[dict], *, first: int = 1, asks_before: int = 0
 ) -> list[dict]:
-    """Steps ready for the template, numbered from ``first``; ``asks_before`` ask_human steps
-    come before them, so the k-th ask_human step of the trajectory gets the k-th verdict
-    whatever page it is on."""
+    """Steps ready for the template, numbered from ``first``; ``asks_before`` ask_human calls
+    come before them, so the k-th ask_human call of the trajectory gets the k-th verdict
+    whatever page it is on. A call is a step of the ``ask_human`` tool or an ``ask_human``
+    command in a shell step (``asks.step_questions``): such a step is an ``ask`` step with
+    each of its calls (``asks``: number, question, verdict), and a shell step keeps its
+    command and output as a tool step's."""
     out = []
     asks = asks_before
     for n, step in enumerate(steps, start=first):
@@ -180,14 +178,8 @@ def view_steps(
             if step.get("content")
             else None,
         }
-        if tool == "ask_human":
-            verdict = verdicts[asks] if asks < len(verdicts) else None
-            asks += 1
-            question = _question(step)
-            item.update(kind="ask", ask_n=asks, verdict=verdict, **_clip("question", question))
-            item["output"] = render_output(step.get("tool_output"), tool=tool)
-        elif tool:
-            tool_input = _tool_input(step)
+        if tool:
+            tool_input = None if tool == ASK else _tool_input(step)
             text = None if tool_input is None else output_text(tool_input)
             item.update(
                 kind="tool",
@@ -196,6 +188,13 @@ def view_steps(
             )
         else:
             item["kind"] = "message"
+        calls = []
+        for question in step_questions(step):
+            verdict = verdicts[asks] if asks < len(verdicts) else None
+            asks += 1
+            calls.append({"n": asks, "verdict": verdict, **_clip("question", question)})
+        if calls:
+            item.update(kind="ask", asks=calls)
         out.append(item)
     return out
 

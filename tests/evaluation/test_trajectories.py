@@ -131,9 +131,9 @@ def test_viewer_shapes_tables_diffs_and_verdicts():
     steps = view_steps(STEPS, verdicts)
     assert steps[1]["output"]["kind"] == "table"
     assert steps[1]["output"]["rows"] == [["A", "10"], ["D", "3"]]
-    assert [s["ask_n"] for s in steps if s["kind"] == "ask"] == [1, 2]
-    assert steps[2]["verdict"]["blocker"] == "troubled_loan_definition"
-    assert steps[3]["question"] == "What is the capital of France?"
+    assert [a["n"] for s in steps if s["kind"] == "ask" for a in s["asks"]] == [1, 2]
+    assert steps[2]["asks"][0]["verdict"]["blocker"] == "troubled_loan_definition"
+    assert steps[3]["asks"][0]["question"] == "What is the capital of France?"
     diff = steps[4]["output"]
     assert diff["kind"] == "diff" and ("diff-add", "+x = 2") in diff["lines"]
     assert ("diff-del", "-x = 1") in diff["lines"]
