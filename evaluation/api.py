@@ -53,6 +53,10 @@ class LeaderboardRow(serializers.Serializer):
     pass_at_1 = serializers.FloatField(allow_null=True, required=False)
     pass_at_2 = serializers.FloatField(allow_null=True, required=False)
     pass_at_3 = serializers.FloatField(allow_null=True, required=False)
+    # The release's pass@k above (any of the first k passes); the unbiased estimate here.
+    pass_at_1_unbiased = serializers.FloatField(allow_null=True, required=False)
+    pass_at_2_unbiased = serializers.FloatField(allow_null=True, required=False)
+    pass_at_3_unbiased = serializers.FloatField(allow_null=True, required=False)
     ask_precision = serializers.FloatField(required=False)
     ask_recall = serializers.FloatField(required=False)
     ask_f1 = serializers.FloatField(required=False)

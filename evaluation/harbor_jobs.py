@@ -11,8 +11,9 @@ Each finished trial is one pass: the task is read from the exported folder besid
 (``annotate/task.json``: source id), or else its folder's name; the model is the agent's
 model, or the agent's name for an agent without one (the project's reference agents); the
 pass number counts the trials of the same model, task and mode in the order they started.
-The questions are the ask log's texts: the app judges them itself when it stores the pass
-(as it does for every imported run), so its Ask-F1 is its own reading of the log. A trial
+The questions are the ask log's texts, every one of them (a blank one is a call that matched
+nothing, as the release counts it): the app judges them itself when it stores the pass (as it
+does for every imported run), so its Ask-F1 is its own reading of the log. A trial
 that stopped with an exception has no reward and is not a pass: it is reported, not stored.
 """
 
@@ -109,7 +110,12 @@ def _mode(mode_folder: Path, task_name: str) -> str:
 def _ask_log(trial: Path) -> list[dict]:
     """The questions of the trial's ask-human log: the ask-human sidecar's own file, which
     Harbor collects from that container (``artifacts/harbor_shared/``); never a copy the
-    agent left among its own artifacts (``artifacts/logs/artifacts/``)."""
+    agent left among its own artifacts (``artifacts/logs/artifacts/``).
+
+    Every logged call is a question, a blank one too: the release's ``compute_hil_metrics``
+    counts each entry of the log in precision's denominator, so an agent that sends empty
+    questions pays for them here as there (the store logs a blank one as a rejected call).
+    A text that is not a string is read as blank."""
     try:
         log = _read(trial, ASK_LOG_PATH)
     except FileNotFoundError:
@@ -118,12 +124,14 @@ def _ask_log(trial: Path) -> list[dict]:
     if not isinstance(questions, list):
         raise ValueError(f"{ASK_LOG_PATH}: questions is not a list")
     return [
-        {"text": q.get("question", ""), "time": q.get("time", "")}
+        {"text": _text(q.get("question")), "time": q.get("time", "")}
         for q in questions
         if isinstance(q, dict)
-        and isinstance(q.get("question", ""), str)
-        and str(q.get("question", "")).strip()
     ]
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 @dataclass
@@ -252,7 +260,7 @@ def read_trial(path: Path, resolve: TaskResolver) -> Trial:
         mode=mode,
         index=0,
         resolved=reward >= 1 and not error,
-        questions=_questions(questions or None, mode),
+        questions=_questions(questions or None, mode, blank_ok=True),
         trajectory=None if error else steps,
         trajectory_file=f"harbor trial {trial.name}: {steps_file}" if steps and not error else "",
         detail=detail,

@@ -4,8 +4,9 @@ No Django here on purpose: the same numbers must come out of imported run result
 dashboard and offline scripts, and pure functions are what the tests can pin exactly.
 
 Definitions follow ``design/PRODUCT.md`` ("Metrics"): Ask-F1 as the HiL-Bench release
-computes it, pass@k as the unbiased estimator of Chen et al. 2021 (its pass@1 is the
-release's mean over passes), the shaped reward from the HiL-Bench paper, and the Delta-Burden
+computes it; pass@k as the release defines it ("resolved in any of the first k passes",
+``run_hil_bench.py`` ``summarize_rows``), with the unbiased estimator of Chen et al. 2021 beside
+it under its own name; the shaped reward from the HiL-Bench paper, and the Delta-Burden
 Curve, AUDBC, P_ask/R_ask and flip rate from "I Need Help! Evaluating LLM's Ability to
 Ask for Users' Support".
 """
@@ -22,19 +23,39 @@ from math import comb
 
 
 def pass_at_k(passes: Sequence[bool], k: int) -> float | None:
-    """The unbiased estimate of pass@k from ``n`` passes of which ``c`` solved the task:
-    ``1 - C(n - c, k) / C(n, k)`` (Chen et al. 2021), the chance that k passes drawn from
-    the n without replacement hold at least one solve. pass@1 is the mean over passes, and
-    with exactly k passes pass@k is whether any of them solved it.
+    """pass@k as the HiL-Bench release defines it (``run_hil_bench.py`` ``summarize_rows``):
+    1.0 when any of the first ``k`` passes, in pass order, resolved the task, else 0.0. With
+    rewards 0, 0, 1 pass@1 and pass@2 are 0 and pass@3 is 1.
 
-    ``None`` when fewer than ``k`` passes ran: counting such a task as failed would
-    punish it for runs that never happened.
+    ``None`` when fewer than ``k`` passes ran: the release leaves such a task out of pass@k
+    rather than count runs that never happened as failures.
     """
-    exact = _pass_at_k_exact(passes, k)
+    exact = _pass_at_k_release(passes, k)
     return None if exact is None else float(exact)
 
 
-def _pass_at_k_exact(passes: Sequence[bool], k: int) -> Fraction | None:
+def _pass_at_k_release(passes: Sequence[bool], k: int) -> Fraction | None:
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    if len(passes) < k:
+        return None
+    return Fraction(int(any(bool(p) for p in passes[:k])))
+
+
+def pass_at_k_unbiased(passes: Sequence[bool], k: int) -> float | None:
+    """The unbiased estimate of pass@k from ``n`` passes of which ``c`` solved the task:
+    ``1 - C(n - c, k) / C(n, k)`` (Chen et al. 2021). It is the release's pass@k averaged over
+    every order the ``n`` passes could have run in, so it uses all of them and not their order:
+    pass@1 is the share of passes that solved the task, and with exactly ``k`` passes it equals
+    the release's pass@k. With rewards 0, 0, 1: pass@1 1/3, pass@2 2/3.
+
+    ``None`` when fewer than ``k`` passes ran.
+    """
+    exact = _pass_at_k_unbiased(passes, k)
+    return None if exact is None else float(exact)
+
+
+def _pass_at_k_unbiased(passes: Sequence[bool], k: int) -> Fraction | None:
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
     n = len(passes)
@@ -44,36 +65,48 @@ def _pass_at_k_exact(passes: Sequence[bool], k: int) -> Fraction | None:
     return 1 - Fraction(comb(failed, k), comb(n, k))
 
 
-def mean_pass_at_k(pass_lists: Iterable[Sequence[bool]], k: int) -> float | None:
-    """The mean of the per-list pass@k estimates (tasks on the leaderboard, models in the
-    pass-rate selection), summed exactly so a threshold is not missed by rounding.
-
-    ``None`` over no list; every list needs at least ``k`` passes (callers pick them).
-    """
-    estimates = [_pass_at_k_exact(passes, k) for passes in pass_lists]
+def _mean(estimate, pass_lists: Iterable[Sequence[bool]], k: int) -> float | None:
+    estimates = [estimate(passes, k) for passes in pass_lists]
     if any(e is None for e in estimates):
         raise ValueError(f"every pass list needs at least {k} passes")
     return float(sum(estimates) / len(estimates)) if estimates else None
 
 
+def mean_pass_at_k(pass_lists: Iterable[Sequence[bool]], k: int) -> float | None:
+    """The release's pass@k over several tasks: the share of them resolved in one of their
+    first ``k`` passes (``summarize_rows``' ``pass_at_k``), summed exactly.
+
+    ``None`` over no list; every list needs at least ``k`` passes (callers pick them).
+    """
+    return _mean(_pass_at_k_release, pass_lists, k)
+
+
+def mean_pass_at_k_unbiased(pass_lists: Iterable[Sequence[bool]], k: int) -> float | None:
+    """The mean of the per-list unbiased pass@k estimates (models in the pass-rate gate,
+    tasks in the leaderboard's unbiased columns), summed exactly so a threshold is not missed
+    by rounding. ``None`` over no list; every list needs at least ``k`` passes."""
+    return _mean(_pass_at_k_unbiased, pass_lists, k)
+
+
 def pass_at_k_rates(per_task: Mapping[str, Sequence[bool]], ks: Sequence[int]) -> dict:
     """pass@k for every k in ``ks`` over one fixed set of tasks, so pass@1 and pass@3
     describe the same tasks: those with ``depth`` passes, where ``depth`` is the largest k of
-    ``ks`` that any task reached. Tasks with fewer passes are counted apart (``short``),
-    never mixed in; a k beyond ``depth`` has no rate. A rate is the mean over the counted
-    tasks of each task's unbiased pass@k estimate (``mean_pass_at_k``).
+    ``ks`` that any task reached (the release's ``num_passes``, whose ``summarize_rows`` keeps
+    only the tasks with every pass). Tasks with fewer passes are counted apart (``short``),
+    never mixed in; a k beyond ``depth`` has no rate. Each list must be in pass order.
 
-    ``{"rates": {k: share or None}, "tasks": n counted, "short": n left out, "depth": d}``;
-    a rate over no task is ``None``, not 0%.
+    ``{"rates": {k: the release's pass@k}, "unbiased": {k: the mean unbiased estimate},
+    "tasks": n counted, "short": n left out, "depth": d}``; a rate over no task is ``None``,
+    not 0%.
     """
     if not ks or min(ks) < 1:
         raise ValueError(f"every k must be at least 1, not {list(ks)}")
     reached = max((len(passes) for passes in per_task.values()), default=0)
     depth = max((k for k in ks if k <= reached), default=0)
     counted = [passes for passes in per_task.values() if depth and len(passes) >= depth]
-    rates = {k: mean_pass_at_k(counted, k) if k <= depth else None for k in ks}
     return {
-        "rates": rates,
+        "rates": {k: mean_pass_at_k(counted, k) if k <= depth else None for k in ks},
+        "unbiased": {k: mean_pass_at_k_unbiased(counted, k) if k <= depth else None for k in ks},
         "tasks": len(counted),
         "short": len(per_task) - len(counted),
         "depth": depth,
@@ -386,8 +419,10 @@ __all__ = [
     "duplicate_rate_micro",
     "flip_rate_curve",
     "mean_pass_at_k",
+    "mean_pass_at_k_unbiased",
     "pass_at_k",
     "pass_at_k_rates",
+    "pass_at_k_unbiased",
     "shaped_reward",
     "support_summary",
 ]

@@ -71,7 +71,10 @@ class PassRecord:
 TaskResolver = Callable[[str], int | None]
 
 
-def _questions(value: object, mode: str) -> list[dict]:
+def _questions(value: object, mode: str, *, blank_ok: bool = False) -> list[dict]:
+    """A pass's questions as ``{text, time}``. ``blank_ok``: a blank text is a call that was
+    made (a harness's own ask log, which the release counts whole), kept as ``""``; otherwise
+    a question without text is refused."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -85,7 +88,7 @@ def _questions(value: object, mode: str) -> list[dict]:
         if not isinstance(item, dict):
             raise ValueError(f"question {n} is neither text nor an object")
         text = item.get("text")
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or not (text.strip() or blank_ok):
             raise ValueError(f"question {n} has no text")
         if len(text) > MAX_QUESTION_CHARS:
             raise ValueError(f"question {n} is longer than {MAX_QUESTION_CHARS} characters")

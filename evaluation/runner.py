@@ -6,8 +6,9 @@ release's commands as OpenAI function tools: ``get_database_info``, ``get_table_
 console's time limit and a row cap), ``submit_sql`` and, in ``ask_human`` mode, ``ask_human``
 (answered by our judge through the caller's ``ask`` callback). The pass ends at
 ``submit_sql``; its query runs read-only on the task's database and is scored against the
-gold result by the release's rules (``toolkit.compare.score``: resolved when either the
-multiset or the de-duplicated comparison matches).
+gold result by the release's rule (``toolkit.compare.score``, the function the exported
+verifier ``grade.py`` runs too: values bucketed to 0.01, rows as multisets of values, with and
+without duplicate rows).
 
 A reply the runner cannot use — no tool call and no text, arguments that are not JSON, an
 unknown tool — is answered with an error message as the tool's output and costs a turn (the
@@ -211,7 +212,7 @@ def score_submission(context: SqlTaskContext, query: str) -> dict:
             exact=True,
         )
     except (QueryRefused, QueryTimeout) as error:
-        return {"match": False, "match_distinct": False, "reason": f"the query failed: {error}"}
+        return {"match": False, "compared": "", "reason": f"the query failed: {error}"}
     scored = score(result.columns, result.rows, context.gold_columns, context.gold_rows)
     scored["rows"] = len(result.rows)
     return scored
@@ -344,7 +345,7 @@ class _SqlPass:
         """Score the submitted query: the pass ends here."""
         scored = score_submission(self.context, query)
         self.detail["score"] = scored
-        resolved = bool(scored.get("match") or scored.get("match_distinct"))
+        resolved = bool(scored.get("match"))
         verdict = "correct" if resolved else f"wrong: {scored.get('reason', '')}"
         self.step(role="assistant", tool="submit_sql", tool_input=arguments, tool_output=verdict)
         return self.outcome(resolved=resolved, final_sql=query)

@@ -9,6 +9,13 @@ served model are one model, their passes pooled. A run with no recorded identity
 empty name, a stand-in, a run whose endpoint is gone) never counts alone: all of them together
 are at most one more model, and only beside an identified one. A policy asks for two distinct
 models unless a lead lowered it, with a reason (``models_needed``).
+
+Which pass@k the gate reads: the **unbiased** estimate (``metrics.pass_at_k_unbiased``) over
+all of a model's passes, not the release's "any of the first k" (the leaderboard's pass@k).
+The unbiased estimate is the release's pass@k averaged over every order the passes could have
+run in, so with exactly k passes the two are equal; with more, it uses every pass and not
+their order, so a fourth run can change a decision and which run came first cannot. The
+verdict, the selection page and the project page name it "unbiased pass@k".
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ def lowering(policy: SelectionPolicy) -> dict | None:
 
 
 def _pass_at_k(passes: list[PassRow], mode: str, k: int) -> float | None:
-    return metrics.pass_at_k([r.resolved for r in passes if r.mode == mode], k)
+    """The gate's figure for one model and mode: the unbiased pass@k over all its passes."""
+    return metrics.pass_at_k_unbiased([r.resolved for r in passes if r.mode == mode], k)
 
 
 def _runs(passes: list[PassRow]) -> list[int]:
@@ -116,9 +124,9 @@ def decide(policy: SelectionPolicy, current: int | None, rows: list[PassRow]) ->
     """keep / drop / undecided for one task from its baseline and full_info passes on the
     current revision (``rows``, each with its run's ``identity``), with the evidence.
 
-    Each counted model contributes its pass@k in each mode (the unbiased estimate over all its
-    passes, as on the leaderboard); the task is kept when the mean over the counted models is
-    ≥ full_info_min for full_info and ≤ baseline_max for baseline."""
+    Each counted model contributes its unbiased pass@k in each mode (over all its passes, the
+    leaderboard's "unbiased pass@k" column); the task is kept when the mean over the counted
+    models is ≥ full_info_min for full_info and ≤ baseline_max for baseline."""
     k, needed = policy.k, models_needed(policy)
     models, identities = _evidence(rows, k)
     identified = [g for g in identities if g["complete"] and g["identity"]]
@@ -155,9 +163,9 @@ def decide(policy: SelectionPolicy, current: int | None, rows: list[PassRow]) ->
                 f"({_named(unknown)})"
             )
         return {**result, "decision": "undecided", "reason": reason + note}
-    # The leaderboard's function: a mean of unbiased pass@k estimates, here over models.
-    full_info = metrics.mean_pass_at_k([g["passes"][Mode.FULL_INFO] for g in counted], k)
-    baseline = metrics.mean_pass_at_k([g["passes"][Mode.BASELINE] for g in counted], k)
+    # The leaderboard's unbiased columns' function: a mean of unbiased estimates, over models.
+    full_info = metrics.mean_pass_at_k_unbiased([g["passes"][Mode.FULL_INFO] for g in counted], k)
+    baseline = metrics.mean_pass_at_k_unbiased([g["passes"][Mode.BASELINE] for g in counted], k)
     result.update(
         full_info_pass=full_info,
         baseline_pass=baseline,
@@ -169,19 +177,20 @@ def decide(policy: SelectionPolicy, current: int | None, rows: list[PassRow]) ->
     reasons = []
     if full_info < policy.full_info_min:
         reasons.append(
-            f"full_info pass@{k} {full_info:.2f} < {policy.full_info_min:.2f}: "
+            f"full_info unbiased pass@{k} {full_info:.2f} < {policy.full_info_min:.2f}: "
             "models fail even with the resolutions"
         )
     if baseline > policy.baseline_max:
         reasons.append(
-            f"baseline pass@{k} {baseline:.2f} > {policy.baseline_max:.2f}: "
+            f"baseline unbiased pass@{k} {baseline:.2f} > {policy.baseline_max:.2f}: "
             "models solve it without asking"
         )
     if reasons:
         reason = f"{'; '.join(reasons)}; decided by {decided}{note}"
         return {**result, "decision": "drop", "reason": reason}
     reason = (
-        f"full_info pass@{k} {full_info:.2f} ≥ {policy.full_info_min:.2f} and "
-        f"baseline pass@{k} {baseline:.2f} ≤ {policy.baseline_max:.2f} over {decided}{note}"
+        f"full_info unbiased pass@{k} {full_info:.2f} ≥ {policy.full_info_min:.2f} and "
+        f"baseline unbiased pass@{k} {baseline:.2f} ≤ {policy.baseline_max:.2f} "
+        f"over {decided}{note}"
     )
     return {**result, "decision": "keep", "reason": reason}

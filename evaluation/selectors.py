@@ -130,10 +130,12 @@ def mode_summary(rows: list[PassRow]) -> dict:
     summary = {
         "tasks": len(per_task),
         "passes": len(rows),
-        # pass@1..3 over the same tasks: those with every pass; the others apart.
+        # pass@1..3 over the same tasks: those with every pass; the others apart. The
+        # release's figure, and the unbiased estimate under its own name.
         "pass_at_tasks": rates["tasks"],
         "tasks_short": rates["short"],
         **{f"pass_at_{k}": rate for k, rate in rates["rates"].items()},
+        **{f"pass_at_{k}_unbiased": rate for k, rate in rates["unbiased"].items()},
     }
     asked = [r for r in rows if r.mode == Mode.ASK_HUMAN]
     if asked:
@@ -233,8 +235,8 @@ def leaderboard(
 def per_task_rows(
     project, *, domain: str | None = None, rows: list[PassRow] | None = None
 ) -> list[dict]:
-    """Per task and model: pass@3 per mode (pass@n for a mode with n < 3 passes, i.e.
-    whether any of them solved it) and the task's Ask-F1."""
+    """Per task and model: the release's pass@3 per mode (solved in one of the first 3
+    passes; pass@n for a mode with n < 3 passes, whether any solved it) and the Ask-F1."""
     rows = project_passes(project, domain=domain) if rows is None else rows
     out = []
     for (task_id, model), passes in sorted(_group(rows, "task_id", "model").items()):

@@ -164,9 +164,7 @@ def run_support(
     return SupportOutcome(
         score=score,
         score_source=source,
-        correct=bool(scored.get("match") or scored.get("match_distinct")),
-        correct_with_support=bool(
-            scored_with_support.get("match") or scored_with_support.get("match_distinct")
-        ),
+        correct=bool(scored.get("match")),
+        correct_with_support=bool(scored_with_support.get("match")),
         detail={"sql": sql, "sql_with_support": sql_with_support},
     )

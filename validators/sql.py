@@ -8,8 +8,9 @@
   columns of the edited database;
 * ``gold_sql_runs`` — runs under the time limit, returns at least one row, and a second run
   returns the same rows (as a multiset);
-* ``golden_output_matches`` — the result matches ``golden_output.csv`` by the release's rules
-  (``hilbench_annotate.toolkit.compare.results_match``).
+* ``golden_output_matches`` — the result matches ``golden_output.csv`` by the release's rule,
+  so the exported verifier gives the oracle reward 1 (``score`` of
+  ``hilbench_annotate.toolkit.compare``, the one function that scores SQL for reward).
 
 Everything that touches SQLite goes through ``toolkit.sqlconsole`` (read-only connections, the
 SELECT-only console, edit scripts on a cached copy) and the name check is the lint's ``gold_sql``
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from authoring import lint
-from hilbench_annotate.toolkit.compare import golden_output_csv, parse_csv_table, results_match
+from hilbench_annotate.toolkit.compare import golden_output_csv, read_golden_csv, score
 from hilbench_annotate.toolkit.sqlchild import connect_readonly, install_deadline
 from hilbench_annotate.toolkit.sqlconsole import (
     EditScriptError,
@@ -313,7 +314,7 @@ def _check_golden(golden: str, columns: list[str], rows: list[tuple]) -> CheckRe
             {"columns": columns, "first_rows": _preview(rows), "row_count": len(rows)},
         )
     try:
-        gold_columns, gold_rows = parse_csv_table(golden)
+        gold_columns, gold_rows = read_golden_csv(golden)
     except (ValueError, csv.Error) as error:
         return CheckResult(
             name,
@@ -321,23 +322,23 @@ def _check_golden(golden: str, columns: list[str], rows: list[tuple]) -> CheckRe
             f"golden_output.csv is not a valid table ({error}); recompute it.",
             {"error": str(error)},
         )
-    matched, reason = results_match(columns, rows, gold_columns, gold_rows)
-    if matched:
+    verdict = score(columns, rows, gold_columns, gold_rows)
+    if verdict["match"]:
+        how = verdict["compared"]
+        note = "" if how == "as returned" else f", {how}"
         return CheckResult(
             name,
             PASSED,
-            f"The gold SQL's result matches golden_output.csv ({len(gold_rows)} rows).",
+            f"The gold SQL's result matches golden_output.csv ({len(gold_rows)} rows{note}).",
         )
-    distinct, _ = results_match(columns, rows, gold_columns, gold_rows, distinct=True)
-    hint = " (they agree once duplicate rows are removed)" if distinct else ""
+    reason = verdict["reason"]
     return CheckResult(
         name,
         FAILED,
-        f"The gold SQL's result does not match golden_output.csv: {reason}{hint}. Recompute "
+        f"The gold SQL's result does not match golden_output.csv: {reason}. Recompute "
         "golden_output.csv or fix the gold SQL.",
         {
             "reason": reason,
-            "matches_distinct": distinct,
             "result_columns": columns,
             "result_first_rows": _preview(rows),
             "result_row_count": len(rows),

@@ -20,7 +20,7 @@ from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
 from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
-from judge.services import ask_human, ask_human_run_start
+from judge.services import ask_human, ask_human_reject, ask_human_run_start
 
 from ..harbor_jobs import is_harbor_jobs, parse_harbor_jobs
 from ..models import EvaluationRun, Mode, TaskPass, Trajectory
@@ -174,6 +174,11 @@ def imported_pass_store(run: EvaluationRun, task: Task, record: PassRecord) -> T
                 label=f"{run.model_name} pass {record.index} (import {run.pk})",
             )
             for question in record.questions:
+                if not question["text"].strip():
+                    # Logged by the harness, so made: a call that matched nothing, counted in
+                    # precision's denominator as the release counts it.
+                    ask_human_reject(run=ask_run, question="", reason="the question is blank")
+                    continue
                 ask_human(
                     run=ask_run,
                     actor=run.created_by,

@@ -22,7 +22,7 @@ from hilbench_annotate.instructions import task_instructions
 from hilbench_annotate.jobs import job_claim, job_fail, job_heartbeat, job_send
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
-from hilbench_annotate.toolkit.compare import parse_csv_table
+from hilbench_annotate.toolkit.compare import read_golden_csv
 from hilbench_annotate.toolkit.sqlconsole import run_select
 from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
@@ -43,7 +43,7 @@ def sql_task_context(task: Task, revision: Revision) -> SqlTaskContext:
         project_id=task.project_id, source=Path(env.database.path), edit_script=env.edit_script
     )
     if env.golden_output.strip():
-        gold_columns, gold_rows = parse_csv_table(env.golden_output)
+        gold_columns, gold_rows = read_golden_csv(env.golden_output)
     elif env.gold_sql.strip():
         result = run_select(db_path, env.gold_sql, timeout_s=30.0, row_cap=10_000, exact=True)
         gold_columns, gold_rows = result.columns, result.rows

@@ -55,20 +55,31 @@ from hilbench_annotate.params import param_choice
 from hilbench_annotate.toolkit.charts import column_chart, line_chart
 from hilbench_annotate.vocabulary import Domain, Role
 
+_RELEASE_DEFINITION = (
+    "the HiL-Bench release's pass@{k}: the share of tasks resolved in any of their first {k} "
+    "passes (run_hil_bench.py summarize_rows)"
+)
+_UNBIASED_DEFINITION = (
+    "1 − C(n−c,{k})/C(n,{k}) from all of a task's n passes (Chen et al. 2021), averaged over "
+    "tasks: the release's pass@{k} averaged over every order the passes could have run in"
+)
+# (key, label, what the column is): the leaderboard page, its CSV and the API name the keys.
 COLUMNS = [
-    ("model", "Model"),
-    ("mode", "Mode"),
-    ("tasks", "Tasks"),
-    ("passes", "Passes"),
-    ("pass_at_1", "pass@1"),
-    ("pass_at_2", "pass@2"),
-    ("pass_at_3", "pass@3"),
-    ("ask_f1", "Ask-F1"),
-    ("ask_precision", "Ask precision"),
-    ("ask_recall", "Ask recall"),
-    ("questions_per_pass", "Questions / pass"),
-    ("duplicate_rate", "Duplicate rate"),
-    ("reward_mean", "Mean reward"),
+    ("model", "Model", ""),
+    ("mode", "Mode", ""),
+    ("tasks", "Tasks", ""),
+    ("passes", "Passes", ""),
+    *((f"pass_at_{k}", f"pass@{k}", _RELEASE_DEFINITION.format(k=k)) for k in (1, 2, 3)),
+    *(
+        (f"pass_at_{k}_unbiased", f"unbiased pass@{k}", _UNBIASED_DEFINITION.format(k=k))
+        for k in (1, 2, 3)
+    ),
+    ("ask_f1", "Ask-F1", ""),
+    ("ask_precision", "Ask precision", ""),
+    ("ask_recall", "Ask recall", ""),
+    ("questions_per_pass", "Questions / pass", ""),
+    ("duplicate_rate", "Duplicate rate", ""),
+    ("reward_mean", "Mean reward", ""),
 ]
 
 
@@ -376,9 +387,10 @@ def leaderboard_csv(request, project_id: int):
     writer = csv.writer(response)
     # pass@k is over the tasks with every pass (pass_at_tasks); the others are counted apart.
     extra = ["pass_at_tasks", "tasks_short"]
-    writer.writerow([key for key, _ in COLUMNS] + extra + [f"audbc_{m}" for m in methods])
+    keys = [key for key, _label, _title in COLUMNS] + extra
+    writer.writerow(keys + [f"audbc_{m}" for m in methods])
     for row in leaderboard(project, domain=domain):
-        values = [csv_safe(row.get(key)) for key in [k for k, _ in COLUMNS] + extra]
+        values = [csv_safe(row.get(key)) for key in keys]
         values += [row["audbc"].get(m) for m in methods]
         writer.writerow(
             ["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in values]

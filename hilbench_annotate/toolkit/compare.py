@@ -1,28 +1,41 @@
-"""Compare a query's result table with a golden one, by the release's SQL scoring rules.
+"""Score a query's result table against the gold one exactly as the HiL-Bench release does.
 
-The rules (PRODUCT.md, "Metrics"): row order is ignored; the prediction may carry extra columns;
-numbers are equal within a tolerance (1e-2); a result is scored both with and without
-de-duplication of rows.
+The release's rule is ``compare_pandas_outputs`` in its
+``hil_bench/utils/calculate_sql_pass_at_1.py`` (with ``parse_golden_output`` reading
+golden_output.csv). This module is that rule in plain
+Python, because the bundle's verifier (``grade.py``) runs on a bare ``python3`` beside a copy of
+this file; ``tests/evaluation/test_release_parity_scoring.py`` runs the release's own code and
+this one on the same results and requires the same verdict. ``score`` is the one function
+everything that rewards SQL calls: the verifier, the built-in runner, the support study and the
+validators' ``golden_output_matches`` check.
 
-Cell equality, as implemented here:
+What it does, in the release's order:
 
-* A cell that is a number (``int``/``float``) or a string that reads as a decimal number
-  (``"5"``, ``"-1.50"``, ``"2e3"``) compares numerically, so ``"5"``, ``5`` and ``5.0`` are equal
-  and ``0.333`` equals ``"0.33"`` within ``tolerance`` (absolute difference).
-* NULL (``None``) equals the empty string and nothing else: NULL is written as an empty cell in
-  ``golden_output.csv``, so a CSV cannot tell them apart. The text ``"None"`` / ``"NULL"`` is an
-  ordinary string.
-* Every other cell compares as exact text (BLOBs as UTF-8 text, or hex when not UTF-8).
+1. **Columns are typed as pandas types them.** A column whose every non-NULL value is a number
+   — an int or a float, or text that reads as a decimal number (``"5"``, ``" -1.5 "``,
+   ``"2e3"``; not ``"1_000"``, ``"0x10"``, ``"nan"``) — becomes numbers, unless some value's text
+   starts with ``0`` and a digit (``"01234"`` stays text). Any other column becomes text, a
+   number in it written as Python writes it (``5.0`` is ``"5.0"``, not ``"5"``). NULL stays NULL.
+2. **A row is the multiset of its values; names and positions of columns do not count.** A
+   number ``v`` counts as ``round(v / 0.01) * 0.01``: two numbers are equal when they fall in
+   the same 0.01 bucket, not when they are within 0.01 (``round`` rounds halves to even, so
+   gold 22.625 is 22.62 while ``ROUND(x, 2)`` = 22.63 is 22.63: different). NULL equals NULL
+   only; text equals the same text only (``"5"`` text in a text column is not the number 5).
+3. **Tables match** when they have the same number of rows, the prediction has at least the
+   gold's number of columns, and: with as many columns, the two multisets of rows are equal;
+   with more, each gold row in order takes the first prediction row not yet taken that contains
+   all its values (greedy, as the release does; extra values are allowed).
+4. **Duplicates.** Step 3 is tried on the tables as they are and with exact duplicate rows
+   removed, each side independently: (gold, prediction), (gold, prediction de-duplicated),
+   (gold de-duplicated, prediction), (both de-duplicated). Any match scores 1.
 
-Columns are matched by their values, never by names (a prediction's ``count(*)`` is the gold
-``count``). For each gold column the candidate predicted columns are those whose value multiset
-(or set, with ``distinct``) is compatible; a few injective assignments are tried in order of
-preference (same name, then same position, then left to right) and each is verified on whole
-rows. The number of assignments tried is capped, so the comparison stays polynomial.
+golden_output.csv is read as pandas' ``read_csv(dtype=str)`` reads it after ``strip()``
+(``read_golden_csv``): an empty cell, and a cell that is exactly one of pandas' NA words (``NA``,
+``NULL``, ``None``, ``nan``, ``N/A``…: ``NA_WORDS``), is NULL — never an empty string.
 
-Rows are matched exactly first (hashing); what is left is matched within the tolerance by
-augmenting paths inside groups of rows that share all their text cells. This module is pure:
-no Django, no SQLite.
+What the release's scorer raises on it scores 0 (its caller catches the exception), and so does
+this module, saying why: two result columns with the same name, bytes that are not UTF-8 text,
+an infinite number or one too large to bucket. Pure: no Django, no SQLite, no pandas.
 """
 
 from __future__ import annotations
@@ -30,24 +43,55 @@ from __future__ import annotations
 import csv
 import io
 import re
-from bisect import bisect_left
-from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Sequence
 
-DEFAULT_TOLERANCE = 1e-2
+BUCKET = 0.01  # the release's ``tol``: numbers are compared as round(v / 0.01) * 0.01
+# pandas' default NA words (pandas._libs.parsers.STR_NA_VALUES; the parity suite checks them).
+NA_WORDS = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
+# What pandas.to_numeric reads as a number: ASCII digits only, surrounding whitespace allowed.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INFINITY = re.compile(r"[+-]?inf(?:inity)?", re.IGNORECASE)
+_LEADING_ZERO = re.compile(r"^0\d")  # the release's test, Unicode digits included
+_SPACE = " \t\n\r\f\v"
+_INT64 = (-(2**63), 2**63 - 1)
+_UINT64_MAX = 2**64 - 1
 
-# Decimal numbers only: float() would also accept "nan", "inf" and "1_000".
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_INTEGER = re.compile(r"[+-]?\d+")
-# Absorbs binary rounding at the boundary (0.34 - 0.33 is 0.010000000000000009).
-_SLACK = 1e-9
-# Column assignments verified on rows before giving up.
-_MAX_ASSIGNMENTS = 64
-_MAX_SEARCH_STEPS = 10_000
-# Above this many leftover rows in one group, tolerant matching is greedy (sorted order).
-_MAX_AUGMENTING = 2000
+_ANY = object()
 
-_NUM, _STR = "n", "s"
+COMPARISONS = (
+    ("as returned", False, False),
+    ("with duplicate rows removed from the prediction", False, True),
+    ("with duplicate rows removed from the gold table", True, False),
+    ("with duplicate rows removed from both", True, True),
+)
+
+
+class Unscorable(ValueError):
+    """The release's scorer raises on this table, so the result scores 0."""
 
 
 # --- cells ------------------------------------------------------------------------------
@@ -66,55 +110,67 @@ def cell_text(value: object) -> str:
     return str(value)
 
 
-def _cell(value: object) -> tuple[str, object]:
-    """A comparable cell: ``("n", number)`` or ``("s", text)``."""
+def _text(value: object) -> str | None:
+    """pandas' ``astype(str)`` of one cell: NULL stays NULL, bytes are decoded as UTF-8."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Unscorable("a value is bytes that are not UTF-8 text") from None
+    return str(value)
+
+
+def _number(value: object, text: str | None) -> int | float | None:
+    """pandas' ``to_numeric(errors="coerce")`` of one cell: None when it is not a number."""
+    if text is None:
+        return None
     if isinstance(value, bool):
-        return (_NUM, int(value))
+        return int(value)
     if isinstance(value, int | float):
-        return (_NUM, value)
-    text = cell_text(value)
-    stripped = text.strip()
-    if _NUMBER.fullmatch(stripped):
-        if _INTEGER.fullmatch(stripped):
-            return (_NUM, int(stripped))
-        return (_NUM, float(stripped))
-    return (_STR, text)
+        return value
+    stripped = text.strip(_SPACE)
+    if _DECIMAL.fullmatch(stripped):
+        return int(stripped) if _INTEGER.fullmatch(stripped) else float(stripped)
+    if _INFINITY.fullmatch(stripped):
+        return float(stripped)
+    return None
 
 
-def _cells_equal(a: tuple[str, object], b: tuple[str, object], tolerance: float) -> bool:
-    if a[0] != b[0]:
+def _as_int_column(numbers: list[int | float | None]) -> bool:
+    """Would pandas keep this numeric column as integers (int64 / uint64), not float64?"""
+    if any(n is None or isinstance(n, float) for n in numbers):
         return False
-    if a[0] == _NUM:
-        return abs(a[1] - b[1]) <= tolerance + _SLACK  # type: ignore[operator]
-    return a[1] == b[1]
+    if all(_INT64[0] <= n <= _INT64[1] for n in numbers):  # type: ignore[operator]
+        return True
+    return all(0 <= n <= _UINT64_MAX for n in numbers)  # type: ignore[operator]
 
 
-def _rows_equal(a: tuple, b: tuple, tolerance: float) -> bool:
-    return all(_cells_equal(x, y, tolerance) for x, y in zip(a, b, strict=True))
+def _normalise_column(values: list[object]) -> list[object]:
+    """One column as the release's ``_normalize_single_dataframe`` leaves it."""
+    texts = [_text(v) for v in values]
+    if any(t is not None and _LEADING_ZERO.match(t) for t in texts):
+        return texts
+    numbers = [_number(v, t) for v, t in zip(values, texts, strict=True)]
+    if sum(n is not None for n in numbers) != sum(t is not None for t in texts):
+        return texts
+    if _as_int_column(numbers):
+        return numbers
+    return [None if n is None else float(n) for n in numbers]
 
 
-# --- CSV --------------------------------------------------------------------------------
+def _key(value: object) -> object:
+    """The release's ``tolerant_counter`` key of one normalised cell."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return round(value / BUCKET) * BUCKET  # type: ignore[operator]
+    except (OverflowError, ValueError):
+        raise Unscorable(f"the number {value!r} cannot be rounded to 0.01 buckets") from None
 
 
-def parse_csv_table(text: str) -> tuple[list[str], list[tuple]]:
-    """The header and rows of a CSV table (cells as strings); empty text is ``([], [])``.
-
-    Blank lines are skipped. A row whose length differs from the header's raises ValueError
-    naming the line, because a ragged table cannot be compared column by column.
-    """
-    text = (text or "").lstrip("\ufeff")
-    records = [r for r in csv.reader(io.StringIO(text)) if r]
-    if not records:
-        return [], []
-    header = list(records[0])
-    rows: list[tuple] = []
-    for number, record in enumerate(records[1:], start=2):
-        if len(record) != len(header):
-            raise ValueError(
-                f"row {number} has {len(record)} cells but the header has {len(header)}"
-            )
-        rows.append(tuple(record))
-    return header, rows
+# --- golden_output.csv ------------------------------------------------------------------
 
 
 def golden_output_csv(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -127,341 +183,145 @@ def golden_output_csv(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
     return out.getvalue()
 
 
-# --- columns ----------------------------------------------------------------------------
+def _unique(names: list[str]) -> list[str]:
+    """Header names made unique as pandas makes them (``a``, ``a.1``…): a CSV's repeated
+    header never makes the table unscorable, unlike a query's repeated column name."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 0
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}.{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
 
 
-def _sort_key(cell: tuple[str, object]) -> tuple:
-    return cell
+def _blank(record: list[str]) -> bool:
+    # pandas skips empty lines and lines of spaces; a lone quoted "" is a NULL row.
+    return not record or (len(record) == 1 and record[0] != "" and not record[0].strip(" \t"))
 
 
-def _column_compatible(
-    gold: list[tuple[str, object]],
-    pred: list[tuple[str, object]],
-    tolerance: float,
-    distinct: bool,
-) -> bool:
-    """Could ``pred`` be the gold column? Multisets (or sets) equal within the tolerance."""
-    if not distinct:
-        if len(gold) != len(pred):
-            return False
-        return all(
-            _cells_equal(g, p, tolerance)
-            for g, p in zip(sorted(gold, key=_sort_key), sorted(pred, key=_sort_key), strict=True)
+def read_golden_csv(text: str) -> tuple[list[str], list[tuple]]:
+    """golden_output.csv as the release reads it (``parse_golden_output``): header and rows,
+    each cell its text or ``None`` for NULL (an empty cell or one of ``NA_WORDS``). A short
+    row is padded with NULLs; ValueError for no header or a row longer than the header."""
+    text = (text or "").strip().lstrip("\ufeff")
+    records = [r for r in csv.reader(io.StringIO(text)) if not _blank(r)]
+    if not records:
+        raise ValueError("golden_output.csv is empty: there is no header")
+    header = _unique(list(records[0]))
+    rows: list[tuple] = []
+    for number, record in enumerate(records[1:], start=2):
+        if len(record) > len(header):
+            raise ValueError(
+                f"row {number} has {len(record)} cells but the header has {len(header)}"
+            )
+        cells = [None if c in NA_WORDS else c for c in record]
+        rows.append(tuple(cells + [None] * (len(header) - len(cells))))
+    return header, rows
+
+
+# --- tables -----------------------------------------------------------------------------
+
+
+def _normalise(columns: Sequence[str], rows: Sequence[Sequence], side: str) -> list[tuple]:
+    """A table's rows after the release's column typing (``Unscorable`` where it raises)."""
+    repeated = [name for name, n in Counter(str(c) for c in columns).items() if n > 1]
+    if repeated:
+        raise Unscorable(
+            f"the {side} has two columns named {repeated[0]!r}: the release's scorer cannot "
+            "tell them apart and scores such a result 0 (give each column its own name)"
         )
-    return _covers(set(gold), set(pred), tolerance) and _covers(set(pred), set(gold), tolerance)
+    width = len(columns)
+    for row in rows:
+        if len(row) != width:
+            raise Unscorable(f"a {side} row has {len(row)} cells but {width} columns")
+    typed = [_normalise_column([row[j] for row in rows]) for j in range(width)]
+    return list(zip(*typed, strict=True)) if typed else [() for _ in rows]
 
 
-def _covers(
-    values: set[tuple[str, object]], other: set[tuple[str, object]], tolerance: float
-) -> bool:
-    """Every value in ``values`` has an equal value in ``other`` (numbers within tolerance)."""
-    numbers = sorted(v[1] for v in other if v[0] == _NUM)
-    for value in values:
-        if value in other:
-            continue
-        if value[0] != _NUM:
-            return False
-        i = bisect_left(numbers, value[1] - tolerance - _SLACK)  # type: ignore[operator]
-        if i == len(numbers) or numbers[i] > value[1] + tolerance + _SLACK:  # type: ignore[operator]
-            return False
-    return True
+def _dedupe(rows: list[tuple], keyed: list[Counter]) -> tuple[list[tuple], list[Counter]]:
+    """``drop_duplicates()``: the first of each group of exactly equal rows, in order."""
+    seen: set[tuple] = set()
+    kept_rows, kept_keys = [], []
+    for row, keys in zip(rows, keyed, strict=True):
+        if row not in seen:
+            seen.add(row)
+            kept_rows.append(row)
+            kept_keys.append(keys)
+    return kept_rows, kept_keys
 
 
-def _assignments(candidates: list[list[int]]) -> list[tuple[int, ...]]:
-    """Up to ``_MAX_ASSIGNMENTS`` injective choices, one candidate per gold column, in order.
+def _shown(row: tuple) -> str:
+    return "(" + ", ".join("NULL" if v is None else repr(v) for v in row) + ")"
 
-    A depth-first search that never reuses a predicted column, with a step budget so that
-    many interchangeable columns cannot make it exponential.
+
+def _greedy_unmatched(gold: list[Counter], pred: list[Counter]) -> int | None:
+    """The release's greedy pairing when the prediction has extra columns: each gold row in
+    order takes the first untaken prediction row holding all its values. The index of the
+    first gold row left without one, or None when every gold row found one.
+
+    Same outcome as the release's scan of every prediction row, found faster: a row holding
+    all of a gold row's values holds its rarest one, so only that value's rows are scanned,
+    from past the ones already taken at their front.
     """
-    found: list[tuple[int, ...]] = []
-    steps = 0
-    chosen: list[int] = []
-
-    def search(k: int) -> None:
-        nonlocal steps
-        if k == len(candidates):
-            found.append(tuple(chosen))
-            return
-        for j in candidates[k]:
-            steps += 1
-            if len(found) >= _MAX_ASSIGNMENTS or steps > _MAX_SEARCH_STEPS:
-                return
-            if j in chosen:
-                continue
-            chosen.append(j)
-            search(k + 1)
-            chosen.pop()
-
-    search(0)
-    return found
-
-
-def _preview(values: list, limit: int = 3) -> str:
-    shown = ", ".join(repr(v) for v in values[:limit])
-    return shown + (", ..." if len(values) > limit else "")
-
-
-def _closest(
-    k: int,
-    name: str,
-    gold_col: list[tuple[str, object]],
-    pred_columns: list[str],
-    pred_cols: list[list[tuple[str, object]]],
-    tolerance: float,
-) -> str:
-    """Where the likeliest predicted column (same name, else same position) parts from gold."""
-    by_name = [j for j, c in enumerate(pred_columns) if c.lower() == name.lower()]
-    j = by_name[0] if by_name else (k if k < len(pred_cols) else None)
-    if j is None:
-        return ""
-    gold_values = sorted(set(gold_col))
-    pred_values = sorted(set(pred_cols[j]))
-    for value in gold_values:
-        if not _covers({value}, set(pred_values), tolerance):
-            return f" (gold value {value[1]!r} is not in predicted column {pred_columns[j]})"
-    for value in pred_values:
-        if not _covers({value}, set(gold_values), tolerance):
-            return f" (predicted column {pred_columns[j]} has {value[1]!r}, not in gold)"
-    return f" (predicted column {pred_columns[j]} has the same values but in different counts)"
-
-
-# --- rows -------------------------------------------------------------------------------
-
-
-def _dedupe(rows: list[tuple], raw: list[tuple]) -> tuple[list[tuple], list[tuple]]:
-    seen: dict[tuple, tuple] = {}
-    for row, original in zip(rows, raw, strict=True):
-        seen.setdefault(row, original)
-    return list(seen), list(seen.values())
-
-
-def _tolerant_pairs(gold: list[tuple], pred: list[tuple], tolerance: float) -> dict[int, int]:
-    """A maximum matching gold index -> pred index (augmenting paths; greedy when large).
-
-    All rows share their text cells (see ``_rows_match``), so candidates for a gold row are
-    found by bisecting on the first numeric cell instead of trying every predicted row.
-    """
-    if not gold or not pred:
-        return {}
-    numeric = [k for k, cell in enumerate(gold[0]) if cell[0] == _NUM]
-    if not numeric:
-        return {}  # identical text rows were paired exactly already
-    pos = numeric[0]
-    order = sorted(range(len(pred)), key=lambda j: pred[j])
-    keys = [pred[j][pos][1] for j in order]
-    reach = tolerance + _SLACK
-
-    def candidates(i: int) -> Iterator[int]:
-        value = gold[i][pos][1]
-        k = bisect_left(keys, value - reach)
-        while k < len(keys) and keys[k] <= value + reach:
-            if _rows_equal(gold[i], pred[order[k]], tolerance):
-                yield order[k]
-            k += 1
-
-    if len(gold) > _MAX_AUGMENTING or len(pred) > _MAX_AUGMENTING:
-        match: dict[int, int] = {}
-        used: set[int] = set()
-        for i in sorted(range(len(gold)), key=lambda i: gold[i]):
-            for j in candidates(i):
-                if j not in used:
-                    match[i] = j
-                    used.add(j)
-                    break
-        return match
-
-    edges = [list(candidates(i)) for i in range(len(gold))]
-    owner: dict[int, int] = {}  # pred index -> gold index
-
-    def augment(i: int, seen: set[int]) -> bool:
-        for j in edges[i]:
-            if j in seen:
-                continue
-            seen.add(j)
-            if j not in owner or augment(owner[j], seen):
-                owner[j] = i
-                return True
-        return False
-
-    for i in range(len(gold)):
-        augment(i, set())
-    return {i: j for j, i in owner.items()}
+    holders: dict[object, list[int]] = {}
+    for j, counter in enumerate(pred):
+        for key in counter:
+            holders.setdefault(key, []).append(j)
+    taken = [False] * len(pred)
+    front: dict[object, int] = {}
+    holders[_ANY] = list(range(len(pred)))  # a gold row of no columns: any row holds it
+    for i, need in enumerate(gold):
+        rarest = min(need, key=lambda k: len(holders.get(k, ())), default=_ANY)
+        rows = holders.get(rarest, [])
+        start = front.get(rarest, 0)
+        while start < len(rows) and taken[rows[start]]:
+            start += 1
+        front[rarest] = start
+        for j in rows[start:]:
+            if not taken[j] and all(n <= pred[j].get(k, 0) for k, n in need.items()):
+                taken[j] = True
+                break
+        else:
+            return i
+    return None
 
 
 def _rows_match(
-    gold: list[tuple],
-    gold_raw: list[tuple],
-    pred: list[tuple],
-    pred_raw: list[tuple],
-    tolerance: float,
+    gold: tuple[list[tuple], list[Counter]],
+    pred: tuple[list[tuple], list[Counter]],
+    widths: tuple[int, int],
 ) -> tuple[bool, str]:
-    """Multiset equality of rows within the tolerance; the reason names a differing row."""
-    left_gold = Counter(gold)
-    left_gold.subtract(Counter(pred))
-    if all(n == 0 for n in left_gold.values()):
-        return True, ""
-    # Exact matches are paired off; only the rest need the tolerance.
-    remaining = Counter(pred)
-    gold_rest: list[int] = []
-    for i, row in enumerate(gold):
-        if remaining[row] > 0:
-            remaining[row] -= 1
-        else:
-            gold_rest.append(i)
-    taken = Counter(gold)
-    pred_rest: list[int] = []
-    for j, row in enumerate(pred):
-        if taken[row] > 0:
-            taken[row] -= 1
-        else:
-            pred_rest.append(j)
-
-    def text_part(row: tuple) -> tuple:
-        return tuple(c if c[0] == _STR else (_NUM,) for c in row)
-
-    groups: dict[tuple, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-    for i in gold_rest:
-        groups[text_part(gold[i])][0].append(i)
-    for j in pred_rest:
-        groups[text_part(pred[j])][1].append(j)
-
-    missing: list[int] = []
-    unexpected: list[int] = []
-    for gold_ids, pred_ids in groups.values():
-        pairs = _tolerant_pairs([gold[i] for i in gold_ids], [pred[j] for j in pred_ids], tolerance)
-        matched_pred = set(pairs.values())
-        missing += [gold_ids[k] for k in range(len(gold_ids)) if k not in pairs]
-        unexpected += [pred_ids[k] for k in range(len(pred_ids)) if k not in matched_pred]
-    if not missing and not unexpected:
-        return True, ""
-    parts = []
-    if missing:
-        missing.sort()
-        parts.append(f"row {gold_raw[missing[0]]!r} missing from the prediction")
-        if len(missing) > 1:
-            parts[-1] += f" ({len(missing)} gold rows unmatched)"
-    if unexpected:
-        unexpected.sort()
-        parts.append(f"unexpected predicted row {pred_raw[unexpected[0]]!r}")
-    return False, "; ".join(parts)
-
-
-# --- the comparison ---------------------------------------------------------------------
-
-
-def _shape_problem(
-    gold_columns: list[str],
-    gold_raw: list[tuple],
-    pred_columns: list[str],
-    pred_raw: list[tuple],
-) -> str:
-    """Why the two tables cannot be compared at all ("" when their shapes are usable)."""
-    for name, columns, rows in (
-        ("gold", gold_columns, gold_raw),
-        ("prediction", pred_columns, pred_raw),
-    ):
-        for row in rows:
-            if len(row) != len(columns):
-                return (
-                    f"a {name} row has {len(row)} cells but the {name} has {len(columns)} columns"
-                )
-    if not gold_columns:
-        return "the gold table has no columns"
-    if len(pred_columns) < len(gold_columns):
-        return f"gold has {len(gold_columns)} columns, prediction {len(pred_columns)}"
-    return ""
-
-
-def _column_candidates(
-    gold_columns: list[str],
-    gold: list[tuple],
-    pred_columns: list[str],
-    pred: list[tuple],
-    tolerance: float,
-    distinct: bool,
-) -> tuple[list[list[int]], str]:
-    """Candidate predicted columns per gold column, by value compatibility, best first.
-
-    Returns ``(candidates, "")``, or ``([], reason)`` when some gold column has none.
-    """
-    pred_cols = [[row[j] for row in pred] for j in range(len(pred_columns))]
-    candidates: list[list[int]] = []
-    for k, name in enumerate(gold_columns):
-        gold_col = [row[k] for row in gold]
-        fits = [
-            j
-            for j, col in enumerate(pred_cols)
-            if _column_compatible(gold_col, col, tolerance, distinct)
-        ]
-        if not fits:
-            return [], f"no predicted column matches gold column {name}" + _closest(
-                k, name, gold_col, pred_columns, pred_cols, tolerance
-            )
-        fits.sort(
-            key=lambda j, k=k, name=name: (
-                pred_columns[j].lower() != name.lower(),
-                j != k,
-                j,
-            )
-        )
-        candidates.append(fits)
-    return candidates, ""
-
-
-def results_match(
-    pred_columns: Sequence[str],
-    pred_rows: Sequence[Sequence],
-    gold_columns: Sequence[str],
-    gold_rows: Sequence[Sequence],
-    *,
-    tolerance: float = DEFAULT_TOLERANCE,
-    distinct: bool = False,
-) -> tuple[bool, str]:
-    """Does the predicted table answer like the gold one? ``(matched, reason)``.
-
-    Row order is ignored, extra predicted columns are allowed (gold columns are matched to
-    predicted ones by values), numbers are equal within ``tolerance``; ``distinct`` compares
-    sets of rows instead of multisets. ``reason`` is empty on a match, otherwise it says what
-    differs: a row count, a gold column no predicted column matches, or a missing row.
-    """
-    gold_columns = [str(c) for c in gold_columns]
-    pred_columns = [str(c) for c in pred_columns]
-    gold_raw = [tuple(r) for r in gold_rows]
-    pred_raw = [tuple(r) for r in pred_rows]
-    problem = _shape_problem(gold_columns, gold_raw, pred_columns, pred_raw)
-    if problem:
-        return False, problem
-
-    gold = [tuple(_cell(v) for v in r) for r in gold_raw]
-    pred = [tuple(_cell(v) for v in r) for r in pred_raw]
-    if distinct:
-        gold, gold_raw = _dedupe(gold, gold_raw)
-    elif len(gold) != len(pred):
-        return False, f"gold has {len(gold)} rows, prediction {len(pred)}"
-
-    candidates, problem = _column_candidates(
-        gold_columns, gold, pred_columns, pred, tolerance, distinct
-    )
-    if problem:
-        return False, problem
-    assignments = _assignments(candidates)
-    if not assignments:
-        return False, "two gold columns can only be matched by the same predicted column"
-    first_reason = ""
-    for assignment in assignments:
-        proj = [tuple(row[j] for j in assignment) for row in pred]
-        proj_raw = [tuple(row[j] for j in assignment) for row in pred_raw]
-        if distinct:
-            proj, proj_raw = _dedupe(proj, proj_raw)
-            if len(proj) != len(gold):
-                reason = f"gold has {len(gold)} distinct rows, prediction {len(proj)}"
-                first_reason = first_reason or reason
-                continue
-        matched, reason = _rows_match(gold, gold_raw, proj, proj_raw, tolerance)
-        if matched:
+    """The release's ``compare_pandas_outputs_helper`` on two (possibly de-duplicated)
+    tables, and why it fails: "" for a row count that differs (the caller says it)."""
+    (gold_rows, gold_keys), (pred_rows, pred_keys) = gold, pred
+    gold_width, pred_width = widths
+    if len(gold_rows) != len(pred_rows):
+        return False, ""
+    if pred_width < gold_width:
+        return False, f"gold has {gold_width} columns, prediction {pred_width}"
+    if pred_width == gold_width:
+        wanted = Counter(frozenset(c.items()) for c in gold_keys)
+        offered = Counter(frozenset(c.items()) for c in pred_keys)
+        if wanted == offered:
             return True, ""
-        first_reason = first_reason or reason
-    return False, first_reason
+        missing = wanted - offered
+        i = next(i for i, c in enumerate(gold_keys) if frozenset(c.items()) in missing)
+        return False, f"no predicted row has the values of gold row {_shown(gold_rows[i])}"
+    i = _greedy_unmatched(gold_keys, pred_keys)
+    if i is None:
+        return True, ""
+    return False, (
+        f"no predicted row left holds the values of gold row {_shown(gold_rows[i])} "
+        "(each gold row takes the first unused predicted row that contains its values)"
+    )
+
+
+def _keyed(rows: list[tuple]) -> list[Counter]:
+    return [Counter(_key(v) for v in row) for row in rows]
 
 
 def score(
@@ -470,18 +330,47 @@ def score(
     gold_columns: Sequence[str],
     gold_rows: Sequence[Sequence],
 ) -> dict:
-    """Both of the release's scores: as multisets (``match``) and de-duplicated.
+    """The release's verdict on a predicted table against the gold one.
 
-    ``reason`` explains the first failing comparison (empty when both match);
-    ``reason_distinct`` is the de-duplicated comparison's own reason.
+    ``gold_rows`` are the gold query's result, or golden_output.csv as ``read_golden_csv``
+    reads it. Returns ``{"match": bool, "compared": how the matching tables were compared
+    (one of ``COMPARISONS``' names; "" when none matched), "reason": why they do not match
+    ("" when they do)}``. A match found only once duplicate rows are removed is a match, and
+    its reason is empty like any other's: ``compared`` says how it was found.
     """
-    match, reason = results_match(pred_columns, pred_rows, gold_columns, gold_rows)
-    match_distinct, reason_distinct = results_match(
-        pred_columns, pred_rows, gold_columns, gold_rows, distinct=True
-    )
-    return {
-        "match": match,
-        "match_distinct": match_distinct,
-        "reason": reason or reason_distinct,
-        "reason_distinct": reason_distinct,
-    }
+    try:
+        gold = _normalise(gold_columns, gold_rows, "gold table")
+        pred = _normalise(pred_columns, pred_rows, "result")
+        # The release meets an unbucketable number only once the row counts agree, and then
+        # raises: a table holding one never matches, whatever the counts.
+        golds = {False: (gold, _keyed(gold))}
+        preds = {False: (pred, _keyed(pred))}
+    except Unscorable as problem:
+        return {"match": False, "compared": "", "reason": str(problem)}
+    golds[True], preds[True] = _dedupe(*golds[False]), _dedupe(*preds[False])
+    widths = (len(gold_columns), len(pred_columns))
+    why = ""
+    for name, gold_once, pred_once in COMPARISONS:
+        matched, reason = _rows_match(golds[gold_once], preds[pred_once], widths)
+        if matched:
+            return {"match": True, "compared": name, "reason": ""}
+        if reason and not why:
+            why = reason if name == COMPARISONS[0][0] else f"{reason} ({name})"
+    if not why:
+        why = f"gold has {len(gold)} rows, prediction {len(pred)}"
+        once = (len(golds[True][0]), len(preds[True][0]))
+        if once != (len(gold), len(pred)):
+            why += f" ({once[0]} and {once[1]} without duplicate rows)"
+    return {"match": False, "compared": "", "reason": why}
+
+
+__all__ = [
+    "BUCKET",
+    "COMPARISONS",
+    "NA_WORDS",
+    "Unscorable",
+    "cell_text",
+    "golden_output_csv",
+    "read_golden_csv",
+    "score",
+]

@@ -2,6 +2,7 @@
 wrong formula (counting duplicates, macro instead of micro, ignoring ties) gives another number.
 """
 
+import itertools
 import math
 import random
 
@@ -20,8 +21,10 @@ from evaluation.metrics import (
     duplicate_rate_micro,
     flip_rate_curve,
     mean_pass_at_k,
+    mean_pass_at_k_unbiased,
     pass_at_k,
     pass_at_k_rates,
+    pass_at_k_unbiased,
     shaped_reward,
     support_summary,
 )
@@ -29,63 +32,84 @@ from evaluation.metrics import (
 # --- pass@k -----------------------------------------------------------------------------
 
 
-def test_pass_at_k_is_the_unbiased_estimator():
-    # Issue 25's worked examples: 1 - C(n - c, k) / C(n, k) (Chen et al. 2021), not
-    # "any of the first k", which says 0 / 1 / 1, 1 / 1 / 1 and pass@3 0 for these.
-    assert pass_at_k([False, True, False], 1) == pytest.approx(1 / 3)
-    assert pass_at_k([False, True, False], 2) == pytest.approx(2 / 3)
-    assert pass_at_k([True, False, False], 1) == pytest.approx(1 / 3)
-    assert pass_at_k([True, False, False], 2) == pytest.approx(2 / 3)
+def test_pass_at_k_is_the_releases_any_of_the_first_k():
+    # Issue 44: the release's summarize_rows counts a task solved at k when one of its first k
+    # passes, in pass order, resolved it. Rewards 0, 0, 1: pass@1 0, pass@2 0, pass@3 1.
+    assert [pass_at_k([False, False, True], k) for k in (1, 2, 3)] == [0.0, 0.0, 1.0]
+    assert [pass_at_k([True, False, False], k) for k in (1, 2, 3)] == [1.0, 1.0, 1.0]
+    # More passes than k: the first k count, the later ones do not.
+    assert pass_at_k([False, False, False, True, True], 3) == 0.0
+    assert pass_at_k([False, False, False, True, True], 4) == 1.0
+
+
+def test_pass_at_k_unbiased_is_the_estimator_beside_it():
+    # Issue 25's worked examples: 1 - C(n - c, k) / C(n, k) (Chen et al. 2021).
+    assert pass_at_k_unbiased([False, True, False], 1) == pytest.approx(1 / 3)
+    assert pass_at_k_unbiased([False, True, False], 2) == pytest.approx(2 / 3)
+    assert pass_at_k_unbiased([False, False, True], 2) == pytest.approx(2 / 3)
     # n = 5, c = 2: 1 - C(3, 3) / C(5, 3) = 1 - 1/10.
-    assert pass_at_k([False, False, False, True, True], 3) == pytest.approx(0.9)
+    assert pass_at_k_unbiased([False, False, False, True, True], 3) == pytest.approx(0.9)
 
 
-def test_pass_at_k_does_not_depend_on_the_order_of_passes():
+def test_the_unbiased_estimate_is_the_releases_figure_over_every_order():
     passes = [False, False, False, True, True]
     for k in (1, 2, 3, 4, 5):
-        assert pass_at_k(passes, k) == pytest.approx(pass_at_k(passes[::-1], k))
+        orders = set(itertools.permutations(passes))
+        over_orders = sum(pass_at_k(list(o), k) for o in orders) / len(orders)
+        assert pass_at_k_unbiased(passes, k) == pytest.approx(over_orders)
+        assert pass_at_k_unbiased(passes, k) == pytest.approx(pass_at_k_unbiased(passes[::-1], k))
+    # With exactly k passes the two are the same figure.
+    for passes in itertools.product([False, True], repeat=3):
+        assert pass_at_k(list(passes), 3) == pass_at_k_unbiased(list(passes), 3)
 
 
-def test_pass_at_1_is_the_mean_over_passes():
+def test_unbiased_pass_at_1_is_the_mean_over_passes():
     rng = random.Random(25)
     for n in range(1, 9):
         passes = [rng.random() < 0.4 for _ in range(n)]
-        assert pass_at_k(passes, 1) == pytest.approx(sum(passes) / n)
+        assert pass_at_k_unbiased(passes, 1) == pytest.approx(sum(passes) / n)
 
 
 def test_pass_at_k_edge_cases():
-    assert pass_at_k([True] * 4, 1) == 1.0 and pass_at_k([True] * 4, 4) == 1.0
-    assert pass_at_k([False] * 4, 1) == 0.0 and pass_at_k([False] * 4, 4) == 0.0
-    # k = n: whether any of the n passes solved it.
-    assert pass_at_k([False, False, True], 3) == 1.0
+    for estimate in (pass_at_k, pass_at_k_unbiased):
+        assert estimate([True] * 4, 1) == 1.0 and estimate([True] * 4, 4) == 1.0
+        assert estimate([False] * 4, 1) == 0.0 and estimate([False] * 4, 4) == 0.0
+        # k = n: whether any of the n passes solved it.
+        assert estimate([False, False, True], 3) == 1.0
+        assert isinstance(estimate([True], 1), float)
     # Fewer failures than k: every draw of k holds a solve.
-    assert pass_at_k([True, False, True, False], 3) == 1.0
-    assert isinstance(pass_at_k([True], 1), float)
+    assert pass_at_k_unbiased([True, False, True, False], 3) == 1.0
 
 
 def test_pass_at_k_is_none_with_fewer_than_k_passes():
-    assert pass_at_k([True, True], 3) is None
-    assert pass_at_k([], 1) is None
+    for estimate in (pass_at_k, pass_at_k_unbiased):
+        assert estimate([True, True], 3) is None
+        assert estimate([], 1) is None
 
 
-def test_mean_pass_at_k_is_the_mean_of_the_estimates():
-    # Issue 25: tasks [F, T, F] and [T, F, F] -> pass@1 1/3, pass@2 2/3 (the app said 0.5, 1).
+def test_mean_pass_at_k_is_the_share_of_tasks_and_the_unbiased_mean_beside_it():
     tasks = [[False, True, False], [True, False, False]]
-    assert mean_pass_at_k(tasks, 1) == pytest.approx(1 / 3)
-    assert mean_pass_at_k(tasks, 2) == pytest.approx(2 / 3)
-    assert mean_pass_at_k([], 1) is None
+    assert mean_pass_at_k(tasks, 1) == pytest.approx(0.5)
+    assert mean_pass_at_k(tasks, 2) == pytest.approx(1.0)
+    # Issue 25: the unbiased estimates average to 1/3 and 2/3.
+    assert mean_pass_at_k_unbiased(tasks, 1) == pytest.approx(1 / 3)
+    assert mean_pass_at_k_unbiased(tasks, 2) == pytest.approx(2 / 3)
+    assert mean_pass_at_k([], 1) is None and mean_pass_at_k_unbiased([], 1) is None
     # Summed exactly: three estimates of 0.1 average to 0.1 (floats give 0.10000000000000002,
     # which a baseline_max of 0.1 would refuse).
     one_in_ten = [True] + [False] * 9
-    assert mean_pass_at_k([one_in_ten] * 3, 1) == 0.1
-    assert mean_pass_at_k([[True, False, False], [False, True, True]], 1) == 0.5
-    with pytest.raises(ValueError):
-        mean_pass_at_k([[True, True], [True]], 2)
+    assert mean_pass_at_k_unbiased([one_in_ten] * 3, 1) == 0.1
+    assert mean_pass_at_k_unbiased([[True, False, False], [False, True, True]], 1) == 0.5
+    for mean in (mean_pass_at_k, mean_pass_at_k_unbiased):
+        with pytest.raises(ValueError):
+            mean([[True, True], [True]], 2)
 
 
 def test_pass_at_k_rejects_k_below_one():
     with pytest.raises(ValueError):
         pass_at_k([True], 0)
+    with pytest.raises(ValueError):
+        pass_at_k_unbiased([True], 0)
     with pytest.raises(ValueError):
         pass_at_k_rates({"a": [True]}, [0, 1])
 
@@ -94,17 +118,26 @@ def test_pass_at_k_is_over_one_fixed_set_of_tasks():
     per_task = {"a": [False, True, True], "b": [False, False, False], "c": [True]}
     rates = pass_at_k_rates(per_task, [1, 2, 3])
     # Every k over a and b (the tasks with three passes); c, with one pass, apart.
-    # a (2 of 3 solved): pass@1 2/3, pass@2 and pass@3 1; b: 0 throughout.
-    assert rates["rates"] == pytest.approx({1: 1 / 3, 2: 0.5, 3: 0.5})
+    # a: first pass failed, second solved: pass@1 0, pass@2 and pass@3 1; b: 0 throughout.
+    assert rates["rates"] == pytest.approx({1: 0.0, 2: 0.5, 3: 0.5})
+    # Unbiased: a (2 of 3 solved) pass@1 2/3, pass@2 and pass@3 1.
+    assert rates["unbiased"] == pytest.approx({1: 1 / 3, 2: 0.5, 3: 0.5})
     assert (rates["tasks"], rates["short"], rates["depth"]) == (2, 1, 3)
     # Nobody ran a fourth pass: the set is the tasks with one, pass@4 has no rate;
-    # pass@1 is the mean of a's 2/3, b's 0 and c's 1.
+    # pass@1 is the share of a, b and c solved at their first pass (c only).
     deeper = pass_at_k_rates(per_task, [1, 4])
-    assert deeper["rates"] == {1: pytest.approx(5 / 9), 4: None}
+    assert deeper["rates"] == {1: pytest.approx(1 / 3), 4: None}
+    assert deeper["unbiased"] == {1: pytest.approx(5 / 9), 4: None}
     assert (deeper["tasks"], deeper["short"], deeper["depth"]) == (3, 0, 1)
     # One pass per task: pass@1 over every task.
     single = pass_at_k_rates({"a": [True], "b": [False]}, [1, 2, 3])
-    assert single == {"rates": {1: 0.5, 2: None, 3: None}, "tasks": 2, "short": 0, "depth": 1}
+    assert single == {
+        "rates": {1: 0.5, 2: None, 3: None},
+        "unbiased": {1: 0.5, 2: None, 3: None},
+        "tasks": 2,
+        "short": 0,
+        "depth": 1,
+    }
     assert pass_at_k_rates({}, [1])["rates"] == {1: None}
 
 

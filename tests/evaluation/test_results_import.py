@@ -86,8 +86,9 @@ def test_imported_questions_are_judged_and_scored(sql_task, lead):
     # Pass 1: 2 distinct of 2 calls, 2 of 3 blockers; pass 2: no calls. Micro: P 1, R 2/6.
     assert row["ask_precision"] == pytest.approx(1.0)
     assert row["ask_recall"] == pytest.approx(1 / 3)
-    # pass@1 is the mean over passes: 1 of 2 solved.
-    assert row["pass_at_1"] == 0.5 and row["tokens_per_pass"] == 1200
+    # pass@1: the first pass solved it (the release's); unbiased, 1 of 2 passes solved.
+    assert row["pass_at_1"] == 1.0 and row["pass_at_1_unbiased"] == 0.5
+    assert row["tokens_per_pass"] == 1200
 
 
 def test_results_folder_with_trajectories(sql_task, lead, tmp_path):
@@ -141,7 +142,7 @@ def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
     assert selection["decision"] == "keep", selection
     assert selection["full_info_pass"] == 1.0 and selection["baseline_pass"] == 0.0
     # The second model's newer run solves it without asking (it supersedes its earlier
-    # one): mean baseline pass@3 0.5 > 0.34 -> drop.
+    # one): mean baseline unbiased pass@3 0.5 > 0.34 -> drop.
     records = [
         {"task": sql_task.pk, "mode": mode, "pass": i, "resolved": i == 3}
         for mode in ("baseline", "full_info")
@@ -150,7 +151,7 @@ def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
     import_results(project=sql_task.project, actor=lead, records=records, model="claude-sonnet-4")
     selection = task_selection(sql_task)
     assert selection["decision"] == "drop"
-    assert "baseline pass@3 0.50 > 0.34" in selection["reason"]
+    assert "baseline unbiased pass@3 0.50 > 0.34" in selection["reason"]
     assert [m["model"] for m in selection["models"]] == ["claude-sonnet-4", "gpt-4o"]
     # The lead loosens the threshold: kept.
     selection_policy_update(

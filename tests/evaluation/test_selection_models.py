@@ -177,7 +177,7 @@ def test_a_drop_names_the_models_that_decided(sql_task, lead):
     solved = [{**r, "resolved": True} for r in _kept_records(sql_task)]
     import_results(project=sql_task.project, actor=lead, records=solved, model="gpt-4o")
     green, message = _gate(sql_task)
-    assert not green and message.startswith("drop: baseline pass@3 0.50 > 0.34")
+    assert not green and message.startswith("drop: baseline unbiased pass@3 0.50 > 0.34")
     assert "decided by 2 models: claude-sonnet-4 (run " in message and "gpt-4o (run " in message
 
 

@@ -40,15 +40,22 @@ def test_leaderboard_page_and_csv(client, results, author):
     html = page.content.decode()
     assert "model-a" in html and "Delta-Burden curves" in html and "<polyline" in html
     assert "Register endpoint" not in html  # authors read; only leads run and import
+    # Both pass@k columns are on the page, each named and defined.
+    assert ">pass@1</th>" in html and ">unbiased pass@1</th>" in html
+    assert "any of their first 1 passes" in html and "1 − C(n−c,1)/C(n,1)" in html
+    assert 'id="pass-at-k-definitions"' in html
     csv_text = client.get(
         reverse("evaluation-leaderboard-csv", args=[results.project_id])
     ).content.decode()
     header, *rows = csv_text.strip().splitlines()
-    assert header.startswith("model,mode,tasks,passes,pass_at_1,pass_at_2,pass_at_3,ask_f1")
-    # baseline: 1 of 3 passes resolved (the third) -> pass@1 1/3, pass@2 1 - C(2,2)/C(3,2)
-    # = 2/3, pass@3 1 (unbiased, so not which pass it was); full_info all 1.
-    assert rows[0].startswith("model-a,baseline,1,3,0.3333,0.6667,1.0000")
-    assert rows[1].startswith("model-a,full_info,1,3,1.0000,1.0000,1.0000")
+    assert header.startswith(
+        "model,mode,tasks,passes,pass_at_1,pass_at_2,pass_at_3,"
+        "pass_at_1_unbiased,pass_at_2_unbiased,pass_at_3_unbiased,ask_f1"
+    )
+    # baseline: 1 of 3 passes resolved (the third) -> the release's pass@1 0, pass@2 0,
+    # pass@3 1; unbiased pass@1 1/3, pass@2 1 - C(2,2)/C(3,2) = 2/3, pass@3 1.
+    assert rows[0].startswith("model-a,baseline,1,3,0.0000,0.0000,1.0000,0.3333,0.6667,1.0000")
+    assert rows[1].startswith("model-a,full_info,1,3,1.0000,1.0000,1.0000,1.0000,1.0000,1.0000")
     # AUDBC of one flipping instance: Δ over k = 0, 1 is 0, 1; mean 0.5 over a gain of 1.
     assert rows[0].endswith(",0.5000")
 
@@ -130,7 +137,7 @@ def test_policy_form_and_selection_page(client, results, lead):
     import_results(project=results.project, actor=lead, records=records, model="gpt-4o")
     page = client.get(reverse("evaluation-task-selection", args=[results.pk])).content.decode()
     # baseline solved at pass 3: pass@3 1.0 > 0.2 -> drop.
-    assert "drop" in page and "baseline pass@3 1.00 &gt; 0.20" in page
+    assert "drop" in page and "baseline unbiased pass@3 1.00 &gt; 0.20" in page
 
 
 def test_evaluation_page_query_count_does_not_grow(client, results, author, lead):

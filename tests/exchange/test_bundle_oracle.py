@@ -57,7 +57,7 @@ def test_a_task_whose_oracle_fails_is_exported_only_as_a_draft(settings, tmp_pat
     files = members(export(project, tmp_path / "draft.tar.gz", tasks=[sql], draft=True))
     runs = _oracle(files, "sql_0")
     assert runs["oracle"]["reward"] == 0 and runs["noop"]["reward"] == 0
-    assert "gold value -1 is not in predicted column" in runs["oracle"]["reason"]
+    assert "no predicted row left holds the values of gold row (-1)" in runs["oracle"]["reason"]
     # Approved with every gate green, yet never called validated: its oracle is not 1.
     (entry,) = json.loads(files[layout.MANIFEST])["tasks"]
     assert entry["validated"] is False and entry["oracle"] == "oracle 0, no-op 0"

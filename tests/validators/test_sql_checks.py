@@ -9,8 +9,7 @@ import pytest
 
 from hilbench_annotate.toolkit.compare import (
     golden_output_csv,
-    parse_csv_table,
-    results_match,
+    read_golden_csv,
     score,
 )
 from hilbench_annotate.toolkit.sqlconsole import run_select
@@ -19,107 +18,108 @@ from validators.sql import CHECK_NAMES, check_sql_task
 
 from ..conftest import FIXTURES, shared_path
 
-# --- compare ----------------------------------------------------------------------------
+# --- compare (the release's rule; tests/evaluation/test_release_parity_scoring.py runs the
+# release's own code beside it) ------------------------------------------------------------
+
+
+def _match(pred, gold) -> bool:
+    return score(*pred, *gold)["match"]
 
 
 def test_row_order_is_ignored():
     gold = (["city"], [("Teplice",), ("Znojmo",), ("Louny",)])
     pred = (["A2"], [("Louny",), ("Teplice",), ("Znojmo",)])
-    assert results_match(*pred, *gold) == (True, "")
+    assert score(*pred, *gold) == {"match": True, "compared": "as returned", "reason": ""}
 
 
-def test_extra_predicted_columns_are_allowed():
+def test_extra_predicted_columns_and_column_order_do_not_count():
     gold = (["name", "total"], [("a", "3"), ("b", "5")])
-    # An extra id column first, and the gold columns swapped: matched by values, not names.
+    # An extra id column first, and the gold columns swapped: a row is its values.
     pred = (["id", "sum(x)", "label"], [(1, 5, "b"), (2, 3, "a")])
-    assert results_match(*pred, *gold) == (True, "")
+    assert _match(pred, gold)
 
 
-def test_extra_column_with_same_values_as_a_gold_column():
-    # Two predicted columns fit gold column "n"; only one assignment makes whole rows match.
-    gold = (["n", "m"], [("1", "2"), ("2", "1")])
-    pred = (["x", "y", "z"], [(2, 1, 2), (1, 2, 1)])
-    assert results_match(*pred, *gold)[0]
+def test_numbers_fall_in_0_01_buckets_not_within_0_01():
+    assert _match((["v"], [(0.333,)]), (["v"], [("0.33",)]))
+    assert _match((["v"], [(6.499,)]), (["v"], [("6.5",)]))
+    # 0.34 and 0.33 are within 0.01 but in different buckets.
+    assert not _match((["v"], [(0.34,)]), (["v"], [("0.33",)]))
+    # Gold 22.625 is bucket 22.62 (round half to even); ROUND(x, 2) = 22.63 is not.
+    assert not _match((["v"], [(22.63,)]), (["v"], [("22.625",)]))
+    assert not _match((["v"], [(22.629,)]), (["v"], [("22.625",)]))
 
 
-def test_numbers_within_tolerance():
-    assert results_match(["v"], [(0.333,)], ["v"], [("0.33",)])[0]
-    matched, reason = results_match(["v"], [(0.34,)], ["v"], [("0.32",)])
-    assert not matched
-    assert "gold column v" in reason
-    # The boundary is inclusive despite binary rounding (0.34 - 0.33 > 0.01 in floats).
-    assert results_match(["v"], [(0.34,)], ["v"], [("0.33",)])[0]
+def test_ints_and_floats_compare_as_numbers_text_as_text():
+    assert _match((["n"], [(5.0,)]), (["n"], [("5",)]))
+    assert _match((["n"], [("1.0",)]), (["n"], [(1,)]))
+    assert not _match((["n"], [("5 apples",)]), (["n"], [("5",)]))
+    # A number in a text column is its text as Python writes it: 5.0 is "5.0", not "5".
+    assert not _match((["n"], [(5.0,), ("x",)]), (["n"], [("5",), ("x",)]))
 
 
-def test_ints_and_floats_compare_as_numbers():
-    assert results_match(["n"], [(5.0,)], ["n"], [("5",)])[0]
-    assert results_match(["n"], [("1.0",)], ["n"], [(1,)])[0]
-    assert not results_match(["n"], [("5 apples",)], ["n"], [("5",)])[0]
+def test_null_is_null_never_an_empty_string():
+    gold = read_golden_csv('x\n""\n')
+    assert gold == (["x"], [(None,)])
+    assert _match((["x"], [(None,)]), gold)
+    assert not _match((["x"], [("",)]), gold)
+    # pandas' NA words are NULL too.
+    assert read_golden_csv("x\nNone\nNA\nnull\n")[1] == [(None,), (None,), (None,)]
 
 
-def test_null_equals_empty_cell_only():
-    assert results_match(["x"], [(None,)], ["x"], [("",)])[0]
-    assert not results_match(["x"], [(None,)], ["x"], [("None",)])[0]
-
-
-def test_duplicates_matter_unless_distinct():
+def test_duplicates_match_once_removed_and_the_reason_never_names_a_failure():
     gold = (["name"], [("a",), ("b",)])
     pred = (["name"], [("a",), ("a",), ("b",)])
-    matched, reason = results_match(*pred, *gold)
-    assert not matched
-    assert reason == "gold has 2 rows, prediction 3"
-    assert results_match(*pred, *gold, distinct=True) == (True, "")
     assert score(*pred, *gold) == {
-        "match": False,
-        "match_distinct": True,
-        "reason": "gold has 2 rows, prediction 3",
-        "reason_distinct": "",
+        "match": True,
+        "compared": "with duplicate rows removed from the prediction",
+        "reason": "",
     }
 
 
 def test_same_count_different_multiplicity_names_the_row():
-    matched, reason = results_match(["x"], [("a",), ("a",)], ["x"], [("a",), ("b",)])
-    assert not matched
-    assert "gold column x" in reason
+    verdict = score(["x"], [("a",), ("a",)], ["x"], [("a",), ("b",)])
+    assert not verdict["match"]
+    assert verdict["reason"] == "no predicted row has the values of gold row ('b')"
 
 
 def test_different_row_count_fails_with_reason():
     gold = (["A2"], [("Teplice",), ("Znojmo",), ("Louny",), ("Karvina",)])
     pred = (["A2"], [("Teplice",), ("Znojmo",), ("Louny",)])
-    assert results_match(*pred, *gold) == (False, "gold has 4 rows, prediction 3")
+    assert score(*pred, *gold)["reason"] == "gold has 4 rows, prediction 3"
 
 
-def test_missing_row_is_named():
+def test_a_row_is_its_values():
     gold = (["city", "n"], [("Teplice", "1"), ("Znojmo", "2")])
-    pred = (["city", "n"], [("Teplice", 1), ("Znojmo", 3)])
-    matched, reason = results_match(*pred, *gold)
-    assert not matched
-    assert "gold column n" in reason
+    verdict = score(["city", "n"], [("Teplice", 1), ("Znojmo", 3)], *gold)
+    assert not verdict["match"] and "gold row ('Znojmo', 2)" in verdict["reason"]
     # Each column fits on its own, but the rows pair them differently.
-    gold = (["city", "n"], [("Teplice", "1"), ("Znojmo", "2")])
-    pred = (["city", "n"], [("Teplice", 2), ("Znojmo", 1)])
-    matched, reason = results_match(*pred, *gold)
-    assert not matched
-    assert "row ('Teplice', '1') missing" in reason
+    assert not _match((["city", "n"], [("Teplice", 2), ("Znojmo", 1)]), gold)
 
 
 def test_prediction_with_too_few_columns():
-    assert results_match(["a"], [(1,)], ["a", "b"], [("1", "2")]) == (
-        False,
-        "gold has 2 columns, prediction 1",
+    assert score(["a"], [(1,)], ["a", "b"], [("1", "2")])["reason"] == (
+        "gold has 2 columns, prediction 1"
     )
+
+
+def test_what_the_release_cannot_score_scores_0_with_why():
+    verdict = score(["a", "a"], [(1, 2)], ["a"], [("1",)])
+    assert not verdict["match"] and "two columns named 'a'" in verdict["reason"]
+    assert not _match((["a"], [(float("inf"),)]), (["a"], [("1",)]))
 
 
 def test_csv_round_trip():
     text = golden_output_csv(["name", "n", "note"], [("a, b", 1, None), ('say "hi"', 2.5, "x")])
     assert text == 'name,n,note\n"a, b",1,\n"say ""hi""",2.5,x\n'
-    assert parse_csv_table(text) == (
+    assert read_golden_csv(text) == (
         ["name", "n", "note"],
-        [("a, b", "1", ""), ('say "hi"', "2.5", "x")],
+        [("a, b", "1", None), ('say "hi"', "2.5", "x")],
     )
-    assert parse_csv_table("") == ([], [])
-    with pytest.raises(ValueError, match="row 2 has 1 cells"):
-        parse_csv_table("a,b\n1\n")
+    with pytest.raises(ValueError, match="no header"):
+        read_golden_csv("")
+    assert read_golden_csv("a,b\n1\n") == (["a", "b"], [("1", None)])
+    with pytest.raises(ValueError, match="row 2 has 3 cells"):
+        read_golden_csv("a,b\n1,2,3\n")
 
 
 def test_release_golden_outputs_parse(release_examples):
@@ -127,11 +127,11 @@ def test_release_golden_outputs_parse(release_examples):
     files = sorted(root.glob("*/shared/golden_output.csv"))
     assert files
     for path in files:
-        columns, rows = parse_csv_table(path.read_text())
+        columns, rows = read_golden_csv(path.read_text())
         assert columns and rows, path
         # A table always matches itself, and reversed rows still match.
-        assert results_match(columns, rows[::-1], columns, rows) == (True, "")
-    columns, rows = parse_csv_table((root / "sql_0" / "shared" / "golden_output.csv").read_text())
+        assert score(columns, rows[::-1], columns, rows)["match"]
+    columns, rows = read_golden_csv((root / "sql_0" / "shared" / "golden_output.csv").read_text())
     assert (columns, rows[0]) in ((["A2"], ("Teplice",)), (["full_name"], ("Ada Haas",)))
 
 
@@ -323,7 +323,7 @@ def test_golden_output_mismatch_names_the_difference(database, tmp_path):
     env = _env(database, golden_output="A2,A12\nLouny,7.25\nTeplice,9.5\n")
     golden = _by_name(check_sql_task(env, cache_dir=tmp_path / "cache"))["golden_output_matches"]
     assert golden.outcome == FAILED
-    assert "gold column A12" in golden.message
+    assert "no predicted row has the values of gold row ('Teplice', 9.5)" in golden.message
 
 
 def test_golden_output_within_tolerance_and_reordered_passes(database, tmp_path):
