@@ -16,13 +16,16 @@ the agent reads only "irrelevant question"):
 * form (``question_rules.reject_reason``): statements, confirmations, broad questions;
 * vague: the question names nothing of the task — no term or quoted phrase of its blockers
   or its text beyond the frame every question has ("What threshold should I use?");
+* task text: the message is built from the task's own text rather than asking what is
+  missing — a definition request that only quotes a term of the task, the task's text asked
+  back, a question wrapped in the task's text (``task_text.task_text_reason``);
 * multi-topic: the message asks several questions that target different blockers, or one
   about something else ("… and what error message should be shown?"); a follow-up on the
   same detail ("What is X, and how is it calculated?") is one topic.
 
 The caller answers with the named blocker's resolution verbatim (``judge.base.respond``).
 
-The version (``embedded-3-<weights id>``; with thresholds other than the fitted ones, the
+The version (``embedded-4-<weights id>``; with thresholds other than the fitted ones, the
 name of the project's calibration or else ``/t<hash of the thresholds>``) is stored with every
 verdict, so cached verdicts of one judge are never served under another. Registry indexes
 are cached (LRU) by their content, domain and task text; one judge per configuration per
@@ -47,6 +50,7 @@ from hilbench_annotate.question_rules import (
     question_parts,
     reject_reason,
 )
+from hilbench_annotate.task_text import task_text_reason
 
 from .base import JudgeError, RegistryBlocker, Verdict, load_registry, registry_from_json
 from .encoder import get_encoder
@@ -119,7 +123,7 @@ class EmbeddedJudge:
                 self.model.intercept,
                 {**self.model.thresholds, **{k: float(v) for k, v in thresholds.items()}},
             )
-        self.version = version or f"embedded-3-{self.weights_id}"
+        self.version = version or f"embedded-4-{self.weights_id}"
         if not version and self.model.thresholds != fitted:
             digest = hashlib.sha256(
                 json.dumps(sorted(self.model.thresholds.items())).encode()
@@ -236,6 +240,9 @@ class EmbeddedJudge:
             return Verdict(
                 None, "vague: names nothing of the task (no term of its blockers or its text)", {}
             )
+        copied = task_text_reason(question, index.text)
+        if copied is not None:
+            return Verdict(None, f"task text: {copied}", {})
         parts = question_parts(question)
         topical = [p for p in parts if names_task(p, index.terms)] if len(parts) > 1 else []
         stray = [p for p in parts if len(parts) > 1 and p not in topical and not follows_up(p)]

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hilbench_annotate.question_rules import TaskTerms, content_words
+from hilbench_annotate.task_text import TaskText
 
 from .base import RegistryBlocker
 
@@ -153,6 +154,7 @@ class RegistryIndex:
     word_triggers: tuple[tuple[Sparse, ...], ...]
     word_all: tuple[Sparse, ...]
     terms: TaskTerms  # what the task names (question_rules.names_task)
+    text: TaskText  # the task's own text, for the copy rules (task_text.task_text_reason)
 
 
 def build_index(
@@ -225,6 +227,7 @@ def build_index(
         word_triggers=tuple(tuple(word.vector(q) for q in qs) for qs in triggers),
         word_all=tuple(word.vector(j) for j in joined),
         terms=TaskTerms.of([*descriptions, *flat, context or ""]),
+        text=TaskText.of(context or ""),
     )
 
 

@@ -85,6 +85,20 @@ def _expected_curve(scored: list[Scored]) -> tuple[np.ndarray, np.ndarray, np.nd
     return logits, np.arange(1, len(logits) + 1, dtype=float), right
 
 
+CURVE_POINTS = 600  # candidate thresholds per domain: every item's logit up to this many
+
+
+def _thinned(logits, predicted, right):
+    """At most ``CURVE_POINTS`` evenly spaced points of a curve (its first and last kept):
+    the pair search is quadratic in them, and a finer step moves no threshold by much."""
+    import numpy as np
+
+    if len(logits) <= CURVE_POINTS:
+        return logits, predicted, right
+    keep = np.unique(np.linspace(0, len(logits) - 1, CURVE_POINTS).round().astype(int))
+    return logits[keep], predicted[keep], right[keep]
+
+
 def choose_thresholds(
     scored: list[Scored], target: float, floor: float | dict[str, float] = DOMAIN_PRECISION_FLOOR
 ) -> dict[str, float]:
@@ -100,7 +114,7 @@ def choose_thresholds(
     if len(domains) != 2:
         return {d: choose_threshold([s for s in scored if s.domain == d], target) for d in domains}
     (l1, p1, c1), (l2, p2, c2) = (
-        _expected_curve([s for s in scored if s.domain == d]) for d in domains
+        _thinned(*_expected_curve([s for s in scored if s.domain == d])) for d in domains
     )
     # Each domain may also answer nothing (threshold above its best logit).
     l1, p1, c1 = np.r_[np.inf, l1], np.r_[0, p1], np.r_[0, c1]

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hilbench_annotate.question_rules import clean, names_task, reject_reason
+from hilbench_annotate.task_text import task_text_reason
 
 from . import probes
 from .base import RegistryBlocker, registry_from_json
@@ -249,6 +250,10 @@ class Featurizer:
     embed: Callable[[list[str]], np.ndarray]
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _indexes: dict[tuple, RegistryIndex] = field(default_factory=dict)
+    # An example's rows and rule verdict depend only on its question, registry and task text:
+    # kept, since every fold of a cross-validation asks for the same examples again.
+    _rows: dict[tuple, np.ndarray] = field(default_factory=dict)
+    _refused: dict[tuple, bool] = field(default_factory=dict)
 
     def vectors(self, texts: Iterable[str]) -> None:
         missing = sorted({t for t in texts if t not in self._vectors})
@@ -271,21 +276,31 @@ class Featurizer:
         return self._indexes[key]
 
     def rows(self, example: Example) -> np.ndarray:
-        text = clean(example.question)
-        self.vectors([text])
-        index = self.index(example.registry, example.task.domain, example.task.context)
-        return features(text, self._vectors[text], index)
+        key = (example.question, example.task.domain, example.registry, example.task.context)
+        found = self._rows.get(key)
+        if found is None:
+            text = clean(example.question)
+            self.vectors([text])
+            index = self.index(example.registry, example.task.domain, example.task.context)
+            found = self._rows[key] = features(text, self._vectors[text], index)
+        return found
 
     def refused(self, items: list[Example]) -> list[bool]:
         """Whether the judge's rules turn each example away before scoring: its form
-        (``reject_reason``) or it names nothing of the task (``names_task``)."""
-        return [
-            reject_reason(e.question) is not None
-            or not names_task(
-                e.question, self.index(e.registry, e.task.domain, e.task.context).terms
-            )
-            for e in items
-        ]
+        (``reject_reason``), it names nothing of the task (``names_task``), or it is built
+        from the task's own text (``task_text_reason``)."""
+        out = []
+        for e in items:
+            key = (e.question, e.task.domain, e.registry, e.task.context)
+            if key not in self._refused:
+                index = self.index(e.registry, e.task.domain, e.task.context)
+                self._refused[key] = (
+                    reject_reason(e.question) is not None
+                    or not names_task(e.question, index.terms)
+                    or task_text_reason(e.question, index.text) is not None
+                )
+            out.append(self._refused[key])
+        return out
 
     def matrix(self, items: list[Example]) -> list[np.ndarray]:
         self.vectors(clean(e.question) for e in items)
@@ -391,16 +406,10 @@ def folds(tasks: list[CalibrationTask], count: int, seed: int) -> list[list[Cali
     return [fold for fold in out if fold]
 
 
-def train(
-    tasks: list[CalibrationTask],
-    featurizer: Featurizer,
-    *,
-    seed: int = 0,
-    target: float = TARGET_PRECISION,
-) -> Model:
-    """Fit on ``tasks``; thresholds from out-of-fold logits of ``FOLDS`` folds of them, drawn
-    ``FOLD_REPEATS`` times, each scored with the negatives it would meet (questions of any
-    other task of ``tasks``) and the judge's rules."""
+def out_of_fold(tasks: list[CalibrationTask], featurizer: Featurizer, seed: int) -> list[Scored]:
+    """Logits of every measuring example of ``tasks``, each from a model fitted on the other
+    ``FOLDS - 1`` folds of them (the folds drawn ``FOLD_REPEATS`` times), with the negatives
+    it would meet (questions of any other task of ``tasks``) and the judge's rules."""
     oof: list[Scored] = []
     for repeat in range(FOLD_REPEATS):
         parts = folds(tasks, FOLDS, seed + 1000 + 17 * repeat)
@@ -412,9 +421,26 @@ def train(
                 score_on, TRAIN_NEGATIVES, seed + 1 + repeat, negatives_from=tasks
             )
             oof.extend(score(model, held, featurizer.matrix(held), featurizer.refused(held)))
+    return oof
+
+
+def train(
+    tasks: list[CalibrationTask],
+    featurizer: Featurizer,
+    *,
+    seed: int = 0,
+    target: float = TARGET_PRECISION,
+    floors: dict[str, float] | None = None,
+) -> Model:
+    """Fit on ``tasks``; thresholds chosen for ``target`` and ``floors`` (per domain) on
+    out-of-fold logits (``out_of_fold``)."""
+    oof = out_of_fold(tasks, featurizer, seed)
     items = examples(tasks, TRAIN_NEGATIVES, seed)
     final = fit(items, featurizer.matrix(items))
-    thresholds = choose_thresholds(oof, target)
+    if floors is None:
+        thresholds = choose_thresholds(oof, target)
+    else:
+        thresholds = choose_thresholds(oof, target, floors)
     return Model(final.mean, final.scale, final.coef, final.intercept, thresholds)
 
 

@@ -36,6 +36,11 @@ RULES: dict[str, str] = {
         "A trigger question names something of the task (a term, column or identifier), not "
         'only the frame of every question ("What value should be used?").'
     ),
+    "echoes_task_text": (
+        "A trigger question asks for the missing detail, not what a phrase of the task means: "
+        "the judge turns away a definition request that only quotes the task, and the task's "
+        "text asked back."
+    ),
     "contains_resolution": "A trigger question does not contain the resolution or its values.",
     "near_duplicate": "A blocker's trigger questions are varied: no two near-duplicates.",
     "cross_blocker_duplicate": (
@@ -70,6 +75,7 @@ RULE_TITLES: dict[str, str] = {
     "multi_topic": "Several questions in one",
     "not_a_question": "Not a question the judge accepts",
     "names_nothing": "Question names nothing of the task",
+    "echoes_task_text": "Question only echoes the task",
     "contains_resolution": "Question gives the resolution away",
     "near_duplicate": "Near-duplicate questions",
     "cross_blocker_duplicate": "Same question as another blocker's",

@@ -13,6 +13,7 @@ from hilbench_annotate.question_rules import (
     reject_reason,
     term_stems,
 )
+from hilbench_annotate.task_text import TaskText, task_text_reason
 
 from .draft import DraftBlocker
 from .findings import ERROR, WARNING, Finding
@@ -91,6 +92,26 @@ def check_names_nothing(blocker: DraftBlocker, j: int, question: str) -> Iterato
             f"{blocker.question_label(j)} names nothing of the task (only words every "
             "clarifying question has); name the term, column or identifier it asks about, as "
             "an agent's question must to be answered.",
+            WARNING,
+        )
+
+
+def check_echoes_task_text(
+    blocker: DraftBlocker, j: int, question: str, text: TaskText
+) -> Iterator[Finding]:
+    """A trigger question built from the task's own text (a definition request of one of its
+    terms, its text asked back): the judge turns an agent's question of that shape away, as
+    the release's judge does, so it is a misleading example. A warning."""
+    if reject_reason(question) is not None:
+        return
+    reason = task_text_reason(question, text)
+    if reason is not None:
+        yield Finding(
+            "echoes_task_text",
+            blocker.question_field(j),
+            f'{blocker.question_label(j)}: the judge answers "irrelevant question" to an '
+            f"agent asking it this way ({reason}); ask for the missing detail itself — the "
+            "threshold, the date range, the column — rather than what a phrase means.",
             WARNING,
         )
 

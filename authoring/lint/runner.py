@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from hilbench_annotate.task_text import TaskText
+
 from .blockers import (
     check_blocker_count,
     check_criteria,
@@ -20,6 +22,7 @@ from .leaks import agent_surfaces, check_leak
 from .literals import Known, resolution_literals
 from .questions import (
     check_contains_resolution,
+    check_echoes_task_text,
     check_multi_topic,
     check_names_nothing,
     check_not_a_question,
@@ -54,6 +57,10 @@ def lint_task(
         tuple(sentence for surface in surfaces for sentence in surface.sentences()),
     )
 
+    # The task's text as the judge reads it: the blocked specification and business info.
+    task_text = TaskText.of(
+        "\n".join(s.text for s in surfaces if not s.key.startswith("descriptions/"))
+    )
     findings: list[Finding] = list(check_blocker_count(blockers))
     cleaned: dict[tuple[int, int], str] = {}
     for blocker in blockers:
@@ -70,6 +77,7 @@ def lint_task(
             findings += check_multi_topic(blocker, j, question)
             findings += check_not_a_question(blocker, j, question)
             findings += check_names_nothing(blocker, j, question)
+            findings += check_echoes_task_text(blocker, j, question, task_text)
             findings += check_contains_resolution(blocker, j, question, known)
     findings += check_duplicates(blockers, cleaned, similarity_threshold)
     findings += check_overlap(blockers, overlap_threshold)

@@ -944,13 +944,16 @@ def test_release_registries_are_clean(release_examples):
             (f.rule, f.field) for f in result if f.rule != "criteria_unattested"
         )
     # What the release does produce (no criteria are attested in it): one answer-bearing
-    # question in swe_5 and two warnings about its twin "missing parameter" blockers.
+    # question in swe_5 and two warnings about its twin "missing parameter" blockers; in
+    # sql_10, 'What is meant by "standard issue card"?' — a definition request that only
+    # quotes the task, which the release's own judge prompt names as a rejection.
     if set(produced) == {"sql_0", "sql_3", "sql_10", "swe_0", "swe_5"}:
         assert produced["swe_5"] == [
             ("contains_resolution", "blockers[2].trigger_questions[2]"),
             ("cross_blocker_duplicate", "blockers[2].trigger_questions[1]"),
             ("overlapping_blockers", "blockers[2]"),
         ]
-        assert all(produced[name] == [] for name in ("sql_0", "sql_3", "sql_10", "swe_0"))
+        assert produced["sql_10"] == [("echoes_task_text", "blockers[0].trigger_questions[2]")]
+        assert all(produced[name] == [] for name in ("sql_0", "sql_3", "swe_0"))
     if root.is_relative_to(FIXTURES):  # the project's own fixtures follow every rule
         assert produced == dict.fromkeys(produced, [])

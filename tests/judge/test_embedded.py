@@ -111,7 +111,7 @@ def test_thresholds_per_domain_and_the_version_names_them(judge):
     assert strict.judge(question, REGISTRY, domain="swe").blocker_id == "crisis_period"
     assert strict.version == "strict"
     weights = load_weights()
-    assert judge.version == f"embedded-3-{weights['version']}"
+    assert judge.version == f"embedded-4-{weights['version']}"
 
 
 @pytest.mark.django_db

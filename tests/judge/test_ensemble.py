@@ -61,7 +61,7 @@ def test_the_version_names_both_judges_and_the_band(endpoint, settings):  # noqa
     settings.JUDGE_BACKEND = "ensemble"
     settings.JUDGE_ENSEMBLE_BAND = 2.0
     judge = get_judge()
-    assert judge.version.startswith("ensemble-embedded-3-") and judge.version.endswith(":2")
+    assert judge.version.startswith("ensemble-embedded-4-") and judge.version.endswith(":2")
     assert "llm-prompt" in judge.version
     # Multi-topic messages stay the embedded judge's call.
     message = "What dates define the crisis period? And what birth date makes someone senior?"
@@ -88,7 +88,7 @@ def test_a_long_model_name_still_fits_the_version_columns(endpoint, settings):  
     assert len(first.long_version) > limit
     assert len(first.version) <= limit and len(second.version) <= limit
     assert first.version != second.version  # differing only past the cut
-    assert first.version.startswith("ensemble-embedded-3-")
+    assert first.version.startswith("ensemble-embedded-4-")
     # The long form stays readable, naming both judges and the band.
     assert first.long_version.endswith(f"{model}-a:{settings.JUDGE_ENSEMBLE_BAND:g}")
     # Stored with a verdict (the embedded judge is sure of this one: no LLM call).

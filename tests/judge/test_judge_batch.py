@@ -191,7 +191,7 @@ def test_labelled_questions_are_measured_overall_per_domain_and_per_task(tmp_pat
         sum(j["predicted"] == j["expected"] for j in positives if j["task"] == "bank") / 3, 4
     )
     assert figures["recall_distribution"]["tasks"] == 2
-    assert figures["judge"].startswith("embedded-3-")
+    assert figures["judge"].startswith("embedded-4-")
     printed = capsys.readouterr().out
     assert "all: precision" in printed and "recall per task over 2 tasks" in printed
 

@@ -43,7 +43,7 @@ def test_a_web_process_has_the_judge_loaded_before_its_first_request():
     done = _python("import hilbench_annotate.wsgi\n" + LOADED + views, HILBENCH_PRELOAD="1")
     assert "encoder True" in done.stdout
     assert "judges ['embedded']" in done.stdout
-    assert "Preloaded judge in" in done.stderr and "judge embedded-3-" in done.stderr
+    assert "Preloaded judge in" in done.stderr and "judge embedded-4-" in done.stderr
     # And the URLs with their views (a worker's first request read them).
     assert "Preloaded urls in" in done.stderr and " named routes" in done.stderr
     assert "views True" in done.stdout
@@ -73,7 +73,7 @@ def test_a_worker_process_loads_it_when_it_starts(worker_broker, tmp_path):
         text = log.read_text()
         # No job was sent: the process loaded it when it started. (Each pool process loads it
         # before its loop takes a job; the main process may say "ready." before or after.)
-        assert "Preloaded judge in" in text and "judge embedded-3-" in text
+        assert "Preloaded judge in" in text and "judge embedded-4-" in text
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=30)
