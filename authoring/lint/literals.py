@@ -142,6 +142,8 @@ def _literal_pattern(kind: str, key: str) -> re.Pattern[str]:
     strings not. One-character codes ('D') are found unquoted too ("status D"), except the
     two that are English words."""
     body = re.escape(key)
+    if not key:
+        return re.compile(r"(?!)")  # nothing is the empty value
     if kind == "code" and key in ("A", "I"):  # English words unless quoted: 'A', "I"
         return re.compile(rf"(?<!\w)(['\"‘“]){body}['\"’”](?!\w)")
     left = r"(?<![\w.])" if kind == "number" else (r"(?<!\w)" if key[0].isalnum() else "")
@@ -219,6 +221,8 @@ def _occurrences(text: str) -> tuple[_Found, ...]:
         group = next(i for i, g in enumerate(match.groups(), start=1) if g is not None)
         value, start = match[group].strip(), match.start(group)
         quoted_spans.append(match.span())
+        if not value:
+            continue  # a quoted space (first || ' ' || last) is a separator, not a value
         in_code = _inside(match.start(), code_spans)
         if len(value) == 1:
             if value.isupper():  # a one-character code ('D'), found unquoted too ("status D")
