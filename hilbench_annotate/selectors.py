@@ -261,4 +261,5 @@ def environment_at(task: Task, snapshot: Mapping[str, Any]) -> SimpleNamespace:
         return SimpleNamespace(**fields, database=database)
     live = task.swe_environment
     fields = {f: frozen.get(f, getattr(live, f)) for f in SWE_ENV_FIELDS}
-    return SimpleNamespace(**fields, repository=live.repository)
+    # The task too: building the environment a check needs records the build against it.
+    return SimpleNamespace(**fields, repository=live.repository, task=task)
