@@ -19,6 +19,7 @@ Apps register their kinds of job in ``AppConfig.ready`` (``register``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 from dataclasses import dataclass
@@ -27,12 +28,14 @@ from datetime import timedelta
 from celery import Task as CeleryTask
 from django.apps import apps
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from hilbench_annotate.celery import app as celery_app
+
+_log = logging.getLogger(__name__)
 
 ERROR_LIMIT = 4000
 
@@ -183,9 +186,19 @@ def job_heartbeat_while(model: type[Job], pk: int | list[int], *, every_s: float
     stop = threading.Event()
 
     def beat() -> None:
+        # A database error (a write lock held past its timeout, a dropped connection) costs
+        # one beat, never the rest: the thread retries soon on a fresh connection, so the
+        # reaper does not hand a live job to a second worker.
+        wait = every_s
         try:
-            while not stop.wait(every_s):
-                job_heartbeat(model, pk)
+            while not stop.wait(wait):
+                try:
+                    job_heartbeat(model, pk)
+                    wait = every_s
+                except DatabaseError as exc:
+                    _log.warning("heartbeat of %s %s failed, retrying: %s", model.__name__, pk, exc)
+                    connection.close()
+                    wait = min(every_s, 1.0)
         finally:
             connection.close()  # this thread's own database connection
 

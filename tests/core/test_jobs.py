@@ -181,3 +181,37 @@ def test_jobs_claimed_at_once_and_kept_alive_are_left_alone_by_the_reaper(
     statuses = dict(ImportJob.objects.filter(pk__in=ids).values_list("pk", "status"))
     assert [statuses[pk] for pk in ids[:2]] == ["running", "running"]
     assert not job_claim(ImportJob, ids[0])  # alive: nobody takes it over
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_thread_survives_database_errors(project, author, monkeypatch):
+    """Issue 45, item 4: a write lock held past its timeout (SQLite's "database is locked")
+    made the thread's first failed update end it, so a live job went silent and the reaper
+    could hand it to a second worker. The failures are the database's, injected here."""
+    import time
+
+    from django.db import OperationalError
+
+    from hilbench_annotate import jobs
+
+    job = ImportJob.objects.create(project=project, kind="bird", created_by=author, upload_dir="x")
+    job_claim(ImportJob, job.pk)
+    ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    real, calls = jobs.job_heartbeat, []
+
+    def locked_twice(model, pk, **fields):
+        calls.append(pk)
+        if len(calls) <= 2:
+            raise OperationalError("database is locked")
+        real(model, pk, **fields)
+
+    monkeypatch.setattr(jobs, "job_heartbeat", locked_twice)
+    with jobs.job_heartbeat_while(ImportJob, job.pk, every_s=0.2):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            job.refresh_from_db()
+            if job.heartbeat_at > timezone.now() - timedelta(minutes=1):
+                break
+            time.sleep(0.1)
+    assert len(calls) >= 3  # two failed beats, then it went on
+    assert job.heartbeat_at > timezone.now() - timedelta(minutes=1)
