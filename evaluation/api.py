@@ -63,6 +63,9 @@ class LeaderboardRow(serializers.Serializer):
     questions_per_pass = serializers.FloatField(required=False)
     duplicate_rate = serializers.FloatField(allow_null=True, required=False)
     reward_mean = serializers.FloatField(required=False)
+    # Harbor tries the release leaves out of every figure (evaluation/tries.py), and why.
+    tries_excluded = serializers.IntegerField(required=False)
+    excluded_why = serializers.CharField(required=False, allow_blank=True)
     audbc = serializers.DictField(child=serializers.FloatField(allow_null=True))
 
 

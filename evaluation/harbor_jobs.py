@@ -7,14 +7,19 @@ stopped it, and when it started. In ``ask_human`` mode the task's ask-human side
 log, ``ask_human_metrics.json`` (every question and what it answered), among the trial's
 artifacts (``artifacts/harbor_shared/``, as the bundle's ``task.toml`` declares).
 
-Each finished trial is one pass: the task is read from the exported folder beside its mode
-(``annotate/task.json``: source id), or else its folder's name; the model is the agent's
-model, or the agent's name for an agent without one (the project's reference agents); the
-pass number counts the trials of the same model, task and mode in the order they started.
-The questions are the ask log's texts, every one of them (a blank one is a call that matched
-nothing, as the release counts it): the app judges them itself when it stores the pass (as it
-does for every imported run), so its Ask-F1 is its own reading of the log. A trial
-that stopped with an exception has no reward and is not a pass: it is reported, not stored.
+Each trial the release would score is one pass (``tries.py``: one that ran out of time is
+scored on what it left; one whose agent process failed, or whose environment, verifier or
+Harbor did, is a try left out, stored with why): the task is read from the exported folder
+beside its mode (``annotate/task.json``: source id), or else its folder's name; the model is
+the agent's model, or the agent's name for an agent without one (the project's reference
+agents); the pass number counts the passes of the same model, task and mode in the order they
+started. The revision the trial ran on is the one the folder was exported from
+(``provenance/validation.json``); the import judges the questions against it, never against
+what the task became since. The questions are the ask log's texts, every one of them (a blank
+one is a call that matched nothing, as the release counts it): the app judges them itself when
+it stores the pass (as it does for every imported run), so its Ask-F1 is its own reading of
+the log, on the same revision; the sidecar's own verdicts ride along in the pass's detail
+(``sidecar_verdicts``), and the store says where the two differ.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ from .trajectories import (
     parse_trajectory_text,
     steps_within_caps,
 )
+from .tries import COUNTED_NOTE, Exclusion, exclusions_text, trial_outcome
 
 ASK_LOG = "ask_human_metrics.json"
 ASK_LOG_PATH = f"artifacts/harbor_shared/{ASK_LOG}"
+PROVENANCE = "provenance/validation.json"  # beside an exported task's mode folders
 # What reading one trial may raise: task code wrote its files, so any shape may be there; a
 # trial that cannot be read is reported, and the others are read all the same.
 UNREADABLE = (ValueError, OSError, TypeError, AttributeError, KeyError, RecursionError)
@@ -49,9 +56,11 @@ NEUTRALISED = "hilbench-neutralised.json"
 
 @dataclass
 class HarborTrials:
-    """model -> its passes, and the trials that are not passes (name, why)."""
+    """model -> its passes; model -> its tries the release leaves out; and every trial that
+    is not a pass (name, why)."""
 
     by_model: dict[str, list[PassRecord]] = field(default_factory=dict)
+    excluded: dict[str, list[Exclusion]] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -101,16 +110,29 @@ def _task_reference(mode_folder: Path, task_name: str) -> str:
     return task_name
 
 
+def _revision(mode_folder: Path) -> int | None:
+    """The revision number the task's folder was exported from, or None for a folder the app
+    did not write (a release's own task folder)."""
+    path = mode_folder.parent / PROVENANCE
+    if not path.is_file():
+        return None
+    number = json_loads(path.read_bytes()).get("revision")
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ValueError(f"{PROVENANCE} names no revision")
+    return number
+
+
 def _mode(mode_folder: Path, task_name: str) -> str:
     if mode_folder.name in MODES:
         return mode_folder.name
     return next((m for m in MODES if task_name.endswith(f"-{m}")), "")
 
 
-def _ask_log(trial: Path) -> list[dict]:
-    """The questions of the trial's ask-human log: the ask-human sidecar's own file, which
-    Harbor collects from that container (``artifacts/harbor_shared/``); never a copy the
-    agent left among its own artifacts (``artifacts/logs/artifacts/``).
+def _ask_log(trial: Path) -> tuple[list[dict], list[str | None]]:
+    """The questions of the trial's ask-human log, and the blocker the sidecar matched to
+    each (None: none): the ask-human sidecar's own file, which Harbor collects from that
+    container (``artifacts/harbor_shared/``); never a copy the agent left among its own
+    artifacts (``artifacts/logs/artifacts/``).
 
     Every logged call is a question, a blank one too: the release's ``compute_hil_metrics``
     counts each entry of the log in precision's denominator, so an agent that sends empty
@@ -119,15 +141,14 @@ def _ask_log(trial: Path) -> list[dict]:
     try:
         log = _read(trial, ASK_LOG_PATH)
     except FileNotFoundError:
-        return []
+        return [], []
     questions = log.get("questions")
     if not isinstance(questions, list):
         raise ValueError(f"{ASK_LOG_PATH}: questions is not a list")
-    return [
-        {"text": _text(q.get("question")), "time": q.get("time", "")}
-        for q in questions
-        if isinstance(q, dict)
-    ]
+    entries = [q for q in questions if isinstance(q, dict)]
+    texts = [{"text": _text(q.get("question")), "time": q.get("time", "")} for q in entries]
+    matched = [q.get("blocker_name") for q in entries]
+    return texts, [m[:120] if isinstance(m, str) and m else None for m in matched]
 
 
 def _text(value) -> str:
@@ -143,6 +164,7 @@ class Trial:
     started: str
     record: PassRecord | None
     skipped: str = ""
+    excluded: Exclusion | None = None  # a try the release leaves out (``skipped`` says why)
 
 
 def _steps(trial: Path) -> tuple[list[dict] | None, str]:
@@ -166,7 +188,7 @@ def _steps(trial: Path) -> tuple[list[dict] | None, str]:
     raw = document.get("steps") or []
     if not isinstance(raw, list):
         raise TrajectoryError(f"{trial.name}/{atif}: steps is not a list")
-    steps = [_atif_step(step) for step in raw if isinstance(step, dict)]
+    steps = [app for step in raw if isinstance(step, dict) for app in _atif_steps(step)]
     return steps_within_caps(steps, name=f"{trial.name}/{atif}"), atif
 
 
@@ -174,22 +196,38 @@ def _listed(value) -> list:
     return value if isinstance(value, list) else []
 
 
-def _atif_step(step: dict) -> dict:
-    """One ATIF step as the app's step; whatever a field holds, never an exception."""
-    calls = _listed(step.get("tool_calls")) or [{}]
-    call = calls[0] if isinstance(calls[0], dict) else {}
+def _atif_steps(step: dict) -> list[dict]:
+    """One ATIF step as the app's steps, one per tool call in order — terminus-2 types several
+    commands in one turn, and any of them may be ``ask_human`` — with the step's message on
+    the first. A result naming its call (``source_call_id``) goes with that call; the others
+    (terminus-2's one terminal screen after the turn) with the last. Whatever a field holds,
+    never an exception."""
+    calls = [c for c in _listed(step.get("tool_calls")) if isinstance(c, dict)] or [{}]
     observation = step.get("observation")
     results = _listed(observation.get("results")) if isinstance(observation, dict) else []
-    output = "\n".join(str(r.get("content", "")) for r in results if isinstance(r, dict))
+    ids = [c.get("tool_call_id") for c in calls]
+    outputs: list[list[str]] = [[] for _ in calls]
+    for result in results:
+        if not isinstance(result, dict):
+            continue
+        source = result.get("source_call_id")
+        at = ids.index(source) if isinstance(source, str) and source in ids else len(calls) - 1
+        outputs[at].append(str(result.get("content", "")))
     message = step.get("message")
-    return {
-        "role": str(step.get("source") or "agent"),
-        "content": message if isinstance(message, str) else json.dumps(message)[:100_000],
-        "tool": call.get("function_name") if isinstance(call.get("function_name"), str) else None,
-        "tool_input": call.get("arguments"),
-        "tool_output": output or None,
-        "time": step.get("timestamp") if isinstance(step.get("timestamp"), str) else None,
-    }
+    content = message if isinstance(message, str) else json.dumps(message)[:100_000]
+    time = step.get("timestamp") if isinstance(step.get("timestamp"), str) else None
+    role = str(step.get("source") or "agent")
+    return [
+        {
+            "role": role,
+            "content": content if n == 0 else None,
+            "tool": _text(call.get("function_name")) or None,
+            "tool_input": call.get("arguments"),
+            "tool_output": "\n".join(output) or None,
+            "time": time,
+        }
+        for n, (call, output) in enumerate(zip(calls, outputs, strict=True))
+    ]
 
 
 def _tampering(trial: Path) -> str:
@@ -214,8 +252,9 @@ def _tampering(trial: Path) -> str:
 
 
 def read_trial(path: Path, resolve: TaskResolver) -> Trial:
-    """The trial whose ``result.json`` is ``path``; ValueError when it cannot be read or its
-    task is not the project's."""
+    """The trial whose ``result.json`` is ``path``: a pass, or a try the release leaves out
+    (``tries.trial_outcome``); ValueError when it cannot be read or its task is not the
+    project's."""
     trial = path.parent
     result = _read(trial, path.name)
     task_name = str(result.get("task_name") or "")
@@ -230,43 +269,55 @@ def read_trial(path: Path, resolve: TaskResolver) -> Trial:
     if task_id is None:
         raise ValueError(f"the project has no task {reference!r}")
     model, started = _model(result), str(result.get("started_at") or "")
-    if result.get("exception_info"):
-        kind = (result["exception_info"] or {}).get("exception_type", "an exception")
-        return Trial(trial.name, model, started, None, f"stopped by {kind}, no reward")
+    outcome = trial_outcome(result)
+    if outcome.excluded:
+        excluded = Exclusion(
+            trial=trial.name, task_id=task_id, mode=mode, reason=outcome.excluded,
+            exception=outcome.exception, message=outcome.message, reward=outcome.reward,
+        )  # fmt: skip
+        return Trial(trial.name, model, started, None, outcome.why, excluded)
+    record = _pass_record(trial, result, outcome, task_id=task_id, mode=mode)
+    record.revision = _revision(folder)
+    return Trial(trial.name, model, started, record)
+
+
+def _pass_record(trial: Path, result: dict, outcome, *, task_id: int, mode: str) -> PassRecord:
+    """The pass of a trial the release scores: what it left read unless it tampered."""
     rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-    reward = rewards.get("reward")
-    if not isinstance(reward, int | float) or isinstance(reward, bool):
-        return Trial(trial.name, model, started, None, "the verifier gave no reward")
     detail = {
         "trial": trial.name,
-        "reward": reward,
+        "reward": outcome.reward,
         "seconds": _seconds(result),
         "agent": (result.get("agent_info") or {}).get("name"),
     }
     if len(rewards) > 1:  # the run's verifier: the generated one's and the folder's own
         detail["rewards"] = {k: v for k, v in rewards.items() if isinstance(v, int | float)}
+    if outcome.exception:  # one the release scores all the same (the agent's time ran out)
+        detail["agent_exception"] = {"type": outcome.exception, "message": outcome.message[:500]}
     error = _tampering(trial)
-    steps, steps_file, questions = None, "", []
+    steps, steps_file, questions, matched = None, "", [], []
     try:
         if not error:  # what a tampered trial left is not read at all
             steps, steps_file = _steps(trial)
-            questions = _ask_log(trial)
+            questions, matched = _ask_log(trial)
     except (UnsafeFile, TrajectoryError) as problem:
         error = f"what it left cannot be read: {problem}"
     if error:
         detail["failed"] = error
-    record = PassRecord(
+    if any(matched):
+        detail["sidecar_verdicts"] = matched
+    note = COUNTED_NOTE.format(kind=outcome.exception) if outcome.exception else ""
+    return PassRecord(
         task_id=task_id,
         mode=mode,
         index=0,
-        resolved=reward >= 1 and not error,
+        resolved=outcome.reward >= 1 and not error,
         questions=_questions(questions or None, mode, blank_ok=True),
         trajectory=None if error else steps,
         trajectory_file=f"harbor trial {trial.name}: {steps_file}" if steps and not error else "",
         detail=detail,
-        error=f"The trial is not scored: {error}." if error else "",
+        error=f"The trial is not scored: {error}." if error else note,
     )
-    return Trial(trial.name, model, started, record)
 
 
 def _seconds(result: dict) -> float | None:
@@ -293,6 +344,8 @@ def parse_harbor_jobs(root: Path, resolve: TaskResolver) -> HarborTrials:
             continue
         if trial.record is None:
             out.skipped.append((trial.name, trial.skipped))
+            if trial.excluded is not None:
+                out.excluded.setdefault(trial.model, []).append(trial.excluded)
         else:
             started.append(trial)
     if problems:
@@ -312,8 +365,13 @@ def parse_harbor_jobs(root: Path, resolve: TaskResolver) -> HarborTrials:
 def summary(trials: HarborTrials) -> str:
     passes = sum(len(r) for r in trials.by_model.values())
     text = f"{passes} trial(s) read"
+    excluded = exclusions_text(
+        (e.reason, e.exception) for tries in trials.excluded.values() for e in tries
+    )
+    if excluded:
+        text += f"; {excluded}"
     if trials.skipped:
-        text += f"; {len(trials.skipped)} without a reward: " + ", ".join(
+        text += f"; {len(trials.skipped)} not a pass: " + ", ".join(
             f"{name} ({why})" for name, why in trials.skipped[:5]
         )
     return text

@@ -204,6 +204,35 @@ class TaskPass(models.Model):
         return f"{self.task_id} {self.mode} pass {self.index}: {self.resolved}"
 
 
+class ExcludedTry(models.Model):
+    """A Harbor trial the release leaves out of every figure (``evaluation/tries.py``): the
+    agent's process failed, or the environment, the verifier or Harbor did. Not a pass; the
+    leaderboard says how many a model had and why."""
+
+    class Reason(models.TextChoices):
+        AGENT_ERROR = "agent_error", "agent error"
+        INFRA_ERROR = "infra_error", "infra error"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="excluded_tries")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="excluded_tries")
+    mode = models.CharField(max_length=10, choices=Mode.choices)
+    trial = models.CharField(max_length=200, help_text="The Harbor trial's folder name")
+    reason = models.CharField(max_length=12, choices=Reason.choices)
+    exception = models.CharField(max_length=200, blank=True, help_text="Harbor's exception type")
+    message = models.TextField(blank=True)
+    reward = models.FloatField(null=True, blank=True, help_text="The verifier's, not counted")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "task", "mode", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "trial"], name="one_excluded_try_per_trial")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trial}: {self.reason} ({self.exception or 'no reward'})"
+
+
 class SelectionPolicy(models.Model):
     """A project's pass-rate thresholds: a task is kept when models solve it with full
     information and fail without the resolutions."""

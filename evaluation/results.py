@@ -51,6 +51,11 @@ class PassRecord:
     trajectory_file: str = ""
     detail: dict = field(default_factory=dict)  # where it came from (a Harbor trial's name…)
     error: str = ""  # why the pass failed without a verdict on the agent (a tampered trial)
+    # The revision the pass ran on: its number as the harness's folder names it (a bundle's
+    # provenance), and the revision's id once the import pins it; the questions are judged
+    # against it, never against what the task became since.
+    revision: int | None = None
+    revision_id: int | None = None
 
     def as_json(self) -> dict:
         return {
@@ -64,6 +69,9 @@ class PassRecord:
             "trajectory": self.trajectory,
             "trajectory_file": self.trajectory_file,
             "detail": self.detail,
+            "error": self.error,
+            "revision": self.revision,
+            "revision_id": self.revision_id,
         }
 
 

@@ -20,6 +20,7 @@ from judge.models import AskHumanCall
 from . import metrics, selection
 from .models import (
     EvaluationRun,
+    ExcludedTry,
     FailureLabel,
     Mode,
     SelectionPolicy,
@@ -28,6 +29,7 @@ from .models import (
 )
 from .services.common import project_tasks
 from .services.failures import taxonomy
+from .tries import exclusions_text
 
 KS = (1, 2, 3)
 
@@ -210,21 +212,52 @@ def latest_studies(project) -> dict[tuple[str, str], SupportStudy]:
     return latest
 
 
+def excluded_tries(
+    project, *, domain: str | None = None, rows: list[PassRow]
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(model, mode) -> (reason, exception) of each try the release leaves out
+    (``tries.py``) of the runs the leaderboard reads: per task and mode, the run whose passes
+    ``rows`` hold, or, where no run has a pass, the latest run that tried."""
+    chosen = {(r.model, r.task_id, r.mode): r.run_id for r in rows}
+    queryset = ExcludedTry.objects.filter(
+        run__project=project, run__status=EvaluationRun.Status.SUCCEEDED, run__reference=False
+    )
+    if domain:
+        queryset = queryset.filter(task__domain=domain)
+    out: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for run_id, model, task_id, mode, reason, exception in queryset.order_by(
+        "-run__created_at", "-run_id", "id"
+    ).values_list("run_id", "run__model_name", "task_id", "mode", "reason", "exception"):
+        if chosen.setdefault((model, task_id, mode), run_id) == run_id:
+            out[(model, mode)].append((reason, exception))
+    return out
+
+
 def leaderboard(
     project, *, domain: str | None = None, rows: list[PassRow] | None = None
 ) -> list[dict]:
-    """One row per model and mode, with the model's AUDBC per support-seeking method."""
+    """One row per model and mode, with the model's AUDBC per support-seeking method and the
+    tries the release leaves out (how many, and why)."""
     rows = project_passes(project, domain=domain) if rows is None else rows
     audbc: dict[str, dict[str, float | None]] = defaultdict(dict)
     for (model, method), study in latest_studies(project).items():
         audbc[model][method] = metrics.audbc(support_records(study))
+    grouped = _group(rows, "model", "mode")
+    excluded = excluded_tries(project, domain=domain, rows=rows)
     board = []
-    for (model, mode), passes in sorted(
-        _group(rows, "model", "mode").items(),
-        key=lambda item: (item[0][0], Mode.values.index(item[0][1])),
-    ):
+    for model, mode in sorted({*grouped, *excluded}, key=lambda k: (k[0], Mode.values.index(k[1]))):
+        passes = grouped.get((model, mode))
+        summary = mode_summary(passes) if passes else {"tasks": 0, "passes": 0}
+        tries = excluded.get((model, mode), [])
         board.append(
-            {"model": model, "mode": mode, **mode_summary(passes), "audbc": audbc.get(model, {})}
+            {
+                "model": model,
+                "mode": mode,
+                **summary,
+                "tries_excluded": len(tries),
+                "excluded_why": exclusions_text(tries),
+                "audbc": audbc.get(model, {}),
+            }
         )
     for model, by_method in sorted(audbc.items()):
         if not any(row["model"] == model for row in board):

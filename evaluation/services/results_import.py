@@ -1,4 +1,11 @@
-"""Results imported from an outside harness: validated whole, then stored by the worker."""
+"""Results imported from an outside harness: validated whole, then stored by the worker.
+
+Each pass is judged against the revision it ran on, fixed before the run is queued: the one a
+Harbor trial's folder was exported from, else the task's current revision at import. A blocker
+edited afterwards — before the worker stores the pass, or before another worker takes the run
+over — changes neither its verdicts nor its Ask-F1. A Harbor try the release leaves out
+(``tries.py``) is stored with why, beside the passes, when the run is queued.
+"""
 
 from __future__ import annotations
 
@@ -13,24 +20,32 @@ from django.db import transaction
 from django.db.models import F
 
 from hilbench_annotate.access import require_role
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.errors import DomainError, ImportRefused
 from hilbench_annotate.jobs import job_fail, job_heartbeat, job_send
-from hilbench_annotate.models import Project, Task
+from hilbench_annotate.models import Project, Revision, Task
+from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
 from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
+from judge.models import AskHumanRun
 from judge.services import ask_human, ask_human_reject, ask_human_run_start
 
 from ..harbor_jobs import is_harbor_jobs, parse_harbor_jobs
-from ..models import EvaluationRun, Mode, TaskPass, Trajectory
+from ..models import EvaluationRun, ExcludedTry, Mode, TaskPass, Trajectory
 from ..results import PassRecord, parse_jsonl, parse_results_folder
 from ..trajectories import TrajectoryError, steps_within_caps
+from ..tries import Exclusion
 from .common import current_revision, evaluation_run_finish, stored_upload, task_resolver
 
 
 def _queue_import(
-    *, project: Project, actor, model_name: str, records: list[PassRecord]
+    *,
+    project: Project,
+    actor,
+    model_name: str,
+    records: list[PassRecord],
+    excluded: list[Exclusion] = (),
 ) -> EvaluationRun:
     # The validated passes wait for the worker in a file (trajectories can be large), not in
     # the run's row.
@@ -40,17 +55,20 @@ def _queue_import(
     with path.open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record.as_json()) + "\n")
+    tried = [*records, *excluded]
     run = EvaluationRun.objects.create(
         project=project,
         source=EvaluationRun.Source.IMPORTED,
         model_name=model_name[:200],
-        modes=sorted({r.mode for r in records}, key=Mode.values.index),
-        passes=max(r.index for r in records),
-        task_ids=sorted({r.task_id for r in records}),
+        modes=sorted({r.mode for r in tried}, key=Mode.values.index),
+        passes=max((r.index for r in records), default=1),
+        task_ids=sorted({r.task_id for r in tried}),
         pending={"file": relative},
         total=len(records),
         created_by=actor,
     )
+    for exclusion in excluded:
+        excluded_try_store(run=run, exclusion=exclusion)
     event_record(
         project_id=project.pk,
         task_id=None,
@@ -58,9 +76,45 @@ def _queue_import(
         kind="results_import_queued",
         run=run.pk,
         passes=len(records),
+        excluded=len(excluded),
     )
     job_send(run)
     return run
+
+
+def excluded_try_store(*, run: EvaluationRun, exclusion: Exclusion) -> ExcludedTry:
+    """Keep a try the release leaves out (``tries.py``) with why; once per trial, so a worker
+    that takes a run over and reads the trial again stores nothing twice."""
+    fields = exclusion.as_json()
+    trial = fields.pop("trial")
+    excluded, _ = ExcludedTry.objects.get_or_create(run=run, trial=trial[:200], defaults=fields)
+    return excluded
+
+
+def _pin_revisions(records: list[PassRecord]) -> None:
+    """Fix each pass's revision before its run is queued: the one its folder names, else the
+    task's current one now. ``ImportRefused`` naming each pass whose task has no such
+    revision."""
+    task_ids = {r.task_id for r in records}
+    current = current_revisions(task_ids)
+    numbered = dict(
+        ((task_id, number), pk)
+        for task_id, number, pk in Revision.objects.filter(
+            task_id__in=task_ids, number__in={r.revision for r in records if r.revision}
+        ).values_list("task_id", "number", "pk")
+    )
+    problems = []
+    for record in records:
+        if record.revision is None:
+            record.revision_id = current.get(record.task_id, (None,))[0]
+        else:
+            record.revision_id = numbered.get((record.task_id, record.revision))
+        if record.revision_id is None:
+            where = record.detail.get("trial") or f"task {record.task_id} pass {record.index}"
+            what = f"revision {record.revision}" if record.revision else "a revision"
+            problems.append((where, f"task {record.task_id} has no {what} to judge it on"))
+    if problems:
+        raise ImportRefused(f"{len(problems)} pass(es) without their revision", problems)
 
 
 def results_import_start(
@@ -75,9 +129,11 @@ def results_import_start(
     require_role(actor, project, Role.LEAD, action="do this")
     resolve = task_resolver(project)
     path = Path(path)
+    excluded: dict[str, list[Exclusion]] = {}
     if path.is_dir() and is_harbor_jobs(path):
-        by_model = parse_harbor_jobs(path, resolve).by_model
-        if not by_model:
+        trials = parse_harbor_jobs(path, resolve)
+        by_model, excluded = trials.by_model, trials.excluded
+        if not by_model and not excluded:
             raise DomainError(f"{path.name}: no trial of these Harbor jobs has a reward.")
     elif path.is_dir():
         by_model = parse_results_folder(path, resolve)
@@ -100,9 +156,16 @@ def results_import_start(
             f"{path.name}: give a .jsonl file or a results folder (.zip / .tar.gz) holding "
             "pass_level_metrics.csv."
         )
+    _pin_revisions([r for records in by_model.values() for r in records])
     return [
-        _queue_import(project=project, actor=actor, model_name=model, records=records)
-        for model, records in sorted(by_model.items())
+        _queue_import(
+            project=project,
+            actor=actor,
+            model_name=model,
+            records=by_model.get(model, []),
+            excluded=excluded.get(model, []),
+        )
+        for model in sorted({*by_model, *excluded})
     ]
 
 
@@ -159,32 +222,84 @@ def _trajectory_kept(record: PassRecord) -> tuple[list[dict] | None, str]:
         return None, str(error)
 
 
+def _pass_revision(task: Task, record: PassRecord) -> Revision:
+    """The revision the pass ran on: pinned at import, else the one its Harbor folder names
+    (a run the app drives), else — a pass read by no import — the task's current one."""
+    if record.revision_id is None and record.revision is None:
+        return current_revision(task)
+    found = Revision.objects.filter(task=task)
+    if record.revision_id is not None:
+        found = found.filter(pk=record.revision_id).first()
+    else:
+        found = found.filter(number=record.revision).first()
+    if found is None:
+        raise DomainError(f"task {task.pk} no longer has the revision pass {record.index} ran on")
+    return found
+
+
+def _ask(run: EvaluationRun, task: Task, revision: Revision, record: PassRecord) -> AskHumanRun:
+    """The pass's questions asked of the judge, on ``revision``: ``ask_human_run_start`` opens
+    a run on the task's current revision (what an agent asking live gets), so the run is
+    moved to the revision the pass ran on before its first question."""
+    ask_run = ask_human_run_start(
+        task=task,
+        actor=run.created_by,
+        label=f"{run.model_name} pass {record.index} (import {run.pk})",
+    )
+    if ask_run.revision_id != revision.pk:
+        AskHumanRun.objects.filter(pk=ask_run.pk).update(revision=revision)
+        ask_run.revision = revision
+    for question in record.questions:
+        if not question["text"].strip():
+            # Logged by the harness, so made: a call that matched nothing, counted in
+            # precision's denominator as the release counts it.
+            ask_human_reject(run=ask_run, question="", reason="the question is blank")
+            continue
+        ask_human(
+            run=ask_run,
+            actor=run.created_by,
+            question=question["text"],
+            client_time=question.get("time", ""),
+        )
+    return ask_run
+
+
+def _sidecar_check(ask_run: AskHumanRun, revision: Revision, logged: list) -> dict:
+    """The sidecar's logged verdicts beside the app's on the same revision: how many agree,
+    each that differs, and any blocker it named that the revision does not have."""
+    app = [
+        None if capped or error else key
+        for key, capped, error in ask_run.calls.order_by("id").values_list(
+            "blocker_key", "capped", "error"
+        )
+    ]
+    ids = {b.get("id") for b in revision.snapshot.get("blockers", [])}
+    differ = [
+        {"question": n, "sidecar": theirs, "app": ours}
+        for n, (theirs, ours) in enumerate(zip(logged, app, strict=False), start=1)
+        if theirs != ours
+    ]
+    return {
+        "revision": revision.number,
+        "agree": min(len(logged), len(app)) - len(differ),
+        "differ": differ[:50],
+        "not_in_revision": sorted({b for b in logged if b and b not in ids}),
+    }
+
+
 def imported_pass_store(run: EvaluationRun, task: Task, record: PassRecord) -> TaskPass:
-    """One pass read from a harness: its questions asked of the judge (logged under an
-    ``AskHumanRun``), its trajectory, the run's progress counted."""
-    revision = current_revision(task)
+    """One pass read from a harness: its questions asked of the judge on the revision it ran
+    on (logged under an ``AskHumanRun``), its trajectory, the run's progress counted."""
+    revision = _pass_revision(task, record)
     steps, refused = _trajectory_kept(record)
     detail = {**record.detail, "trajectory_refused": refused} if refused else record.detail
     with transaction.atomic():
         ask_run = None
         if record.mode == Mode.ASK_HUMAN:
-            ask_run = ask_human_run_start(
-                task=task,
-                actor=run.created_by,
-                label=f"{run.model_name} pass {record.index} (import {run.pk})",
-            )
-            for question in record.questions:
-                if not question["text"].strip():
-                    # Logged by the harness, so made: a call that matched nothing, counted in
-                    # precision's denominator as the release counts it.
-                    ask_human_reject(run=ask_run, question="", reason="the question is blank")
-                    continue
-                ask_human(
-                    run=ask_run,
-                    actor=run.created_by,
-                    question=question["text"],
-                    client_time=question.get("time", ""),
-                )
+            ask_run = _ask(run, task, revision, record)
+            logged = detail.get("sidecar_verdicts")
+            if isinstance(logged, list):
+                detail = {**detail, "sidecar_check": _sidecar_check(ask_run, revision, logged)}
         task_pass = TaskPass.objects.create(
             run=run,
             task=task,

@@ -47,6 +47,7 @@ from evaluation.services import (
     support_study_start,
     support_upload,
 )
+from evaluation.tries import exclusions_text
 from evaluation.viewer import csv_safe
 from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
 from hilbench_annotate.errors import DomainError
@@ -385,8 +386,9 @@ def leaderboard_csv(request, project_id: int):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="leaderboard-{project.slug}.csv"'
     writer = csv.writer(response)
-    # pass@k is over the tasks with every pass (pass_at_tasks); the others are counted apart.
-    extra = ["pass_at_tasks", "tasks_short"]
+    # pass@k is over the tasks with every pass (pass_at_tasks); the others are counted apart,
+    # and so are the tries the release leaves out.
+    extra = ["pass_at_tasks", "tasks_short", "tries_excluded", "excluded_why"]
     keys = [key for key, _label, _title in COLUMNS] + extra
     writer.writerow(keys + [f"audbc_{m}" for m in methods])
     for row in leaderboard(project, domain=domain):
@@ -413,9 +415,14 @@ def run_detail(request, run_id: int):
         .prefetch_related("ask_human_run__calls")
         .annotate(has_trajectory=Exists(Trajectory.objects.filter(task_pass=OuterRef("pk"))))
     )[:RUN_PAGE_PASSES]
+    excluded = run.excluded_tries.select_related("task").only(
+        "trial", "task_id", "mode", "reason", "exception", "message", "reward", "task__title"
+    )[:RUN_PAGE_PASSES]
     context = {
         "run": run,
         "passes": passes,
+        "excluded": excluded,
+        "excluded_why": exclusions_text(run.excluded_tries.values_list("reason", "exception")),
         "limit": RUN_PAGE_PASSES,
         "progress": _progress(run),
         "is_lead": is_lead,

@@ -8,9 +8,13 @@ finished is imported as a pass (``evaluation.harbor_jobs.read_trial``: its rewar
 ask-human log judged by the app, its trajectory), and the run's progress and heartbeat are
 updated; a cancel stops Harbor (it tears its containers down) and ends the run.
 
+A trial the release leaves out (``evaluation.tries``: its agent's process failed, or its
+environment, verifier or Harbor did) is stored with why (``ExcludedTry``); it used its try,
+so the run ends once every try was made, and succeeds when at least one pass was scored.
 A worker that dies leaves the folder: the run, taken over, imports the trials that finished
-meanwhile, keeps every pass stored (one per trial: the trial's name is in its ``detail``),
-and asks Harbor only for the passes still missing. Harbor runs under a guard
+meanwhile, keeps every pass and left-out try stored (one per trial: the trial's name is in
+its ``detail``), and asks Harbor only for the tries still missing — what the first worker
+would have asked, never a second draw of a try it left out. Harbor runs under a guard
 (``exchange/harbor_guard.py``) that stops it and removes the run's containers when the worker
 dies or the run is cancelled, so neither outlives the worker.
 """
@@ -32,9 +36,9 @@ from django.db import transaction
 
 from evaluation.agents import AGENTS
 from evaluation.harbor_jobs import MAX_RESULT_BYTES, UNREADABLE, read_trial, trial_results
-from evaluation.models import EvaluationRun, TaskPass
+from evaluation.models import EvaluationRun, ExcludedTry, TaskPass
 from evaluation.services.common import evaluation_run_finish, task_resolver
-from evaluation.services.results_import import imported_pass_store
+from evaluation.services.results_import import excluded_try_store, imported_pass_store
 from harbor_agents.fetch import task_fetch_sentence
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
@@ -237,6 +241,8 @@ def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
             continue
         if trial.record is None:
             skipped[name] = _stop_reason(path, trial)
+            if trial.excluded is not None:
+                excluded_try_store(run=run, exclusion=trial.excluded)
             continue
         record = trial.record
         key = (record.task_id, record.mode)
@@ -380,6 +386,8 @@ def harbor_run_execute(run: EvaluationRun) -> None:
         EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
         _collect(run, jobs, resolve)  # what finished before a worker died
         _, counts = _stored(run)
+        for key in ExcludedTry.objects.filter(run=run).values_list("task_id", "mode"):
+            counts[key] = counts.get(key, 0) + 1  # a try left out was made all the same
         wanted = [
             (name, mode, run.passes - counts.get((task_id, mode), 0))
             for name, task_id in sorted(folders.items())
@@ -407,7 +415,8 @@ def harbor_run_execute(run: EvaluationRun) -> None:
         job_fail(EvaluationRun, run.pk, str(error))
         return
     run.refresh_from_db()
-    if run.done < run.total:
+    left_out = ExcludedTry.objects.filter(run=run).count()
+    if run.done == 0 or run.done + left_out < run.total:
         job_fail(EvaluationRun, run.pk, _shortfall(run, folder))
         return
     evaluation_run_finish(run)

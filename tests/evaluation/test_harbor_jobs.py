@@ -83,7 +83,12 @@ def test_each_finished_trial_is_a_pass_numbered_in_start_order_with_its_ask_log(
         ("ask_human", 2, True, 2),
     ]
     assert records[1].questions[1]["text"] == "What is the capital of France?"
-    assert trials.skipped == [("full_info__c", "stopped by MissingData, no reward")]
+    why = "the environment, the verifier or the harness failed (the release's infra_error)"
+    assert trials.skipped == [("full_info__c", f"stopped by MissingData, no reward: {why}")]
+    [(_, [excluded])] = trials.excluded.items()
+    assert (excluded.trial, excluded.reason, excluded.exception, excluded.reward) == (
+        "full_info__c", "infra_error", "MissingData", None,
+    )  # fmt: skip
 
 
 def test_a_trial_of_a_task_the_project_lacks_refuses_the_import_naming_it(tmp_path):

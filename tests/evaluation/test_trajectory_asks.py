@@ -141,3 +141,48 @@ def test_calls_in_a_shell_step_and_through_the_tool_share_one_numbering_across_p
     assert re.findall(r'id="ask-(\d+)"', second) == ["3"]
     assert 'data-asks-before="2"' in second
     assert "irrelevant question</span>" in second.split('id="ask-3"')[1]
+
+
+def test_every_command_of_a_terminus_2_turn_is_kept_so_each_ask_keeps_its_verdict(
+    client, sql_task, lead, author, tmp_path
+):
+    """terminus-2 may type several commands in one turn (one ATIF step, several tool calls):
+    ``cd /app`` then ``ask_human …``. Each call is a step of its own, so the ask is not lost
+    and the next one does not take its verdict. A result naming its call goes with it; the
+    terminal screen after the turn with the last call."""
+    trigger = DEMO_BLOCKERS[0]["trigger_questions"][0]
+    jobs = terminus_trial(
+        tmp_path,
+        source_id=sql_task.source_id,
+        asks=[(trigger, DEMO_BLOCKERS[0]["resolution"]), (IRRELEVANT, "irrelevant question")],
+        gold_sql=sql_task.sql_environment.gold_sql,
+    )
+    path = next(jobs.glob("*/*/agent/trajectory.json"))
+    document = json.loads(path.read_text())
+    turn = document["steps"][1]
+    turn["tool_calls"].insert(
+        0,
+        {
+            "tool_call_id": "call_1_0",
+            "function_name": "bash_command",
+            "arguments": {"keystrokes": "cd /app\n", "duration": 0.1},
+        },
+    )
+    turn["observation"]["results"].insert(0, {"source_call_id": "call_1_0", "content": "moved"})
+    path.write_text(json.dumps(document))
+    call_command("import_results", str(jobs), project=sql_task.project.slug,
+                 username=lead.username, wait=True)  # fmt: skip
+    task_pass = TaskPass.objects.get(run__model_name="openai/standin")
+    steps = task_pass.trajectory.steps
+    assert [s["tool"] for s in steps] == [None, "bash_command", "bash_command", "bash_command",
+                                          "bash_command", "mark_task_complete"]  # fmt: skip
+    assert steps[1]["tool_output"] == "moved" and steps[1]["content"] == turn["message"]
+    assert trigger in steps[2]["tool_output"] and steps[2]["content"] is None
+    assert trajectory_outline(task_pass.pk).asks == [2, 3]
+
+    client.force_login(author)
+    html = client.get(reverse("evaluation-pass", args=[task_pass.pk])).content.decode()
+    first = html.split('id="ask-1"')[1].split('id="ask-2"')[0]
+    second = html.split('id="ask-2"')[1].split("</li>")[0]
+    assert trigger in first and f"matched <code>{DEMO_BLOCKERS[0]['key']}</code>" in first
+    assert IRRELEVANT in second and "irrelevant question</span>" in second

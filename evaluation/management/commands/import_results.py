@@ -4,8 +4,10 @@
 
 PATH is a ``.jsonl`` file (``--model`` names the model), a HiL-Bench results folder holding
 ``pass_level_metrics.csv`` (it names its models), or that folder as ``.zip`` / ``.tar.gz``,
-or a Harbor jobs folder (``harbor run -o FOLDER``: one pass per trial with a reward, the
-ask-human sidecar's log of an ``ask_human`` trial as its questions).
+or a Harbor jobs folder (``harbor run -o FOLDER``: one pass per trial the release scores —
+one that ran out of time too, on what it left — the ask-human sidecar's log of an
+``ask_human`` trial as its questions; a trial whose agent process, environment, verifier or
+harness failed is a try left out, stored with why and counted after the passes).
 With ``--scores`` the JSONL lines are ``{task, score, correct, correct_with_support}``.
 Every line is checked first; with any bad line nothing is imported and the lines are named.
 Runs are queued for the worker (``--wait`` stores them here instead).
@@ -18,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from evaluation.services import evaluation_run_execute, results_import_start, support_import
+from evaluation.tries import exclusions_text
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.models import Project
 
@@ -61,4 +64,8 @@ class Command(BaseCommand):
             if wait:
                 evaluation_run_execute(run_id=run.pk)
                 run.refresh_from_db()
-            self.stdout.write(f"run {run.pk}: {run.model_name}, {run.total} passes, {run.status}")
+            excluded = exclusions_text(run.excluded_tries.values_list("reason", "exception"))
+            self.stdout.write(
+                f"run {run.pk}: {run.model_name}, {run.total} passes, {run.status}"
+                + (f"; {excluded}" if excluded else "")
+            )
