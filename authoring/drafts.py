@@ -22,6 +22,16 @@ def _text(data, name: str) -> str:
     return str(data.get(name, "")).replace("\r\n", "\n")
 
 
+def _kept(data, name: str, stored: str | None) -> str:
+    """The posted text, or the stored one when they differ only in line ends: a file imported
+    with CRLF (Spider's description CSVs, a patch) keeps its bytes through a save that did not
+    touch it, and no revision says it was edited."""
+    posted = _text(data, name)
+    if isinstance(stored, str) and stored.replace("\r\n", "\n") == posted:
+        return stored
+    return posted
+
+
 SPEC_LINES = (
     "packages", "requirement_files", "conda_files", "pre_install", "install", "eval_commands",
 )  # fmt: skip
@@ -61,7 +71,7 @@ def draft_from_form(*, domain: str, data, environment: Mapping[str, Any]) -> dic
     if domain == Domain.SQL:
         for name in SQL_TEXT_FIELDS:
             if f"env.{name}" in data:
-                env[name] = _text(data, f"env.{name}")
+                env[name] = _kept(data, f"env.{name}", env.get(name))
         if "env.business_info" in data:
             env["business_info"] = [
                 line.strip()
@@ -71,11 +81,11 @@ def draft_from_form(*, domain: str, data, environment: Mapping[str, Any]) -> dic
         descriptions = dict(env.get("descriptions") or {})
         for table in list(descriptions):
             if f"env.descriptions.{table}" in data:
-                descriptions[table] = _text(data, f"env.descriptions.{table}")
+                descriptions[table] = _kept(data, f"env.descriptions.{table}", descriptions[table])
         env["descriptions"] = descriptions
     else:
         if "env.setup_patch" in data:
-            env["setup_patch"] = _text(data, "env.setup_patch")
+            env["setup_patch"] = _kept(data, "env.setup_patch", env.get("setup_patch"))
         if "env.test_command" in data:
             env["test_command"] = _text(data, "env.test_command").strip()
         if "env.spec.log_parser" in data:
