@@ -25,8 +25,9 @@ class EvaluationConfig(AppConfig):
         post_save.connect(
             project_made, sender=Project, weak=False, dispatch_uid="evaluation.taxonomy"
         )
-        stale = "EVALUATION_STALE_S"
+        stale = "EVALUATION_STALE_S"  # runs beat from a thread while their worker lives
         register(JobKind("evaluation.EvaluationRun", "evaluation.run", "run_id", stale, "run"))
+        stale = "STUDY_STALE_S"  # studies and labelling runs beat once per stored record
         register(
             JobKind("evaluation.SupportStudy", "evaluation.support", "study_id", stale, "study")
         )

@@ -478,7 +478,11 @@ SQL_CHECK_TIMEOUT_S = float(os.environ.get("HILBENCH_SQL_CHECK_TIMEOUT_S", "30")
 JOB_REDISPATCH_S = int(os.environ.get("HILBENCH_JOB_REDISPATCH_S", "300"))
 JOB_MAX_ATTEMPTS = int(os.environ.get("HILBENCH_JOB_MAX_ATTEMPTS", "3"))
 VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
-EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "1800"))
+# Model and Harbor runs beat every JOB_HEARTBEAT_S from a thread of their own while their
+# worker lives, so a run silent for EVALUATION_STALE_S lost its worker.
+JOB_HEARTBEAT_S = float(os.environ.get("HILBENCH_JOB_HEARTBEAT_S", "15"))
+EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "120"))
+STUDY_STALE_S = int(os.environ.get("HILBENCH_STUDY_STALE_S", "1800"))
 IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
 # Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
 IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))

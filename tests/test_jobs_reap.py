@@ -22,6 +22,10 @@ def eager():
 
 @pytest.fixture
 def lost_run(project, lead, author, tmp_path):
+    return _queued_import_run(project, lead, author, tmp_path)
+
+
+def _queued_import_run(project, lead, author, tmp_path):
     from exchange.demo.blocked_task import DEMO_BLOCKERS
     from hilbench_annotate import services as core
     from tests.factories import TaskFactory
@@ -86,3 +90,34 @@ def test_every_long_job_kind_is_registered_with_a_job_task():
         task = app.tasks[kind.task]
         assert isinstance(task, CeleryTask) and isinstance(task, JobTask), kind.task
         assert task.acks_late, kind.task
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_beats_while_its_worker_is_busy_so_its_stale_time_can_be_short(
+    project, lead, author, tmp_path, settings, monkeypatch
+):
+    """Issue 45, item 3: a run's heartbeat came only with each stored pass, so its stale time
+    had to be half an hour and a killed worker's Harbor run waited that long. It now beats
+    from a thread the whole time its worker lives: through one step far longer than the
+    beat (a slow export or model call, a sleep here), the heartbeat stays fresh."""
+    import time
+
+    from evaluation.services import runs
+
+    settings.JOB_HEARTBEAT_S = 0.2
+    run = _queued_import_run(project, lead, author, tmp_path)
+    seen = []
+    real = runs.imported_run_store
+
+    def slow_store(run):
+        for _ in range(8):  # 1.6 s in one step, no pass stored meanwhile
+            time.sleep(0.2)
+            seen.append(EvaluationRun.objects.get(pk=run.pk).heartbeat_at)
+        real(run)
+
+    monkeypatch.setattr(runs, "imported_run_store", slow_store)
+    runs.evaluation_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert len(set(seen)) >= 4  # beaten again and again while the step ran
+    assert settings.EVALUATION_STALE_S <= 300  # taken over within minutes of a worker's death

@@ -19,7 +19,13 @@ from hilbench_annotate.access import require_role
 from hilbench_annotate.databases import edited_copy
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import task_instructions
-from hilbench_annotate.jobs import job_claim, job_fail, job_heartbeat, job_send
+from hilbench_annotate.jobs import (
+    job_claim,
+    job_fail,
+    job_heartbeat,
+    job_heartbeat_while,
+    job_send,
+)
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.compare import read_golden_csv
@@ -198,6 +204,14 @@ def evaluation_run_execute(*, run_id: int) -> None:
     run = _claim(run_id)
     if run is None:
         return
+    # A heartbeat the whole time the worker lives (an export before Harbor starts, a slow
+    # model call), so a dead worker's run is taken over within EVALUATION_STALE_S — minutes,
+    # not the half hour a run without one needed.
+    with job_heartbeat_while(EvaluationRun, run.pk, every_s=settings.JOB_HEARTBEAT_S):
+        _execute(run)
+
+
+def _execute(run: EvaluationRun) -> None:
     if run.source == EvaluationRun.Source.IMPORTED:
         imported_run_store(run)
         return
