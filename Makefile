@@ -30,13 +30,19 @@ migrate: install
 demo: migrate
 	$(PY) manage.py seed_demo
 
-# Web server and a real Celery worker; Ctrl-C stops both.
+# Web server and a real Celery worker; Ctrl-C (SIGINT) or SIGTERM to make stops both: both
+# run in the background of a shell that waits for them (a shell runs its trap only once its
+# foreground command ends, so SIGTERM left the worker running), and that shell is told of
+# make's death (setpriv --pdeathsig), so even a SIGKILL to make stops them. PORT= and HOST=
+# choose where it listens: `make run PORT=8080`.
 run: demo
 	@$(PY) -c "from django.conf import settings; import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE','hilbench_annotate.settings'); django.setup(); print(settings.RUNTIME_MODE)"
 	@echo "Open http://$(HOST):$(PORT)/ and log in with one of the demo users above."
-	@trap 'kill 0' INT TERM EXIT; \
-	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info --concurrency=2 -B --schedule var/celerybeat-schedule & \
-	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@exec setpriv --pdeathsig TERM sh -c '\
+	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info --concurrency=2 -B --schedule var/celerybeat-schedule & worker=$$!; \
+	$(PY) manage.py runserver --noreload $(HOST):$(PORT) & server=$$!; \
+	trap "trap - INT TERM EXIT; kill -TERM $$worker $$server 2>/dev/null; wait" INT TERM EXIT; \
+	wait'
 
 worker: install
 	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info
