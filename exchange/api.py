@@ -126,6 +126,14 @@ class ExportIn(serializers.Serializer):
     allow_internet = serializers.BooleanField(
         required=False, default=False, help_text="task.toml allow_internet (default false)"
     )
+    judge_endpoint = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=500,
+        help_text="With judge_model: the release's LLM judge scores the ask_human of tasks kept "
+        "from the release (its own sidecar calls this endpoint); empty: the embedded judge",
+    )  # fmt: skip
+    judge_model = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=200
+    )
 
 
 class ExportOut(serializers.ModelSerializer):
@@ -142,6 +150,7 @@ class ExportOut(serializers.ModelSerializer):
             "draft",
             "reveal_reviewers",
             "allow_internet",
+            "llm_judge",
             "total",
             "done",
             "size_bytes",
@@ -176,6 +185,7 @@ class ExportStartApi(APIView):
             project=project,
             actor=request.user,
             selection={k: data.pop(k) for k in ("tasks", "states", "domain", "tags")},
+            llm_judge={"endpoint": data.pop("judge_endpoint"), "model": data.pop("judge_model")},
             **data,
         )
         return Response(ExportOut(job).data, status=status.HTTP_202_ACCEPTED)

@@ -98,6 +98,17 @@ class ExportForm(forms.Form):
         required=False,
         label="Allow the tasks' containers to reach the internet (default: no network)",
     )
+    judge_endpoint = forms.CharField(
+        required=False,
+        max_length=500,
+        label="The release's LLM judge: endpoint (optional)",
+        help_text="Tasks kept from the HiL-Bench release: their ask_human is judged by the "
+        "release's own sidecar calling this OpenAI-compatible endpoint, instead of the app's "
+        "embedded judge. Give a model too. The manifest says which judge scores.",
+    )
+    judge_model = forms.CharField(
+        required=False, max_length=200, label="The release's LLM judge: model (optional)"
+    )
 
     def __init__(self, *args, projects=(), **kwargs):
         super().__init__(*args, **kwargs)

@@ -59,6 +59,12 @@ class ExportJob(Job):
         default=False,
         help_text="Let the tasks' containers reach the internet (task.toml allow_internet)",
     )
+    llm_judge = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The release's LLM judge for tasks kept from the release ({endpoint, model}); "
+        "empty: the app's embedded judge (exchange.bundles.judge_choice)",
+    )
     phase = models.CharField(
         max_length=20,
         blank=True,

@@ -129,6 +129,7 @@ def export_list(request):
                     draft=data["draft"],
                     reveal_reviewers=data["reveal_reviewers"],
                     allow_internet=data["allow_internet"],
+                    llm_judge={"endpoint": data["judge_endpoint"], "model": data["judge_model"]},
                 )
             except DomainError as exc:
                 form.add_error(None, str(exc))

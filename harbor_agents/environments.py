@@ -26,6 +26,11 @@ a trial whose data is not there stops with the bundle's own sentence saying what
 where it goes (``shared/FETCH.md``).
 
     harbor run -e harbor_agents.environments:OfflineDocker -p <mode folder> -a oracle
+
+A bundle carries this file (and the two it imports) as ``hilbench_harbor/``, so that Harbor
+runs it with nothing of the app; from the bundle's folder::
+
+    PYTHONPATH=. harbor run -e hilbench_harbor.environments:OfflineDocker -p <mode folder> -a oracle
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from harbor.environments.docker.docker import DockerEnvironment
 from harbor.models.task.config import NetworkMode, TaskOS
 
 from .fetch import task_fetch_sentence
-from .trial_model import TrialModelError, swe_release_image, write_compose_model
+from .trial_model import BUILT_BY, TrialModelError, swe_release_image, write_compose_model
 
 COMPOSE_RECORD = "hilbench-compose.json"
 NEUTRALISED = "hilbench-neutralised.json"
@@ -120,6 +125,8 @@ class OfflineDocker(DockerEnvironment):
 
     async def start(self, force_build: bool):
         await prepare_release_task(self.environment_dir, self._facts)
+        for image in await own_images(self._model_path):
+            self.logger.warning(f"{image} is not the app's (no {BUILT_BY[0]} label): left alone")
         await super().start(force_build)
 
     async def prepare_logs_for_host(self) -> None:
@@ -235,6 +242,41 @@ async def _docker(*args: str) -> tuple[int, str]:
 async def _image_present(image: str) -> bool:
     code, _ = await _docker("image", "inspect", image)
     return code == 0
+
+
+async def _built_by(image: str) -> str | None:
+    """The app's label of a local image ("" when it has none), or None when there is none."""
+    code, out = await _docker("image", "inspect", "--format", "{{ json .Config.Labels }}", image)
+    if code != 0:
+        return None
+    try:
+        labels = json.loads(out.strip() or "null") or {}
+    except ValueError:
+        return ""
+    return str(labels.get(BUILT_BY[0], "")) if isinstance(labels, dict) else ""
+
+
+async def own_images(model_path: Path) -> list[str]:
+    """Each image the compose model builds whose tag an image the app did not build holds
+    (one without the app's label) is built under a tag of the app's own instead (``-1``,
+    ``-2``… after it), so nothing is built over; the model is rewritten. Returns the images
+    left alone."""
+    model = json.loads(model_path.read_text())
+    left: list[str] = []
+    for service in model["services"].values():
+        if "build" not in service or "image" not in service:
+            continue
+        image = candidate = service["image"]
+        for number in range(1, 100):
+            label = await _built_by(candidate)
+            if label is None or label == BUILT_BY[1]:
+                break
+            left.append(candidate)
+            candidate = f"{image}-{number}"
+        service["image"] = candidate
+    if left:
+        model_path.write_text(json.dumps(model, indent=2) + "\n")
+    return left
 
 
 async def prepare_release_task(environment_dir: Path, facts=None) -> None:

@@ -52,6 +52,13 @@ HEALTH = (
     "import os, socket; socket.create_connection("
     "(os.environ.get('HOST', '127.0.0.1'), int(os.environ.get('PORT', '8000'))), 2).close()"
 )
+# Every image the app builds carries this label: an image under one of the app's tags without
+# it is not the app's and is never built over (``environments.own_images`` moves the build to
+# a tag of the app's own; ``shared/sidecars/build.sh`` leaves the release's images alone).
+BUILT_BY = ("hilbench.built-by", "hilbench-annotate")
+# A task kept from the release whose ask_human the lead gave to the release's LLM judge: the
+# export's ``judge.json`` says so and the bundle carries no sidecar of the app's for it.
+RELEASE_LLM = "release_llm"
 SWE_IMAGE = re.compile(r"^\s*FROM\s+(hilbench-swe:[\w.-]+)\s*$", re.M | re.I)
 
 
@@ -151,6 +158,14 @@ def facts(environment_dir: Path) -> Facts:
     sidecars = {}
     for name in names:
         context = task / "shared" / "sidecars" / name
+        if name == "ask-human" and not _real_file(context / "Dockerfile") and _release_llm(task):
+            raise TrialModelError(
+                f"{task.name}'s ask_human is judged by the release's LLM judge "
+                "(shared/ask-human-data/judge.json): the release's own sidecar "
+                "(hil-bench-harbor/ask-human:latest) calls a model over a network, which a "
+                "trial here does not have; run this mode with Harbor's own docker environment "
+                "and the variables judge.json names"
+            )
         if not _real_file(context / "Dockerfile"):
             raise TrialModelError(
                 f"{task.name}/shared/sidecars/{name} is missing: the {name} sidecar is built "
@@ -162,6 +177,18 @@ def facts(environment_dir: Path) -> Facts:
         if os.path.lexists(task / relative):  # a link or a file there is refused by name
             data[target] = _inside(task / relative, task)
     return Facts(environment_dir, "release", domain, mode, sidecars, data)
+
+
+def _release_llm(task: Path) -> bool:
+    """Whether the export gave the task's ask_human to the release's LLM judge."""
+    path = task / "shared" / "ask-human-data" / "judge.json"
+    if not _real_file(path) or os.lstat(path).st_size > 1 << 20:
+        return False
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(settings, dict) and settings.get("judge") == RELEASE_LLM
 
 
 def _context_digest(context: Path) -> str:
@@ -196,7 +223,7 @@ def _sidecar(name: str, context: Path, facts: Facts) -> dict:
         volumes.append(f"{ASK_LOG_VOLUME}:{SHARED_DIR}")
     service = {
         "image": f"hilbench-sidecar/{name}:{_context_digest(context)}",
-        "build": {"context": str(context)},
+        "build": {"context": str(context), "labels": dict([BUILT_BY])},
         "network_mode": "service:main",
         "environment": environment,
         "mem_limit": SIDECAR_MEMORY,

@@ -1,4 +1,5 @@
 from django import template
+from django.conf import settings
 
 register = template.Library()
 
@@ -55,3 +56,16 @@ def audbc_cells(by_method: dict) -> str:
 def get_item(mapping: dict, key: str):
     """``mapping[key]``, or None (a reference agent that has not run on the task)."""
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+_APP_JUDGES = {
+    "embedded": "the app's embedded judge",
+    "llm": "the app's LLM judge (HILBENCH_JUDGE=llm)",
+    "ensemble": "the app's ensemble (the embedded judge, the LLM near its threshold)",
+}
+
+
+@register.simple_tag
+def app_judge() -> str:
+    """The judge the app reads an ask log with when it stores a pass (``HILBENCH_JUDGE``)."""
+    return _APP_JUDGES.get(settings.JUDGE_BACKEND, settings.JUDGE_BACKEND)

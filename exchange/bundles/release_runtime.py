@@ -31,10 +31,12 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from harbor_agents.trial_model import BUILT_BY
 from hilbench_annotate.instructions import MODES
 from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import layout, sidecars
+from .harness import ENVIRONMENT
 
 GENERATED = "provenance/generated.json"
 SIDECAR_DIR = "shared/sidecars"
@@ -49,6 +51,13 @@ SERVERS = {"sql-tools": "sql_tools.py", "business-info": "business_info.py", "as
 MISSING_DATA = (
     "this task's database is kept outside the release's folder: the task's shared/FETCH.md "
     "says what to fetch and where it goes (shared/data/database.sqlite)"
+)
+
+
+# The bundle's README.md says the command (``harness``); a task folder alone says it too.
+RUN_NOTE = (
+    "Then run it from the bundle's folder as its README.md says: "
+    f"`PYTHONPATH=. harbor run -e {ENVIRONMENT} -p <this folder>/<mode> -a oracle`."
 )
 
 
@@ -124,18 +133,37 @@ def _sidecar_context(name: str) -> Mapping[str, bytes]:
 
 
 def build_script(names: list[str]) -> bytes:
+    """``shared/sidecars/build.sh``: each sidecar built from the app's code under a tag of the
+    app's own, with the app's label, then given the release's name — unless an image the app
+    did not build (the release's own) holds that name: it is left alone, and it is what the
+    release's compose file runs."""
+    label = "=".join(BUILT_BY)
     lines = [
         "#!/bin/sh",
         "# Written by HiL-Bench Annotate: builds the sidecar images this task's compose files",
-        "# name (the release builds them elsewhere). Run once per machine before `harbor run`;",
-        "# the project's Harbor environment (harbor_agents.environments) runs it when needed.",
+        "# name from the app's code (the release builds its own elsewhere), for a stock Harbor;",
+        "# the project's Harbor environment builds them itself. Each is built as",
+        "# hilbench-sidecar/<name>:release, labelled " + label + ", and tagged",
+        "# hil-bench-harbor/<name>:latest only where that name is free or already the app's: an",
+        "# image of the release's own there is never built over (for ask-human: the release's",
+        "# sidecar, which calls an LLM judge, ASK_HUMAN_MODEL, then scores ask_human).",
         "set -e",
         'cd "$(dirname "$0")"',
+        "ours() {",
+        f'  [ "$(docker image inspect --format \'{{{{ index .Config.Labels "{BUILT_BY[0]}" }}}}\' '
+        f'"$1" 2>/dev/null)" = {BUILT_BY[1]} ]',
+        "}",
     ]
-    lines += [
-        f"docker build -q -t {shlex.quote(f'hil-bench-harbor/{name}:latest')} {shlex.quote(name)}"
-        for name in names
-    ]
+    for name in names:
+        own, release = f"hilbench-sidecar/{name}:release", f"hil-bench-harbor/{name}:latest"
+        lines += [
+            f"docker build -q --label {label} -t {own} {shlex.quote(name)}",
+            f"if ! docker image inspect {release} >/dev/null 2>&1 || ours {release}; then",
+            f"  docker tag {own} {release}",
+            "else",
+            f"  echo \"{release} is not the app's: left alone (the release's sidecar runs)\" >&2",
+            "fi",
+        ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -166,6 +194,8 @@ def data_note(files: Mapping[str, bytes], domain: str) -> str | None:
         lines += [
             "",
             "Without it the trial stops: the sql-tools sidecar and the verifier say so.",
+            "",
+            RUN_NOTE,
         ]
         return "\n".join(lines) + "\n"
     image = task_image(files)
@@ -179,7 +209,7 @@ def data_note(files: Mapping[str, bytes], domain: str) -> str | None:
         f"repository: `{source}` ({archive.get('artifact_bytes', '?')} bytes, sha256 "
         f"`{archive.get('artifact_sha256', '?')}`). Load it on the machine that runs the "
         f"trials (`zstd -dc <file> | docker load`) so that `docker image inspect {image}` "
-        "finds it. Without it the trial cannot start its container.\n"
+        "finds it. Without it the trial cannot start its container.\n\n" + RUN_NOTE + "\n"
     )
 
 
@@ -258,10 +288,12 @@ def _swe_tests(snapshot: dict) -> dict[str, bytes]:
 
 
 def generated_files(
-    snapshot: dict, files: Mapping[str, bytes], *, judge_settings: dict
+    snapshot: dict, files: Mapping[str, bytes], *, judge_settings: dict, llm_judge=None
 ) -> dict[str, bytes]:
     """The files the export adds to a release task (paths relative to the task folder);
-    ``files``: the task's release files as they are written."""
+    ``files``: the task's release files as they are written. ``llm_judge``
+    (``judge_choice.LlmJudge``): the lead gave ask_human to the release's LLM judge, so the
+    release's own ask-human sidecar runs and the app adds none (``judge_choice``)."""
     domain = snapshot.get("domain")
     added: dict[str, bytes] = {}
     note = data_note(files, domain)
@@ -270,13 +302,14 @@ def generated_files(
         if f"{mode}/task.toml" in files and not any(p.startswith(f"{mode}/tests/") for p in files):
             added.update({f"{mode}/{name}": content for name, content in tests.items()})
     names = sidecar_names(files)
-    for name in names:
+    built = [n for n in names if not (llm_judge is not None and n == "ask-human")]
+    for name in built:
         for relative, content in _sidecar_context(name).items():
             added[f"{SIDECAR_DIR}/{name}/{relative}"] = content
-    if names:
-        added[f"{SIDECAR_DIR}/build.sh"] = build_script(names)
+    if built:
+        added[f"{SIDECAR_DIR}/build.sh"] = build_script(built)
     if "ask-human" in names and layout.REGISTRY in files:
-        context = {**judge_settings}
+        context = llm_judge.settings() if llm_judge is not None else {**judge_settings}
         added[JUDGE] = json.dumps(context, indent=2, sort_keys=True).encode() + b"\n"
     if note is not None:
         added[FETCH] = note.encode()

@@ -347,7 +347,7 @@ def swe_files(
 
 
 def release_task_files(
-    task: Task, snapshot: dict, files: TaskFiles, *, judge_settings: dict
+    task: Task, snapshot: dict, files: TaskFiles, *, judge_settings: dict, llm_judge=None
 ) -> None:
     """A task imported from the release: its release files (as kept, or rewritten where
     edited), our annotate/ file, the database if the app holds one, and what Harbor needs
@@ -366,7 +366,10 @@ def release_task_files(
         files.add(layout.SQL_DATABASE, Path(database))
         present[layout.SQL_DATABASE] = Path(database)
     added = release_runtime.generated_files(
-        snapshot, present, judge_settings=_with_context(judge_settings, snapshot)
+        snapshot,
+        present,
+        judge_settings=_with_context(judge_settings, snapshot),
+        llm_judge=llm_judge,
     )
     for path, content in added.items():
         files.add(path, content)

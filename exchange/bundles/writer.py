@@ -42,12 +42,15 @@ from hilbench_annotate.toolkit.iteration import batched, fewer_collections
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout, release_runtime
+from .harness import harness_files
+from .judge_choice import LlmJudge, ask_human_judge
 from .oracle import oracle_runs, oracle_verdict
 from .provenance import gate_reports, review_documents, validation_documents
 from .tarstream import ChunkRecord, ChunkSpool, Entry, assemble
 from .taskfiles import TaskFiles, judge_settings_for, release_task_files, sql_files, swe_files
 
 EXPORTABLE_STATES = (TaskStatus.APPROVED, TaskStatus.EXPORTED)
+_JUDGE = "ask_human_judge"  # which judge scores ask_human: manifest and validation.json
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class ExportOptions:
     draft: bool = False
     reveal_reviewers: bool = False
     allow_internet: bool = False
+    # The release's LLM judge for the ask_human of tasks kept from the release (``judge_choice``).
+    llm_judge: LlmJudge | None = None
 
 
 def app_version() -> str:
@@ -164,14 +169,17 @@ class _Chunk:
             self._judge_settings[task.project_id] = judge_settings_for(task.project)
         return self._judge_settings[task.project_id]
 
-    def files(self, task: Task, folder: str, allow_internet: bool, scratch: Path) -> TaskFiles:
+    def files(self, task: Task, folder: str, options: ExportOptions, scratch: Path) -> TaskFiles:
         """The task's files but its provenance (``taskfiles``); a SWE task writes its
         repository stream into ``scratch`` (made here)."""
         snapshot = self.snapshots[task.pk]
-        files = TaskFiles(folder, allow_internet=allow_internet)
+        files = TaskFiles(folder, allow_internet=options.allow_internet)
         index = int(folder.rsplit("_", 1)[1])
         if task.release_files.exists():
-            release_task_files(task, snapshot, files, judge_settings=self.judge_settings(task))
+            release_task_files(
+                task, snapshot, files, judge_settings=self.judge_settings(task),
+                llm_judge=options.llm_judge,
+            )  # fmt: skip
         elif task.domain == Domain.SQL:
             sql_files(task, snapshot, files, index, judge_settings=self.judge_settings(task))
         else:
@@ -199,7 +207,7 @@ def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dic
             if validated:
                 # Any folder name will do: the oracle's files never name their folder.
                 own = Path(scratch) / str(task.pk)
-                files = chunk.files(task, f"{task.domain}_0", options.allow_internet, own)
+                files = chunk.files(task, f"{task.domain}_0", options, own)
                 verdict["oracle"] = oracle_runs(task, files.entries)
                 shutil.rmtree(own, ignore_errors=True)
                 refused = oracle_verdict(verdict["oracle"])
@@ -249,7 +257,7 @@ def chunk_write(
             # A task's scratch files (a SWE repository stream) go once its entries are made:
             # the spool keeps a file from disk compressed among its blobs.
             own = Path(scratch) / str(task.pk)
-            files = chunk.files(task, folder, options.allow_internet, own)
+            files = chunk.files(task, folder, options, own)
             entries = {n: spool.entry(n, content) for n, content in files.entries.items()}
             if checked:
                 runs = checked[str(task.pk)]["oracle"]
@@ -263,8 +271,9 @@ def chunk_write(
                 refused = oracle_verdict(runs) if validated else None
                 if refused:
                     validated, reason = False, refused
+            judge = ask_human_judge(files.entries, folder)
             for name, document in (
-                (layout.VALIDATION, {**validations[task.pk], "oracle": runs}),
+                (layout.VALIDATION, {**validations[task.pk], "oracle": runs, _JUDGE: judge}),
                 (layout.REVIEW, reviews[task.pk]),
             ):
                 path = f"{folder}/{name}"
@@ -273,6 +282,7 @@ def chunk_write(
             shutil.rmtree(own, ignore_errors=True)
             entry = _entry(task, folder, revisions[task.pk], validated, reason, runs)
             entry["allow_internet"] = _internet(files)
+            entry[_JUDGE] = judge["said"]
             incomplete = _incomplete(files)
             if incomplete:
                 entry["incomplete"] = incomplete
@@ -343,6 +353,7 @@ def bundle_manifest(
         "draft": options.draft,
         "reviewers_named": options.reveal_reviewers,
         "allow_internet": options.allow_internet,
+        **({"release_llm_judge": options.llm_judge.settings()} if options.llm_judge else {}),
         "project": {"slug": project.slug, "name": project.name} if project else None,
         "selection": selection or {},
         "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
@@ -358,6 +369,10 @@ def bundle_assemble(
         options=options, project=project, selection=selection, exported=exported
     )
     records = [ChunkRecord.from_dict(chunk["record"]) for chunk in written]
+    # What a plain Harbor needs to run the bundle offline, first (``harness``).
+    spool = ChunkSpool(work, "harness")
+    top = harness_files([entry["folder"] for entry in exported])
+    records.insert(0, spool.write([[spool.entry(n, content) for n, content in top.items()]]))
     archive = assemble(out, work, records, manifest)
     return {**archive, "exported": exported}
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from exchange.bundles.judge_choice import llm_judge_clean
 from exchange.bundles.writer import (
     ExportOptions,
     bundle_assemble,
@@ -94,9 +95,12 @@ def bundle_export_create(
     draft: bool = False,
     reveal_reviewers: bool = False,
     allow_internet: bool = False,
+    llm_judge: dict | None = None,
 ) -> ExportJob:
-    """Record an export job. Caller checked that ``actor`` is a lead of ``project``."""
+    """Record an export job. Caller checked that ``actor`` is a lead of ``project``.
+    ``llm_judge``: ``{endpoint, model}`` a lead gave for the release's LLM judge, or None."""
     selection = export_selection_clean(selection)
+    judge = llm_judge_clean(**(llm_judge or {}))
     tasks = export_selection_tasks(project=project, selection=selection)
     total = tasks.count()
     if not total:
@@ -110,6 +114,7 @@ def bundle_export_create(
         draft=draft,
         reveal_reviewers=reveal_reviewers,
         allow_internet=allow_internet,
+        llm_judge={"endpoint": judge.endpoint, "model": judge.model} if judge else {},
         total=total,
     )
     event_record(project_id=project.pk, task_id=None, actor=actor, kind="export_queued", job=job.pk)
@@ -125,6 +130,7 @@ def bundle_export_start(
     draft: bool = False,
     reveal_reviewers: bool = False,
     allow_internet: bool = False,
+    llm_judge: dict | None = None,
 ) -> ExportJob:
     """Record the job and schedule the worker once this transaction commits."""
     job = bundle_export_create(
@@ -134,6 +140,7 @@ def bundle_export_start(
         draft=draft,
         reveal_reviewers=reveal_reviewers,
         allow_internet=allow_internet,
+        llm_judge=llm_judge,
     )
     job_send(job)
     return job
@@ -287,7 +294,10 @@ def export_chunk_execute(*, chunk_id: int, fan_out: bool = True, claimed: bool =
 
 def _options(job: ExportJob) -> ExportOptions:
     return ExportOptions(
-        draft=job.draft, reveal_reviewers=job.reveal_reviewers, allow_internet=job.allow_internet
+        draft=job.draft,
+        reveal_reviewers=job.reveal_reviewers,
+        allow_internet=job.allow_internet,
+        llm_judge=llm_judge_clean(**job.llm_judge) if job.llm_judge else None,
     )
 
 

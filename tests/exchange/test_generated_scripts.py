@@ -149,10 +149,15 @@ def test_the_sidecars_build_script_builds_only_the_images_it_knows(project, lead
     files = _import_and_export(project, tmp_path / "release", tmp_path)
     done, calls = run_script(files[f"sql_0/{SIDECAR_DIR}/build.sh"], tmp_path)
     assert done.returncode == 0, done.stderr
-    built = sorted(call[5] for call in calls)
-    assert built == ["ask-human", "business-info", "sql-tools"]
-    for call in calls:
-        assert call[:5] == ["docker", "build", "-q", "-t", f"hil-bench-harbor/{call[5]}:latest"]
+    builds = [call for call in calls if call[:2] == ["docker", "build"]]
+    assert sorted(call[-1] for call in builds) == ["ask-human", "business-info", "sql-tools"]
+    for call in builds:  # under the app's own tag and label (the release's name comes after)
+        name = call[-1]
+        label = "hilbench.built-by=hilbench-annotate"
+        assert call == ["docker", "build", "-q", "--label", label, "-t",
+                        f"hilbench-sidecar/{name}:release", name]  # fmt: skip
+    names = {"ask-human", "business-info", "sql-tools"}
+    assert all(a.split("/")[1].split(":")[0] in names for c in calls for a in c[2:] if "/" in a)
     assert not marker.exists()
 
 

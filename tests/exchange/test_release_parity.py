@@ -13,6 +13,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from exchange.bundles import layout
+from exchange.bundles.harness import PACKAGE, harness_files
 from exchange.bundles.release_runtime import GENERATED
 from hilbench_annotate import services as core
 from hilbench_annotate.models import Membership, Project, Task
@@ -69,7 +70,7 @@ def _compare(release: dict[str, bytes], exported: dict[str, bytes]) -> None:
     generated = _generated(exported)
     added = sorted(
         p
-        for p in set(exported) - set(release) - generated
+        for p in set(exported) - set(release) - generated - set(harness_files([]))
         if not p.split("/", 1)[1].startswith(OURS)
     )
     assert (missing, different, added) == ([], [], [])
@@ -192,8 +193,9 @@ def test_allow_internet_is_the_lead_s_for_app_tasks_and_the_release_s_for_releas
                  tasks=[t.pk for t in tasks], draft=True, allow_internet=allowed)  # fmt: skip
     files = members(out)
     assert json.loads(files[layout.MANIFEST])["allow_internet"] is allowed
-    folders = {name.split("/", 1)[0] for name in files if "/" in name}
+    folders = {e["folder"] for e in json.loads(files[layout.MANIFEST])["tasks"]}
     assert len(folders) == len(tasks)
+    assert {name.split("/", 1)[0] for name in files if "/" in name} == folders | {PACKAGE}
     entries = {e["folder"]: e for e in json.loads(files[layout.MANIFEST])["tasks"]}
     for folder in sorted(folders):
         kept = json.loads(files[f"{folder}/{layout.ANNOTATE}"])["release_files"]

@@ -122,7 +122,10 @@ def test_app_folder_sidecars_share_the_agents_network_namespace_and_nothing_else
         service = model["services"][name]
         assert service["network_mode"] == "service:main"
         assert service["environment"]["HOST"] == "127.0.0.1"
-        assert service["build"] == {"context": str(env / "sidecars" / name)}
+        assert service["build"] == {
+            "context": str(env / "sidecars" / name),
+            "labels": dict([trial_model.BUILT_BY]),  # an image the app built says so
+        }
         assert service["image"].startswith(f"hilbench-sidecar/{name}:")
     for name, service in model["services"].items():
         assert "no-new-privileges:true" in service["security_opt"], name

@@ -44,6 +44,14 @@ class Command(BaseCommand):
             help="Let the tasks' containers reach the internet (default: allow_internet = false)",
         )
         parser.add_argument(
+            "--judge-endpoint",
+            default="",
+            help="With --judge-model: the release's own ask-human sidecar judges the ask_human of "
+            "tasks kept from the release, calling this OpenAI-compatible endpoint (default: the "
+            "app's embedded judge)",
+        )
+        parser.add_argument("--judge-model", default="", help="The model of --judge-endpoint")
+        parser.add_argument(
             "--as-user", help="A lead of the project recorded on the export (default: first lead)"
         )
 
@@ -66,6 +74,7 @@ class Command(BaseCommand):
                 draft=options["draft"],
                 reveal_reviewers=options["reveal_reviewers"],
                 allow_internet=options["allow_internet"],
+                llm_judge={"endpoint": options["judge_endpoint"], "model": options["judge_model"]},
             )
             job = bundle_export_execute(job_id=job.pk, out=Path(options["out"]).resolve())
         except (DomainError, AccessDenied) as exc:
