@@ -2,6 +2,20 @@
 // (onchange="…"), so elements declare what they need with data attributes instead.
 (function () {
   "use strict";
+  // A form htmx has not processed yet — swapped in a moment ago, its hx- attributes read only
+  // once htmx settles the swap — would submit natively and navigate away from the page (a
+  // label's Withdraw pressed right after the row was swapped). Bubbling past the form with
+  // nothing preventing it, such a submit is handed to htmx instead.
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (event.defaultPrevented || !(form instanceof HTMLFormElement)) return;
+    if (!window.htmx || !(form.hasAttribute("hx-post") || form.hasAttribute("hx-get"))) return;
+    if (form["htmx-internal-data"]) return; // processed: htmx chose to let it through
+    event.preventDefault();
+    window.htmx.process(form);
+    window.htmx.trigger(form, "submit");
+  });
+
   // <select data-autosubmit>: submit its form as soon as the choice changes.
   document.addEventListener("change", function (event) {
     const el = event.target;
