@@ -146,6 +146,7 @@ def ask_human_common() -> Mapping[str, bytes]:
             "hilbench_annotate/__init__.py": b"",
             "hilbench_annotate/errors.py": app_module("hilbench_annotate.errors"),
             "hilbench_annotate/question_rules.py": app_module("hilbench_annotate.question_rules"),
+            "hilbench_annotate/task_text.py": app_module("hilbench_annotate.task_text"),
         }
     )
 

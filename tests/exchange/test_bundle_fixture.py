@@ -26,6 +26,8 @@ def _data(files: dict[str, bytes]) -> dict[str, bytes]:
     def is_data(name: str) -> bool:
         folder, _, rest = name.partition("/")
         mode, _, inside = rest.partition("/")
+        if rest.startswith("shared/sidecars/"):
+            return False  # the sidecars' code: the exporting app's own
         if rest.startswith(("shared/", "annotate/")):
             return True
         return mode in MODES and (inside in ("instruction.md", "task.toml") or
