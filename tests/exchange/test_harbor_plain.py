@@ -122,3 +122,36 @@ def test_a_plain_harbor_runs_an_exported_sql_task_offline(settings, tmp_path):
     nop, error, log = _run(line.replace("-a oracle", "-a nop"), root, env)
     print(f"plain Harbor, {line.replace('-a oracle', '-a nop')}: reward {nop}")
     assert nop == 0.0, (error, log)
+
+
+@pytest.mark.shared_data
+def test_spider_questions_imported_fresh_score_oracle_1_in_a_plain_harbor(project, lead, tmp_path):
+    """Issue 44's acceptance: tasks nobody prepared — Spider questions imported fresh (their
+    golden output filled from the gold SQL at import), exported as a draft — run by the same
+    plain Harbor line: oracle 1 on each, no-op 0."""
+    if not (HARBOR / ".installed").is_file():
+        _skip("no Harbor: `make harbor`")
+    docker_or_skip()
+    from django.core.management import call_command
+
+    from hilbench_annotate.models import Task
+
+    from .test_import_golden import _few_spider_questions
+
+    questions, databases = _few_spider_questions(tmp_path, count=2)
+    call_command("import_bird", questions=questions, databases=databases, project=project.slug)
+    tasks = list(Task.objects.filter(project=project))
+    assert len(tasks) == 2
+    root = extract(export(project, tmp_path / "s.tar.gz", tasks=tasks), tmp_path / "x" / "bundle")
+    env = _plain_env(tmp_path)
+    (tmp_path / "home").mkdir()
+    folders = sorted(p.name for p in root.glob("sql_*"))
+    assert len(folders) == 2
+    for folder in folders:
+        line = harness.offline_command(f"{folder}/baseline")
+        oracle, error, log = _run(line, root, env)
+        print(f"\nplain Harbor, fresh Spider task {folder}: oracle {oracle}")
+        assert oracle == 1.0, (error, log)
+    nop, error, log = _run(harness.offline_command(f"{folders[0]}/baseline").replace(
+        "-a oracle", "-a nop"), root, env)  # fmt: skip
+    assert nop == 0.0, (error, log)
