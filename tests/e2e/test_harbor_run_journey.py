@@ -94,3 +94,15 @@ def test_a_lead_runs_a_model_in_harbor_from_the_evaluation_page(
     page.locator("#passes a", has_text="Trajectory").first.click()
     page.wait_for_load_state()
     assert "submit_sql" in page.content() or "ask_human" in page.content()
+    # terminus-2 asks through its shell (`ask_human "…"` typed in the terminal): the viewer
+    # finds each call and shows its verdict (issue 44, item 7).
+    from evaluation.models import TaskPass
+
+    asked = TaskPass.objects.filter(run=run, task=blocked, mode="ask_human").order_by("index")
+    first_blocker = blocked.blockers.order_by("pk").first().key
+    page.goto(f"{live_server.url}/evaluation/passes/{asked.first().pk}/")
+    assert page.locator("text=No ask_human call in this pass").count() == 0
+    call = page.locator(".ask-call").first
+    assert call.locator(".ask-verdict").inner_text().startswith(f"matched {first_blocker}")
+    step = page.locator(".step", has=page.locator("#ask-1"))
+    assert "ask_human" in step.locator(".tool-input").inner_text()
