@@ -12,12 +12,14 @@ from collections import Counter
 import pytest
 
 BROWSER, SERVICES, SHARED_DATA = "browser", "services", "shared"
-DOCKER, GO, PYENV = "docker", "go", "pyenv "  # PYENV + the version: "pyenv 3.9"
+DOCKER, GO, PYENV, HARBOR = "docker", "go", "pyenv ", "harbor"  # PYENV + the version: "pyenv 3.9"
 _NEEDS_SERVICES = re.compile(r"PostgreSQL|Redis|redis-server")
 # The reasons these tests give: DockerSandbox.available(), tests/validators/test_logparsers.py,
 # tests/validators/test_interpreters.py.
 _NEEDS_DOCKER = re.compile(r"^no container engine answers")
 _NEEDS_GO = re.compile(r"^Go is not installed")
+# Harbor's own venv (`make harbor`): missing while the engine answers is not "no Docker".
+_NEEDS_HARBOR = re.compile(r"^no Harbor\b|^Harbor is not installed")
 _NEEDS_PYENV = re.compile(r"^no pyenv Python (\d+(?:\.\d+)*)")
 
 
@@ -32,6 +34,8 @@ def skip_group(report) -> str:
         return SHARED_DATA
     if _NEEDS_SERVICES.search(reason):
         return SERVICES
+    if _NEEDS_HARBOR.search(reason):
+        return HARBOR
     if _NEEDS_DOCKER.search(reason):
         return DOCKER
     if _NEEDS_GO.search(reason):
@@ -57,6 +61,7 @@ _WORDING = {
         f"{_need(n)} a Docker engine (install Docker and start its daemon: `docker info` answers)"
     ),
     GO: lambda n: f"{_need(n)} the Go toolchain (`apt-get install golang-go`)",
+    HARBOR: lambda n: f"{_need(n)} Harbor in its own venv (`make harbor`: .venv-harbor)",
 }
 
 

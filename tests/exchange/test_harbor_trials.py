@@ -55,8 +55,10 @@ TRIALS: list[dict] = []  # every trial of the session, for var/harbor-trials.md
 
 
 def _harbor_or_skip():
-    if not (HARBOR / ".installed").is_file() or shutil.which("docker") is None:
-        _skip("no container engine answers with Harbor: `make harbor` and `make containers`")
+    if not (HARBOR / ".installed").is_file():
+        _skip("no Harbor: `make harbor` (its own Python 3.12 venv, .venv-harbor)")
+    if shutil.which("docker") is None:
+        _skip("no container engine answers: the docker CLI is not installed (`make containers`)")
     docker_or_skip()
 
 
