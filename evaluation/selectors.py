@@ -537,12 +537,16 @@ def reference_report(project) -> list[dict]:
             else None
         )
         resolutions = sum(1 for r in asked for call in r.calls if call)
+        questions = sum(len(r.calls) for r in asked)
         entry["agents"][agent] = {
             "rewards": rewards,
             "passes": len(passes),
-            "ask_f1": score.f1 if score else None,
+            # An agent that never asks (the oracle, the no-op) has no Ask-F1: not applicable,
+            # not 0 — "Ask-F1 0.00, 0 resolved of 0 asked" read as a failure.
+            "ask_f1": score.f1 if score and questions else None,
+            "asks_nothing": bool(asked) and not questions,
             "resolutions": resolutions,
-            "questions": sum(len(r.calls) for r in asked),
+            "questions": questions,
         }
         if agent == "oracle" and any(value < 1 for value in rewards.values()):
             entry["flags"].append("the oracle does not score 1")

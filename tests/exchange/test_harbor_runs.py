@@ -66,6 +66,8 @@ def test_the_reference_agents_on_the_demo_tasks(harbor_settings, tmp_path):
         agents = row["agents"]
         assert agents["oracle"]["rewards"] == dict.fromkeys(MODES, 1.0)
         assert agents["no-op"]["rewards"] == dict.fromkeys(MODES, 0.0)
+        # They never ask: Ask-F1 is not applicable, not 0 (issue 45, item 6).
+        assert agents["oracle"]["ask_f1"] is None and agents["oracle"]["asks_nothing"]
         blockers = task.blockers.count()
         assert agents["asks-every-trigger"]["ask_f1"] == 1.0
         assert agents["asks-every-trigger"]["resolutions"] == blockers
@@ -74,6 +76,12 @@ def test_the_reference_agents_on_the_demo_tasks(harbor_settings, tmp_path):
     from evaluation.selectors import project_passes
 
     assert project_passes(project) == []
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user("lead"))
+    page = client.get(f"/projects/{project.pk}/evaluation/").content.decode()
+    assert "asks nothing: Ask-F1 not applicable" in page and "0 resolved of 0 asked" not in page
 
 
 @pytest.mark.shared_data
