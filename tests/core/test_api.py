@@ -307,6 +307,19 @@ def test_create_blocker_with_a_type_of_the_other_domain_is_400_and_changes_nothi
     assert _counts(task) == (1, 0, 0, 0)
 
 
+def test_a_bad_sql_type_with_a_subtype_never_says_sql_blockers_have_no_subtype(author_api, task):
+    """Issue 45, item 6: SQL blockers have subtypes; a wrong type is the one thing said."""
+    response = author_api.post(
+        reverse("api-blocker-list", args=[task.pk]),
+        _blocker_payload(type="missing parameters", subtype="unclear_value"),
+        format="json",
+    )
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert "type 'missing parameters' is not a sql blocker type" in detail
+    assert "have no subtype" not in detail
+
+
 def test_create_blocker_with_a_sql_type_on_a_swe_task_is_400(author_api, project, author):
     swe = TaskFactory(project=project, author=author, swe=True)
 
