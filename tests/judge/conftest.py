@@ -1,5 +1,7 @@
 """Shared judge-validation data: the demo's blocked task and its held-out questions."""
 
+import shutil
+
 import pytest
 
 from exchange.demo.blocked_task import DEMO_BLOCKERS
@@ -9,7 +11,7 @@ from judge.embedded import EmbeddedJudge
 from judge.labels import label_add
 from judge.validation import judge_recall, question_add
 
-from ..conftest import _member
+from ..conftest import FIXTURES, _member
 from ..factories import TaskFactory
 from .util import balanced_style, balanced_writer, write_and_settle
 
@@ -119,3 +121,16 @@ def measured(task, writers, reviewer, auditor, judge, settings):
     assert report.recall == pytest.approx(9 / 12) and not report.shortfall
     assert not report.passes and not report.excluded
     return task
+
+
+REGISTRY = "shared/ask-human-data/blocker_registry.json"
+
+
+@pytest.fixture
+def registries(tmp_path):
+    """The registries of fixtures/hilbench as judge_batch reads them: ``<task>.json``."""
+    folder = tmp_path / "registries"
+    folder.mkdir()
+    for path in sorted((FIXTURES / "hilbench").glob(f"*/*/{REGISTRY}")):
+        shutil.copy(path, folder / f"{path.parents[2].name}.json")
+    return folder

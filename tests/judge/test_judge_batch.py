@@ -1,5 +1,4 @@
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -10,16 +9,6 @@ from tests.conftest import FIXTURES
 
 LABELLED = FIXTURES / "judge" / "labelled_questions.jsonl"
 REGISTRY = "shared/ask-human-data/blocker_registry.json"
-
-
-@pytest.fixture
-def registries(tmp_path):
-    """The registries of fixtures/hilbench as judge_batch reads them: ``<task>.json``."""
-    folder = tmp_path / "registries"
-    folder.mkdir()
-    for path in sorted((FIXTURES / "hilbench").glob(f"*/*/{REGISTRY}")):
-        shutil.copy(path, folder / f"{path.parents[2].name}.json")
-    return folder
 
 
 # The embedded judge keeps its registries' embeddings in the database (judge.embedstore).

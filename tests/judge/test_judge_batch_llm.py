@@ -8,7 +8,6 @@ every criterion of the release's judge, and never a resolution.
 """
 
 import json
-import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -128,16 +127,6 @@ def stand_in(settings):
     server.shutdown()
     server.server_close()
     thread.join(timeout=5)
-
-
-@pytest.fixture
-def registries(tmp_path):
-    """The registries of fixtures/hilbench as judge_batch reads them: ``<task>.json``."""
-    folder = tmp_path / "registries"
-    folder.mkdir()
-    for path in sorted((FIXTURES / "hilbench").glob(f"*/*/{REGISTRY}")):
-        shutil.copy(path, folder / f"{path.parents[2].name}.json")
-    return folder
 
 
 def _resolutions(registries: Path) -> list[str]:
