@@ -361,3 +361,24 @@ def test_only_the_labeller_changes_a_label(client, task, author, reviewer, audit
         f'action="{change}"'
         not in _as(client, auditor).get(reverse("judge-questions", args=[task.pk])).content.decode()
     )
+
+
+def test_the_report_reads_as_many_queries_with_forty_more_tasks_without_questions(
+    client, labelled, reviewer
+):
+    """Issue 46, item 3: the report walked every task of the project with two queries each
+    before skipping those with no held-out question (20.7 s at 10,000 tasks). It now reads the
+    project's questions once and walks only the tasks they belong to."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = reverse("judge-report", args=[labelled.project_id])
+    _as(client, reviewer).get(url)  # warm the judge's caches
+    with CaptureQueriesContext(connection) as before:
+        assert client.get(url).status_code == 200
+    TaskFactory.create_batch(40, project=labelled.project, author=labelled.author)
+    with CaptureQueriesContext(connection) as after:
+        response = client.get(url)
+    assert response.status_code == 200
+    assert len(after) == len(before), (len(before), len(after))
+    assert [row.task for row in response.context["report"].tasks] == [labelled]
