@@ -61,6 +61,10 @@ RULES: dict[str, str] = {
         "The gold SQL is a single query that parses (SQLite dialect) and names only existing "
         "tables and columns."
     ),
+    "resolution_off_gold": (
+        "A SQL blocker's resolution shares something with the gold SQL: a column, table, value "
+        "or literal of it."
+    ),
     "criteria_unattested": (
         "Each blocker attests all seven quality criteria with a tick and a one-line note."
     ),
@@ -83,6 +87,7 @@ RULE_TITLES: dict[str, str] = {
     "resolution_literal_visible": "Resolution value visible",
     "overlapping_blockers": "Overlapping blockers",
     "gold_sql": "Gold SQL",
+    "resolution_off_gold": "Resolution unrelated to the gold SQL",
     "criteria_unattested": "Quality criteria not attested",
 }
 

@@ -18,6 +18,7 @@ from .blockers import (
 )
 from .draft import draft_blockers, known_identifiers
 from .findings import Finding
+from .gold_relation import check_resolutions_on_gold
 from .leaks import agent_surfaces, check_leak
 from .literals import Known, resolution_literals
 from .questions import (
@@ -83,6 +84,7 @@ def lint_task(
     findings += check_overlap(blockers, overlap_threshold)
     if as_text(draft.get("domain")).lower() == "sql":
         findings += check_gold_sql(environment, schema)
+        findings += check_resolutions_on_gold(blockers, environment)
 
     unique = dict.fromkeys(findings)
     return sorted(unique, key=lambda f: (natural_key(f.field), f.rule, f.message))
