@@ -22,12 +22,17 @@ from .services import get_judge
 from .validation import judge_recall, labelling_progress, labelling_progress_many
 
 
-def _judge_recall(task, snapshot, workdir: Path):
-    report = judge_recall(task=task, judge=get_judge(project=task.project), snapshot=snapshot)
-    details = {
+def _details(judge, report) -> dict:
+    # Everything the Judge validation page shows of a measurement, so that it shows it
+    # again from here on the next visit (``judge.selectors.measurement_last``).
+    return {
+        "judge_version": getattr(judge, "long_version", "") or getattr(judge, "version", ""),
         "precision": report.precision,
         "recall": report.recall,
         "positives": report.positives,
+        "matches": report.matches,
+        "correct": report.correct,
+        "settled": report.settled,
         "misses": report.misses,
         "false_matches": report.false_matches,
         "unsettled": report.unsettled,
@@ -39,6 +44,12 @@ def _judge_recall(task, snapshot, workdir: Path):
         "per_style": report.per_style,
         "writers": report.writers,
     }
+
+
+def _judge_recall(task, snapshot, workdir: Path):
+    judge = get_judge(project=task.project)
+    report = judge_recall(task=task, judge=judge, snapshot=snapshot)
+    details = _details(judge, report)
     # Questions counted as misses until replaced, or not counted at all, and the recall per
     # style: at the end of every message (an export's reason keeps its start).
     note = report.floor_note

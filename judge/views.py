@@ -27,6 +27,7 @@ from .base import JudgeError
 from .labels import gold_label, label_add, label_change, label_withdraw
 from .models import QuestionLabel, ValidationQuestion
 from .report import project_judge_report
+from .selectors import measurement_last, measurement_of
 from .services import get_judge
 from .validation import (
     candidates_generate,
@@ -150,6 +151,7 @@ def _style_choice(user, task: Task) -> dict:
 
 def _page(request, task: Task, *, measured=None, suggestions=None, recorded=None, status=200):
     progress = labelling_progress(task)
+    stored = _stored(task, measured=measured, suggestions=suggestions, recorded=recorded)
     held_out, retired = _question_rows(request.user, task, progress["not_counted"])
     context = _context(
         request,
@@ -158,11 +160,24 @@ def _page(request, task: Task, *, measured=None, suggestions=None, recorded=None
         **_style_choice(request.user, task),
         held_out=held_out,
         retired=retired,
-        measured=measured,
-        suggestions=suggestions or [],
-        recorded=recorded,
+        **stored,
     )
     return render(request, "judge/questions.html", context, status=status)
+
+
+def _stored(task: Task, *, measured=None, suggestions=None, recorded=None) -> dict:
+    """The measurement card's names: the one just made, or else the last one stored (its
+    validation run's figures, with when, by whom, with which judge, and whether stale)."""
+    measurement = measurement_of(task, recorded) if recorded else measurement_last(task)
+    if measured is None and measurement is not None:
+        measured, recorded = measurement.report, measurement.run
+        suggestions = expansion_suggestions(measured) if measured.needs_expansion else []
+    return {
+        "measured": measured,
+        "suggestions": suggestions or [],
+        "recorded": recorded,
+        "measurement": measurement,
+    }
 
 
 def _may_add(user, task: Task) -> bool:
@@ -355,7 +370,13 @@ def label_withdraw_view(request, task_id: int, question_id: int):
 def _measured(request, task: Task, **context):
     """The measurement card: alone for htmx (the page keeps the rest), else the page."""
     if request.htmx:
-        context = {"task": task, "may_edit": can_edit_task(request.user, task), **context}
+        stored = _stored(
+            task,
+            measured=context.pop("measured", None),
+            suggestions=context.pop("suggestions", None),
+            recorded=context.pop("recorded", None),
+        )
+        context = {"task": task, "may_edit": can_edit_task(request.user, task), **stored, **context}
         return render(request, "judge/questions.html#measure", context)
     if context.get("measure_error"):
         messages.error(request, context["measure_error"])

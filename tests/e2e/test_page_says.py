@@ -1,0 +1,64 @@
+"""Issue 45, item 6: what a page forgot or did not say, each seen where the need arises.
+
+(a) *Measure the judge*'s figures stay on the Judge validation page after a reload, with
+when and which judge measured them, and say when they went stale; (b) the task page says
+whether the task's environment is built and links its build; (c) the export a Harbor run
+made for itself reads as the run's in *Recent exports*, not as the lead's; (d) the blocker
+form says which blocker types and subtypes are *missing*, *ambiguous* or *contradictory*
+information, and says why a subtype changes with the type instead of hiding it silently.
+"""
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from hilbench_annotate import services as core
+from hilbench_annotate.models import Task
+
+from .conftest import new_page
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SHOTS = Path("/tmp/shots/h5")
+
+
+def _shot(page, name: str, selector: str | None = None) -> None:
+    """The part of the page the test is about (or the whole page), to look at."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    target = page.locator(selector) if selector else page
+    target.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def test_a_the_judge_measurement_is_still_there_after_a_reload(browser, live_server, demo):
+    task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
+    page = new_page(browser, live_server, "lead")
+    page.goto(f"{live_server.url}/tasks/{task.pk}/judge/")
+    expect(page.locator("#measured")).to_have_count(0)
+    page.click("#measure button:has-text('Measure the judge')")
+    expect(page.locator("#measured")).to_contain_text("passes")
+    recall = page.locator("#measured tr", has_text="Recall").inner_text()
+
+    page.reload()
+    expect(page.locator("#measured")).to_contain_text("passes")
+    assert page.locator("#measured tr", has_text="Recall").inner_text() == recall
+    when = page.locator("#measured-when")
+    expect(when).to_contain_text("by lead with judge embedded-4-")
+    expect(when).to_contain_text("current")
+    expect(page.locator("text=Recorded as validation run")).to_be_visible()
+    _shot(page, "a-measure-after-reload", "#measure")
+
+    # The task is edited: the figures stay, marked stale, saying why.
+    task.refresh_from_db()
+    core.trigger_question_create(
+        blocker=task.blockers.first(),
+        actor=task.author,
+        expected_version=task.version,
+        text="Which contracts are counted as troubled ones?",
+    )
+    page.reload()
+    expect(page.locator("#measured")).to_contain_text("passes")
+    expect(when).to_contain_text("stale")
+    expect(page.locator("#measured-stale")).to_contain_text("the task was edited since")
+    _shot(page, "a-measure-stale", "#measure")
+    page.context.close()
