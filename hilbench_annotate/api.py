@@ -42,7 +42,12 @@ class ProjectListApi(generics.ListAPIView):
         OpenApiParameter("status", str),
         OpenApiParameter("author", str),
         OpenApiParameter("resource", str, description="database id or repository name"),
-        OpenApiParameter("q", str, description="search in title, source id, database, repository"),
+        OpenApiParameter(
+            "q",
+            str,
+            description="search words: title, source id, database, repository, specification, "
+            "blockers (descriptions, resolutions, trigger questions), comments",
+        ),
     ]
 )
 class TaskListApi(generics.ListAPIView):

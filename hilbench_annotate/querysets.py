@@ -2,6 +2,7 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
+from hilbench_annotate.search_sources import search_terms
 from hilbench_annotate.vocabulary import READER_ROLES
 
 
@@ -55,11 +56,19 @@ class TaskQuerySet(models.QuerySet):
         text = text.strip()
         if not text:
             return self
+        # Every word of the search in the task's search words (``TaskSearchText``: its blocked
+        # text, blockers, resolutions, trigger questions and comments), kept lowercased so
+        # the filter is a plain LIKE on one column of a one-to-one join, never a subquery
+        # per row; the phrase in the title, source id or resource as before.
+        words = Q()
+        for term in search_terms(text):
+            words &= Q(search_text__text__contains=term)
         return self.filter(
             Q(title__icontains=text)
             | Q(source_id__icontains=text)
             | Q(sql_environment__db_id__icontains=text)
             | Q(swe_environment__repo_name__icontains=text)
+            | words
         )
 
     def on_resource(self, name: str):

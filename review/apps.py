@@ -10,10 +10,11 @@ class ReviewConfig(AppConfig):
 
         from hilbench_annotate.models import Project
 
-        from . import bulk_actions, panels  # models are loaded only now
+        from . import bulk_actions, panels, search  # models are loaded only now
 
         panels.register()
         bulk_actions.register()
+        search.register()
         # A project gets its default pipeline when it is made (by any path: the admin, an
         # import, a script), so that reading it never writes.
         from .services import pipeline_ensure

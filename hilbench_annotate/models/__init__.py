@@ -1,6 +1,7 @@
 from .blockers import Blocker, TriggerQuestion
 from .environments import Repository, SqlDatabase, SqlEnvironment, SweEnvironment
 from .projects import ApiToken, Membership, Project
+from .search import TaskSearchText
 from .tasks import Revision, Tag, Task, TaskEvent
 
 __all__ = [
@@ -16,5 +17,6 @@ __all__ = [
     "Tag",
     "Task",
     "TaskEvent",
+    "TaskSearchText",
     "TriggerQuestion",
 ]

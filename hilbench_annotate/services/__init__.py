@@ -12,6 +12,7 @@ from .bulk import task_create_many, task_statistics_refresh
 from .bulk_actions import BulkReport, task_bulk_apply
 from .edits import TaskChanges, task_edit, task_touch_environment, task_update
 from .revisions import revisions_close
+from .search import task_search_refresh
 from .tasks import (
     event_record,
     revision_create,
@@ -42,6 +43,7 @@ __all__ = [
     "task_snapshot",
     "task_bulk_apply",
     "task_events",
+    "task_search_refresh",
     "task_snapshots",
     "task_tag_add_many",
     "task_tag_remove_many",

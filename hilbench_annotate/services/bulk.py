@@ -33,6 +33,7 @@ from hilbench_annotate.models import (
 from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain
 
+from .search import task_search_refresh
 from .tasks import _snapshot, _task_values
 
 logger = logging.getLogger(__name__)
@@ -290,7 +291,9 @@ def _create_chunk(
             for task, env, rows in zip(tasks, envs, blockers, strict=True)
         ],
     )
-    return [task["id"] for task in tasks]
+    ids = [task["id"] for task in tasks]
+    task_search_refresh(task_ids=ids)
+    return ids
 
 
 def task_create_many(

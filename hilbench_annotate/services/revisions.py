@@ -19,6 +19,8 @@ from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.revision_hooks import revision_saved
 from hilbench_annotate.revision_summary import change_summary
 
+from .search import task_search_write
+
 
 def revision_referenced(revision: Revision) -> bool:
     """Whether any row points at ``revision`` (a review decision, a validation run, an
@@ -91,6 +93,7 @@ def revision_write(
         saves=saves,
         lint_findings=lint_findings or [],
     )
+    task_search_write(task=task, snapshot=snapshot)
     revision_saved(revision.pk)
     return revision
 

@@ -9,6 +9,7 @@ from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.gates import gate_results
 from hilbench_annotate.models import Revision, Task
 from hilbench_annotate.selectors import revision_current
+from hilbench_annotate.services import task_search_refresh
 from hilbench_annotate.toolkit.wording import plain_list, shorten
 from review.models import ReviewAssignment, ReviewDecision, ReviewLayer
 from review.selectors import independence_problem, pipeline_layers, policy_for
@@ -61,6 +62,7 @@ def review_decide(
             status=ReviewAssignment.Status.DONE
         )
     _apply_decision(task, layer, decision)
+    task_search_refresh(task_ids=[task.pk])  # its summary and notes are searched
     return decision
 
 

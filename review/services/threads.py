@@ -6,7 +6,7 @@ from django.utils import timezone
 from hilbench_annotate.access import access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
-from hilbench_annotate.services import event_record, task_event
+from hilbench_annotate.services import event_record, task_event, task_search_refresh
 from hilbench_annotate.toolkit.wording import shorten
 from review.access import access_comment
 from review.models import Comment, Notification
@@ -35,6 +35,7 @@ def comment_add(
     comment = Comment.objects.create(
         task=task, author=author, body=body, blocker_key=blocker_key, parent=parent
     )
+    task_search_refresh(task_ids=[task.pk])  # the task list's search reads comments
     task_event(
         task=task,
         actor=author,

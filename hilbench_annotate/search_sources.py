@@ -1,0 +1,44 @@
+"""What the task list's search reads of a task beyond core's own text, and how its words
+are kept (``models.TaskSearchText``).
+
+An app whose rows hold words people search a task by (review: comments and decisions)
+registers a source from its ``AppConfig.ready``: ``source(task_ids) -> {task id: [text]}``,
+one query for any number of tasks; and calls ``services.task_search_refresh`` after its own
+writes of that text. Core reads none of the app's models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+SearchSource = Callable[[list[int]], Mapping[int, list[str]]]
+
+_SOURCES: dict[str, SearchSource] = {}
+
+# A search reads at most this many words; more are ignored (each is one more LIKE).
+SEARCH_MAX_TERMS = 8
+
+
+def register_search_source(name: str, source: SearchSource) -> None:
+    """Register (or, on a second ``ready``, replace) the source ``name``."""
+    _SOURCES[name] = source
+
+
+def search_sources() -> list[SearchSource]:
+    return list(_SOURCES.values())
+
+
+def search_words(texts: Iterable[str]) -> str:
+    """The texts' words, lowercased, each once in the order first seen, joined by spaces:
+    a term of a search is in it exactly when it is part of a word of one of the texts."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        if isinstance(text, str):
+            for word in text.lower().split():
+                seen.setdefault(word, None)
+    return " ".join(seen)
+
+
+def search_terms(text: str) -> list[str]:
+    """A search box's text as the terms that must each be found (lowercased, in order)."""
+    return list(dict.fromkeys(text.lower().split()))[:SEARCH_MAX_TERMS]
