@@ -72,7 +72,9 @@ _STOP = frozenset(
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?")
 _SCALES = {"thousand": 1e3, "million": 1e6, "millon": 1e6, "billion": 1e9}
-_SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|millon|billion)\b", re.IGNORECASE)
+# Never from inside a run of digits: a match there is the one from the run's start, and
+# trying every position of a long run is quadratic (20,000 pasted digits took a minute).
+_SCALED = re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(thousand|million|millon|billion)\b", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?!\w)"
 )
