@@ -1,6 +1,6 @@
 from django.urls import path
 
-from authoring import views
+from authoring import views, views_restore
 
 urlpatterns = [
     path("", views.workspace, name="workspace"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("waive/", views.waive, name="workspace-waive"),
     path("preview/", views.preview, name="workspace-preview"),
     path("revisions/", views.revisions, name="workspace-revisions"),
+    path("revisions/restore/", views_restore.restore, name="workspace-revision-restore"),
     path("sql/query/", views.sql_query, name="workspace-sql-query"),
     path("sql/format/", views.sql_format, name="workspace-sql-format"),
     path("sql/golden/", views.sql_golden, name="workspace-sql-golden"),

@@ -342,7 +342,7 @@ def revisions(request, task_id: int):
     """Revision history; ``?a=N&b=M`` compares any two revisions."""
     task = access_task(request.user, task_id)
     history = list(task.revisions.select_related("author").defer("snapshot").order_by("-number"))
-    context = {"task": task, "history": history}
+    context = {"task": task, "history": history, "can_edit": can_edit_task(request.user, task)}
     numbers = [r.number for r in history]
     latest = numbers[0] if numbers else None
     previous = numbers[1] if len(numbers) > 1 else latest

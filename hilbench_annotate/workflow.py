@@ -22,6 +22,14 @@ TRANSITIONS: dict[str, dict[str, str]] = {
     "reject": {IN_REVIEW: REJECTED},
     "export": {APPROVED: EXPORTED},
     "reopen": {REJECTED: DRAFT},
+    # A reviewer takes back their decision made by mistake: the task returns to the layer
+    # that decided (``review_withdraw`` says when nothing depends on the decision yet).
+    "withdraw": {
+        IN_REVIEW: IN_REVIEW,
+        CHANGES_REQUESTED: IN_REVIEW,
+        APPROVED: IN_REVIEW,
+        REJECTED: IN_REVIEW,
+    },
 }
 
 # States in which the author may edit the task.

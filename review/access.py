@@ -9,7 +9,7 @@ from django.http import Http404
 
 from hilbench_annotate.access import BAD_ID, access_project, access_task, not_found
 
-from .models import Comment, ReviewAssignment, ReviewLayer
+from .models import Comment, ReviewAssignment, ReviewDecision, ReviewLayer
 
 
 def access_assignment(user, assignment_id: int, *, for_update: bool = False) -> ReviewAssignment:
@@ -48,3 +48,16 @@ def access_review_layer(user, layer_id: int) -> ReviewLayer:
     layer = ReviewLayer.objects.get(pk=layer_id)
     layer.project = project
     return layer
+
+
+def access_decision(user, decision_id: int, *, for_update: bool = False) -> ReviewDecision:
+    """The decision (withdrawn or not) if ``user`` reads its task; ``for_update`` locks the
+    task row."""
+    try:
+        task_id = ReviewDecision.all_objects.values_list("task_id", flat=True).get(pk=decision_id)
+        task = access_task(user, task_id, for_update=for_update)
+    except (ReviewDecision.DoesNotExist, Http404, *BAD_ID):
+        raise not_found("decision") from None
+    decision = ReviewDecision.all_objects.select_related("reviewer", "revision").get(pk=decision_id)
+    decision.task = task
+    return decision

@@ -16,7 +16,7 @@ from hilbench_annotate.access import ProjectRoles, access_project, access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project
 from hilbench_annotate.params import MAX_ID
-from review.models import Notification, ReviewAssignment, ReviewLayer
+from review.models import Notification, ReviewAssignment, ReviewDecision, ReviewLayer
 from review.selectors import eligible_tasks, pipeline_layers, policy_for
 from review.serializers import (
     AssignIn,
@@ -45,6 +45,7 @@ from review.services import (
     review_decide,
     review_release,
     review_take_next,
+    review_withdraw,
     task_submit,
 )
 
@@ -218,11 +219,15 @@ class AssignmentReleaseApi(APIView):
 
 class TaskDecisionsApi(APIView):
     @extend_schema(
-        tags=TAGS, responses=DecisionOut(many=True), summary="Decisions on the task, newest first"
+        tags=TAGS,
+        responses=DecisionOut(many=True),
+        summary="Decisions on the task, newest first (a withdrawn one has its withdrawn_at)",
     )
     def get(self, request, task_id: int):
         task = access_task(request.user, task_id)
-        decisions = task.decisions.select_related("reviewer", "revision")
+        decisions = ReviewDecision.all_objects.filter(task=task).select_related(
+            "reviewer", "revision"
+        )
         return Response(DecisionOut(decisions, many=True).data)
 
     @extend_schema(
@@ -244,6 +249,18 @@ class TaskDecisionsApi(APIView):
             reject_reason=data["reject_reason"],
         )
         return Response(DecisionOut(decision).data, status=status.HTTP_201_CREATED)
+
+
+class DecisionWithdrawApi(APIView):
+    @extend_schema(
+        tags=TAGS,
+        request=None,
+        responses=DecisionOut,
+        summary="Withdraw your own decision made by mistake, while nothing depends on it",
+    )
+    def post(self, request, decision_id: int):
+        decision = review_withdraw(actor=request.user, decision_id=decision_id)
+        return Response(DecisionOut(decision).data)
 
 
 # --- threads and notifications -------------------------------------------------------------------
@@ -342,6 +359,11 @@ urlpatterns = [
         name="api-assignment-release",
     ),
     path("tasks/<int:task_id>/decisions", TaskDecisionsApi.as_view(), name="api-task-decisions"),
+    path(
+        "decisions/<int:decision_id>/withdraw",
+        DecisionWithdrawApi.as_view(),
+        name="api-decision-withdraw",
+    ),
     path("tasks/<int:task_id>/comments", TaskCommentsApi.as_view(), name="api-task-comments"),
     path(
         "comments/<int:comment_id>/resolve", CommentResolveApi.as_view(), name="api-comment-resolve"

@@ -86,8 +86,20 @@ class ReviewAssignment(models.Model):
         return f"task {self.task_id} layer {self.layer} → {self.reviewer}"
 
 
+class StandingDecisions(models.Manager):
+    """Decisions not withdrawn: what every read of "the decisions" means (the review page's
+    last round, independence, the dashboard, the export's provenance). A withdrawn decision
+    is kept for the audit trail and read through ``ReviewDecision.all_objects`` (the
+    timeline, the API's list); the base manager, which reverse relations such as a
+    revision's protection use, still sees every row."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(withdrawn_at__isnull=True)
+
+
 class ReviewDecision(models.Model):
-    """A reviewer's verdict at a layer, naming the revision judged. Never edited."""
+    """A reviewer's verdict at a layer, naming the revision judged. Never edited; only
+    marked withdrawn (``review_withdraw``), by the reviewer who made it by mistake."""
 
     class Outcome(models.TextChoices):
         APPROVE = "approve", "Approve"
@@ -107,6 +119,12 @@ class ReviewDecision(models.Model):
     checklist = models.JSONField(default=list, help_text='[{"item", "passed", "note"}]')
     blocker_comments = models.JSONField(default=dict, help_text="{blocker id: comment}")
     created_at = models.DateTimeField(auto_now_add=True)
+    withdrawn_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its reviewer withdrew it as made by mistake"
+    )
+
+    objects = StandingDecisions()
+    all_objects = models.Manager()  # noqa: DJ012 (a manager, which ruff reads as a field)
 
     class Meta:
         ordering = ["-created_at"]

@@ -152,3 +152,98 @@ def previous_round(task: Task, layer: ReviewLayer | None) -> dict:
             }
         )
     return {"decisions": decisions, "by_blocker": dict(by_blocker)}
+
+
+# --- withdrawing a decision made by mistake ---------------------------------------------------
+
+# What a later status change did, as the refusal of a withdrawal says it.
+_SINCE = {
+    "submit": "submitted it for review again",
+    "approve": "approved it",
+    "request_changes": "asked for changes",
+    "reject": "rejected it",
+    "export": "exported it as validated",
+    "reopen": "reopened it",
+    "withdraw": "withdrew a decision on it",
+}
+
+
+def withdraw_problem(task: Task, decision: ReviewDecision) -> str | None:
+    """Why ``decision`` can no longer be withdrawn (None when it can): it must be the task's
+    latest standing decision, and nothing may have built on it since — no later status
+    change (a resubmission, a reopening, an export), no revision saved after the one judged,
+    and nobody holding the task at the layer it moved on to."""
+    if decision.withdrawn_at is not None:
+        return "it was withdrawn already"
+    latest = task.decisions.select_related("reviewer").order_by("-created_at", "-id").first()
+    if latest is not None and latest.pk != decision.pk:
+        return (
+            f"{latest.reviewer.username} has since decided at layer {latest.layer} "
+            f"({latest.layer_name}): {latest.get_outcome_display().lower()}"
+        )
+    moved = task.events.filter(kind="status_changed", data__decision=decision.pk).first()
+    if moved is None:
+        return "the status change it made is not on record"
+    later = (
+        task.events.filter(kind="status_changed", pk__gt=moved.pk)
+        .select_related("actor")
+        .order_by("pk")
+        .first()
+    )
+    if later is not None:
+        who = later.actor.username if later.actor else "the system"
+        action = later.data.get("action")
+        return f"{who} has since {_SINCE.get(action, str(action).replace('_', ' '))}"
+    current = task.revisions.order_by("-number").values_list("number", flat=True).first()
+    if current != decision.revision.number:
+        return (
+            f"revision {current} was saved after the revision {decision.revision.number} you judged"
+        )
+    holder = (
+        ReviewAssignment.objects.filter(
+            task=task,
+            status=ReviewAssignment.Status.ACTIVE,
+            expires_at__gt=timezone.now(),
+        )
+        .exclude(reviewer=decision.reviewer_id)
+        .select_related("reviewer")
+        .first()
+    )
+    if holder is not None:
+        return (
+            f"{holder.reviewer.username} has taken it at layer {holder.layer}; it can be "
+            "withdrawn once they give it back"
+        )
+    return None
+
+
+def decision_withdrawable(task: Task, user) -> tuple[ReviewDecision | None, str | None]:
+    """``user``'s latest standing decision on ``task`` and why it cannot be withdrawn (None:
+    it can); (None, None) when they have made none."""
+    if not user.is_authenticated:
+        return None, None
+    mine = (
+        task.decisions.filter(reviewer=user)
+        .select_related("revision", "reviewer")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if mine is None:
+        return None, None
+    return mine, withdraw_problem(task, mine)
+
+
+def last_decision_withdrawable(user) -> ReviewDecision | None:
+    """``user``'s most recent standing decision on any task, if it can still be withdrawn:
+    what the queue offers to take back right after a decision made by mistake."""
+    if not user.is_authenticated:
+        return None
+    last = (
+        ReviewDecision.objects.filter(reviewer=user)
+        .select_related("task", "revision", "reviewer")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if last is None or withdraw_problem(last.task, last) is not None:
+        return None
+    return last

@@ -150,6 +150,7 @@ class DecisionOut(serializers.ModelSerializer):
             "checklist",
             "blocker_comments",
             "created_at",
+            "withdrawn_at",
         ]
 
 

@@ -18,7 +18,9 @@ ACTIONS = {
     "reject": "rejected it",
     "export": "exported it",
     "reopen": "reopened it",
+    "withdraw": "withdrew their decision",
 }
+OUTCOMES = {"approve": "approved", "request_changes": "asked for changes", "reject": "rejected"}
 RUN_OUTCOMES = {"passed": "passed", "failed": "failed", "crashed": "crashed"}
 
 
@@ -49,6 +51,9 @@ def _status_changed(d: Mapping[str, Any], layer: _Layers) -> str:
         return _status(status) + (f" at {layer(position)}" if position else "")
 
     verb = ACTIONS.get(d.get("action"), _words(d.get("action")))
+    if d.get("action") == "withdraw":
+        outcome = OUTCOMES.get(d.get("outcome"), _words(d.get("outcome")))
+        verb += f" ({outcome} on revision {d.get('revision')}, made by mistake)"
     moved = f"{state(d.get('source', ''), d.get('source_layer'))} → "
     moved += state(d.get("target", ""), d.get("target_layer"))
     reason = f" — {d['reason']}" if d.get("reason") else ""
@@ -106,6 +111,9 @@ WORDING: dict[str, Callable[[Mapping[str, Any], _Layers], str]] = {
     # Which labels is left out: the other labeller must not read one here before giving theirs.
     "judge_label_changed": lambda d, layer: "changed their label of a held-out judge question",
     "judge_label_withdrawn": lambda d, layer: "withdrew their label of a held-out judge question",
+    "revision_restored": lambda d, layer: (
+        f"restored revision {d.get('restored')} as revision {d.get('revision')}"
+    ),
     "failure_labelled": lambda d, layer: (
         f"labelled a failed run: {_words(d.get('dimension'))} ({_words(d.get('mode'))})"
     ),

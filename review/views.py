@@ -27,7 +27,7 @@ from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
 from review.access import access_review_layer
-from review.models import Notification, ReviewAssignment, ReviewLayer
+from review.models import Notification, ReviewAssignment, ReviewDecision, ReviewLayer
 from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
@@ -84,6 +84,7 @@ def queue(request):
             "self_checks": self_checks,
             "returned": returned,
             "lead_projects": lead_projects,
+            "last_decision": selectors.last_decision_withdrawable(request.user),
         },
     )
 
@@ -173,7 +174,11 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "why_not": problem,
         "is_lead": is_lead,
         "reject_reasons": selectors.policy_for(task.project).reject_reasons,
-        "decisions": task.decisions.select_related("reviewer", "revision"),
+        # Withdrawn ones too, marked: the page tells the whole story, as the timeline does.
+        "decisions": ReviewDecision.all_objects.filter(task=task).select_related(
+            "reviewer", "revision"
+        ),
+        "withdrawable": selectors.decision_withdrawable(task, request.user),
         "candidates": _candidates(task, layer) if is_lead and layer else [],
         "threads": selectors.task_threads(task),
     }
@@ -347,7 +352,9 @@ def timeline(request, task_id: int):
                 "errors": sum(1 for f in revision.lint_findings if f.get("severity") == "error"),
             }
         )
-    for decision in task.decisions.select_related("reviewer", "revision"):
+    for decision in ReviewDecision.all_objects.filter(task=task).select_related(
+        "reviewer", "revision"
+    ):
         entries.append(
             {
                 "at": decision.created_at,

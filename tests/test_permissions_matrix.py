@@ -74,6 +74,8 @@ MATRIX: dict[tuple[str, str], str] = {
                                                         "401 404 403 403 403 2xx 2xx 404",
     ("GET", "/api/tasks/{task_id}/decisions"):          "401 404 2xx 2xx 2xx 2xx 2xx 404",
     ("POST", "/api/tasks/{task_id}/decisions"):         "401 404 403 403 403 2xx 403 404",
+    # Only the reviewer who decided (the auditor here) withdraws a decision.
+    ("POST", "/api/decisions/{decision_id}/withdraw"):  "401 404 403 403 403 2xx 403 404",
     ("GET", "/api/tasks/{task_id}/comments"):           "401 404 2xx 2xx 2xx 2xx 2xx 404",
     ("POST", "/api/tasks/{task_id}/comments"):          "401 404 2xx 2xx 2xx 2xx 2xx 404",
     ("POST", "/api/comments/{comment_id}/resolve"):     "401 404 2xx 2xx 2xx 2xx 2xx 404",
@@ -293,6 +295,11 @@ REQUESTS = {
         },
         "json",
     ),
+    ("POST", "/api/decisions/{decision_id}/withdraw"): lambda w: (
+        f"/api/decisions/{_auditor_decision(w).pk}/withdraw",
+        None,
+        None,
+    ),
     ("GET", "/api/tasks/{task_id}/comments"): lambda w: (
         f"/api/tasks/{w.task.pk}/comments",
         None,
@@ -352,6 +359,32 @@ REQUESTS = {
     ("GET", "/api/schema/"): lambda w: ("/api/schema/", None, None),
     ("GET", "/api/docs/"): lambda w: ("/api/docs/", None, None),
 }
+
+
+def _auditor_decision(w) -> ReviewDecision:
+    """The auditor asks for changes on the task they hold at layer 3: theirs to withdraw
+    (made once: a request asked again finds it)."""
+    from review.services import review_decide
+
+    made = ReviewDecision.objects.filter(task=w.in_review, reviewer=w.users["auditor"]).first()
+    return made or review_decide(
+        actor=w.users["auditor"],
+        task_id=w.in_review.pk,
+        outcome="request_changes",
+        revision_number=1,
+        summary="Say which status is clean.",
+    )
+
+
+def _second_revision(w) -> Task:
+    """The draft task renamed by its author (revision 2): revision 1 is there to restore."""
+    from hilbench_annotate.services import task_update
+
+    if w.task.revisions.count() == 1:
+        task_update(
+            task=w.task, actor=w.users["author"], expected_version=_version(w.task), title="Renamed"
+        )
+    return w.task
 
 
 def _waiting_at(w, layer: int) -> Task:
@@ -595,6 +628,7 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("POST", "workspace-waive"):                  "login 404 302 403 403 403 302 404",
     ("GET", "workspace-preview"):                 "login 404 200 200 200 200 200 404",
     ("GET", "workspace-revisions"):               "login 404 200 200 200 200 200 404",
+    ("POST", "workspace-revision-restore"):       "login 404 302 403 403 403 302 404",
     ("POST", "workspace-sql-query"):              "login 404 200 200 200 200 200 404",
     ("POST", "workspace-sql-format"):             "login 404 200 403 403 403 200 404",
     ("POST", "workspace-sql-golden"):             "login 404 200 403 403 403 200 404",
@@ -610,6 +644,7 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("GET", "review-task"):                       "login 404 200 200 200 200 200 404",
     ("POST", "review-task"):                      "login 404 403 403 403 302 403 404",
     ("POST", "review-assign"):                    "login 404 403 403 403 403 302 404",
+    ("POST", "review-decision-withdraw"):         "login 404 403 403 403 302 403 404",
     ("GET", "task-timeline"):                     "login 404 200 200 200 200 200 404",
     ("POST", "comment-add"):                      "login 404 302 302 302 302 302 404",
     ("POST", "comment-resolve"):                  "login 404 302 302 302 302 302 404",
@@ -839,6 +874,10 @@ HTML_REQUESTS = {
     ),
     ("GET", "workspace-preview"): lambda w: (_task_url("workspace-preview", w.task), None),
     ("GET", "workspace-revisions"): lambda w: (_task_url("workspace-revisions", w.task), None),
+    ("POST", "workspace-revision-restore"): lambda w: (
+        _task_url("workspace-revision-restore", _second_revision(w)),
+        {"number": "1", "expected_version": _version(w.task)},
+    ),
     ("POST", "workspace-sql-query"): lambda w: (
         _task_url("workspace-sql-query", w.task),
         {"console_sql": "SELECT 1"},
@@ -879,6 +918,10 @@ HTML_REQUESTS = {
     ("POST", "review-assign"): lambda w: (
         _task_url("review-assign", w.in_review),
         {"reviewer": "auditor2"},
+    ),
+    ("POST", "review-decision-withdraw"): lambda w: (
+        reverse("review-decision-withdraw", args=[_auditor_decision(w).pk]),
+        {},
     ),
     ("GET", "task-timeline"): lambda w: (_task_url("task-timeline", w.task), None),
     ("POST", "comment-add"): lambda w: (_task_url("comment-add", w.task), {"body": "Agreed."}),

@@ -26,6 +26,10 @@ def test_the_table_has_the_transitions_the_workflow_needs():
         ("reject", "in_review", "rejected"),
         ("export", "approved", "exported"),
         ("reopen", "rejected", "draft"),
+        ("withdraw", "in_review", "in_review"),
+        ("withdraw", "changes_requested", "in_review"),
+        ("withdraw", "approved", "in_review"),
+        ("withdraw", "rejected", "in_review"),
     }
 
 
@@ -72,8 +76,13 @@ def test_an_unknown_action_is_refused_by_name():
 
 def test_submit_from_draft_and_from_changes_requested_only():
     assert workflow.actions_from("draft") == ["submit"]
-    assert workflow.actions_from("changes_requested") == ["submit"]
-    assert workflow.actions_from("in_review") == ["approve", "reject", "request_changes"]
+    assert workflow.actions_from("changes_requested") == ["submit", "withdraw"]
+    assert workflow.actions_from("in_review") == [
+        "approve",
+        "reject",
+        "request_changes",
+        "withdraw",
+    ]
     assert workflow.actions_from("exported") == []
 
 
