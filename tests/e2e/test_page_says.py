@@ -62,3 +62,52 @@ def test_a_the_judge_measurement_is_still_there_after_a_reload(browser, live_ser
     expect(page.locator("#measured-stale")).to_contain_text("the task was edited since")
     _shot(page, "a-measure-stale", "#measure")
     page.context.close()
+
+
+def test_b_the_task_page_says_whether_the_environment_is_built_and_links_its_build(
+    browser, live_server, demo
+):
+    from validators.models import EnvironmentBuild
+
+    swe = Task.objects.get(project__slug="demo", domain="swe")
+    sql = Task.objects.get(project__slug="demo", source_id="retail_bank/0")
+
+    # A reviewer reads the state but is not offered a build (builds run the task's code).
+    reviewer = new_page(browser, live_server, "reviewer")
+    reviewer.goto(f"{live_server.url}/tasks/{swe.pk}/")
+    panel = reviewer.locator("#environment-state")
+    expect(panel).to_contain_text("Not built")
+    expect(panel.locator("button")).to_have_count(0)
+    expect(panel).to_contain_text("its author or a project lead starts them")
+    reviewer.goto(f"{live_server.url}/tasks/{sql.pk}/")
+    expect(reviewer.locator("#environment-state")).to_contain_text("Database ready")
+    _shot(reviewer, "b-sql-database-ready", "#environment-state")
+    reviewer.context.close()
+
+    # The lead builds it from the task page and follows the build on its page.
+    page = new_page(browser, live_server, "lead")
+    page.goto(f"{live_server.url}/tasks/{swe.pk}/")
+    panel = page.locator("#environment-state")
+    expect(panel).to_contain_text("Not built")
+    _shot(page, "b-swe-not-built", "#environment-state")
+    panel.locator("button", has_text="Build now").click()
+    page.wait_for_url("**/environments/builds/*/")
+    build = EnvironmentBuild.objects.get(task=swe)
+    expect(page.locator("h1")).to_contain_text(f"Environment build {build.pk}")
+
+    # Back on the task page: building, then (as a worker would leave it) failed, linked.
+    page.goto(f"{live_server.url}/tasks/{swe.pk}/")
+    expect(panel).to_contain_text("Building")
+    expect(panel.locator("button")).to_have_count(0)
+    EnvironmentBuild.objects.filter(pk=build.pk).update(
+        status=EnvironmentBuild.Status.FAILED, step="install", error="pip failed"
+    )
+    page.reload()
+    expect(panel).to_contain_text("Build failed")
+    expect(panel).to_contain_text("at step install")
+    expect(panel.locator("button", has_text="Build now")).to_be_visible()
+    _shot(page, "b-swe-build-failed", "#environment-state")
+    panel.locator("a", has_text=f"build {build.pk}").click()
+    page.wait_for_url(f"**/environments/builds/{build.pk}/")
+    expect(page.locator("#environment-build")).to_contain_text("pip failed")
+    page.context.close()
