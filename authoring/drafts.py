@@ -22,13 +22,25 @@ def _text(data, name: str) -> str:
     return str(data.get(name, "")).replace("\r\n", "\n")
 
 
+def _line_ends(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _kept(data, name: str, stored: str | None) -> str:
-    """The posted text, or the stored one when they differ only in line ends: a file imported
-    with CRLF (Spider's description CSVs, a patch) keeps its bytes through a save that did not
-    touch it, and no revision says it was edited."""
+    """The posted text, or the stored one when it is what a browser posts of it: a file
+    imported with CRLF or lone CR line ends (Spider's description CSVs, a patch) or starting
+    with a blank line keeps its bytes through a save that did not touch it, and no revision
+    says it was edited. A browser sends a textarea's every line end as CRLF and drops its
+    first newline (the workspace's template writes none before the text). An edited file
+    whose line ends were all CRLF keeps CRLF: the revision holds the lines the author changed,
+    not every line of the file."""
     posted = _text(data, name)
-    if isinstance(stored, str) and stored.replace("\r\n", "\n") == posted:
-        return stored
+    if isinstance(stored, str):
+        plain = _line_ends(stored)
+        if _line_ends(posted) in (plain, plain.removeprefix("\n")):
+            return stored
+        if "\r\n" in stored and stored.count("\r\n") == stored.count("\n"):
+            return _line_ends(posted).replace("\n", "\r\n")  # an edited CRLF file stays CRLF
     return posted
 
 

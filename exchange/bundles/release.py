@@ -22,6 +22,7 @@ from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.jsontext import json_loads
+from hilbench_annotate.toolkit.textbytes import UTF8, UTF8_BOM, text_decode, text_encode
 
 from . import layout
 from .release_runtime import GENERATED, RESERVED, generated_paths
@@ -139,8 +140,13 @@ def _json(original: bytes, value: Any) -> bytes:
 
 
 def _text(original: bytes, value: str) -> bytes:
+    """An edited text file with the original's line ends and encoding (a byte order mark,
+    Windows-1252: ``toolkit/textbytes.py``)."""
     _, _, newline = _style(original)
-    return value.replace("\r\n", "\n").replace("\n", newline).encode()
+    _, encoding = text_decode(original)
+    if encoding == UTF8_BOM and value.startswith("\ufeff"):
+        encoding = UTF8  # read as UTF-8 text (the gold SQL), the mark is in the value
+    return text_encode(value.replace("\r\n", "\n").replace("\n", newline), encoding)
 
 
 def _registry(original: bytes, snapshot: dict[str, Any]) -> bytes:

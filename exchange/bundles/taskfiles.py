@@ -15,6 +15,7 @@ from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
 from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
+from hilbench_annotate.toolkit.textbytes import UTF8, text_encode
 from hilbench_annotate.vocabulary import Domain
 from judge.services import project_calibration, task_context
 from validators.requirements import resolve_requirements
@@ -165,10 +166,13 @@ def sql_files(
         else file_sha256_cached(Path(database))
     )
     task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, data_sha)
-    for table, text in sorted(env.descriptions.items()):
+    # Each CSV in its source's encoding: an imported file's own bytes (toolkit/textbytes.py).
+    csvs = {t: text_encode(text, env.description_encodings.get(t, UTF8))
+            for t, text in env.descriptions.items()}  # fmt: skip
+    for table, content in sorted(csvs.items()):
         if not safe_name(table):
             raise DomainError(f"Task {task.pk}: description name {table!r} is not a file name.")
-        files.add(f"{layout.SQL_DESCRIPTIONS}/{table}.csv", text)
+        files.add(f"{layout.SQL_DESCRIPTIONS}/{table}.csv", content)
     files.add(
         layout.SQL_BUSINESS_INFO,
         layout.dumps({"database_name": env.db_id, "business_info": env.business_info}),
@@ -193,7 +197,7 @@ def sql_files(
     )
     files.add(layout.REGISTRY, registry)
     files.add(layout.ANNOTATE, annotate)
-    data = {f"database_description/{t}.csv": text.encode() for t, text in env.descriptions.items()}
+    data = {f"database_description/{t}.csv": csv for t, csv in csvs.items()}
     data["business_info.json"] = files.entries[f"{files.folder}/{layout.SQL_BUSINESS_INFO}"]
     if database is not None:
         data["database.sqlite"] = Path(database)

@@ -78,6 +78,7 @@ class _Databases:
     files: dict[str, Path] = field(default_factory=dict)
     stored: dict[str, SqlDatabase] = field(default_factory=dict)  # already in the store
     descriptions: dict[str, dict[str, str]] = field(default_factory=dict)
+    encodings: dict[str, dict[str, str]] = field(default_factory=dict)  # not plain UTF-8
     missing: dict[str, int] = field(default_factory=dict)  # db_id -> questions naming it
 
 
@@ -145,6 +146,7 @@ def _stored_databases(
     ).order_by("pk"):
         found.stored[database.db_id] = database
         found.descriptions[database.db_id] = database.descriptions
+        found.encodings[database.db_id] = database.description_encodings
     for name, count in sorted(used_databases.items()):
         if name in found.stored:
             continue
@@ -171,9 +173,10 @@ def _check_databases(
     problems: Problems = []
     found = _Databases()
     for name, count in sorted(used_databases.items()):
-        desc, desc_problems = read_descriptions(_description_dir(databases, name))
+        desc, encodings, desc_problems = read_descriptions(_description_dir(databases, name))
         problems.extend((f"database {name}", p) for p in desc_problems)
         found.descriptions[name] = desc
+        found.encodings[name] = encodings
         path = _database_dir(databases, name) / f"{name}.sqlite"
         if not path.is_file():
             found.missing[name] = count
@@ -250,6 +253,7 @@ def _bird_task_record(
             "db_id": name,
             "database": database,
             "descriptions": found.descriptions[name],
+            "description_encodings": found.encodings.get(name, {}),
             "original_sql": record["SQL"],
             "gold_sql": record["SQL"],
             "golden_output": output,
@@ -332,7 +336,10 @@ def _new_task_records(
         name = record["db_id"]
         if name in found.files and name not in stored:
             stored[name] = database_store(
-                db_id=name, source=found.files[name], descriptions=found.descriptions[name]
+                db_id=name,
+                source=found.files[name],
+                descriptions=found.descriptions[name],
+                encodings=found.encodings[name],
             )
         report.created.append(key)
         database = stored.get(name)

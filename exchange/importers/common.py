@@ -13,6 +13,7 @@ from urllib.parse import quote
 from django.conf import settings
 
 from hilbench_annotate.models import SqlDatabase
+from hilbench_annotate.toolkit.textbytes import UTF8, text_decode
 
 DESCRIPTION_HEADER = [
     "original_column_name",
@@ -38,25 +39,18 @@ class ImportReport:
         return text + "".join(f"\n  note: {n}" for n in self.notes)
 
 
-def decode_text(data: bytes) -> str:
-    """Decode a text file as UTF-8 (with or without BOM), else as Windows-1252.
-
-    BIRD's description CSVs come in both encodings.
-    """
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
-
-
-def read_descriptions(directory: Path) -> tuple[dict[str, str], list[str]]:
-    """Read ``<table>.csv`` description files: ``({table: csv text}, problems)``."""
+def read_descriptions(directory: Path) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """Read ``<table>.csv`` description files: ``({table: csv text}, {table: encoding},
+    problems)``. BIRD's come in UTF-8, UTF-8 with a byte order mark and Windows-1252; the
+    text is what the workspace shows, and ``encodings`` (each file not plain UTF-8) lets the
+    export write the source's bytes back (``toolkit/textbytes.py``)."""
     descriptions: dict[str, str] = {}
+    encodings: dict[str, str] = {}
     problems: list[str] = []
     if not directory.is_dir():
-        return descriptions, problems
+        return descriptions, encodings, problems
     for csv_path in sorted(directory.glob("*.csv")):
-        text = decode_text(csv_path.read_bytes())
+        text, encoding = text_decode(csv_path.read_bytes())
         try:
             rows = list(csv.reader(io.StringIO(text)))
         except csv.Error as exc:
@@ -70,7 +64,9 @@ def read_descriptions(directory: Path) -> tuple[dict[str, str], list[str]]:
             )
             continue
         descriptions[csv_path.stem] = text
-    return descriptions, problems
+        if encoding != UTF8:
+            encodings[csv_path.stem] = encoding
+    return descriptions, encodings, problems
 
 
 def sqlite_problem(path: Path) -> str | None:
@@ -108,7 +104,13 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def database_store(*, db_id: str, source: Path, descriptions: dict[str, str]) -> SqlDatabase:
+def database_store(
+    *,
+    db_id: str,
+    source: Path,
+    descriptions: dict[str, str],
+    encodings: dict[str, str] | None = None,
+) -> SqlDatabase:
     """Copy a database into the content-addressed store (once) and register it.
 
     The file is written under a temporary name and renamed, so a half-copied file is never
@@ -132,6 +134,7 @@ def database_store(*, db_id: str, source: Path, descriptions: dict[str, str]) ->
             "size_bytes": target.stat().st_size,
             "storage_path": relative,
             "descriptions": descriptions,
+            "description_encodings": encodings or {},
         },
     )
     return database

@@ -209,7 +209,9 @@ def _read_sql(folder: Path, metadata, toml, item) -> list[str]:
     gold = shared / "ground_truth.sql"
     if not gold.is_file():
         problems.append("shared/ground_truth.sql is missing")
-    descriptions, desc_problems = read_descriptions(shared / "data" / "database_description")
+    descriptions, encodings, desc_problems = read_descriptions(
+        shared / "data" / "database_description"
+    )
     problems.extend(desc_problems)
     database = shared / "data" / "database.sqlite"
     if database.is_file():
@@ -236,6 +238,7 @@ def _read_sql(folder: Path, metadata, toml, item) -> list[str]:
         environment={
             "db_id": db_id,
             "descriptions": descriptions,
+            "description_encodings": encodings,
             "business_info": sentences,
             "gold_sql": _text(gold),
             "golden_output": _text(shared / "golden_output.csv")
@@ -385,6 +388,7 @@ def _create_all(project: Project, items: list[dict[str, Any]], actor) -> ImportR
                     db_id=environment["db_id"],
                     source=item["database_file"],
                     descriptions=environment["descriptions"],
+                    encodings=environment.get("description_encodings"),
                 )
             if "repository_source" in item:
                 repo_path, commit = item["repository_source"]

@@ -55,6 +55,12 @@ class SqlDatabase(models.Model):
     descriptions = models.JSONField(
         default=dict, help_text="database_description CSVs as imported: {table: csv text}"
     )
+    description_encodings = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Each description CSV's source encoding but plain UTF-8: "
+        "{table: 'utf-8-sig' | 'cp1252'} (toolkit/textbytes.py)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -102,6 +108,12 @@ class SqlEnvironment(models.Model):
     db_id = models.CharField(max_length=200, db_index=True)
     descriptions = models.JSONField(
         default=dict, help_text="The task's database_description CSVs: {table: csv text}"
+    )
+    description_encodings = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Each description CSV's source encoding but plain UTF-8, written back at "
+        "export: {table: 'utf-8-sig' | 'cp1252'} (toolkit/textbytes.py)",
     )
     edit_script = models.TextField(
         blank=True, help_text="SQL run on a copy of the database (new tables, new code values)"
