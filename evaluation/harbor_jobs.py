@@ -270,6 +270,8 @@ def read_trial(path: Path, resolve: TaskResolver) -> Trial:
         raise ValueError(f"the project has no task {reference!r}")
     model, started = _model(result), str(result.get("started_at") or "")
     outcome = trial_outcome(result)
+    if not outcome.is_try:  # stopped by Harbor before it ended: stored nowhere, made again
+        return Trial(trial.name, model, started, None, outcome.why)
     if outcome.excluded:
         excluded = Exclusion(
             trial=trial.name, task_id=task_id, mode=mode, reason=outcome.excluded,

@@ -21,6 +21,12 @@ so both trials have a reward. Read the release's way:
 A try left out is stored with its reason (``models.ExcludedTry``) and counted on the
 leaderboard beside the passes; it takes no pass number, so a model's first k passes are its
 first k tries that count, as in the release.
+
+A trial Harbor itself stopped before it ended (``CancelledError``: its worker died and the
+guard stopped Harbor, or the run was cancelled) is no try at all: *interrupted*, stored
+nowhere, made again by the run that takes the dead worker's over — as ``harbor jobs resume``
+makes such trials again. Counting it as a try left out gave that pair one pass fewer than
+asked.
 """
 
 from __future__ import annotations
@@ -33,11 +39,16 @@ from dataclasses import asdict, dataclass
 COUNTED = frozenset({"AgentTimeoutError"})
 # Exceptions that are the agent's own failure, not the harness's: left out all the same.
 AGENT_ERRORS = frozenset({"NonZeroAgentExitCodeError"})
+# What Harbor records on a trial it stopped itself (asyncio's cancellation).
+INTERRUPTIONS = frozenset({"CancelledError"})
 AGENT_ERROR = "agent_error"
 INFRA_ERROR = "infra_error"
+INTERRUPTED = "interrupted"  # no try: never stored, made again
 WHY = {
     AGENT_ERROR: "the agent's process failed (the release's unknown error)",
     INFRA_ERROR: "the environment, the verifier or the harness failed (the release's infra_error)",
+    INTERRUPTED: "Harbor was stopped before the trial ended (its worker died, or the run was "
+    "cancelled); not a try, made again",
 }
 COUNTED_NOTE = (
     "The agent ran out of time ({kind}); scored on what it left, as the release scores a "
@@ -69,7 +80,12 @@ class Outcome:
     reward: float | None
     exception: str = ""
     message: str = ""
-    excluded: str = ""  # AGENT_ERROR or INFRA_ERROR; "" when the trial is a pass
+    excluded: str = ""  # AGENT_ERROR, INFRA_ERROR or INTERRUPTED; "" when the trial is a pass
+
+    @property
+    def is_try(self) -> bool:
+        """Whether the trial used one of the run's tries (a pass or a try left out)."""
+        return self.excluded != INTERRUPTED
 
     @property
     def why(self) -> str:
@@ -96,6 +112,8 @@ def trial_outcome(result: dict) -> Outcome:
     verifier = result.get("verifier_result")
     rewards = (verifier.get("rewards") if isinstance(verifier, dict) else None) or {}
     reward = _number(rewards.get("reward")) if isinstance(rewards, dict) else None
+    if kind in INTERRUPTIONS:
+        return Outcome(reward, kind, message, INTERRUPTED)
     if reward is None:
         excluded = AGENT_ERROR if kind in AGENT_ERRORS else INFRA_ERROR
         return Outcome(None, kind, message, excluded)

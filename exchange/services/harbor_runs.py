@@ -3,7 +3,8 @@
 In ``HARBOR_RUNS_DIR/<run>``: the run's tasks exported as a draft bundle and unpacked
 (``bundle/``), then one ``harbor run`` over a dataset of the mode folders that still need
 passes (``dataset/``, links to them; ``-k`` attempts, ``-n HARBOR_CONCURRENCY`` at once, in
-``HARBOR_ENVIRONMENT``), its jobs under ``jobs/``. While Harbor works, every trial that has
+``HARBOR_ENVIRONMENT``) — one per number of tries still missing, after a takeover — its jobs
+under ``jobs/``. While Harbor works, every trial that has
 finished is imported as a pass (``evaluation.harbor_jobs.read_trial``: its reward, its
 ask-human log judged by the app, its trajectory), and the run's progress and heartbeat are
 updated; a cancel stops Harbor (it tears its containers down) and ends the run.
@@ -393,10 +394,11 @@ def harbor_run_execute(run: EvaluationRun) -> None:
             for name, task_id in sorted(folders.items())
             for mode in run.modes
         ]
-        wanted = [w for w in wanted if w[2] > 0]
-        if wanted:
-            dataset = _dataset(folder, [(name, mode) for name, mode, _ in wanted])
-            attempts = max(n for _, _, n in wanted)
+        # Harbor's ``-k`` is one number for every task of a ``harbor run``: one run per number
+        # of tries still missing, so a pair missing one try is asked for one, not for as many
+        # as the pair missing most (a taken-over run made 17 trials for 12 passes so).
+        for attempts in sorted({n for *_, n in wanted if n > 0}, reverse=True):
+            dataset = _dataset(folder, [(name, mode) for name, mode, n in wanted if n == attempts])
             started = time.perf_counter()
             _run_harbor(run, folder, dataset, attempts, jobs, resolve)
             timing = {**run.harbor.get("timing", {})}
