@@ -110,8 +110,13 @@ def test_withdrawing_an_approval_brings_the_task_back_from_the_next_layer(
     assert (task.status, task.review_layer) == (workflow.IN_REVIEW, 3)
 
 
-def test_withdrawing_a_rejection_reopens_review(at_audit, auditor, layers):
+def test_withdrawing_a_rejection_reopens_review(client, at_audit, auditor, layers):
     decision = _decide(at_audit, auditor, "reject", layers)
+    # The review page of a rejected task (no layer any more) offers it too.
+    client.force_login(auditor)
+    page = client.get(reverse("review-task", args=[at_audit.pk]))
+    assert page.status_code == 200
+    assert reverse("review-decision-withdraw", args=[decision.pk]) in page.content.decode()
     review_withdraw(actor=auditor, decision_id=decision.pk)
     task = Task.objects.get(pk=at_audit.pk)
     assert (task.status, task.review_layer) == (workflow.IN_REVIEW, 3)
