@@ -78,6 +78,16 @@ class ExportJob(Job):
     sha256 = models.CharField(max_length=64, blank=True)
     report = models.JSONField(default=dict, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    # Set when a Harbor run exported its tasks for itself (a draft it unpacks and runs):
+    # the lists name the run, not the lead who started it, as the maker.
+    harbor_run = models.ForeignKey(
+        "evaluation.EvaluationRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The Harbor run that exported its own tasks (internally), if any",
+    )
 
     class Meta(Job.Meta):
         db_table = "hilbench_annotate_exportjob"  # made before the exchange app existed

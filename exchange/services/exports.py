@@ -96,9 +96,11 @@ def bundle_export_create(
     reveal_reviewers: bool = False,
     allow_internet: bool = False,
     llm_judge: dict | None = None,
+    harbor_run=None,
 ) -> ExportJob:
     """Record an export job. Caller checked that ``actor`` is a lead of ``project``.
-    ``llm_judge``: ``{endpoint, model}`` a lead gave for the release's LLM judge, or None."""
+    ``llm_judge``: ``{endpoint, model}`` a lead gave for the release's LLM judge, or None.
+    ``harbor_run``: the Harbor run exporting its own tasks, which the lists name as maker."""
     selection = export_selection_clean(selection)
     judge = llm_judge_clean(**(llm_judge or {}))
     tasks = export_selection_tasks(project=project, selection=selection)
@@ -116,6 +118,7 @@ def bundle_export_create(
         allow_internet=allow_internet,
         llm_judge={"endpoint": judge.endpoint, "model": judge.model} if judge else {},
         total=total,
+        harbor_run=harbor_run,
     )
     event_record(project_id=project.pk, task_id=None, actor=actor, kind="export_queued", job=job.pk)
     return job

@@ -80,7 +80,7 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
     folder.mkdir(parents=True, exist_ok=True)
     job = bundle_export_create(
         project=run.project, actor=run.created_by, selection={"tasks": run.task_ids},
-        draft=True, allow_internet=run.allow_internet,
+        draft=True, allow_internet=run.allow_internet, harbor_run=run,
     )  # fmt: skip
     job = bundle_export_execute(job_id=job.pk, out=folder / "bundle.tar.gz")
     if job is None or job.status != Job.Status.SUCCEEDED:

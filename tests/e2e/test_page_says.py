@@ -111,3 +111,38 @@ def test_b_the_task_page_says_whether_the_environment_is_built_and_links_its_bui
     page.wait_for_url(f"**/environments/builds/{build.pk}/")
     expect(page.locator("#environment-build")).to_contain_text("pip failed")
     page.context.close()
+
+
+def test_c_a_harbor_runs_own_export_reads_as_the_runs_in_recent_exports(
+    browser, live_server, demo, settings, tmp_path
+):
+    from django.contrib.auth import get_user_model
+
+    from evaluation.services import harbor_run_start
+    from exchange.models import ExportJob
+    from exchange.services import harbor_runs
+
+    settings.HARBOR_RUNS_DIR = tmp_path / "runs"
+    task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
+    lead = get_user_model().objects.get(username="lead")
+    run = harbor_run_start(
+        project=task.project, actor=lead, agent="oracle", task_ids=[task.pk],
+        modes=["full_info"], passes=1,
+    )  # fmt: skip
+    harbor_runs._export(run, harbor_runs.run_folder(run))  # what the worker does first
+    made = ExportJob.objects.get(harbor_run=run)
+
+    page = new_page(browser, live_server, "lead")
+    page.goto(f"{live_server.url}/exports/")
+    row = page.locator("tr", has=page.locator(f"a[href='/exports/{made.pk}/']"))
+    expect(row).to_contain_text(f"Harbor run #{run.pk}")
+    expect(row).to_contain_text("for its trials; the run was started by lead")
+    _shot(page, "c-recent-exports", "section:has(h2:text('Recent exports'))")
+    page.click(f"a[href='/exports/{made.pk}/']")
+    expect(page.locator("main")).to_contain_text(f"Made by Harbor run #{run.pk} for its own trials")
+    expect(page.locator("#written-elsewhere")).to_contain_text("not kept here for download")
+    expect(page.locator("a", has_text="Download the bundle")).to_have_count(0)
+    _shot(page, "c-export-detail")
+    page.click(f"text=Harbor run #{run.pk}")
+    page.wait_for_url(f"**/evaluation/runs/{run.pk}/")
+    page.context.close()
