@@ -8,7 +8,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.jobs import job_claim, job_finish, job_heartbeat, job_send
+from hilbench_annotate.jobs import (
+    job_claim,
+    job_finish,
+    job_heartbeat,
+    job_heartbeat_while,
+    job_send,
+)
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services import event_record, task_events
@@ -116,7 +122,12 @@ def validation_run_execute(*, run_id: int) -> None:
     for group in run.checks:
         if group in done_groups or group not in GROUPS:
             continue
-        with tempfile.TemporaryDirectory(prefix="hilbench-validate-") as tmp:
+        # A group may block for minutes (a SWE task's first run builds its environment):
+        # signs of life meanwhile, so the reaper does not hand the run to a second worker.
+        with (
+            job_heartbeat_while(ValidationRun, run.pk),
+            tempfile.TemporaryDirectory(prefix="hilbench-validate-") as tmp,
+        ):
             results = run_group(group, task, snapshot, Path(tmp))
         with transaction.atomic():
             for result in results:

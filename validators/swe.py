@@ -20,8 +20,9 @@ from hilbench_annotate.envspec import eval_script, spec_clean
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.toolkit.patches import check_applies
 
-from .environments import BuiltEnvironment, environment_use
+from .environments import BuiltEnvironment, environment_key, environment_use, ready_environment
 from .logparsers import PASSING, ParserMissing, lookup, parse_log
+from .models import EnvironmentBuild
 from .results import ERROR, FAILED, PASSED, SKIPPED, CheckResult
 from .sandbox import (
     COPY_FAILED,
@@ -158,6 +159,10 @@ def check_swe_tests(env, *, sandbox=None, limits: SandboxLimits | None = None) -
             "which is not in the app (the release keeps it in its image); add it in the "
             "Environment tab.",
         )
+    # A task straight after import has no environment yet: the check builds it (in this
+    # worker) and says so, with the build's log, rather than asking the user to build first.
+    key = environment_key(env)
+    built_before = ready_environment(key) is not None
     with environment_use(env) as (built, failed):
         if built is None:
             return _both(
@@ -176,7 +181,28 @@ def check_swe_tests(env, *, sandbox=None, limits: SandboxLimits | None = None) -
         # The same environment runs the tests once the gold patch is in: the run that named
         # no test before it crashed because of the bug (SWE-bench counts its tests failing).
         before = _judge_before(BEFORE_CHECK, env, {}, before.details, crashed=crash)
+    if not built_before:
+        _say_built_first(key, [before, after])
     return [before, after]
+
+
+def _say_built_first(key: str, results: list[CheckResult]) -> None:
+    """The environment was not built when the check started, so the check built it: the
+    first result says so after what it found (its message still starts with the finding),
+    and each links the build's log (``details["build"]``)."""
+    build = (
+        EnvironmentBuild.objects.filter(key=key, status=EnvironmentBuild.Status.SUCCEEDED)
+        .order_by("-id")
+        .first()
+    )
+    if build is None:
+        return
+    took = f", {build.duration_s:.0f} s" if build.duration_s is not None else ""
+    said = f"The environment was not built yet: this check built it first (build {build.pk}{took})."
+    results[0].message = f"{results[0].message} {said}"
+    for result in results:
+        result.details["build"] = build.pk
+        result.details["built_first"] = True
 
 
 def _why(error: str) -> str:

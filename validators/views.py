@@ -18,6 +18,7 @@ from hilbench_annotate.errors import DomainError
 from .environments import environment_build_start, environment_key, ready_environment
 from .models import EnvironmentBuild, ValidationRun
 from .requirements import conda_unavailable, requirements_at
+from .selectors import build_in_progress
 from .services import validation_run_start
 
 TEMPLATE = "validators/run.html"
@@ -48,6 +49,8 @@ def run_detail(request, task_id: int, run_id: int):
         task=task,
     )
     context = {"task": task, "run": run, "can_edit": can_edit_task(request.user, task)}
+    if not run.is_finished:
+        context["building"] = build_in_progress(task)
     if request.htmx:
         response = render(request, TEMPLATE + "#run", context)
         if run.is_finished:
