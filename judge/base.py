@@ -50,7 +50,9 @@ class Verdict:
 
 
 def respond(verdict: Verdict, registry: list[RegistryBlocker]) -> str:
-    if verdict.blocker_id is None:
+    """The matched blocker's resolution verbatim, or ``irrelevant question``; the one way a
+    verdict becomes an answer (the app's ask_human, the batch measure, the bundle's judge)."""
+    if not verdict.blocker_id:
         return IRRELEVANT
     for blocker in registry:
         if blocker.id == verdict.blocker_id:

@@ -20,7 +20,15 @@ from hilbench_annotate.vocabulary import Role
 
 from . import limits
 from .access import require_ask_human_caller
-from .base import IRRELEVANT, JudgeError, RegistryBlocker, Verdict, version_fit
+from .base import (
+    IRRELEVANT,
+    JudgeError,
+    RegistryBlocker,
+    Verdict,
+    registry_from_json,
+    respond,
+    version_fit,
+)
 from .embedded import EmbeddedJudge
 from .embedstore import stored_encode
 from .encoder import get_encoder
@@ -32,18 +40,10 @@ _SPACE = re.compile(r"\s+")
 
 
 def registry_from_snapshot(snapshot: dict) -> list[RegistryBlocker]:
-    return [
-        RegistryBlocker(
-            id=b["id"],
-            description=b.get("description", ""),
-            trigger_questions=tuple(
-                q.strip().lstrip("-").strip() for q in b.get("trigger_questions", [])
-            ),
-            resolution=b.get("resolution", ""),
-            type=b.get("type", ""),
-        )
-        for b in snapshot.get("blockers", [])
-    ]
+    """The revision's blockers as the judge reads them: read as a registry file is, by
+    ``registry_from_json``, so the recall certified here and the bundle's judge (which reads
+    the exported registry) clean every trigger question and description the same way."""
+    return registry_from_json(snapshot.get("blockers") or [])
 
 
 def task_context(snapshot: dict) -> str:
@@ -380,16 +380,6 @@ def _rate_check(run: AskHumanRun, question: str, client_time: str) -> None:
         raise
 
 
-def _response(verdict: Verdict, registry: list[RegistryBlocker]) -> str:
-    """The matched blocker's resolution verbatim, or ``irrelevant question``."""
-    if not verdict.blocker_id:
-        return IRRELEVANT
-    response = next((b.resolution for b in registry if b.id == verdict.blocker_id), None)
-    if response is None:
-        raise JudgeError(f"The judge named an unknown blocker {verdict.blocker_id!r}.")
-    return response
-
-
 def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") -> AskHumanCall:
     """Answer one agent question and log it. A judge failure is logged and raised, never
     turned into "irrelevant question"; so is a question refused by the session cap."""
@@ -429,7 +419,7 @@ def ask_human(*, run: AskHumanRun, actor, question: str, client_time: str = "") 
         limits.caller_lock(run.created_by_id)
         if fresh:
             verdict = verdict_store(key, verdict)
-        response = _response(verdict, task_input.registry)
+        response = respond(verdict, task_input.registry)
         answered = _answered(run, verdict.blocker_id) if verdict.blocker_id else None
         cap = _cap_reached(run, answered) if answered else None
         if cap is None:

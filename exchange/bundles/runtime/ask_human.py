@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mcp_server import schema, serve
 
-from judge.base import IRRELEVANT
+from judge.base import IRRELEVANT, respond
 from judge.embedded import EmbeddedJudge, registry_from_json
 
 REGISTRY = Path(os.environ.get("BLOCKER_REGISTRY_PATH", "/ask-human-data/blocker_registry.json"))
@@ -30,7 +30,6 @@ MAX_ANSWERS = int(os.environ.get("ASK_HUMAN_MAX_ANSWERS", "3"))
 _lock = threading.Lock()
 _document = json.loads(REGISTRY.read_text(encoding="utf-8"))
 _registry = registry_from_json(_document)
-_resolutions = {b["id"]: b["resolution"] for b in _document.get("blockers", [])}
 _settings = json.loads(CONFIG.read_text()) if CONFIG.is_file() else {}
 _context = str(_settings.pop("context", "") or "")
 _judge = EmbeddedJudge(**_settings)
@@ -55,10 +54,10 @@ def _save():
 def ask_human(question):
     with _lock:
         answered = sum(1 for q in _questions if q["blocker_name"])
-        blocker = None
+        blocker, response = None, IRRELEVANT
         if answered < MAX_ANSWERS and question and question.strip():
-            blocker = _judge.judge(question.strip(), _registry, context=_context).blocker_id
-        response = _resolutions.get(blocker, IRRELEVANT) if blocker else IRRELEVANT
+            verdict = _judge.judge(question.strip(), _registry, context=_context)
+            blocker, response = verdict.blocker_id, respond(verdict, _registry)
         _questions.append({"question": question, "response": response, "blocker_name": blocker})
         _save()
         return response
