@@ -21,6 +21,7 @@ from hilbench_annotate.services import task_create
 from hilbench_annotate.services.blockers import blocker_check
 from hilbench_annotate.spec import parse_swe_statement, swe_title
 from hilbench_annotate.toolkit.jsontext import json_loads, toml_loads
+from hilbench_annotate.toolkit.textbytes import text_decode
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA_KEYS, Domain, TaskSource
 
 from .common import ImportReport, database_store, read_descriptions, sqlite_problem
@@ -55,8 +56,13 @@ def find_task_folders(root: Path) -> list[Path]:
 
 
 def _text(path: Path) -> str:
-    """A file's text, line ends normalised to ``\n`` (the release ships some CRLF files)."""
-    return path.read_text(encoding="utf-8")
+    """A file's text, line ends normalised to ``\n`` (the release ships some CRLF files):
+    UTF-8 with or without a byte order mark, else Windows-1252, losslessly
+    (``toolkit/textbytes.py``). The file's own bytes are kept as a release file
+    (``bundles/release.py``), which an export writes back, or rewrites in the same encoding
+    and line ends when the author edited what it holds."""
+    text, _ = text_decode(path.read_bytes())
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _read_json(path: Path) -> Any:

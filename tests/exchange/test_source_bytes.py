@@ -290,3 +290,45 @@ def test_an_edited_csv_of_a_release_folder_keeps_its_encoding_and_line_ends(
     assert found["station"] and set(found["station"]) == {
         source.replace("météo".encode("cp1252"), "météo (edited)".encode("cp1252"))
     }
+
+
+def test_a_release_folders_windows_1252_gold_sql_imports_and_keeps_its_bytes(
+    project, author, tmp_path
+):
+    """The release's other text files: a gold SQL in Windows-1252 with CRLF line ends (it was
+    refused with a UnicodeDecodeError) and a metadata.json with a byte order mark import; the
+    export writes them back as they were, and an edited gold SQL keeps both."""
+    from django.db import transaction
+
+    from exchange.importers import import_hilbench
+    from hilbench_annotate import services
+
+    folder = tmp_path / "sql_1"
+    shutil.copytree(FIXTURES / "hilbench" / "sql" / "sql_1", folder)
+    gold = folder / "shared/ground_truth.sql"
+    sql = gold.read_text().rstrip("\n") + "  -- caf\xe9 \u2013 r\xe9sum\xe9\n"
+    source = sql.replace("\n", "\r\n").encode("cp1252")
+    gold.write_bytes(source)
+    metadata = folder / "shared/metadata.json"
+    metadata.write_bytes(b"\xef\xbb\xbf" + metadata.read_bytes())
+    import_hilbench(project=project, root=folder, actor=author)
+    task = Task.objects.get(project=project)
+    assert task.sql_environment.gold_sql == sql
+
+    def exported(name: str) -> dict[str, bytes]:
+        files = members(export(project, tmp_path / name, tasks=[task]))
+        wanted = ("shared/ground_truth.sql", "shared/metadata.json")
+        return {w: d for n, d in files.items() for w in wanted if n.endswith("/" + w)}
+
+    unchanged = exported("a.tar.gz")
+    assert unchanged["shared/ground_truth.sql"] == source
+    assert unchanged["shared/metadata.json"] == metadata.read_bytes()
+    with transaction.atomic():
+        services.task_touch_environment(
+            task=task,
+            actor=author,
+            expected_version=task.version,
+            changes={"gold_sql": sql.replace("r\xe9sum\xe9", "r\xe9sum\xe9 edited")},
+        )
+    edited = exported("b.tar.gz")["shared/ground_truth.sql"]
+    assert edited == source.replace(b"r\xe9sum\xe9", b"r\xe9sum\xe9 edited")
