@@ -13,6 +13,12 @@ process (``manage.py export_bundle``) or spreads them over the Celery workers:
    (``tarstream.ChunkSpool``); a chunk's tasks are read with a fixed number of queries.
 4. *Assemble* (:func:`bundle_assemble`): the chunks joined, then ``manifest.json``.
 
+One task never stops an export: a task whose lint, gates, files, oracle or provenance raise
+is left out and named — its id, title and the error in one line — in the manifest's
+``skipped``, the job's report and page (:func:`task_failure`). Its folder number, given
+before the write step, stays unused (a draft has no check step to find it out earlier). A
+failure of the machine (the database, the disk, memory) is no task's: it fails the export.
+
 Task files never carry timestamps, ids of this database or anything else that would
 change when the same task is exported from another installation (after ``import_bundle``):
 only ``manifest.json`` does. The chunk size fixes the bytes; the number of workers does not.
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from evaluation.selectors import task_selections
@@ -80,6 +87,42 @@ def validation_verdict(task: Task, gates: list[dict]) -> tuple[bool, str]:
     if red:
         return False, "; ".join(f"{g['gate']}: {g['message'][:160]}" for g in red)
     return True, "approved, every gate green"
+
+
+# What fails the whole export rather than one task: the machine, not a task's content.
+WHOLE_EXPORT_ERRORS = (DatabaseError, OSError, MemoryError)
+
+
+def task_failure(stage: str, error: Exception) -> str:
+    """Why a task was left out when producing part of it raised: the stage and the error in
+    one line, never its traceback."""
+    said = " ".join(str(error).split())
+    if len(said) > 300:
+        said = said[:299] + "…"
+    return f"left out: its {stage} raised {type(error).__name__}" + (f": {said}" if said else "")
+
+
+def _per_task(tasks: list[Task], produce, stage: str, failed: dict[int, str]) -> dict:
+    """``produce(tasks) -> {task id: …}`` for many tasks at once (a fixed number of queries);
+    when that raises, each task alone, so that the one that raises is named in ``failed``
+    and the others go on."""
+    try:
+        return produce(tasks)
+    except WHOLE_EXPORT_ERRORS:
+        raise
+    except Exception as error:  # noqa: BLE001 - asked again task by task, to name the culprit
+        if len(tasks) == 1:
+            failed[tasks[0].pk] = task_failure(stage, error)
+            return {}
+    found: dict = {}
+    for task in tasks:
+        try:
+            found.update(produce([task]))
+        except WHOLE_EXPORT_ERRORS:
+            raise
+        except Exception as error:  # noqa: BLE001 - one task's failure, named and left out
+            failed[task.pk] = task_failure(stage, error)
+    return found
 
 
 def chunks(items: list) -> list[list]:
@@ -154,12 +197,19 @@ class _Chunk:
         self.revisions = {pk: number for pk, (_, number) in current_revisions(task_ids).items()}
         self._gates: dict[int, list[dict]] | None = None
         self._judge_settings: dict[int, dict] = {}
+        # Task id -> why it is left out: a part of it raised (``task_failure``).
+        self.failed: dict[int, str] = {}
 
     @property
     def gates(self) -> dict[int, list[dict]]:
+        """Each task's gates (lint among them); a task whose gates raise is in ``failed``."""
         if self._gates is None:
-            self._gates = gate_reports(self.tasks)
+            self._gates = _per_task(self.tasks, gate_reports, "gates (lint, checks)", self.failed)
         return self._gates
+
+    def skipped(self, task: Task) -> dict:
+        """The report's and manifest's entry of a task left out because a part of it raised."""
+        return _skipped(task, self.failed[task.pk])
 
     def revision(self, task: Task) -> int:
         return self.revisions.get(task.pk, 0)
@@ -199,23 +249,40 @@ def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dic
     written (``write``) or left out (``reason``). Keys are task ids as text (JSON)."""
     chunk = _Chunk(task_ids)
     verdicts: dict[str, dict] = {}
+    gates = chunk.gates
     with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
         for task in chunk.tasks:
-            gates = chunk.gates[task.pk]
-            validated, reason = validation_verdict(task, gates)
-            verdict = {"gates": gates, "validated": validated, "reason": reason, "write": False}
+            if task.pk in chunk.failed:
+                verdicts[str(task.pk)] = _failed_verdict(chunk.failed[task.pk])
+                continue
+            validated, reason = validation_verdict(task, gates[task.pk])
+            verdict = {
+                "gates": gates[task.pk], "validated": validated, "reason": reason, "write": False
+            }  # fmt: skip
             if validated:
                 # Any folder name will do: the oracle's files never name their folder.
                 own = Path(scratch) / str(task.pk)
-                files = chunk.files(task, f"{task.domain}_0", options, own)
-                verdict["oracle"] = oracle_runs(task, files.entries)
-                shutil.rmtree(own, ignore_errors=True)
+                try:
+                    files = chunk.files(task, f"{task.domain}_0", options, own)
+                    verdict["oracle"] = oracle_runs(task, files.entries)
+                except WHOLE_EXPORT_ERRORS:
+                    raise
+                except Exception as error:  # noqa: BLE001 - this task's, named and left out
+                    failure = task_failure("files or oracle run", error)
+                    verdicts[str(task.pk)] = _failed_verdict(failure)
+                    continue
+                finally:
+                    shutil.rmtree(own, ignore_errors=True)
                 refused = oracle_verdict(verdict["oracle"])
                 verdict["write"] = refused is None
                 if refused:
                     verdict["reason"] = f"{refused} (only a draft can be exported)"
             verdicts[str(task.pk)] = verdict
     return verdicts
+
+
+def _failed_verdict(reason: str) -> dict:
+    return {"gates": [], "validated": False, "reason": reason, "write": False, "failed": True}
 
 
 # --- 3. write --------------------------------------------------------------------------------
@@ -232,63 +299,113 @@ def chunk_write(
 ) -> dict[str, Any]:
     """Write the tasks (``(task id, folder)`` in bundle order) into the chunk ``name`` under
     ``work``; ``checked``: their verdicts from :func:`chunk_check` (a draft has none).
-    Returns the chunk's record and its report entries."""
+    Returns the chunk's record, its report entries and the tasks left out because a part of
+    them raised (``skipped``)."""
     chunk = _Chunk([pk for pk, _ in folders])
     names = dict(folders)
+    checked_gates = {t.pk: checked[str(t.pk)]["gates"] for t in chunk.tasks} if checked else {}
+    gates = checked_gates or chunk.gates
+
+    def alive() -> list[Task]:
+        return [t for t in chunk.tasks if t.pk not in chunk.failed]
+
     revisions = {task.pk: chunk.revision(task) for task in chunk.tasks}
-    gates = {
-        t.pk: checked[str(t.pk)]["gates"] if checked else chunk.gates[t.pk] for t in chunk.tasks
-    }
-    passes = task_selections(chunk.tasks)
+    passes = _per_task(alive(), task_selections, "pass-rate selection", chunk.failed)
     for selection in passes.values():
-        selection.pop("revision_id", None)  # the revision is named by validation.json itself
-    validations = validation_documents(
-        chunk.tasks, revision_numbers=revisions, gates=gates, pass_rates=passes
+        if selection:
+            selection.pop("revision_id", None)  # the revision is named by validation.json
+    validations = _per_task(
+        alive(),
+        lambda part: validation_documents(
+            part, revision_numbers=revisions, gates=gates, pass_rates=passes
+        ),
+        "provenance (validation.json)",
+        chunk.failed,
     )
-    reviews = review_documents(
-        chunk.tasks, revision_numbers=revisions, reveal_reviewers=options.reveal_reviewers
+    reviews = _per_task(
+        alive(),
+        lambda part: review_documents(
+            part, revision_numbers=revisions, reveal_reviewers=options.reveal_reviewers
+        ),
+        "provenance (review.json)",
+        chunk.failed,
     )
     spool = ChunkSpool(work, name)
     written: list[list[Entry]] = []
     exported = []
+    skipped = []
     with tempfile.TemporaryDirectory(prefix="hilbench-bundle-") as scratch:
         for task in chunk.tasks:
-            folder = names[task.pk]
-            # A task's scratch files (a SWE repository stream) go once its entries are made:
-            # the spool keeps a file from disk compressed among its blobs.
-            own = Path(scratch) / str(task.pk)
-            files = chunk.files(task, folder, options, own)
-            entries = {n: spool.entry(n, content) for n, content in files.entries.items()}
-            if checked:
-                runs = checked[str(task.pk)]["oracle"]
-                validated, reason = True, checked[str(task.pk)]["reason"]
-            else:
-                shas = {n: entry.sha for n, entry in entries.items()}
-                runs = oracle_runs(task, files.entries, shas)
-                validated, reason = validation_verdict(task, gates[task.pk])
-                # A draft carries the task whatever its oracle scores, but never calls it
-                # validated unless the oracle scores 1 and the no-op 0 (as the check does).
-                refused = oracle_verdict(runs) if validated else None
-                if refused:
-                    validated, reason = False, refused
-            judge = ask_human_judge(files.entries, folder)
-            for name, document in (
-                (layout.VALIDATION, {**validations[task.pk], "oracle": runs, _JUDGE: judge}),
-                (layout.REVIEW, reviews[task.pk]),
-            ):
-                path = f"{folder}/{name}"
-                entries[path] = spool.entry(path, layout.dumps(document))
+            if task.pk not in chunk.failed:
+                # A task's scratch files (a SWE repository stream) go once its entries are
+                # made: the spool keeps a file from disk compressed among its blobs.
+                own = Path(scratch) / str(task.pk)
+                try:
+                    entries, entry = _task_entries(
+                        chunk, task, names[task.pk], spool, options, own,
+                        verdict=checked[str(task.pk)] if checked else None,
+                        gates=gates[task.pk], revision=revisions[task.pk],
+                        documents=(validations[task.pk], reviews[task.pk]),
+                    )  # fmt: skip
+                except WHOLE_EXPORT_ERRORS:
+                    raise
+                except Exception as error:  # noqa: BLE001 - this task's, named and left out
+                    chunk.failed[task.pk] = task_failure("files", error)
+                finally:
+                    shutil.rmtree(own, ignore_errors=True)
+            if task.pk in chunk.failed:
+                skipped.append(chunk.skipped(task))
+                continue
             written.append([entries[n] for n in sorted(entries)])
-            shutil.rmtree(own, ignore_errors=True)
-            entry = _entry(task, folder, revisions[task.pk], validated, reason, runs)
-            entry["allow_internet"] = _internet(files)
-            entry[_JUDGE] = judge["said"]
-            incomplete = _incomplete(files)
-            if incomplete:
-                entry["incomplete"] = incomplete
             exported.append(entry)
     record = spool.write(written)
-    return {"record": record.as_dict(), "exported": exported}
+    return {"record": record.as_dict(), "exported": exported, "skipped": skipped}
+
+
+def _task_entries(
+    chunk: _Chunk,
+    task: Task,
+    folder: str,
+    spool: ChunkSpool,
+    options: ExportOptions,
+    own: Path,
+    *,
+    verdict: dict | None,
+    gates: list[dict],
+    revision: int,
+    documents: tuple[dict, dict],
+) -> tuple[dict[str, Entry], dict]:
+    """One task's entries in the chunk and its report entry; ``verdict``: the check's (a
+    draft has none, so its oracle runs here)."""
+    files = chunk.files(task, folder, options, own)
+    entries = {n: spool.entry(n, content) for n, content in files.entries.items()}
+    if verdict:
+        runs = verdict["oracle"]
+        validated, reason = True, verdict["reason"]
+    else:
+        shas = {n: entry.sha for n, entry in entries.items()}
+        runs = oracle_runs(task, files.entries, shas)
+        validated, reason = validation_verdict(task, gates)
+        # A draft carries the task whatever its oracle scores, but never calls it validated
+        # unless the oracle scores 1 and the no-op 0 (as the check does).
+        refused = oracle_verdict(runs) if validated else None
+        if refused:
+            validated, reason = False, refused
+    judge = ask_human_judge(files.entries, folder)
+    validation, review = documents
+    for name, document in (
+        (layout.VALIDATION, {**validation, "oracle": runs, _JUDGE: judge}),
+        (layout.REVIEW, review),
+    ):
+        path = f"{folder}/{name}"
+        entries[path] = spool.entry(path, layout.dumps(document))
+    entry = _entry(task, folder, revision, validated, reason, runs)
+    entry["allow_internet"] = _internet(files)
+    entry[_JUDGE] = judge["said"]
+    incomplete = _incomplete(files)
+    if incomplete:
+        entry["incomplete"] = incomplete
+    return entries, entry
 
 
 def _incomplete(files: TaskFiles) -> list[str]:
@@ -343,7 +460,12 @@ def _entry(
 
 
 def bundle_manifest(
-    *, options: ExportOptions, project, selection: dict | None, exported: list[dict]
+    *,
+    options: ExportOptions,
+    project,
+    selection: dict | None,
+    exported: list[dict],
+    skipped: list[dict] = (),
 ) -> dict:
     return {
         "format": layout.FORMAT,
@@ -357,16 +479,27 @@ def bundle_manifest(
         "project": {"slug": project.slug, "name": project.name} if project else None,
         "selection": selection or {},
         "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
+        # The tasks selected but left out, each with why (this database's task id too: the
+        # lead looks it up here).
+        "skipped": list(skipped),
     }
 
 
 def bundle_assemble(
-    *, out: Path, work: Path, written: list[dict], options: ExportOptions, project, selection
+    *,
+    out: Path,
+    work: Path,
+    written: list[dict],
+    options: ExportOptions,
+    project,
+    selection,
+    skipped: list[dict] = (),
 ) -> dict[str, Any]:
-    """Join the written chunks (``chunk_write``'s results, in order) into ``out``."""
+    """Join the written chunks (``chunk_write``'s results, in order) into ``out``;
+    ``skipped``: every task left out, named in the manifest."""
     exported = [entry for chunk in written for entry in chunk["exported"]]
     manifest = bundle_manifest(
-        options=options, project=project, selection=selection, exported=exported
+        options=options, project=project, selection=selection, exported=exported, skipped=skipped
     )
     records = [ChunkRecord.from_dict(chunk["record"]) for chunk in written]
     # What a plain Harbor needs to run the bundle offline, first (``harness``).
@@ -380,10 +513,19 @@ def bundle_assemble(
 def skipped_entries(ordered: list[int], checked: dict[str, dict]) -> list[dict]:
     """The report's entries of the tasks the check left out, in bundle order."""
     left_out = [pk for pk in ordered if not checked[str(pk)]["write"]]
-    titles = dict(Task.objects.filter(pk__in=left_out).values_list("pk", "title"))
-    return [
-        {"task": pk, "title": titles[pk], "reason": checked[str(pk)]["reason"]} for pk in left_out
-    ]
+    tasks = Task.objects.only("pk", "title", "source", "source_id").in_bulk(left_out)
+    return [_skipped(tasks[pk], checked[str(pk)]["reason"]) for pk in left_out if pk in tasks]
+
+
+def _skipped(task: Task, reason: str) -> dict:
+    """A task left out, as the report, the page and ``manifest.json`` (``skipped``) name it."""
+    return {
+        "task": task.pk,
+        "title": task.title,
+        "source": task.source,
+        "source_id": task.source_id,
+        "reason": reason,
+    }
 
 
 __all__ = [
@@ -393,4 +535,6 @@ __all__ = [
     "chunk_write",
     "export_folders",
     "export_order",
+    "skipped_entries",
+    "task_failure",
 ]

@@ -371,15 +371,21 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
         .order_by("number")
         .values_list("result", flat=True)
     )
-    skipped = job.report.get("skipped", [])  # the check step's, for a bundle not a draft
+    # The check step's (a bundle not a draft), then those a part of which raised when written.
+    skipped = [
+        *job.report.get("skipped", []),
+        *(entry for part in written for entry in part.get("skipped", [])),
+    ]
     target = _target(job)
     if not any(part["exported"] for part in written):
         target.unlink(missing_ok=True)
+        failed = [s for s in skipped if s["reason"].startswith("left out: ")]
         message = (
-            "No selected task is validated (approved with every gate green); "
+            "No selected task could be written: a part of each raised.\n"
+            if len(failed) == len(skipped)
+            else "No selected task is validated (approved with every gate green); "
             "export a draft bundle to include them anyway.\n"
-            + "\n".join(f"task {s['task']}: {s['reason']}" for s in skipped[:50])
-        )
+        ) + "\n".join(f"task {s['task']} ({s['title'][:80]}): {s['reason']}" for s in skipped[:50])
         job_fail(ExportChunk, chunk.pk, message)
         job_fail(ExportJob, job.pk, message)
         shutil.rmtree(work, ignore_errors=True)
@@ -391,6 +397,7 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
         options=_options(job),
         project=job.project,
         selection=job.selection,
+        skipped=skipped,
     )
     report = {"exported": archive["exported"], "skipped": skipped, "files": archive["files"]}
     finished = timezone.now()

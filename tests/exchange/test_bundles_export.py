@@ -276,9 +276,10 @@ def test_a_task_whose_judge_recall_turns_red_is_left_out_with_the_reason(setting
     with pytest.raises(CommandError, match="No selected task is validated"):
         export(project, tmp_path / "red.tar.gz", tasks=[sql], draft=False)
     job = ExportJob.objects.order_by("-pk").first()
-    (line,) = [line for line in job.error.splitlines() if line.startswith(f"task {sql.pk}:")]
+    named = f"task {sql.pk} ({sql.title[:80]}): "  # its id and title, then why
+    (line,) = [line for line in job.error.splitlines() if line.startswith(named)]
     # The reason names the red gate, and only it (the gate's message starts with its check).
-    assert line.startswith(f"task {sql.pk}: judge_recall: Judge recall 67% on 12")
+    assert line.startswith(f"{named}judge_recall: Judge recall 67% on 12")
     assert "the floor is 85%" in line
     assert not any(f"{gate}:" in line for gate in ("lint_clean", "structural", "pass_rate"))
     assert not (tmp_path / "red.tar.gz").exists()

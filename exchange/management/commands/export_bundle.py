@@ -85,7 +85,9 @@ class Command(BaseCommand):
         for entry in report["exported"]:
             self.stdout.write(export_line(entry))
         for skipped in report["skipped"]:
-            self.stdout.write(f"  left out task {skipped['task']}: {skipped['reason']}")
+            self.stdout.write(
+                f"  left out task {skipped['task']} ({skipped['title']}): {skipped['reason']}"
+            )
         self.stdout.write(
             self.style.SUCCESS(
                 f"{len(report['exported'])} task(s) written to {options['out']} "
