@@ -75,6 +75,49 @@ SQL_SUBTYPES: dict[str, tuple[str, ...]] = {
 }
 SQL_BLOCKER_TYPES = tuple(SQL_SUBTYPES)
 ALL_SUBTYPES = tuple(s for subtypes in SQL_SUBTYPES.values() for s in subtypes)
+# The SQL type each subtype belongs to (a subtype is valid under that type only).
+SUBTYPE_TYPE: dict[str, str] = {s: str(t) for t, subtypes in SQL_SUBTYPES.items() for s in subtypes}
+
+
+class GapKind(TextChoices):
+    """The paper's three kinds of blocker (and the README's): what is wrong with the
+    information, whichever type says where the gap lives."""
+
+    MISSING = "missing", "missing information"
+    AMBIGUOUS = "ambiguous", "ambiguous request"
+    CONTRADICTORY = "contradictory", "contradictory information"
+
+
+# Each SWE type and SQL subtype is one kind. The SWE types name it; of the SQL subtypes,
+# those about one reading of several (a vague concept, a timeframe, a value, readings, a
+# confusing definition) are ambiguous, those the environment lacks (real-time facts, business
+# information) missing, and those that contradict (reality, the other requirements)
+# contradictory.
+GAP_KIND: dict[str, str] = {
+    BlockerType.MISSING_PARAMETERS: GapKind.MISSING,
+    BlockerType.AMBIGUOUS_REQUIREMENTS: GapKind.AMBIGUOUS,
+    BlockerType.CONTRADICTORY_REQUIREMENTS: GapKind.CONTRADICTORY,
+    "underspecified_concepts": GapKind.AMBIGUOUS,
+    "timeframe_ambiguity": GapKind.AMBIGUOUS,
+    "unclear_value": GapKind.AMBIGUOUS,
+    "multiple_interpretations": GapKind.AMBIGUOUS,
+    "requires_real_time_information": GapKind.MISSING,
+    "contradicts_real_life": GapKind.CONTRADICTORY,
+    "contradicting_requirements": GapKind.CONTRADICTORY,
+    "missing_information": GapKind.MISSING,
+    "confusing_information": GapKind.AMBIGUOUS,
+    "confusing_table_or_table_definition": GapKind.AMBIGUOUS,
+    "confusing_column_or_column_definition": GapKind.AMBIGUOUS,
+}
+
+
+def gap_kinds(name: str) -> tuple[str, ...]:
+    """The kinds a type or subtype is, in the paper's order: one for a SWE type or a
+    subtype; for a SQL type, those of its subtypes (it says where the gap lives, not what)."""
+    kinds = {GAP_KIND[s] for s in SQL_SUBTYPES[name]} if name in SQL_SUBTYPES else set()
+    if name in GAP_KIND:
+        kinds.add(GAP_KIND[name])
+    return tuple(kind for kind in GapKind.values if kind in kinds)
 
 
 def blocker_types_for(domain: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import (
     QUALITY_CRITERIA_KEYS,
     SQL_SUBTYPES,
+    SUBTYPE_TYPE,
     Domain,
     Surface,
     blocker_types_for,
@@ -57,9 +58,12 @@ def blocker_check(
         subtype = ""
     if domain == Domain.SQL and type in SQL_SUBTYPES:
         if subtype not in SQL_SUBTYPES[type]:
+            # Name the type it belongs to: the fix is often the type, not the subtype.
+            owner = SUBTYPE_TYPE.get(subtype)
             problems.append(
                 f"subtype {subtype!r} is not a subtype of {type!r} "
                 f"({plain_list(SQL_SUBTYPES[type], last='or')})"
+                + (f": {subtype!r} belongs to type {owner!r}" if owner else "")
             )
     elif subtype and domain != Domain.SQL:  # an SQL type not known is said above
         problems.append(f"subtype {subtype!r} given, but {domain} blockers have no subtype")

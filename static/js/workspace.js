@@ -148,19 +148,39 @@
   function nextIndex() {
     return blockers().reduce((m, b) => Math.max(m, Number(b.dataset.index) + 1), 0);
   }
-  function syncSubtypes(fieldset) {
+  // A SQL subtype belongs to one type. Every subtype stays offered, grouped by its type:
+  // choosing one of another type changes the type, and a new type brings its first subtype;
+  // either way the note says what changed and why (nothing is disabled or hidden without a
+  // word), and the line under the selects says which kind the blocker now is.
+  function syncSubtypes(fieldset, changed) {
     const type = fieldset.querySelector(".blocker-type");
     const sub = fieldset.querySelector(".blocker-subtype");
-    if (!type || !sub) return;
-    let firstAllowed = null;
-    sub.querySelectorAll("optgroup").forEach((g) => {
-      const on = g.label === type.value;
-      g.disabled = !on;
-      g.hidden = !on;
-      if (on && !firstAllowed) firstAllowed = g.querySelector("option");
-    });
-    const current = sub.selectedOptions[0];
-    if (!current || current.parentElement.label !== type.value) { if (firstAllowed) sub.value = firstAllowed.value; }
+    if (!type) return;
+    const current = sub ? sub.selectedOptions[0] : null;
+    const owner = current ? current.parentElement.dataset.type : null;
+    if (sub && owner !== type.value) {
+      const names = (t) => Array.from(sub.querySelectorAll("optgroup"))
+        .filter((g) => g.dataset.type === t)
+        .flatMap((g) => Array.from(g.querySelectorAll("option"), (o) => o.value));
+      let said = "";
+      if (changed === sub && owner) {
+        type.value = owner;
+        said = current.value + " belongs to type " + owner + ", so the type is now " + owner + ".";
+      } else if (names(type.value).length) {
+        const allowed = names(type.value);
+        sub.value = allowed[0];
+        said = (current ? current.value + " belongs to type " + owner + ", not " + type.value + ": " : "") +
+          "the subtype is now " + allowed[0] + " (type " + type.value + " has " + allowed.join(", ") + ").";
+      }
+      const note = fieldset.querySelector(".subtype-note");
+      if (note && said) { note.textContent = said; note.classList.remove("muted"); }
+    }
+    const kind = fieldset.querySelector(".gap-kind");
+    const chosen = sub ? sub.selectedOptions[0] : type.selectedOptions[0];
+    if (kind && chosen) {
+      kind.replaceChildren("Kind: ", Object.assign(document.createElement("strong"), { textContent: chosen.dataset.kind || "—" }),
+        sub ? " (subtype " + sub.value + " of type " + type.value + ")." : ".");
+    }
   }
   function addQuestion(fieldset, focus) {
     const ol = fieldset.querySelector(".q-list");
@@ -187,7 +207,11 @@
       if (confirm("Delete blocker " + key + "? (Revision history keeps it.)")) { fieldset.remove(); renumber(); markDirty(); }
     }
   });
-  list.addEventListener("change", (e) => { if (e.target.classList.contains("blocker-type")) syncSubtypes(e.target.closest("fieldset")); });
+  list.addEventListener("change", (e) => {
+    if (e.target.classList.contains("blocker-type") || e.target.classList.contains("blocker-subtype")) {
+      syncSubtypes(e.target.closest("fieldset"), e.target);
+    }
+  });
   list.addEventListener("input", (e) => {
     if (e.target.name && e.target.name.endsWith("-key")) e.target.closest("fieldset").querySelector(".blocker-key").textContent = e.target.value;
   });

@@ -146,3 +146,68 @@ def test_c_a_harbor_runs_own_export_reads_as_the_runs_in_recent_exports(
     page.click(f"text=Harbor run #{run.pk}")
     page.wait_for_url(f"**/evaluation/runs/{run.pk}/")
     page.context.close()
+
+
+def test_d_the_blocker_form_says_missing_ambiguous_or_contradictory_and_why_a_subtype_moves(
+    browser, live_server, demo
+):
+    from .conftest import workspace_ready
+
+    sql = Task.objects.get(project__slug="demo", source_id="retail_bank/0")
+    swe = Task.objects.get(project__slug="demo", domain="swe")
+    page = new_page(browser, live_server, "lead")
+    page.goto(f"{live_server.url}/tasks/{sql.pk}/edit/")
+    workspace_ready(page)
+    page.click("[data-tab=blockers]")
+    expect(page.locator("#gap-kinds")).to_contain_text("missing information, an ambiguous")
+    page.keyboard.press("Alt+b")
+    fieldset = page.locator("fieldset.blocker-edit").first
+    type_select = fieldset.locator("select.blocker-type")
+    subtype = fieldset.locator("select.blocker-subtype")
+    note = fieldset.locator(".subtype-note")
+    expect(type_select).to_have_value("question")
+    expect(type_select.locator("option[value='question']")).to_have_text(
+        "question (missing, ambiguous or contradictory)"
+    )
+    expect(subtype.locator("option[value='missing_information']")).to_have_text(
+        "missing_information (missing)"
+    )
+    expect(subtype.locator("option[value='contradicts_real_life']")).to_have_text(
+        "contradicts_real_life (contradictory)"
+    )
+    # Every subtype is offered, none disabled: one of another type brings its type along.
+    assert subtype.locator("option:disabled, optgroup:disabled").count() == 0
+    kind = fieldset.locator(".gap-kind")
+    expect(kind).to_have_text("Kind: ambiguous (subtype underspecified_concepts of type question).")
+    subtype.select_option("missing_information")
+    expect(type_select).to_have_value("business info")
+    expect(kind).to_have_text("Kind: missing (subtype missing_information of type business info).")
+    expect(note).to_have_text(
+        "missing_information belongs to type business info, so the type is now business info."
+    )
+    # A type the subtype does not belong to: the subtype follows, saying why.
+    type_select.select_option("schema")
+    expect(subtype).to_have_value("confusing_table_or_table_definition")
+    expect(kind).to_contain_text("Kind: ambiguous (subtype confusing_table_or_table_definition")
+    expect(note).to_contain_text("missing_information belongs to type business info, not schema")
+    expect(note).to_contain_text("type schema has confusing_table_or_table_definition, confusing_")
+    _shot(page, "d-sql-blocker-form", "fieldset.blocker-edit")
+
+    page.goto(f"{live_server.url}/tasks/{swe.pk}/edit/")
+    workspace_ready(page)
+    page.click("[data-tab=blockers]")
+    page.keyboard.press("Alt+b")
+    fieldset = page.locator("fieldset.blocker-edit").first
+    options = fieldset.locator("select.blocker-type option")
+    expect(options).to_have_text(
+        [
+            "missing parameters (missing)",
+            "ambiguous requirements (ambiguous)",
+            "contradictory requirements (contradictory)",
+        ]
+    )
+    expect(fieldset.locator(".gap-kind")).to_have_text("Kind: missing.")
+    fieldset.locator("select.blocker-type").select_option("contradictory requirements")
+    expect(fieldset.locator(".gap-kind")).to_have_text("Kind: contradictory.")
+    _shot(page, "d-swe-blocker-form", "#panel-blockers")
+    page.context.close()
