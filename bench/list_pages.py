@@ -102,6 +102,14 @@ def seed(n_tasks: int, per_task: int):
         f"seeded {len(tasks)} tasks, {len(blockers)} blockers, {3 * len(blockers)} trigger "
         f"questions in {time.perf_counter() - started:.1f} s"
     )
+    # The search words a save writes (bulk_create went around the services): timed, as a
+    # rebuild of a big project's search (manage.py search_text_rebuild) takes as long.
+    from hilbench_annotate.services import task_search_refresh
+
+    started = time.perf_counter()
+    with transaction.atomic():
+        task_search_refresh(task_ids=[t.pk for t in tasks])
+    print(f"search words of {len(tasks)} tasks written in {time.perf_counter() - started:.1f} s")
     return user, project
 
 
@@ -126,6 +134,15 @@ def measure(user, project, runs: int) -> None:
             f"/?domain=sql&status=draft&page={rng.randint(min(2, html_pages), min(40, html_pages))}"
         ),
         "task list (HTML, search)": lambda: "/?q=question+12",
+        # Words of one task's blocker ("Gap 2 of task 123"): read from the search words,
+        # matching one task in the whole project.
+        "task list (HTML, search a blocker, rare)": lambda: (
+            f"/?q=gap+of+task+{rng.choice(task_ids)}"
+        ),
+        "task list (HTML, search a resolution, all)": lambda: "/?q=resolution+3",
+        "task list API (search a trigger question)": lambda: (
+            f"/api/tasks/?q=about+blocker_1%3F+{rng.choice(task_ids)}"
+        ),
         "task page (HTML)": lambda: f"/tasks/{rng.choice(task_ids)}/",
         "task list API": lambda: f"/api/tasks/?page={rng.randint(1, min(100, api_pages))}",
         "task detail API": lambda: f"/api/tasks/{rng.choice(task_ids)}/",

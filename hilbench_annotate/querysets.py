@@ -1,8 +1,9 @@
 from django.apps import apps
-from django.db import models
+from django.db import connections, models
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 
-from hilbench_annotate.search_sources import search_terms
+from hilbench_annotate.search_sources import SEARCH_INDEX, search_terms
 from hilbench_annotate.vocabulary import READER_ROLES
 
 
@@ -57,19 +58,42 @@ class TaskQuerySet(models.QuerySet):
         if not text:
             return self
         # Every word of the search in the task's search words (``TaskSearchText``: its blocked
-        # text, blockers, resolutions, trigger questions and comments), kept lowercased so
-        # the filter is a plain LIKE on one column of a one-to-one join, never a subquery
-        # per row; the phrase in the title, source id or resource as before.
-        words = Q()
-        for term in search_terms(text):
-            words &= Q(search_text__text__contains=term)
+        # text, blockers, resolutions, trigger questions and comments), read through their
+        # index (migration 0013); the phrase in the title, source id or resource as before.
         return self.filter(
             Q(title__icontains=text)
             | Q(source_id__icontains=text)
             | Q(sql_environment__db_id__icontains=text)
             | Q(swe_environment__repo_name__icontains=text)
-            | words
+            | Q(pk__in=self._with_words(search_terms(text)))
         )
+
+    def _with_words(self, terms: list[str]):
+        """The ids of the tasks whose search words hold every term, as one subquery (not
+        one per row). SQLite: the trigram FTS5 index finds the terms of three characters or
+        more, a LIKE on the rows it found checks shorter ones. Elsewhere: LIKE on the words'
+        column, which PostgreSQL's trigram index serves."""
+        words = apps.get_model("hilbench_annotate", "TaskSearchText")
+        if not terms:
+            return words.objects.none().values("task_id")
+        if connections[self.db].vendor != "sqlite":
+            rows = words.objects.all()
+            for term in terms:
+                rows = rows.filter(text__contains=term)
+            return rows.values("task_id")
+        indexed = [t for t in terms if len(t) >= 3]
+        where, params = [], []
+        if indexed:
+            where.append(f"{SEARCH_INDEX} MATCH %s")
+            params.append(" AND ".join('"' + t.replace('"', '""') + '"' for t in indexed))
+        for term in terms:
+            if len(term) < 3:
+                where.append("text LIKE %s ESCAPE '\\'")
+                escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                params.append(f"%{escaped}%")
+        # The index's name is a constant; the terms are bound parameters.
+        sql = f"SELECT rowid FROM {SEARCH_INDEX} WHERE " + " AND ".join(where)  # noqa: S608
+        return RawSQL(sql, params)  # noqa: S611 - bound parameters only
 
     def on_resource(self, name: str):
         """Tasks on a database (SQL db_id) or a repository (SWE owner/name)."""

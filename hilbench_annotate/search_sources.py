@@ -15,8 +15,10 @@ SearchSource = Callable[[list[int]], Mapping[int, list[str]]]
 
 _SOURCES: dict[str, SearchSource] = {}
 
-# A search reads at most this many words; more are ignored (each is one more LIKE).
+# A search reads at most this many words; more are ignored.
 SEARCH_MAX_TERMS = 8
+# SQLite's trigram full-text index of the search words (migration 0013_task_search_index).
+SEARCH_INDEX = "hilbench_annotate_tasksearch_fts"
 
 
 def register_search_source(name: str, source: SearchSource) -> None:

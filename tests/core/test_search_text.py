@@ -135,3 +135,28 @@ def test_bulk_imported_tasks_are_searchable_in_a_fixed_number_of_queries(project
     assert counts[0] == counts[1]
     assert TaskSearchText.objects.filter(text__contains="quokka").count() == 55
     assert Task.objects.search("quokka 142").count() == 1
+
+
+def test_short_words_and_odd_characters(author_api, project, author):
+    task = _task(
+        project,
+        author,
+        blockers=[
+            {
+                "key": "share",
+                "type": "question",
+                "subtype": "unclear_value",
+                "description": "The share is not given.",
+                "resolution": 'A share of 50% or more, "quoted", in CZ.',
+                "trigger_questions": ["What share counts?"],
+            }
+        ],
+    )
+    other = _task(project, author, n=1)
+    assert _ids(author_api, "cz.") == {task.pk}  # two letters and a dot
+    assert _ids(author_api, "50%") == {task.pk}  # % is a character, not a wildcard
+    assert _ids(author_api, "%") == {task.pk}
+    assert _ids(author_api, '"quoted"') == {task.pk}
+    assert _ids(author_api, 'x" OR "y') == set()  # the index's syntax is not ours to send
+    assert _ids(author_api, "_") == set()
+    assert _ids(author_api, "loans") == {task.pk, other.pk}  # the titles, as before
