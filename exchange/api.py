@@ -8,6 +8,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from exchange.api_data import ProjectDataApi
 from exchange.models import ExportJob, ImportJob
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import RECORD_KINDS, import_start_records
@@ -206,4 +207,9 @@ urlpatterns = [
     path("imports/<int:job_id>/", ImportDetailApi.as_view(), name="api-import-detail"),
     path("exports/", ExportStartApi.as_view(), name="api-export-start"),
     path("exports/<int:job_id>/", ExportDetailApi.as_view(), name="api-export-detail"),
+    path(
+        "projects/<int:project_id>/data/<str:table>",
+        ProjectDataApi.as_view(),
+        name="api-project-data",
+    ),
 ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from exchange import views
+from exchange import views, views_data
 
 urlpatterns = [
     path("imports/", views.import_list, name="import-list"),
@@ -8,6 +8,12 @@ urlpatterns = [
     path("exports/", views.export_list, name="export-list"),
     path("exports/<int:job_id>/", views.export_detail, name="export-detail"),
     path("exports/<int:job_id>/download/", views.export_download, name="export-download"),
+    path("projects/<int:project_id>/data/", views_data.project_data, name="project-data"),
+    path(
+        "projects/<int:project_id>/data/<str:table>.<str:fmt>",
+        views_data.project_data_download,
+        name="project-data-download",
+    ),
     path(
         "tasks/<int:task_id>/verifier/accept",
         views.verifier_accept_view,

@@ -140,9 +140,14 @@ def export_list(request):
         .select_related("project", "created_by")
         .defer("report")[:20]
     )
-    return render(
-        request, "bundles/export.html", {"form": form, "jobs": jobs, "can_export": bool(projects)}
-    )
+    context = {
+        "form": form,
+        "jobs": jobs,
+        "can_export": bool(projects),
+        # Data for analysis (views_data): every project the user reads, not only those led.
+        "data_projects": Project.objects.visible_to(request.user).order_by("name"),
+    }
+    return render(request, "bundles/export.html", context)
 
 
 @login_required

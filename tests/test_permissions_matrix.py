@@ -97,6 +97,8 @@ MATRIX: dict[tuple[str, str], str] = {
     # --- exports (leads only; a job of a project you do not lead does not exist for you)
     ("POST", "/api/exports/"):                          "401 404 403 403 403 403 2xx 404",
     ("GET", "/api/exports/{job_id}/"):                  "401 404 404 404 404 404 2xx 404",
+    # --- data for analysis: every reader of the project (issue 45, item 7)
+    ("GET", "/api/projects/{project_id}/data/{table}"): "401 404 2xx 2xx 2xx 2xx 2xx 404",
     # --- outside the schema: the schema and its documentation page
     ("GET", "/api/schema/"):                            "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
     ("GET", "/api/docs/"):                              "401 2xx 2xx 2xx 2xx 2xx 2xx 2xx",
@@ -335,6 +337,11 @@ REQUESTS = {
     ("POST", "/api/reward"): lambda w: ("/api/reward", {"run": w.run.pk}, "json"),
     ("GET", "/api/projects/{project_id}/leaderboard"): lambda w: (
         f"/api/projects/{w.project.pk}/leaderboard",
+        None,
+        None,
+    ),
+    ("GET", "/api/projects/{project_id}/data/{table}"): lambda w: (
+        f"/api/projects/{w.project.pk}/data/blockers?fmt=csv",
         None,
         None,
     ),
@@ -702,6 +709,8 @@ HTML_MATRIX: dict[tuple[str, str], str] = {
     ("POST", "export-list"):                      "login 403 403 403 403 403 302 403",
     ("GET", "export-detail"):                     "login 404 404 404 404 404 200 404",
     ("GET", "export-download"):                   "login 404 404 404 404 404 200 404",
+    ("GET", "project-data"):                      "login 404 200 200 200 200 200 404",
+    ("GET", "project-data-download"):             "login 404 200 200 200 200 200 404",
     # A task folder's own verifier: an auditor or a lead, never the task's author, accepts it
     # (the world's task carries none: a message says so).
     ("POST", "verifier-accept"):                  "login 404 403 403 403 302 302 404",
@@ -1054,6 +1063,11 @@ HTML_REQUESTS = {
         {"project": w.project.pk, "draft": "on"},
     ),
     ("GET", "export-detail"): lambda w: (reverse("export-detail", args=[w.job.pk]), None),
+    ("GET", "project-data"): lambda w: (_project_url("project-data", w), None),
+    ("GET", "project-data-download"): lambda w: (
+        reverse("project-data-download", args=[w.project.pk, "blockers", "jsonl"]),
+        None,
+    ),
     ("POST", "verifier-accept"): lambda w: (_task_url("verifier-accept", w.task), {}),
     ("POST", "verifier-withdraw"): lambda w: (_task_url("verifier-withdraw", w.task), {}),
     ("GET", "export-download"): lambda w: (
