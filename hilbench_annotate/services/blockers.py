@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
+from hilbench_annotate.text_limits import text_too_long
 from hilbench_annotate.toolkit.wording import plain_list
 from hilbench_annotate.vocabulary import (
     QUALITY_CRITERIA_KEYS,
@@ -70,6 +71,9 @@ def blocker_check(
     for name, value in (("description", description), ("resolution", resolution)):
         if not isinstance(value, str) or not value.strip():
             problems.append(f"{name} must be non-empty text")
+    for key, value in (("blocker_description", description), ("resolution", resolution)):
+        if too_long := text_too_long(key, value):
+            problems.append(too_long)
     if surfaces_in and (not isinstance(surfaces_in, str) or surfaces_in not in Surface.values):
         surfaces = plain_list(Surface.values, last="or")
         problems.append(f"surfaces_in {surfaces_in!r} is not one of {surfaces}")
@@ -85,7 +89,18 @@ def blocker_check(
     )
     if trigger_questions is not None and not questions_ok:
         problems.append("trigger questions must be a list of non-empty texts")
+    problems += _questions_too_long(trigger_questions)
     return problems
+
+
+def _questions_too_long(questions) -> list[str]:
+    if not isinstance(questions, list | tuple):
+        return []
+    return [
+        too_long
+        for j, text in enumerate(questions, start=1)
+        if (too_long := text_too_long("trigger_question", text, name=f"trigger question {j}"))
+    ]
 
 
 def _next_position(rows) -> int:
@@ -206,6 +221,7 @@ def blocker_delete(*, blocker: Blocker, actor, expected_version: int) -> None:
 def _check_question(text: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise DomainError("A trigger question must be non-empty text.")
+    _raise_if(_questions_too_long([text]))
     return text
 
 
@@ -284,6 +300,7 @@ def registry_problems(*, domain: str, blockers: list[dict[str, Any]]) -> list[st
                 criteria=blocker.get("criteria") or {},
             )
         ]
+        reasons += _questions_too_long(blocker.get("trigger_questions"))
         problems.extend(f"Blocker {i}: {r}" for r in reasons)
         if blocker["id"] in keys:
             problems.append(

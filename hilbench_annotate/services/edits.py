@@ -10,6 +10,7 @@ from django.db import transaction
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.text_limits import spec_limit_key, text_too_long
 
 from .blockers import registry_problems, registry_replace
 from .tasks import (
@@ -58,6 +59,7 @@ def task_edit(
         problems = registry_problems(domain=task.domain, blockers=changes.blockers)
         if problems:
             raise DomainError("; ".join(problems))
+    _check_spec_lengths(task, changes.blocked_spec)
     task_bump_version(task=task, expected_version=expected_version)
     fields = _write_own_fields(task, changes)
     if changes.environment:
@@ -83,6 +85,23 @@ def task_edit(
         **event_data,
     )
     return revision
+
+
+def _check_spec_lengths(task: Task, spec) -> None:
+    """A section of the blocked specification past its limit is refused, unless it is the
+    text already stored (an import may bring a longer one; a save that keeps it passes)."""
+    if not isinstance(spec, dict):
+        return
+    stored = task.blocked_spec if isinstance(task.blocked_spec, dict) else {}
+    key = spec_limit_key(task.domain)
+    problems = [
+        too_long
+        for section, text in spec.items()
+        if text != stored.get(section)
+        and (too_long := text_too_long(key, text, name=f"the {section.replace('_', ' ')}"))
+    ]
+    if problems:
+        raise DomainError("; ".join(problems))
 
 
 def _write_own_fields(task: Task, changes: TaskChanges) -> list[str]:

@@ -7,6 +7,7 @@ from hilbench_annotate.access import access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Task
 from hilbench_annotate.services import event_record, task_event, task_search_refresh
+from hilbench_annotate.text_limits import text_too_long
 from hilbench_annotate.toolkit.wording import shorten
 from review.access import access_comment
 from review.models import Comment, Notification
@@ -24,6 +25,8 @@ def comment_add(
     body = body.strip()
     if not body:
         raise DomainError("A comment needs text.")
+    if too_long := text_too_long("comment", body):
+        raise DomainError(too_long)
     parent = _parent(actor, parent_id)
     if parent is not None:
         if parent.task_id != task.pk:

@@ -187,7 +187,8 @@
     const index = fieldset.dataset.index;
     const li = document.createElement("li");
     const n = ol.children.length + 1;
-    li.innerHTML = '<input name="blocker-' + index + '-q" aria-label="Trigger question ' + n + '" autocomplete="off">' +
+    const max = ol.dataset.maxlength ? ' maxlength="' + Number(ol.dataset.maxlength) + '"' : "";
+    li.innerHTML = '<input name="blocker-' + index + '-q"' + max + ' aria-label="Trigger question ' + n + '" autocomplete="off">' +
       '<button type="button" class="icon q-remove" aria-label="Remove this trigger question">×</button>';
     ol.appendChild(li);
     if (focus) li.querySelector("input").focus();
