@@ -91,9 +91,20 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
     # A task the app cannot run as it decides is left out, saying why; the others run.
     skipped = {**(run.harbor.get("skipped") or {})}
     skipped.update({f"{name} (every mode)": why for name, why in refused.items()})
+    # A task the export left out (a part of it raised: its lint, its files …) is named and
+    # makes no trial, so the run's total counts the tasks it runs, not those it could not.
+    left_out = job.report.get("skipped") or []
+    skipped.update(
+        {f"task {s['task']} ({s['title'][:80]}, every mode)": s["reason"] for s in left_out}
+    )
+    kept = len(set(run.task_ids) - {s["task"] for s in left_out})
+    run.total = kept * len(run.modes) * run.passes
     fetch = data_to_fetch(folder / "bundle", folders)
-    run.harbor = {**run.harbor, "verifiers": verifiers, "skipped": skipped, "fetch": fetch}
-    EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor)
+    run.harbor = {
+        **run.harbor, "verifiers": verifiers, "skipped": skipped, "fetch": fetch,
+        "left_out": left_out,  # the run's page names them (``evaluation/run.html``)
+    }  # fmt: skip
+    EvaluationRun.objects.filter(pk=run.pk).update(harbor=run.harbor, total=run.total)
     folders = {name: task for name, task in folders.items() if name not in refused}
     mapping.write_text(json.dumps(folders))
     return folders

@@ -26,10 +26,13 @@ from django.utils.html import escape
 
 from authoring.lint import runner
 from authoring.models import LintResult
+from evaluation.services import harbor_run_start
 from exchange.bundles.writer import ExportOptions, chunk_check
 from exchange.importers import import_hilbench
 from exchange.models import ExportJob
 from exchange.services.exports import bundle_export_create, bundle_export_execute
+from exchange.services.harbor_runs import _export as harbor_export
+from exchange.services.harbor_runs import run_folder
 from hilbench_annotate.models import Task
 
 from ..conftest import shared_path
@@ -220,3 +223,38 @@ def test_a_failure_of_the_machine_still_fails_the_whole_export(
     job = ExportJob.objects.get()
     assert job.status == ExportJob.Status.FAILED
     assert "No space left on device" in job.error
+
+
+@pytest.mark.shared_data
+def test_a_harbor_run_names_the_task_its_export_left_out_and_runs_the_others(
+    project, author, lead, tmp_path, monkeypatch, settings
+):
+    """An agent run in Harbor exports its tasks as a draft bundle first (``harbor_runs._export``,
+    the step before ``harbor run``; Harbor itself is not needed for it and not run here): a
+    task whose lint raises is named on the run's page and makes no trial, so the run's total
+    counts the others and a finished run is not a shortfall."""
+    settings.HARBOR_RUNS_DIR = tmp_path / "harbor-runs"
+    root = _release_copy("hilbench", tmp_path)
+    import_hilbench(project=project, root=root, actor=author)
+    tasks = list(Task.objects.filter(project=project).order_by("pk"))
+    culprit = next(t for t in tasks if t.source_metadata.get("folder") == "swe_5")
+    _lint_raises_for(monkeypatch, culprit)
+    run = harbor_run_start(
+        project=project, actor=lead, agent="no-op", task_ids=[t.pk for t in tasks],
+        modes=["baseline", "ask_human"], passes=2,
+    )  # fmt: skip
+    assert run.total == 5 * 2 * 2
+
+    folders = harbor_export(run, run_folder(run))
+
+    assert culprit.pk not in folders.values()
+    assert sorted(folders) == sorted(t.source_metadata["folder"] for t in tasks if t != culprit)
+    run.refresh_from_db()
+    assert run.total == 4 * 2 * 2
+    [left_out] = run.harbor["left_out"]
+    assert left_out["task"] == culprit.pk and left_out["title"] == culprit.title
+    assert "IndexError: string index out of range" in left_out["reason"]
+    page = _client_as(lead).get(reverse("evaluation-run", args=[run.pk])).content.decode()
+    assert "Tasks left out of the run" in page
+    assert escape(culprit.title[:60]) in page
+    assert "IndexError: string index out of range" in page
