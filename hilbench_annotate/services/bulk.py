@@ -33,7 +33,7 @@ from hilbench_annotate.models import (
 from hilbench_annotate.toolkit.iteration import batched
 from hilbench_annotate.vocabulary import Domain
 
-from .search import task_search_refresh
+from .search import task_search_insert_new
 from .tasks import _snapshot, _task_values
 
 logger = logging.getLogger(__name__)
@@ -277,23 +277,26 @@ def _create_chunk(
         for blocker, questions in rows
         for i, text in enumerate(questions)
     )
+    snapshots = {
+        task["id"]: _snapshot(task, env, rows)
+        for task, env, rows in zip(tasks, envs, blockers, strict=True)
+    }
     _insert_many(
         Revision,
         [
             {
-                "task_id": task["id"],
+                "task_id": pk,
                 "number": 1,
-                "snapshot": _snapshot(task, env, rows),
+                "snapshot": snapshot,
                 "author_id": author_id,
                 "reason": reason,
                 "lint_findings": [],
             }
-            for task, env, rows in zip(tasks, envs, blockers, strict=True)
+            for pk, snapshot in snapshots.items()
         ],
     )
-    ids = [task["id"] for task in tasks]
-    task_search_refresh(task_ids=ids)
-    return ids
+    task_search_insert_new(snapshots={t["id"]: (snapshots[t["id"]], t["source_id"]) for t in tasks})
+    return [task["id"] for task in tasks]
 
 
 def task_create_many(

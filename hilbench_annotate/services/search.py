@@ -67,14 +67,13 @@ def task_search_refresh(*, task_ids: Iterable[int]) -> int:
     return written
 
 
-def task_search_write(*, task: Task, snapshot: dict) -> None:
-    """``task_search_refresh`` of one task from the revision snapshot just made (its title,
-    specification, environment and blockers are in it): the registered sources' queries and
-    one write. Caller holds the task row lock (``revisions.revision_write``)."""
+def _snapshot_texts(snapshot: dict, source_id: str) -> list[str]:
+    """The searchable texts of a revision snapshot (title, specification, environment's
+    database or repository, blockers) and the task's source id."""
     environment = snapshot.get("environment") or {}
     texts = [
         snapshot.get("title", ""),
-        task.source_id,
+        source_id,
         environment.get("db_id", ""),
         environment.get("repo_name", ""),
         *_spec_texts(snapshot.get("blocked_spec")),
@@ -83,6 +82,24 @@ def task_search_write(*, task: Task, snapshot: dict) -> None:
     for blocker in snapshot.get("blockers", ()):
         texts += [blocker.get(k, "") for k in ("id", "description", "resolution")]
         texts += blocker.get("trigger_questions", ())
+    return texts
+
+
+def task_search_insert_new(*, snapshots: dict[int, tuple[dict, str]]) -> None:
+    """The search words of tasks just made, from their revision 1 snapshots and source ids
+    (``{task id: (snapshot, source id)}``): one INSERT, as ``task_create_many`` writes a
+    chunk. A new task has nothing an app registers (no comment, no decision) yet."""
+    TaskSearchText.objects.bulk_create(
+        TaskSearchText(task_id=pk, text=search_words(_snapshot_texts(snapshot, source_id)))
+        for pk, (snapshot, source_id) in snapshots.items()
+    )
+
+
+def task_search_write(*, task: Task, snapshot: dict) -> None:
+    """``task_search_refresh`` of one task from the revision snapshot just made (its title,
+    specification, environment and blockers are in it): the registered sources' queries and
+    one write. Caller holds the task row lock (``revisions.revision_write``)."""
+    texts = _snapshot_texts(snapshot, task.source_id)
     for source in search_sources():
         texts += source([task.pk]).get(task.pk, [])
     TaskSearchText.objects.update_or_create(task_id=task.pk, defaults={"text": search_words(texts)})

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 
 DATABASES = FIXTURES / "bird" / "dev_databases"
 # A chunk of BIRD tasks: SAVEPOINT, INSERT tasks, SELECT their ids (on SQLite the two ends
-# of the ids just written), INSERT environments, revisions, RELEASE.
-QUERIES_PER_CHUNK = 6
+# of the ids just written), INSERT environments, revisions, search words, RELEASE.
+QUERIES_PER_CHUNK = 7
 CHUNK = 40  # small enough that no table's INSERT is split by SQLite's 999 parameters
 
 
