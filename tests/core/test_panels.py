@@ -47,6 +47,7 @@ def test_the_validators_and_review_panels_show_on_the_task_page_in_fixed_queries
 
     added = panels.task_panels(task=big, user=author, page={"task": big})
     assert added["panels"] == [
+        "validators/_environment_panel.html",
         "validators/_task_panel.html",
         "exchange/_verifier_panel.html",  # empty: these tasks carry no verifier of their own
         "review/_threads.html",

@@ -8,6 +8,8 @@ form says which blocker types and subtypes are *missing*, *ambiguous* or *contra
 information, and says why a subtype changes with the type instead of hiding it silently.
 """
 
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from playwright.sync_api import expect
 
 from hilbench_annotate import services as core
 from hilbench_annotate.models import Task
+from validators.models import EnvironmentBuild
 
 from .conftest import new_page
 
@@ -65,10 +68,20 @@ def test_a_the_judge_measurement_is_still_there_after_a_reload(browser, live_ser
 
 
 def test_b_the_task_page_says_whether_the_environment_is_built_and_links_its_build(
-    browser, live_server, demo
+    browser, live_server, demo, settings
 ):
-    from validators.models import EnvironmentBuild
+    # A sandbox root of this test's own: the shared one may hold the demo's environment,
+    # built by another test, and this one starts from an environment never built.
+    # (The project's var/: the sandbox user reaches it; pytest's temporary folders are closed.)
+    var = Path(__file__).resolve().parents[2] / "var"
+    settings.SANDBOX_ROOT = var / "sandbox-tests-panel" / uuid.uuid4().hex
+    try:
+        _environment_journey(browser, live_server)
+    finally:
+        shutil.rmtree(settings.SANDBOX_ROOT, ignore_errors=True)
 
+
+def _environment_journey(browser, live_server) -> None:
     swe = Task.objects.get(project__slug="demo", domain="swe")
     sql = Task.objects.get(project__slug="demo", source_id="retail_bank/0")
 
