@@ -223,4 +223,12 @@ def test_d_the_blocker_form_says_missing_ambiguous_or_contradictory_and_why_a_su
     fieldset.locator("select.blocker-type").select_option("contradictory requirements")
     expect(fieldset.locator(".gap-kind")).to_have_text("Kind: contradictory.")
     _shot(page, "d-swe-blocker-form", "#panel-blockers")
+
+    # The task page says it of each blocker too.
+    blocked = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
+    page.goto(f"{live_server.url}/tasks/{blocked.pk}/")
+    header = page.locator("#blocker-review_year_dates header")
+    expect(header).to_contain_text("question")
+    expect(header.locator(".gap-kind")).to_have_text("— ambiguous")
+    _shot(page, "d-task-page-blocker", "#blocker-review_year_dates header")
     page.context.close()
