@@ -70,9 +70,8 @@ class TaskQuerySet(models.QuerySet):
 
     def _with_words(self, terms: list[str]):
         """The ids of the tasks whose search words hold every term, as one subquery (not
-        one per row). SQLite: the trigram FTS5 index finds the terms of three characters or
-        more, a LIKE on the rows it found checks shorter ones. Elsewhere: LIKE on the words'
-        column, which PostgreSQL's trigram index serves."""
+        one per row). SQLite: one MATCH of the trigram FTS5 index. Elsewhere: LIKE on the
+        words' column, which PostgreSQL's trigram index serves."""
         words = apps.get_model("hilbench_annotate", "TaskSearchText")
         if not terms:
             return words.objects.none().values("task_id")
@@ -81,18 +80,22 @@ class TaskQuerySet(models.QuerySet):
             for term in terms:
                 rows = rows.filter(text__contains=term)
             return rows.values("task_id")
-        indexed = [t for t in terms if len(t) >= 3]
-        where, params = [], []
-        if indexed:
-            where.append(f"{SEARCH_INDEX} MATCH %s")
-            params.append(" AND ".join('"' + t.replace('"', '""') + '"' for t in indexed))
+        # The trigram index finds phrases of three characters or more: a term as long is
+        # found anywhere in a word; a two-character one ("97", "cz") at a word's start or
+        # end, a one-character one as a whole word (the words are kept space-separated, with
+        # a space before the first and after the last).
+        phrases = []
         for term in terms:
-            if len(term) < 3:
-                where.append("text LIKE %s ESCAPE '\\'")
-                escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                params.append(f"%{escaped}%")
-        # The index's name is a constant; the terms are bound parameters.
-        sql = f"SELECT rowid FROM {SEARCH_INDEX} WHERE " + " AND ".join(where)  # noqa: S608
+            quoted = term.replace('"', '""')
+            if len(term) >= 3:
+                phrases.append(f'"{quoted}"')
+            elif len(term) == 2:
+                phrases.append(f'(" {quoted}" OR "{quoted} ")')
+            else:
+                phrases.append(f'" {quoted} "')
+        # The index's name is a constant; the terms are one bound parameter.
+        sql = f"SELECT rowid FROM {SEARCH_INDEX} WHERE {SEARCH_INDEX} MATCH %s"  # noqa: S608
+        params = [" AND ".join(phrases)]
         return RawSQL(sql, params)  # noqa: S611 - bound parameters only
 
     def on_resource(self, name: str):

@@ -31,14 +31,15 @@ def search_sources() -> list[SearchSource]:
 
 
 def search_words(texts: Iterable[str]) -> str:
-    """The texts' words, lowercased, each once in the order first seen, joined by spaces:
-    a term of a search is in it exactly when it is part of a word of one of the texts."""
+    """The texts' words, lowercased, each once in the order first seen, joined by spaces,
+    with a space before the first and after the last: a term of a search is in it exactly
+    when it is part of a word of one of the texts, " 97" when a word starts with it."""
     seen: dict[str, None] = {}
     for text in texts:
         if isinstance(text, str):
             for word in text.lower().split():
                 seen.setdefault(word, None)
-    return " ".join(seen)
+    return f" {' '.join(seen)} " if seen else ""
 
 
 def search_terms(text: str) -> list[str]:

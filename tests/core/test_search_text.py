@@ -155,7 +155,11 @@ def test_short_words_and_odd_characters(author_api, project, author):
     other = _task(project, author, n=1)
     assert _ids(author_api, "cz.") == {task.pk}  # two letters and a dot
     assert _ids(author_api, "50%") == {task.pk}  # % is a character, not a wildcard
-    assert _ids(author_api, "%") == {task.pk}
+    assert _ids(author_api, "5") == set()  # one character: a whole word only
+    assert _ids(author_api, "a share") == {task.pk}
+    assert _ids(author_api, "cz") == {task.pk}  # two: the start (or end) of a word
+    assert _ids(author_api, "ar") == set()  # not inside one ("share")
+    assert _ids(author_api, "%") == set()
     assert _ids(author_api, '"quoted"') == {task.pk}
     assert _ids(author_api, 'x" OR "y') == set()  # the index's syntax is not ours to send
     assert _ids(author_api, "_") == set()
