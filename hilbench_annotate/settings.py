@@ -481,7 +481,7 @@ VALIDATION_STALE_S = int(os.environ.get("HILBENCH_VALIDATION_STALE_S", "300"))
 # Model and Harbor runs beat every JOB_HEARTBEAT_S from a thread of their own while their
 # worker lives, so a run silent for EVALUATION_STALE_S lost its worker.
 JOB_HEARTBEAT_S = float(os.environ.get("HILBENCH_JOB_HEARTBEAT_S", "15"))
-EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "120"))
+EVALUATION_STALE_S = int(os.environ.get("HILBENCH_EVALUATION_STALE_S", "90"))
 STUDY_STALE_S = int(os.environ.get("HILBENCH_STUDY_STALE_S", "1800"))
 IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
 # Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
@@ -515,7 +515,7 @@ CELERY_BEAT_SCHEDULE = {
     # Every kind of job a broker lost or whose worker died (hilbench_annotate/jobs.py).
     "reap-lost-jobs": {
         "task": "jobs.reap",
-        "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "60")),
+        "schedule": float(os.environ.get("HILBENCH_REAP_INTERVAL_S", "20")),
     },
     # Edited database copies nobody used for EDITED_DATABASE_TTL_S.
     "sweep-edited-databases": {"task": "databases.sweep", "schedule": 900.0},
