@@ -3,6 +3,8 @@ descriptions, resolutions and trigger questions, and review comments (issue 45, 
 for people who may read the task only, in the same number of queries for any number of
 tasks. Everything is written through the services a user's save goes through."""
 
+import os
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -164,3 +166,14 @@ def test_short_words_and_odd_characters(author_api, project, author):
     assert _ids(author_api, 'x" OR "y') == set()  # the index's syntax is not ours to send
     assert _ids(author_api, "_") == set()
     assert _ids(author_api, "loans") == {task.pk, other.pk}  # the titles, as before
+
+
+def test_search_text_rebuild_writes_every_task_with_its_comments(author_api, project, author):
+    from django.core.management import call_command
+
+    task = _task(project, author)
+    comment_add(actor=author, task_id=task.pk, body="Mind the walrus column")
+    TaskSearchText.objects.all().delete()  # as after a load around the services
+    assert _ids(author_api, "walrus") == set()
+    call_command("search_text_rebuild", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    assert _ids(author_api, "walrus") == {task.pk}
