@@ -75,15 +75,20 @@ class TaskQuerySet(models.QuerySet):
         words = apps.get_model("hilbench_annotate", "TaskSearchText")
         if not terms:
             return words.objects.none().values("task_id")
+        # A term of three characters or more is found anywhere in a word; a two-character
+        # one ("97", "cz") at a word's start or end, a one-character one as a whole word (the
+        # words are kept space-separated, with a space before the first and after the last).
+        # The same on every database: the trigram indexes find phrases of three characters.
         if connections[self.db].vendor != "sqlite":
             rows = words.objects.all()
             for term in terms:
-                rows = rows.filter(text__contains=term)
+                if len(term) >= 3:
+                    rows = rows.filter(text__contains=term)
+                elif len(term) == 2:
+                    rows = rows.filter(Q(text__contains=f" {term}") | Q(text__contains=f"{term} "))
+                else:
+                    rows = rows.filter(text__contains=f" {term} ")
             return rows.values("task_id")
-        # The trigram index finds phrases of three characters or more: a term as long is
-        # found anywhere in a word; a two-character one ("97", "cz") at a word's start or
-        # end, a one-character one as a whole word (the words are kept space-separated, with
-        # a space before the first and after the last).
         phrases = []
         for term in terms:
             quoted = term.replace('"', '""')
