@@ -2,7 +2,13 @@
 409 / 429, the middleware a refusal to a 403 page."""
 
 
-class DomainError(Exception):
+class Refused(Exception):
+    """What a service refuses, for what the request asks (``DomainError``) or for who asks
+    (``AccessDenied``): a command, a bulk action or a tool reports either as a refusal with
+    its message, where a page or the API tell them apart (a message vs a 403)."""
+
+
+class DomainError(Refused):
     """A request the domain refuses; the message says what is wrong."""
 
     status_code = 400
@@ -15,7 +21,7 @@ class Unavailable(Exception):
     what = "A service"
 
 
-class AccessDenied(Exception):
+class AccessDenied(Refused):
     """The user may not do this; the message names the missing role or relation.
 
     Not a ``DomainError``: a view shows a domain error as a message on its page, but an access

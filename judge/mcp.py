@@ -14,7 +14,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hilbench_annotate.errors import AccessDenied, DomainError, LimitReached
+from hilbench_annotate.errors import DomainError, LimitReached, Refused
 
 from .access import access_ask_human_run, task_for_ask_human
 from .base import JudgeError
@@ -135,7 +135,7 @@ def handle(user, message: object, session: str = "") -> dict | None:
             return _error(request_id, -32602, f"Unknown tool {name!r}")
         except JudgeError as error:
             return _result(request_id, _text(f"Judge error: {error}", error=True))
-        except (DomainError, AccessDenied) as error:
+        except Refused as error:
             return _result(request_id, _text(str(error), error=True))
     return _error(request_id, -32601, f"Method not found: {method}")
 

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 
 from hilbench_annotate import workflow
 from hilbench_annotate.bulk_actions import BulkField, BulkOutcome, register_bulk_action
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import DomainError, Refused
 from hilbench_annotate.models import Project
 from hilbench_annotate.vocabulary import READER_ROLES, Role
 
@@ -40,7 +40,7 @@ def _assign(*, user, tasks, params) -> BulkOutcome:
             continue
         try:
             review_assign(actor=user, task_id=task.pk, reviewer=params["reviewer"])
-        except (DomainError, AccessDenied) as refused:
+        except Refused as refused:
             outcome.skipped.append((task, str(refused)))
         else:
             outcome.done += 1

@@ -21,7 +21,7 @@ from django.db import transaction
 
 from evaluation.services import evaluation_run_execute, results_import_start, support_import
 from evaluation.tries import exclusions_text
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import Refused
 from hilbench_annotate.models import Project
 
 
@@ -58,7 +58,7 @@ class Command(BaseCommand):
                 runs = results_import_start(
                     project=project, actor=actor, path=path, model_name=model
                 )
-        except (DomainError, AccessDenied) as error:
+        except Refused as error:
             raise CommandError(str(error)) from None
         for run in runs:
             if wait:

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from exchange.models import ExportJob
 from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.access import has_role
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import Refused
 from hilbench_annotate.models import Membership, Project
 from hilbench_annotate.vocabulary import Role
 
@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 llm_judge={"endpoint": options["judge_endpoint"], "model": options["judge_model"]},
             )
             job = bundle_export_execute(job_id=job.pk, out=Path(options["out"]).resolve())
-        except (DomainError, AccessDenied) as exc:
+        except Refused as exc:
             raise CommandError(str(exc)) from None
         if job.status != ExportJob.Status.SUCCEEDED:
             raise CommandError(job.error)

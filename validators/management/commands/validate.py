@@ -3,7 +3,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import Refused
 from hilbench_annotate.models import Task
 from validators.models import ValidationRun
 from validators.registry import GROUPS
@@ -31,7 +31,7 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():
                 run = validation_run_start(task=task, actor=None, checks=checks)
-        except (DomainError, AccessDenied) as exc:
+        except Refused as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"Run {run.pk} on revision {run.revision.number}: {', '.join(run.checks)}"
