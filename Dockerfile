@@ -5,7 +5,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     DJANGO_SETTINGS_MODULE=hilbench_annotate.settings \
     HILBENCH_VAR_DIR=/var/lib/hilbench
 
-# git for the task repositories (GitPython), sqlite3 for operators' inspection.
+# git for the task repositories (run through hilbench_annotate/toolkit/gitrepo.run_git), sqlite3 for operators' inspection.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git sqlite3 \
     && rm -rf /var/lib/apt/lists/*

@@ -3,9 +3,8 @@
 Each project has its own mirror of a repository name (``<project id>/<owner>__<name>.git``),
 so an import into one project never writes to another project's mirror.
 
-GitPython is imported by the functions that run git, when one runs: at module level it was
-0.03 s of every process's start-up (every management command, every worker), most of which
-never touch a mirror.
+Every git command goes through ``toolkit.gitrepo.run_git`` (no user or system configuration,
+no inherited ``GIT_*`` variable, a timeout), as every other git call of the app does.
 """
 
 import re
@@ -18,12 +17,15 @@ from django.conf import settings
 
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project, Repository
+from hilbench_annotate.toolkit.gitrepo import run_git
 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+$")
 _ALLOWED_URL = re.compile(r"^(https://|ssh://|git@)[^\s]+$")
 # A clone or fetch of a URL that wants a password fails at once instead of waiting on a
 # prompt nobody sees (the worker has no terminal).
 _NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
+# A clone or fetch of a whole repository may take long; a local command does not.
+MIRROR_TIMEOUT_S = 3600
 
 
 def storage_name(project: Project, repo_name: str) -> str:
@@ -147,27 +149,33 @@ def repository_mirror(*, project: Project, repo_name: str, origin: str) -> Repos
     A new mirror is cloned into a temporary directory and moved into place, so a failed
     clone leaves nothing behind.
     """
-    import git
-
     existing = _project_repository(project, repo_name)
     origin = check_origin(origin)
     relative = existing.storage_path if existing else storage_name(project, repo_name)
     target = settings.REPOSITORY_STORE / relative
     try:
         if target.exists():
-            mirror = git.Repo(target)
-            with mirror.git.custom_environment(**_NO_PROMPT):
-                mirror.git.fetch(origin, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+            run_git(
+                target,
+                ["fetch", "--", origin, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                env=_NO_PROMPT,
+                timeout=MIRROR_TIMEOUT_S,
+            )
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".clone-"))
             try:
-                git.Repo.clone_from(origin, scratch / "m.git", mirror=True, env=_NO_PROMPT)
+                run_git(
+                    None,
+                    ["clone", "--mirror", "--", origin, str(scratch / "m.git")],
+                    env=_NO_PROMPT,
+                    timeout=MIRROR_TIMEOUT_S,
+                )
                 (scratch / "m.git").rename(target)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-    except git.GitCommandError as exc:
-        raise DomainError(f"Could not mirror {origin}: {exc.stderr.strip() or exc}") from exc
+    except DomainError as exc:
+        raise DomainError(f"Could not mirror {origin}: {_said(exc)}") from exc
     if existing is None:
         existing, _ = Repository.objects.get_or_create(
             project=project,
@@ -183,23 +191,25 @@ def repository_mirror(*, project: Project, repo_name: str, origin: str) -> Repos
 def commit_exists(repository: Repository, sha: str) -> bool:
     if not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha or ""):
         return False
-    import git
-
     try:
-        git.Repo(repository.path).git.cat_file("-e", f"{sha}^{{commit}}")
-    except git.GitCommandError:
+        result = run_git(repository.path, ["cat-file", "-e", f"{sha}^{{commit}}"], check=False)
+    except DomainError:  # no mirror where the row says
         return False
-    return True
+    return result.returncode == 0
 
 
 def repository_has_tags(repository: Repository) -> bool:
     """Whether the mirror has any tag (tools that ask git for a version need one)."""
-    import git
-
     try:
-        return bool(git.Repo(repository.path).git.for_each_ref("refs/tags", "--count=1"))
-    except git.GitCommandError:
+        result = run_git(repository.path, ["for-each-ref", "--count=1", "refs/tags"], check=False)
+    except DomainError:  # no mirror where the row says
         return False
+    return result.returncode == 0 and bool(result.stdout.strip())
+
+
+def _said(error: DomainError) -> str:
+    """git's own message, without ``run_git``'s "git <command> failed: " before it."""
+    return str(error).split(" failed: ", 1)[-1]
 
 
 def repository_add_commit(
@@ -211,26 +221,25 @@ def repository_add_commit(
     An existing mirror keeps its branches: the commit is fetched under ``refs/imported/``,
     so importing a bundle never moves a branch of the repository the tasks came from.
     """
-    import git
-
     existing = _project_repository(project, repo_name)
     relative = existing.storage_path if existing else storage_name(project, repo_name)
     target = settings.REPOSITORY_STORE / relative
     refspec = f"+{commit}:refs/imported/{commit}"
+    fetch = ["fetch", "--", str(Path(source).resolve()), refspec]
     try:
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".import-"))
             try:
-                bare = git.Repo.init(scratch / "m.git", bare=True)
-                bare.git.fetch(str(Path(source).resolve()), refspec)
+                run_git(None, ["init", "--bare", "-q", "--", str(scratch / "m.git")])
+                run_git(scratch / "m.git", fetch, timeout=MIRROR_TIMEOUT_S)
                 (scratch / "m.git").rename(target)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
         else:
-            git.Repo(target).git.fetch(str(Path(source).resolve()), refspec)
-    except git.GitCommandError as exc:
-        raise DomainError(f"Could not store {repo_name}: {exc.stderr.strip() or exc}") from exc
+            run_git(target, fetch, timeout=MIRROR_TIMEOUT_S)
+    except DomainError as exc:
+        raise DomainError(f"Could not store {repo_name}: {_said(exc)}") from exc
     if existing is None:
         existing, _ = Repository.objects.get_or_create(
             project=project,

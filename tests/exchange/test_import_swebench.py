@@ -1,6 +1,5 @@
 import json
 
-import git
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -10,6 +9,7 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Repository, Task
 
 from ..conftest import FIXTURES
+from ..validators.gitutil import git, has_commit
 
 pytestmark = pytest.mark.django_db
 
@@ -35,9 +35,8 @@ def test_swebench_instance_imports_and_mirrors_the_repository(project, demo_data
     assert env.fail_to_pass == record["FAIL_TO_PASS"]
     assert env.pass_to_pass == record["PASS_TO_PASS"]
     assert task.original_spec["requirements"] == record["requirements"]
-    mirror = git.Repo(env.repository.path)
-    assert mirror.bare
-    assert mirror.commit(record["base_commit"]).hexsha == record["base_commit"]
+    assert git(env.repository.path, "rev-parse", "--is-bare-repository").strip() == "true"
+    assert has_commit(env.repository.path, record["base_commit"])
 
 
 def test_pro_lower_case_fields_and_json_encoded_lists(project, demo_data, tmp_path):
@@ -134,7 +133,6 @@ def test_swebench_and_pro_records_import_from_a_git_bundle(project):
     assert second.original_spec["requirements"] == pro["requirements"]
     assert second.original_spec["interface"] == pro["interface"]
     assert second.source_metadata["repo_language"] == "python"
-    mirror = git.Repo(first.repository.path)
     assert first.repository == second.swe_environment.repository
     for record in (swebench, pro):
-        assert mirror.commit(record["base_commit"]).hexsha == record["base_commit"]
+        assert has_commit(first.repository.path, record["base_commit"])

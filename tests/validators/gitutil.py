@@ -24,3 +24,14 @@ def git(cwd: Path, *args: str) -> str:
         capture_output=True,
         text=True,
     ).stdout
+
+
+def has_commit(repo: Path, sha: str) -> bool:
+    """Whether the repository (bare or not) ``repo`` holds the commit ``sha``."""
+    found = subprocess.run(
+        ["git", "cat-file", "-e", f"{sha}^{{commit}}"],
+        cwd=repo,
+        env=GIT_ENV,
+        capture_output=True,
+    )
+    return found.returncode == 0
