@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from hilbench_annotate.toolkit.jsontext import json_loads
+
 from .asks import ASK, COMMAND_KEYS, SCAN_CHARS, shell_questions
 from .models import Trajectory
 
@@ -131,12 +133,12 @@ def trajectory_outline(task_pass_id: int) -> TrajectoryOutline | None:
 
 
 def _json(value):
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    return json_loads(value) if isinstance(value, str | bytes) else value
 
 
 def _as_step(value: object) -> dict:
     if isinstance(value, str | bytes):
-        value = json.loads(value)
+        value = json_loads(value)
     if isinstance(value, dict):
         return value
     return {"role": "", "content": json.dumps(value)}  # not a step: shown as it is

@@ -35,7 +35,6 @@ reporting only; the shipped model (``train`` on every task) does not depend on t
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable, Iterable
@@ -45,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from hilbench_annotate.question_rules import clean, names_task, reject_reason
 from hilbench_annotate.task_text import task_text_reason
+from hilbench_annotate.toolkit.jsontext import json_loads
 
 from . import probes
 from .base import RegistryBlocker, registry_from_json
@@ -140,7 +140,7 @@ def release_context(folder: Path, domain: str) -> str:
     parts = [match.group(1).strip() if match else ""]
     business = folder / "shared" / "data" / "business_info.json"
     if business.is_file():
-        data = json.loads(business.read_text(encoding="utf-8"))
+        data = json_loads(business.read_text(encoding="utf-8"))
         entries = data.get("business_info", []) if isinstance(data, dict) else data
         parts += [str(entry) for entry in entries if isinstance(entry, str)]
     return "\n".join(p for p in parts if p)
@@ -159,7 +159,7 @@ def load_tasks(root: Path) -> list[CalibrationTask]:
     for path in sorted(Path(root).glob("*/*/shared/ask-human-data/blocker_registry.json")):
         folder = path.parents[2]
         metadata_path = folder / "shared" / "metadata.json"
-        metadata = json.loads(metadata_path.read_text()) if metadata_path.is_file() else {}
+        metadata = json_loads(metadata_path.read_text()) if metadata_path.is_file() else {}
         domain = folder.parent.name
         group = str(
             metadata.get("database_name")
@@ -167,7 +167,7 @@ def load_tasks(root: Path) -> list[CalibrationTask]:
             or metadata.get("instance_id", "").split("__")[0]
             or folder.name
         )
-        registry = registry_from_json(json.loads(path.read_text(encoding="utf-8")))
+        registry = registry_from_json(json_loads(path.read_text(encoding="utf-8")))
         tasks.append(
             CalibrationTask(
                 name=f"{domain}/{folder.name}",

@@ -420,13 +420,14 @@ def _is_view_module(module: str) -> bool:
 
 
 def access_denied_catches(source: str) -> list[int]:
-    """Lines of ``except`` clauses that name ``AccessDenied`` (alone or in a tuple)."""
+    """Lines of ``except`` clauses that name ``AccessDenied`` or its base ``Refused`` (alone
+    or in a tuple)."""
     return [
         node.lineno
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.ExceptHandler)
         and node.type is not None
-        and "AccessDenied" in {_name_of(n) for n in ast.walk(node.type)}
+        and {"AccessDenied", "Refused"} & {_name_of(n) for n in ast.walk(node.type)}
     ]
 
 
@@ -440,6 +441,7 @@ def _name_of(node) -> str:
         ("try:\n    f()\nexcept AccessDenied:\n    raise", True),
         ("try:\n    f()\nexcept (DomainError, errors.AccessDenied):\n    pass", True),
         ("try:\n    f()\nexcept DomainError as exc:\n    show(exc)", False),
+        ("try:\n    f()\nexcept errors.Refused:\n    pass", True),
     ],
 )
 def test_the_access_denied_rule_reads_except_clauses(source, caught):
@@ -520,3 +522,53 @@ def test_only_core_writes_a_tasks_content():
         if re.search(rf"\b{name}\b", source)
     ]
     assert not outside, outside
+
+
+# --- one way to read JSON from outside ----------------------------------------------------------
+
+# Modules the bundles carry into a container without the app (exchange/bundles/sidecars.py,
+# JUDGE_MODULES and grade_swe's logparsers), which cannot import the toolkit: each catches
+# RecursionError itself where it reads what a task wrote.
+STANDALONE = {"validators/logparsers.py", "judge/base.py", "judge/embedded.py"}
+
+
+def bare_json_loads(source: str) -> list[int]:
+    """Lines calling ``json.loads`` / ``json.load`` rather than ``toolkit.jsontext``'s."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("loads", "load")
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "json"
+    ]
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("json.loads(text)", True),
+        ("json.load(handle)", True),
+        ("json_loads(text)", False),
+        ("tomllib.loads(text)", False),
+        ("json.dumps(value)", False),
+    ],
+)
+def test_the_json_rule_finds_bare_loads(source, caught):
+    assert bool(bare_json_loads(source)) is caught
+
+
+def test_json_is_read_through_one_function():
+    """Issue 47, item 3: every JSON document is parsed by ``toolkit.jsontext.json_loads``,
+    which turns a nesting too deep for the parser into its decode error (a ValueError every
+    caller handles) instead of a RecursionError no handler expects."""
+    bare = [
+        f"{module}:{line}"
+        for module, source in _sources()
+        if module not in STANDALONE
+        and module != "hilbench_annotate/toolkit/jsontext.py"
+        and "/runtime/" not in module
+        for line in bare_json_loads(source)
+    ]
+    assert not bare, bare

@@ -58,6 +58,7 @@ from hilbench_annotate.jobs import (
     job_send,
 )
 from hilbench_annotate.toolkit.gitrepo import resolve_commit, run_git
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.toolkit.trees import files_under, own_tree, remove_tree
 
 from . import interpreters
@@ -143,7 +144,7 @@ def ready_environment(key: str) -> BuiltEnvironment | None:
     if path.parent != root or not path.name.startswith(VERSION) or not path.is_dir():
         return None
     try:
-        manifest = json.loads(read_run_file(path / MANIFEST) or b"{}")
+        manifest = json_loads(read_run_file(path / MANIFEST) or b"{}")
     except ValueError:
         return None
     return BuiltEnvironment(key, path, manifest) if manifest.get("ready") else None

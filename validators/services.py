@@ -18,6 +18,7 @@ from hilbench_annotate.jobs import (
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services import event_record, task_events
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.toolkit.wording import shorten
 
 from .models import ValidationResult, ValidationRun
@@ -161,7 +162,7 @@ def _append(run_id: int, line: str) -> str:
 def _jsonable(value):
     import json
 
-    return json.loads(json.dumps(value, default=str))
+    return json_loads(json.dumps(value, default=str))
 
 
 def validation_run_finish(*, run_id: int) -> ValidationRun:

@@ -26,6 +26,7 @@ from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services.tasks import event_record
 from hilbench_annotate.toolkit.archives import extract_archive
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Role
 from judge.base import JudgeError
 from judge.models import AskHumanRun
@@ -196,7 +197,7 @@ def imported_run_store(run: EvaluationRun) -> None:
             for line in handle:
                 if not line.strip():
                     continue
-                record = PassRecord(**json.loads(line))
+                record = PassRecord(**json_loads(line))
                 if (record.task_id, record.mode, record.index) in stored:
                     continue
                 task = tasks.get(record.task_id)

@@ -131,7 +131,7 @@ def _cached(key: str, compute) -> dict[str, Any]:
     cache.mkdir(exist_ok=True, mode=0o755)
     path = cache / f"{key}.json"
     if path.is_file():
-        _SEEN[key] = json.loads(path.read_text())
+        _SEEN[key] = json_loads(path.read_text())
         return _SEEN[key]
     result = compute()
     if all(run.get("reward") is not None for run in result.values()):

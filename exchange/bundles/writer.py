@@ -26,7 +26,6 @@ only ``manifest.json`` does. The chunk size fixes the bytes; the number of worke
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -46,6 +45,7 @@ from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import current_revisions
 from hilbench_annotate.services.tasks import task_snapshots
 from hilbench_annotate.toolkit.iteration import batched, fewer_collections
+from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout, release_runtime
@@ -413,7 +413,7 @@ def _incomplete(files: TaskFiles) -> list[str]:
     generated = files.entries.get(f"{files.folder}/{release_runtime.GENERATED}")
     if not isinstance(generated, bytes):
         return []
-    return list(json.loads(generated).get("incomplete") or [])
+    return list(json_loads(generated).get("incomplete") or [])
 
 
 def _internet(files: TaskFiles) -> bool:

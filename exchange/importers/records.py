@@ -173,10 +173,10 @@ def _whole_array(handle) -> list | None:
     if _SURROGATE_ESCAPE.search(text):
         return None
     try:
-        records = json.loads(
+        records = json_loads(
             text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_ijson_int
         )
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
     if not isinstance(records, list) or not all(map(_within_depth, records)):
         return None

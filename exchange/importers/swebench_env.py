@@ -14,7 +14,6 @@ environment (SWE-Bench Pro) keeps them.
 from __future__ import annotations
 
 import functools
-import json
 import re
 import shlex
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from hilbench_annotate.envspec import EMPTY, spec_clean
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.toolkit.jsontext import json_loads
 from validators.requirements import conda_unavailable
 
 SPECS_FILE = Path(__file__).with_name("swebench_specs.json")
@@ -33,7 +33,7 @@ _DIFF_TARGET = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
 
 @functools.cache
 def swebench_specs() -> dict[str, Any]:
-    return json.loads(SPECS_FILE.read_text(encoding="utf-8"))["repos"]
+    return json_loads(SPECS_FILE.read_text(encoding="utf-8"))["repos"]
 
 
 def test_directives(repo: str, test_patch: str) -> list[str]:

@@ -76,7 +76,7 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
     """The run's tasks as a draft bundle, unpacked once; folder name -> task id."""
     mapping = folder / "folders.json"
     if mapping.is_file():
-        return json.loads(mapping.read_text())
+        return json_loads(mapping.read_text())
     folder.mkdir(parents=True, exist_ok=True)
     job = bundle_export_create(
         project=run.project, actor=run.created_by, selection={"tasks": run.task_ids},

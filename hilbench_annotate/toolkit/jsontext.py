@@ -14,10 +14,11 @@ from typing import Any
 TOO_DEEP = "it nests deeper than the parser can follow (a few hundred levels)"
 
 
-def json_loads(data: str | bytes | bytearray) -> Any:
-    """``json.loads``; ``json.JSONDecodeError`` (a ValueError) for a document nested too deep."""
+def json_loads(data: str | bytes | bytearray, **options: Any) -> Any:
+    """``json.loads`` (with its keyword ``options``); ``json.JSONDecodeError`` (a ValueError)
+    for a document nested too deep."""
     try:
-        return json.loads(data)
+        return json.loads(data, **options)
     except RecursionError:
         raise json.JSONDecodeError(TOO_DEEP, "", 0) from None
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from hilbench_annotate.toolkit.jsontext import json_loads
 from judge.base import JudgeError, RegistryBlocker, respond
 from judge.embedded import load_registry, registry_domain
 from judge.llm import outcome_of
@@ -100,7 +101,7 @@ class Command(BaseCommand):
                     Outcome(domain, record["task"], record["expected"], verdict.blocker_id)
                 )
         self._write(Path(options["out"]), lines)
-        matched = sum(json.loads(line)["predicted"] is not None for line in lines)
+        matched = sum(json_loads(line)["predicted"] is not None for line in lines)
         self.stdout.write(
             f"{len(records)} questions judged ({judge.long_version}): "
             f"{matched} matched a blocker, "
@@ -152,7 +153,7 @@ class Command(BaseCommand):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json_loads(line)
             except json.JSONDecodeError as exc:
                 raise CommandError(f"line {number}: not JSON ({exc.msg})") from exc
             if not isinstance(record, dict):
