@@ -5,7 +5,6 @@ do what at which layer is decided by the services, which raise AccessDenied / Do
 """
 
 from django.urls import path
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
@@ -138,12 +137,14 @@ class ReviewQueueApi(APIView):
         if "project" in filters:
             projects = projects.filter(pk=filters["project"])
         held: dict[tuple[int, int], list[ReviewAssignment]] = {}
-        for assignment in ReviewAssignment.objects.filter(
-            reviewer=user,
-            status=ReviewAssignment.Status.ACTIVE,
-            expires_at__gt=timezone.now(),
-            task__status=workflow.IN_REVIEW,
-        ).select_related("task", "reviewer", "assigned_by"):
+        for assignment in (
+            ReviewAssignment.objects.live()
+            .filter(
+                reviewer=user,
+                task__status=workflow.IN_REVIEW,
+            )
+            .select_related("task", "reviewer", "assigned_by")
+        ):
             if assignment.task.review_layer == assignment.layer:
                 held.setdefault((assignment.task.project_id, assignment.layer), []).append(
                     assignment

@@ -278,11 +278,8 @@ class Dashboard:
         for username in members:
             people.setdefault(username, [0, 0, 0])
         active = (
-            ReviewAssignment.objects.filter(
-                task__project=self.project,
-                status=ReviewAssignment.Status.ACTIVE,
-                expires_at__gt=self.now,
-            )
+            ReviewAssignment.objects.live(now=self.now)
+            .filter(task__project=self.project)
             .values("reviewer__username")
             .annotate(n=Count("id"))
             .order_by()

@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.vocabulary import Role
@@ -51,6 +52,16 @@ class ReviewLayer(models.Model):
         return f"{self.position}. {self.name}"
 
 
+class ReviewAssignmentQuerySet(models.QuerySet):
+    def live(self, *, now=None):
+        """Assignments that hold their task now: active and not yet expired. An active row
+        past its ``expires_at`` still exists until a take expires it, but holds nothing.
+        One filter call, so both tests apply to the same row inside a subquery."""
+        return self.filter(
+            status=ReviewAssignment.Status.ACTIVE, expires_at__gt=now or timezone.now()
+        )
+
+
 class ReviewAssignment(models.Model):
     """A task locked to one reviewer at one layer until it expires or is decided."""
 
@@ -71,6 +82,8 @@ class ReviewAssignment(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     assigned_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
+
+    objects = ReviewAssignmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["-assigned_at"]

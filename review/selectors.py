@@ -3,8 +3,6 @@ and the decisions an author or a returning reviewer sees."""
 
 from collections import defaultdict
 
-from django.utils import timezone
-
 from hilbench_annotate import workflow
 from hilbench_annotate.access import has_role
 from hilbench_annotate.models import Revision, Task
@@ -65,11 +63,7 @@ def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:
 
 def eligible_tasks(user, layer: ReviewLayer):
     """Tasks waiting at ``layer`` that ``user`` may take, oldest first (not yet locked out)."""
-    now = timezone.now()
-    # One subquery, so "active" and "not expired" are tested on the same assignment row.
-    locked = ReviewAssignment.objects.filter(
-        status=ReviewAssignment.Status.ACTIVE, expires_at__gt=now
-    ).values("task_id")
+    locked = ReviewAssignment.objects.live().values("task_id")
     tasks = Task.objects.filter(
         project_id=layer.project_id, status=workflow.IN_REVIEW, review_layer=layer.position
     ).exclude(pk__in=locked)
@@ -200,11 +194,8 @@ def withdraw_problem(task: Task, decision: ReviewDecision) -> str | None:
             f"revision {current} was saved after the revision {decision.revision.number} you judged"
         )
     holder = (
-        ReviewAssignment.objects.filter(
-            task=task,
-            status=ReviewAssignment.Status.ACTIVE,
-            expires_at__gt=timezone.now(),
-        )
+        ReviewAssignment.objects.live()
+        .filter(task=task)
         .exclude(reviewer=decision.reviewer_id)
         .select_related("reviewer")
         .first()

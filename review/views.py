@@ -6,7 +6,6 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from hilbench_annotate import workflow
@@ -59,12 +58,8 @@ def queue(request):
             }
         )
     mine = (
-        ReviewAssignment.objects.filter(
-            reviewer=request.user,
-            status=ReviewAssignment.Status.ACTIVE,
-            expires_at__gt=timezone.now(),
-            task__status=workflow.IN_REVIEW,
-        )
+        ReviewAssignment.objects.live()
+        .filter(reviewer=request.user, task__status=workflow.IN_REVIEW)
         .select_related("task", "task__project")
         .order_by("expires_at")
     )
@@ -111,12 +106,8 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     assignment = None
     if layer:
         assignment = (
-            ReviewAssignment.objects.filter(
-                task=task,
-                layer=layer.position,
-                status=ReviewAssignment.Status.ACTIVE,
-                expires_at__gt=timezone.now(),
-            )
+            ReviewAssignment.objects.live()
+            .filter(task=task, layer=layer.position)
             .select_related("reviewer")
             .first()
         )

@@ -42,15 +42,17 @@ def review_take_next(*, user, layer: ReviewLayer) -> ReviewAssignment | None:
     """
     if not has_role(user, layer.project_id, layer.role):
         raise AccessDenied(f"{layer.name} needs the {layer.role} role.")
-    mine = ReviewAssignment.objects.filter(
-        reviewer=user,
-        layer=layer.position,
-        task__project_id=layer.project_id,
-        status=ReviewAssignment.Status.ACTIVE,
-        expires_at__gt=timezone.now(),
-        task__status=workflow.IN_REVIEW,
-        task__review_layer=layer.position,
-    ).first()
+    mine = (
+        ReviewAssignment.objects.live()
+        .filter(
+            reviewer=user,
+            layer=layer.position,
+            task__project_id=layer.project_id,
+            task__status=workflow.IN_REVIEW,
+            task__review_layer=layer.position,
+        )
+        .first()
+    )
     if mine:
         return mine
     policy = policy_for(layer.project)

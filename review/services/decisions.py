@@ -1,7 +1,6 @@
 """A reviewer's decision at a layer: approve, request changes or reject."""
 
 from django.db import transaction
-from django.utils import timezone
 
 from hilbench_annotate import workflow
 from hilbench_annotate.access import access_task
@@ -78,13 +77,11 @@ def _layer_and_assignment(
     problem = independence_problem(task, reviewer, layer)
     if problem:
         raise AccessDenied(problem)
-    assignment = ReviewAssignment.objects.filter(
-        task=task,
-        layer=layer.position,
-        reviewer=reviewer,
-        status=ReviewAssignment.Status.ACTIVE,
-        expires_at__gt=timezone.now(),
-    ).first()
+    assignment = (
+        ReviewAssignment.objects.live()
+        .filter(task=task, layer=layer.position, reviewer=reviewer)
+        .first()
+    )
     if assignment is None and not layer.self_check:
         raise DomainError(
             "Take the task first (or ask a lead to assign it to you); your lock may have expired."
