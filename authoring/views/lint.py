@@ -1,0 +1,52 @@
+"""The workspace's lint panel: live lint of the unsaved form, and waiving a finding."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from authoring import checks
+from authoring.services import lint_waive, lint_waiver_withdraw
+from authoring.views.common import TEMPLATE, editor_task, form_draft, lint_context
+from hilbench_annotate.errors import DomainError
+
+
+@login_required
+@require_POST
+def workspace_lint(request, task_id: int):
+    """Live lint of the unsaved form (nothing is stored)."""
+    task = editor_task(request, task_id)
+    findings = checks.as_dicts(checks.draft_findings(task, form_draft(request, task)))
+    return render(request, f"{TEMPLATE}#lint-panel", {"task": task, **lint_context(task, findings)})
+
+
+@login_required
+@require_POST
+def waive(request, task_id: int):
+    refused = None
+    task = editor_task(request, task_id)
+    fingerprint = request.POST.get("fingerprint", "")
+    try:
+        if request.POST.get("withdraw"):
+            lint_waiver_withdraw(task=task, actor=request.user, fingerprint=fingerprint)
+        else:
+            lint_waive(
+                task=task,
+                actor=request.user,
+                fingerprint=fingerprint,
+                reason=request.POST.get("reason", ""),
+            )
+    except DomainError as exc:
+        refused = {
+            "fingerprint": fingerprint,
+            "reason": request.POST.get("reason", ""),
+            "error": str(exc),
+        }
+    if request.htmx:
+        # A refusal is said beside the finding, whose reason field keeps what was typed.
+        findings = checks.as_dicts(checks.draft_findings(task, form_draft(request, task)))
+        context = {"task": task, "refused": refused, **lint_context(task, findings)}
+        return render(request, f"{TEMPLATE}#lint-panel", context, status=400 if refused else 200)
+    if refused:
+        messages.error(request, refused["error"])
+    return redirect("workspace", task_id=task_id)
