@@ -10,13 +10,12 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hilbench_annotate import workflow
-from hilbench_annotate.access import ProjectRoles, access_project, access_task
+from hilbench_annotate.access import access_project, access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project
 from hilbench_annotate.params import MAX_ID
-from review.models import Notification, ReviewAssignment, ReviewDecision, ReviewLayer
-from review.selectors import eligible_tasks, pipeline_layers, policy_for
+from review.models import Notification, ReviewDecision, ReviewLayer
+from review.selectors import pipeline_layers, policy_for, review_queue
 from review.serializers import (
     AssignIn,
     AssignmentOut,
@@ -132,43 +131,22 @@ class ReviewQueueApi(APIView):
     )
     def get(self, request):
         filters = _valid(QueueFilterIn, request.query_params)
-        user = request.user
-        projects = Project.objects.visible_to(user)
-        if "project" in filters:
-            projects = projects.filter(pk=filters["project"])
-        held: dict[tuple[int, int], list[ReviewAssignment]] = {}
-        for assignment in (
-            ReviewAssignment.objects.live()
-            .filter(
-                reviewer=user,
-                task__status=workflow.IN_REVIEW,
-            )
-            .select_related("task", "reviewer", "assigned_by")
-        ):
-            if assignment.task.review_layer == assignment.layer:
-                held.setdefault((assignment.task.project_id, assignment.layer), []).append(
-                    assignment
-                )
-        rows = []
-        roles = ProjectRoles(user)
-        for project in projects:
-            for layer in pipeline_layers(project):
-                if filters.get("layer", layer.position) != layer.position:
-                    continue
-                if not roles.has(project.pk, layer.role):
-                    continue
-                rows.append(
-                    {
-                        "project": project.pk,
-                        "project_name": project.name,
-                        "layer": layer.position,
-                        "name": layer.name,
-                        "role": layer.role,
-                        "self_check": layer.self_check,
-                        "eligible": eligible_tasks(user, layer).count(),
-                        "assignments": held.get((project.pk, layer.position), []),
-                    }
-                )
+        queue = review_queue(
+            user=request.user, project_id=filters.get("project"), position=filters.get("layer")
+        )
+        rows = [
+            {
+                "project": row.project.pk,
+                "project_name": row.project.name,
+                "layer": row.layer.position,
+                "name": row.layer.name,
+                "role": row.layer.role,
+                "self_check": row.layer.self_check,
+                "eligible": row.eligible,
+                "assignments": row.assignments,
+            }
+            for row in queue
+        ]
         return Response(QueueLayerOut(rows, many=True).data)
 
 

@@ -2,10 +2,14 @@
 and the decisions an author or a returning reviewer sees."""
 
 from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Count, F
 
 from hilbench_annotate import workflow
-from hilbench_annotate.access import has_role
-from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.access import ProjectRoles, has_role
+from hilbench_annotate.models import Project, Revision, Task
+from hilbench_annotate.vocabulary import Role
 from review.models import (
     DEFAULT_REJECT_REASONS,
     Comment,
@@ -80,6 +84,89 @@ def eligible_tasks(user, layer: ReviewLayer):
             .exclude(pk__in=held.values("task_id"))
         )
     return tasks.order_by("layer_entered_at", "pk")
+
+
+@dataclass
+class QueueLayer:
+    """One layer of one project in a user's review queue."""
+
+    project: Project
+    layer: ReviewLayer
+    eligible: int  # tasks waiting here that the user may take
+    total: int  # tasks waiting here, whoever may take them
+    assignments: list[ReviewAssignment] = field(default_factory=list)
+
+
+def review_queue(
+    *, user, project_id: int | None = None, position: int | None = None
+) -> list[QueueLayer]:
+    """The review queue of ``user`` — what the queue page and ``GET /api/review/queue`` both
+    list: per layer whose role ``user`` holds (projects they read, layers in order; narrowed
+    to one project or one layer position when given), how many tasks they may take, how many
+    wait there in all, and the assignments they hold there. An assignment is held when it is
+    live and its task is still in review *at that layer*: one whose task has since moved on
+    (or back) can no longer be decided, so it is in nobody's hands. Two queries per project
+    and one per layer listed, plus three."""
+    projects = Project.objects.visible_to(user)
+    if project_id is not None:
+        projects = projects.filter(pk=project_id)
+    projects = list(projects)
+    held: dict[tuple[int, int], list[ReviewAssignment]] = defaultdict(list)
+    for assignment in (
+        ReviewAssignment.objects.live()
+        .filter(reviewer=user, task__status=workflow.IN_REVIEW, task__review_layer=F("layer"))
+        .select_related("task", "task__project", "reviewer", "assigned_by")
+        .order_by("expires_at", "pk")
+    ):
+        held[(assignment.task.project_id, assignment.layer)].append(assignment)
+    totals = {
+        (project, layer): n
+        for project, layer, n in Task.objects.filter(
+            project__in=[p.pk for p in projects], status=workflow.IN_REVIEW
+        )
+        .values_list("project_id", "review_layer")
+        .annotate(n=Count("pk"))
+        .order_by()
+    }
+    roles = ProjectRoles(user)
+    rows = []
+    for project in projects:
+        for layer in pipeline_layers(project):
+            if position is not None and layer.position != position:
+                continue
+            if not roles.has(project.pk, layer.role):
+                continue
+            key = (project.pk, layer.position)
+            rows.append(
+                QueueLayer(
+                    project=project,
+                    layer=layer,
+                    eligible=eligible_tasks(user, layer).count(),
+                    total=totals.get(key, 0),
+                    assignments=held.get(key, []),
+                )
+            )
+    return rows
+
+
+def self_checks_waiting(*, user):
+    """The tasks ``user`` wrote that wait for their own check (the first layer)."""
+    return Task.objects.filter(
+        author=user, status=workflow.IN_REVIEW, review_layer=1
+    ).select_related("project")
+
+
+def tasks_sent_back(*, user):
+    """The tasks ``user`` wrote that a reviewer sent back for changes."""
+    return Task.objects.filter(author=user, status=workflow.CHANGES_REQUESTED).select_related(
+        "project"
+    )
+
+
+def projects_led(*, user) -> list[Project]:
+    """The projects ``user`` reads and leads (the queue page links their pipeline pages)."""
+    roles = ProjectRoles(user)
+    return [p for p in Project.objects.visible_to(user) if roles.has(p.pk, Role.LEAD)]
 
 
 def revision_judged_last(task: Task, layer: int) -> Revision | None:

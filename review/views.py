@@ -10,14 +10,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from hilbench_annotate import workflow
 from hilbench_annotate.access import (
-    ProjectRoles,
     access_project,
     access_task,
     has_role,
 )
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.gates import gate_results
-from hilbench_annotate.models import Project, Task
+from hilbench_annotate.models import Task
 from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.selectors import revision_current
 from hilbench_annotate.services import task_snapshot
@@ -30,55 +29,21 @@ from review.models import Notification, ReviewAssignment, ReviewDecision, Review
 from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
-def _layers_for(projects, roles: ProjectRoles):
-    """(project, layer) pairs whose role the user has — the queues they may work."""
-    pairs = []
-    for project in projects:
-        for layer in selectors.pipeline_layers(project):
-            if roles.has(project.pk, layer.role):
-                pairs.append((project, layer))
-    return pairs
-
-
 @login_required
 @require_GET
 def queue(request):
-    projects = list(Project.objects.visible_to(request.user))
-    roles = ProjectRoles(request.user)
-    rows = []
-    for project, layer in _layers_for(projects, roles):
-        rows.append(
-            {
-                "project": project,
-                "layer": layer,
-                "waiting": selectors.eligible_tasks(request.user, layer).count(),
-                "total": Task.objects.filter(
-                    project=project, status=workflow.IN_REVIEW, review_layer=layer.position
-                ).count(),
-            }
-        )
-    mine = (
-        ReviewAssignment.objects.live()
-        .filter(reviewer=request.user, task__status=workflow.IN_REVIEW)
-        .select_related("task", "task__project")
-        .order_by("expires_at")
-    )
-    self_checks = Task.objects.filter(
-        author=request.user, status=workflow.IN_REVIEW, review_layer=1
-    ).select_related("project")
-    returned = Task.objects.filter(
-        author=request.user, status=workflow.CHANGES_REQUESTED
-    ).select_related("project")
-    lead_projects = [p for p in projects if roles.has(p.pk, Role.LEAD)]
+    rows = selectors.review_queue(user=request.user)
+    # The same assignments the API lists per layer, here in one table, soonest lock first.
+    mine = sorted((a for row in rows for a in row.assignments), key=lambda a: (a.expires_at, a.pk))
     return render(
         request,
         "review/queue.html",
         {
             "rows": rows,
             "mine": mine,
-            "self_checks": self_checks,
-            "returned": returned,
-            "lead_projects": lead_projects,
+            "self_checks": selectors.self_checks_waiting(user=request.user),
+            "returned": selectors.tasks_sent_back(user=request.user),
+            "lead_projects": selectors.projects_led(user=request.user),
             "last_decision": selectors.last_decision_withdrawable(request.user),
         },
     )
