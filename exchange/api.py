@@ -8,11 +8,11 @@ from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from exchange.access import access_export_job, access_import_job
 from exchange.api_data import ProjectDataApi
 from exchange.models import ExportJob, ImportJob
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import RECORD_KINDS, import_start_records
-from exchange.views import access_export_job, access_import_job
 from hilbench_annotate.access import access_project
 from hilbench_annotate.vocabulary import Role, TaskStatus
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import difflib
 
+from exchange.access import export_projects
 from exchange.bundles import release
 from exchange.bundles.release_runtime import data_note, verifier_files
 from exchange.bundles.trial_files import tests_fingerprint
-from exchange.models import VerifierAcceptance
+from exchange.models import ExportJob, ImportJob, VerifierAcceptance
 from exchange.services.verifiers import MAX_REVIEWED_BYTES, task_uploaded_tests, unreviewable
 from hilbench_annotate.access import has_role
 from hilbench_annotate.instructions import MODES
+from hilbench_annotate.models import Project
 from hilbench_annotate.services.tasks import task_snapshot
 from hilbench_annotate.vocabulary import Role
 
@@ -65,3 +67,21 @@ def uploaded_verifier(task, user) -> dict | None:
         "unreviewable": unreviewable(tests),
         "may_accept": may_accept and task.author_id != user.pk,
     }
+
+
+def import_jobs_recent(*, user, limit: int = 20):
+    """The latest imports into the projects ``user`` reads, newest first."""
+    return (
+        ImportJob.objects.filter(project__in=Project.objects.visible_to(user))
+        .select_related("project", "created_by")
+        .defer("report")[:limit]
+    )
+
+
+def export_jobs_recent(*, user, limit: int = 20):
+    """The latest exports of the projects ``user`` leads, newest first."""
+    return (
+        ExportJob.objects.filter(project__in=export_projects(user))
+        .select_related("project", "created_by")
+        .defer("report")[:limit]
+    )

@@ -6,12 +6,14 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from exchange.access import access_export_job, access_import_job, export_projects, import_projects
 from exchange.forms import ExportForm, ImportForm
-from exchange.models import ExportJob, ImportJob
+from exchange.models import ExportJob
+from exchange.selectors import export_jobs_recent, import_jobs_recent
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import IMPORTERS, import_start
 from exchange.services.verifiers import verifier_accept, verifier_acceptance_withdraw
@@ -21,14 +23,10 @@ from hilbench_annotate.models import Project
 from hilbench_annotate.vocabulary import Role
 
 
-def _import_projects(user):
-    return Project.objects.with_role(user, Role.AUTHOR, Role.LEAD)
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def import_list(request):
-    projects = list(_import_projects(request.user))
+    projects = list(import_projects(request.user))
     if request.method == "POST" and not projects:
         raise AccessDenied("Only authors and leads import tasks.")
     form = ImportForm(request.POST or None, request.FILES or None, projects=projects)
@@ -54,11 +52,7 @@ def import_list(request):
             form.add_error(None, str(exc))
         else:
             return redirect("import-detail", job_id=job.pk)
-    jobs = (
-        ImportJob.objects.filter(project__in=Project.objects.visible_to(request.user))
-        .select_related("project", "created_by")
-        .defer("report")[:20]
-    )
+    jobs = import_jobs_recent(user=request.user)
     context = {
         "form": form,
         "jobs": jobs,
@@ -67,15 +61,6 @@ def import_list(request):
         "import_fields": json.dumps({kind: list(i.fields) for kind, i in IMPORTERS.items()}),
     }
     return render(request, "imports/list.html", context)
-
-
-def access_import_job(user, job_id: int) -> ImportJob:
-    """The job if ``user`` reads its project."""
-    return get_object_or_404(
-        ImportJob.objects.select_related("project", "created_by"),
-        pk=job_id,
-        project__in=Project.objects.visible_to(user),
-    )
 
 
 @login_required
@@ -92,23 +77,10 @@ def import_detail(request, job_id: int):
     return render(request, "imports/detail.html", {"job": job})
 
 
-def _lead_projects(user):
-    return Project.objects.with_role(user, Role.LEAD)
-
-
-def access_export_job(user, job_id: int) -> ExportJob:
-    """The job if ``user`` leads its project (exports are for leads only)."""
-    return get_object_or_404(
-        ExportJob.objects.select_related("project", "created_by"),
-        pk=job_id,
-        project__in=_lead_projects(user),
-    )
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def export_list(request):
-    projects = list(_lead_projects(request.user))
+    projects = list(export_projects(request.user))
     form = ExportForm(request.POST or None, projects=projects)
     if request.method == "POST":
         if not projects:
@@ -135,11 +107,7 @@ def export_list(request):
                 form.add_error(None, str(exc))
             else:
                 return redirect("export-detail", job_id=job.pk)
-    jobs = (
-        ExportJob.objects.filter(project__in=projects)
-        .select_related("project", "created_by")
-        .defer("report")[:20]
-    )
+    jobs = export_jobs_recent(user=request.user)
     context = {
         "form": form,
         "jobs": jobs,
