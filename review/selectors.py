@@ -4,6 +4,7 @@ and the decisions an author or a returning reviewer sees."""
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, F
 
 from hilbench_annotate import workflow
@@ -63,6 +64,19 @@ def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:
     if not has_role(user, task.project_id, layer.role):
         return f"{layer.name} needs the {layer.role} role in {task.project.name}."
     return None
+
+
+def assignment_candidates(*, task: Task, layer: ReviewLayer) -> list:
+    """The members a lead may assign ``task`` to at ``layer``: those holding the layer's role
+    with no ``independence_problem`` there — the same question ``review_assign`` asks of the
+    one named, so the page offers exactly the names the service (and the API) accept."""
+    users = (
+        get_user_model()
+        .objects.filter(memberships__project=task.project_id, memberships__role=layer.role)
+        .distinct()
+        .order_by("username")
+    )
+    return [u for u in users if independence_problem(task, u, layer) is None]
 
 
 def eligible_tasks(user, layer: ReviewLayer):

@@ -1,7 +1,6 @@
 """Review screens: queues, the review page, timeline, threads, notifications, pipeline."""
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.shortcuts import redirect, render
@@ -25,7 +24,9 @@ from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
 from review.access import access_review_layer
+from review.forms import form_input
 from review.models import Notification, ReviewAssignment, ReviewDecision, ReviewLayer
+from review.serializers import AssignIn
 from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
@@ -135,19 +136,11 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
             "reviewer", "revision"
         ),
         "withdrawable": selectors.decision_withdrawable(task, request.user),
-        "candidates": _candidates(task, layer) if is_lead and layer else [],
+        "candidates": (
+            selectors.assignment_candidates(task=task, layer=layer) if is_lead and layer else []
+        ),
         "threads": selectors.task_threads(task),
     }
-
-
-def _candidates(task: Task, layer: ReviewLayer):
-    users = (
-        get_user_model()
-        .objects.filter(memberships__project=task.project, memberships__role=layer.role)
-        .distinct()
-        .order_by("username")
-    )
-    return [u for u in users if selectors.independence_problem(task, u, layer) is None]
 
 
 def _typed_decision(request, task: Task, layer: ReviewLayer) -> dict:
@@ -260,10 +253,12 @@ def review_task(request, task_id: int):
 @login_required
 @require_POST
 def assign(request, task_id: int):
-    reviewer = request.POST.get("reviewer", "")
+    """A lead assigns the task's layer: the form's data through the API's ``AssignIn``, then
+    ``review_assign`` — what ``POST /api/tasks/<id>/assign`` does (``review.api.TaskAssignApi``)."""
     try:
-        services.review_assign(actor=request.user, task_id=task_id, reviewer=reviewer)
-        messages.success(request, f"Assigned to {reviewer}.")
+        data = form_input(AssignIn, request.POST)
+        services.review_assign(actor=request.user, task_id=task_id, reviewer=data["reviewer"])
+        messages.success(request, f"Assigned to {data['reviewer']}.")
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("review-task", task_id=task_id)
