@@ -20,7 +20,7 @@ from hilbench_annotate.services import (
 from hilbench_annotate.services.blockers import registry_problems
 from hilbench_annotate.services.tasks import (
     EDITABLE_ENV_FIELDS,
-    task_lock,
+    task_lock_for_editor,
     task_require_editable,
 )
 from hilbench_annotate.vocabulary import Domain, Role
@@ -60,9 +60,11 @@ def workspace_save(
     nothing; a save that changes nothing makes no revision. An ``autosave`` from the
     workspace page ``session`` folds into that session's revision while it may
     (``revisions.revision_write``); an explicit save ends the session, also when it
-    changed nothing. Every stored save moves the version, folded or not.
+    changed nothing. Every stored save moves the version, folded or not. ``actor`` must be
+    the task's author or a lead (``task_lock_for_editor``: 404 hidden, 403 not theirs),
+    whatever the view asked.
     """
-    task_lock(task)
+    task_lock_for_editor(actor=actor, task=task)
     _editable(task)
     problems = registry_problems(domain=task.domain, blockers=draft["blockers"])
     if problems:  # before the findings are computed (task_edit checks it again)
@@ -141,7 +143,10 @@ def _require_waiver_right(task: Task, actor, fingerprint: str) -> None:
 
 @transaction.atomic
 def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaiver:
-    task_lock(task)
+    """Waive a lint finding of the task: its editor only (``task_lock_for_editor``), and for
+    a finding the judge's recall depends on, a reviewer, auditor or lead who is not its
+    author."""
+    task_lock_for_editor(actor=actor, task=task)
     _editable(task)
     _require_waiver_right(task, actor, fingerprint)
     reason = reason.strip()
@@ -162,7 +167,7 @@ def lint_waive(*, task: Task, actor, fingerprint: str, reason: str) -> LintWaive
 
 @transaction.atomic
 def lint_waiver_withdraw(*, task: Task, actor, fingerprint: str) -> None:
-    task_lock(task)
+    task_lock_for_editor(actor=actor, task=task)
     _editable(task)
     LintWaiver.objects.filter(task=task, fingerprint=fingerprint).delete()
     task_event(

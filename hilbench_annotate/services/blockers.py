@@ -22,6 +22,7 @@ from .tasks import (
     revision_create,
     task_bump_version,
     task_event,
+    task_lock_for_editor,
     task_require_editable,
 )
 
@@ -146,6 +147,10 @@ def blocker_create(
     criteria: dict[str, Any] | None = None,
     trigger_questions: list[str] = (),
 ) -> Blocker:
+    """Add a blocker at the end of the registry. Each service here first refuses an
+    ``actor`` who may not edit the task (``task_lock_for_editor``: 404 hidden, 403 not
+    theirs), then checks the input, the task's state and ``expected_version``."""
+    task_lock_for_editor(actor=actor, task=task)
     fields = dict(
         key=key,
         type=type,
@@ -177,11 +182,11 @@ def blocker_create(
 
 @transaction.atomic
 def blocker_update(*, blocker: Blocker, actor, expected_version: int, **changes) -> Blocker:
+    task = task_lock_for_editor(actor=actor, task=blocker.task)
     allowed = {"key", "type", "subtype", "description", "resolution", "surfaces_in", "criteria"}
     unknown = set(changes) - allowed
     if unknown:
         raise DomainError(f"cannot change {plain_list(sorted(unknown))} of a blocker")
-    task = blocker.task
     merged = {
         name: changes.get(name, getattr(blocker, name))
         for name in ("key", "type", "subtype", "description", "resolution", "surfaces_in")
@@ -206,7 +211,7 @@ def blocker_update(*, blocker: Blocker, actor, expected_version: int, **changes)
 
 @transaction.atomic
 def blocker_delete(*, blocker: Blocker, actor, expected_version: int) -> None:
-    task = blocker.task
+    task = task_lock_for_editor(actor=actor, task=blocker.task)
     task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     key = blocker.key
@@ -229,8 +234,8 @@ def _check_question(text: str) -> str:
 def trigger_question_create(
     *, blocker: Blocker, actor, expected_version: int, text: str
 ) -> TriggerQuestion:
+    task = task_lock_for_editor(actor=actor, task=blocker.task)
     _check_question(text)
-    task = blocker.task
     task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     position = _next_position(blocker.trigger_questions.all())
@@ -248,8 +253,8 @@ def trigger_question_create(
 def trigger_question_update(
     *, question: TriggerQuestion, actor, expected_version: int, text: str
 ) -> TriggerQuestion:
+    task = task_lock_for_editor(actor=actor, task=question.blocker.task)
     _check_question(text)
-    task = question.blocker.task
     task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     question.text = text
@@ -266,7 +271,7 @@ def trigger_question_update(
 @transaction.atomic
 def trigger_question_delete(*, question: TriggerQuestion, actor, expected_version: int) -> None:
     blocker = question.blocker
-    task = blocker.task
+    task = task_lock_for_editor(actor=actor, task=blocker.task)
     task_require_editable(task)
     task_bump_version(task=task, expected_version=expected_version)
     question.delete()

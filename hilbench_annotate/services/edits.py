@@ -20,6 +20,7 @@ from .tasks import (
     revision_create,
     task_bump_version,
     task_event,
+    task_lock_for_editor,
     task_require_editable,
 )
 
@@ -52,8 +53,10 @@ def task_edit(
     the fields edited) and record ``event``. Refused, writing nothing, when the task is not
     editable, the registry is invalid or the task moved past ``expected_version``. An
     ``autosave`` of a workspace ``session`` may fold into the session's revision instead
-    (``revisions.revision_write``); the version moves either way. The caller checked who
-    may edit (``access_task(..., edit=True)``)."""
+    (``revisions.revision_write``); the version moves either way. ``actor`` must be the
+    task's author or a lead (404 when they cannot see it, 403 when they may not change it),
+    asked here whatever the caller asked (``tasks.task_lock_for_editor``)."""
+    task_lock_for_editor(actor=actor, task=task)
     task_require_editable(task)
     if changes.blockers is not None:
         problems = registry_problems(domain=task.domain, blockers=changes.blockers)
@@ -127,14 +130,16 @@ def task_update(
     title: str | None = None,
     blocked_spec: dict[str, str] | None = None,
 ) -> Task:
-    """Change a task's own fields; a new revision records it (``edits.task_edit``)."""
+    """Change a task's own fields; a new revision records it (``edits.task_edit``, which
+    refuses an ``actor`` who may not edit the task)."""
     changes = TaskChanges(title=title, blocked_spec=blocked_spec)
     task_edit(task=task, actor=actor, expected_version=expected_version, changes=changes)
     return task
 
 
 def task_touch_environment(*, task: Task, actor, expected_version: int, changes: dict) -> Task:
-    """Change editable environment fields outside the workspace, as one revision."""
+    """Change editable environment fields outside the workspace, as one revision (checked
+    and written by ``task_edit``)."""
     task_edit(
         task=task,
         actor=actor,

@@ -6,9 +6,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from hilbench_annotate.access import editable_tasks, require_task_editor
+from hilbench_annotate.access import access_task, editable_tasks, require_task_editor
 from hilbench_annotate.envspec import spec_clean
-from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.errors import AccessDenied, DomainError, StaleVersion
 from hilbench_annotate.models import (
     Blocker,
     Project,
@@ -334,6 +334,22 @@ def task_lock(task: Task) -> Task:
     row = Task.objects.select_for_update().filter(pk=task.pk).values("version", "status").first()
     if row:
         task.version, task.status = row["version"], row["status"]
+    return task
+
+
+def task_lock_for_editor(*, actor, task: Task) -> Task:
+    """The first step of every edit of a task's content, taken by the service itself so that
+    a caller that forgot the view's check (a bulk action, a command, an MCP tool) writes
+    nothing: ``access_task(..., for_update=True, edit=True)`` — a task ``actor`` cannot see is
+    absent (404), one they see but may not change an ``AccessDenied`` (403) — then the row is
+    locked and its version and status refreshed into ``task``. Caller is inside a transaction.
+
+    There is no system path: every edit has a user who may make it (an import's or the demo's
+    author included), and an edit without one (``actor=None``) is refused."""
+    if actor is None:
+        raise AccessDenied("An edit of a task needs the user who makes it.")
+    locked = access_task(actor, task.pk, for_update=True, edit=True)
+    task.version, task.status = locked.version, locked.status
     return task
 
 

@@ -18,6 +18,7 @@ from judge.models import QuestionLabel, ValidationQuestion
 from judge.validation import judge_recall, labelling_progress, question_add
 
 from ..conftest import _member
+from ..factories import MembershipFactory
 from .conftest import HITS, SERVICING, TROUBLED, YEAR
 from .test_floor import EASY
 from .util import gate, write_and_settle
@@ -142,6 +143,9 @@ def test_an_edit_after_writing_takes_the_writers_questions_out_too(
     are settled (to tune it to them) loses them all, and a lint waiver counts as an edit."""
     first, second, third = writers
     measured.refresh_from_db()
+    # Only the task's author or a lead edits its registry (the service checks): the first
+    # writer also leads the project.
+    MembershipFactory(project=measured.project, user=first, role=Role.LEAD)
     core.trigger_question_create(
         blocker=measured.blockers.get(key=TROUBLED),
         actor=first,
