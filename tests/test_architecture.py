@@ -572,3 +572,236 @@ def test_json_is_read_through_one_function():
         for line in bare_json_loads(source)
     ]
     assert not bare, bare
+
+
+# --- every write checks who acts ----------------------------------------------------------------
+
+# The permission family (hilbench_annotate/access.py and the apps' access.py): a call of one of
+# these decides whether the actor may act.
+PERMISSION_PREFIXES = ("access_", "require_", "can_")
+PERMISSION_CALLS = {"has_role", "editable_tasks", "ProjectRoles", "visible_to"}
+
+# Public functions of services modules that must check and need not, each with why. Nothing
+# here is a write a page, the API, a bulk action or a command asks for on its own.
+NEEDS_NO_CHECK = {
+    # They record the write of the service that called them (which checked), naming its actor.
+    "event_record": "the event of a checked service's write",
+    "task_event": "the event of a checked service's write",
+    "task_events": "the events of a checked service's writes (the tag bulk actions)",
+    "revision_create": "the revision of a checked edit, or revision 1 of a task being made",
+    "revision_write": "revision_create's row",
+    "task_transition": "the transition of task_submit, review_decide or review_withdraw",
+    "task_enter_review": "the transition of task_submit",
+    "task_create": "the row an import makes, the import started by a checked import_start",
+    "task_create_many": "task_create for many records of one import",
+    "imported_pass_store": "the rows of a results import, by its job",
+    "verdict_store": "the judge's cache of its own answers",
+    # What every project has, made with it (the project's post_save hook).
+    "pipeline_ensure": "the review pipeline made with a project",
+    "taxonomy_ensure": "the failure taxonomy made with a project",
+    # Reads a page shows: they write nothing.
+    "task_snapshot": "a read",
+    "open_findings": "a read",
+    "get_judge": "a read",
+    "taxonomy": "a read",
+    "rubric": "a read",
+    # A user's own rows, chosen by ``user`` itself: nobody else's can be named.
+    "api_token_create": "the user's own token",
+    "api_token_revoke": "the user's own token, looked up among theirs",
+    "notifications_mark_read": "the user's own notifications",
+    "review_take_next": "checks has_role, but names its actor user (review's queue)",
+}
+# Writes a page or the API triggers whose service still trusts the view's check (issue 47,
+# item 1: the services of the other apps to bring into the shape). The list only shrinks: a
+# test fails once one of them checks, so that it is struck off.
+NOT_YET_CHECKED = {
+    "validation_run_start",
+    "validation_runs_start",
+    "validation_run_inline",
+    "bundle_export_create",
+    "bundle_export_start",
+    "import_start",
+    "import_start_records",
+}
+
+
+# ``<entity>_execute``: the body of a job (docs/architecture.md, "Where a request goes").
+JOB_BODY = "_execute"
+
+
+def _is_services_module(module: str) -> bool:
+    """``<app>/services.py`` and the modules of ``<app>/services/``."""
+    parts = module.split("/")
+    return parts[-1] == "services.py" or "services" in parts[1:-1]
+
+
+def _module_functions(source: str) -> list[ast.FunctionDef]:
+    return [
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def _calls_of(function) -> set[str]:
+    return {_call_name(node) for node in ast.walk(function) if isinstance(node, ast.Call)}
+
+
+def checking_functions(source: str, checked_elsewhere=frozenset()) -> set[str]:
+    """The module-level functions of ``source`` that check who acts: they call the permission
+    family, or a function that does (of this module, or named in ``checked_elsewhere``, the
+    public services of every module that do), followed to a fixed point."""
+    calls = {function.name: _calls_of(function) for function in _module_functions(source)}
+    checked: set[str] = set()
+    while True:
+        known = checked | set(checked_elsewhere)
+        found = {
+            name
+            for name, called in calls.items()
+            if any(
+                c.startswith(PERMISSION_PREFIXES) or c in PERMISSION_CALLS or c in known
+                for c in called
+            )
+        }
+        if found <= checked:
+            return checked
+        checked |= found
+
+
+def services_without_a_check(
+    source: str, checked_elsewhere=frozenset(), called_by_pages=frozenset()
+) -> list[str]:
+    """The public functions of a services module that must check who acts and do not. A
+    function must when it opens a transaction (a write's unit of work), takes an ``actor``
+    (it acts for someone) or is called by a view or API module (``called_by_pages``); it
+    checks when it takes ``actor`` as a keyword and is among ``checking_functions``."""
+    checked = checking_functions(source, checked_elsewhere)
+    missing = []
+    for function in _module_functions(source):
+        if function.name.startswith("_"):
+            continue
+        arguments = function.args
+        keyword_actor = "actor" in {a.arg for a in arguments.kwonlyargs}
+        any_actor = keyword_actor or "actor" in {a.arg for a in arguments.args}
+        opens_transaction = any(
+            isinstance(node, ast.Attribute) and node.attr == "atomic" for node in ast.walk(function)
+        )
+        if not (opens_transaction or any_actor or function.name in called_by_pages):
+            continue
+        if function.name.endswith(JOB_BODY):
+            continue  # a job's body runs, by the row's id, what its checked ``_start`` wrote
+        if not (keyword_actor and function.name in checked):
+            missing.append(function.name)
+    return missing
+
+
+CHECKED_SERVICE = "def task_thing(*, actor, task_id):\n    access_task(actor, task_id, edit=True)\n"
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        (CHECKED_SERVICE, False),
+        ("def task_tag(*, actor, task):\n    require_task_editor(actor, task)", False),
+        ("def task_tag_many(*, actor, tasks):\n    editable_tasks(actor, tasks)", False),
+        ("def lead_thing(*, actor, project):\n    require_role(actor, project, LEAD)", False),
+        # through another service of the module, or a private helper, that checks
+        (CHECKED_SERVICE + "def task_other(*, actor, task_id):\n    task_thing(actor=a)", False),
+        (
+            "def _lock(actor, task):\n    access_task(actor, task.pk, for_update=True)\n"
+            "@transaction.atomic\ndef task_save(*, actor, task):\n    _lock(actor, task)",
+            False,
+        ),
+        # through a checking service of another module
+        ("def blocker_make(*, actor, task):\n    task_lock_for_editor(actor=actor)", False),
+        # helpers that neither open a transaction nor act for anyone
+        ("def registry_problems(*, domain, blockers):\n    return []", False),
+        ("def task_execute(*, run_id):\n    run(run_id)", False),
+        ("def run_execute(*, run_id):\n    with transaction.atomic():\n        claim()", False),
+        # a write that trusts its caller
+        ("@transaction.atomic\ndef task_edit(*, task, actor):\n    task.save()", True),
+        ("def task_edit(*, task, actor):\n    with transaction.atomic():\n        pass", True),
+        ("def task_update(*, task, actor):\n    task_edit(task=task, actor=actor)", True),
+        # it checks, but whoever acts is not a keyword ``actor``
+        ("@transaction.atomic\ndef take(user, layer):\n    has_role(user, layer.project_id)", True),
+        ("def take(*, user, layer):\n    require_role(user, layer.project)", False),
+        # a private helper is the module's own business
+        ("@transaction.atomic\ndef _write(*, task, actor):\n    task.save()", False),
+    ],
+)
+def test_the_service_rule_finds_writes_that_trust_their_caller(source, caught):
+    checked_elsewhere = {"task_lock_for_editor"}
+    assert bool(services_without_a_check(source, checked_elsewhere)) is caught
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("def mark_read(*, user, ids):\n    rows(user).update(read=True)", True),
+        ("def mark_read(*, actor, ids):\n    rows(visible_to(actor)).update(read=True)", False),
+    ],
+)
+def test_the_service_rule_reads_what_a_page_calls(source, caught):
+    missing = services_without_a_check(source, called_by_pages={"mark_read"})
+    assert bool(missing) is caught
+
+
+def _services_checks():
+    """Per services module its source, the public services that check (of every module), and
+    the names the view and API modules call."""
+    sources = dict(_sources())
+    services = {m: s for m, s in sources.items() if _is_services_module(m)}
+    checked: set[str] = set()
+    while True:
+        found = {
+            name
+            for source in services.values()
+            for name in checking_functions(source, checked)
+            if not name.startswith("_")
+        }
+        if found <= checked:
+            break
+        checked |= found
+    called = {
+        _call_name(node)
+        for module, source in sources.items()
+        if _is_view_module(module)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+    }
+    return services, checked, called
+
+
+def test_every_service_checks_who_acts():
+    """Issue 47, item 1: a write a page or the API can trigger is ``service(*, actor, …)``
+    that runs ``access_*`` / ``require_*`` itself (or a service that does) before its lock,
+    transaction, write and event, so the next caller (a bulk action, a command, an MCP tool)
+    that forgets the view's check is refused rather than writing as anyone who reads the task.
+    ``NEEDS_NO_CHECK`` says of each exception why; ``NOT_YET_CHECKED`` lists the ones to fix."""
+    assert _is_services_module("authoring/services.py")
+    assert _is_services_module("review/services/decisions.py")
+    assert not _is_services_module("hilbench_annotate/bulk_actions.py")
+    services, checked, called = _services_checks()
+    assert {"task_edit", "blocker_create", "workspace_save", "lint_waive"} <= checked
+    missing = [
+        f"{module}: {name}"
+        for module, source in services.items()
+        for name in services_without_a_check(source, checked, called)
+        if name not in NEEDS_NO_CHECK and name not in NOT_YET_CHECKED
+    ]
+    assert not missing, missing
+
+
+def test_the_service_rule_exceptions_are_still_needed():
+    """Each name of ``NEEDS_NO_CHECK`` and ``NOT_YET_CHECKED`` is a service the rule would
+    otherwise refuse: one that checks (or is gone) is struck off the lists."""
+    services, checked, called = _services_checks()
+    refused = {
+        name
+        for source in services.values()
+        for name in services_without_a_check(source, checked, called)
+    }
+    assert not NEEDS_NO_CHECK.keys() & NOT_YET_CHECKED
+    assert set(NEEDS_NO_CHECK) | NOT_YET_CHECKED <= refused, sorted(
+        (set(NEEDS_NO_CHECK) | NOT_YET_CHECKED) - refused
+    )
