@@ -23,10 +23,10 @@ from hilbench_annotate.spec import spec_sections
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
-from review.access import access_review_layer
-from review.forms import form_input
+from review.access import access_comment, access_review_layer
+from review.forms import decision_input, decision_typed, form_input
 from review.models import Notification, ReviewAssignment, ReviewDecision, ReviewLayer
-from review.serializers import AssignIn
+from review.serializers import AssignIn, CommentIn, ResolveIn
 from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
@@ -143,42 +143,6 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     }
 
 
-def _typed_decision(request, task: Task, layer: ReviewLayer) -> dict:
-    """The decision form as posted, in the shape ``review_decide`` takes."""
-    try:
-        revision = int(request.POST.get("revision") or 0)
-    except ValueError:
-        revision = 0
-    return {
-        "outcome": request.POST.get("outcome", ""),
-        "revision": revision,
-        "summary": request.POST.get("summary", ""),
-        "reject_reason": request.POST.get("reject_reason", ""),
-        "checklist": [_typed_answer(request, i, item) for i, item in enumerate(layer.checklist)],
-        "comments": {
-            b.key: request.POST.get(f"blocker-comment-{b.key}", "") for b in task.blockers.all()
-        },
-    }
-
-
-def _typed_answer(request, i: int, item: str) -> dict:
-    """One checklist answer as the form sent it. A row asked per blocker (the self-check's
-    quality criteria) passes when every blocker is ticked; the note names those that are not."""
-    if request.POST.get(f"check-{i}-per-blocker"):
-        keys = [k for k in request.POST.get(f"check-{i}-per-blocker").split(",") if k]
-        ticked = set(request.POST.getlist(f"check-{i}-blocker"))
-        missing = [k for k in keys if k not in ticked]
-        note = request.POST.get(f"check-{i}-note", "").strip()
-        if missing:
-            note = f"Not for {', '.join(missing)}." + (f" {note}" if note else "")
-        return {"item": item, "passed": not missing, "note": note, "ticked": sorted(ticked)}
-    return {
-        "item": item,
-        "passed": {"pass": True, "fail": False}.get(request.POST.get(f"check-{i}")),
-        "note": request.POST.get(f"check-{i}-note", ""),
-    }
-
-
 def _checklist_rows(layer: ReviewLayer, typed: list[dict], blockers: list[dict]) -> list[dict]:
     """One row per checklist item, with the answer and note typed before a refusal. At the
     self-check, a quality criterion is asked of each blocker: the row holds one tick per
@@ -220,16 +184,21 @@ def review_task(request, task_id: int):
             # the locked row, that the task is still there (and judged at that revision).
             task = access_task(request.user, task_id)
             layer = selectors.pipeline_layers(task.project)[(task.review_layer or 1) - 1]
-            typed = _typed_decision(request, task, layer)
+            typed = decision_typed(
+                request.POST,
+                checklist=layer.checklist,
+                blocker_keys=[b.key for b in task.blockers.all()],
+            )
+            data = decision_input(typed)
             services.review_decide(
                 actor=request.user,
                 task_id=task_id,
-                outcome=typed["outcome"],
-                revision_number=typed["revision"],
-                summary=typed["summary"],
-                checklist=typed["checklist"],
-                blocker_comments=typed["comments"],
-                reject_reason=typed["reject_reason"],
+                outcome=data["outcome"],
+                revision_number=data["revision"],
+                summary=data["summary"],
+                checklist=[dict(answer) for answer in data["checklist"]],
+                blocker_comments=data["blocker_comments"],
+                reject_reason=data["reject_reason"],
             )
         except DomainError as exc:
             # The page again, with everything the reviewer typed: a refusal loses nothing.
@@ -328,12 +297,13 @@ def timeline(request, task_id: int):
 @require_POST
 def comment_add(request, task_id: int):
     try:
+        data = form_input(CommentIn, request.POST)
         services.comment_add(
             actor=request.user,
             task_id=task_id,
-            body=request.POST.get("body", ""),
-            blocker_key=request.POST.get("blocker_key", ""),
-            parent_id=request.POST.get("parent"),
+            body=data["body"],
+            blocker_key=data["blocker_key"],
+            parent_id=data["parent"],
         )
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -343,9 +313,14 @@ def comment_add(request, task_id: int):
 @login_required
 @require_POST
 def comment_resolve(request, comment_id: int):
-    comment = services.comment_set_resolved(
-        actor=request.user, comment_id=comment_id, resolved=request.POST.get("resolved") == "1"
-    )
+    comment = access_comment(request.user, comment_id)  # 404 before anything is said
+    try:
+        data = form_input(ResolveIn, request.POST)
+        services.comment_set_resolved(
+            actor=request.user, comment_id=comment_id, resolved=data["resolved"]
+        )
+    except DomainError as exc:
+        messages.error(request, str(exc))
     return redirect_next(request, f"/tasks/{comment.task_id}/#threads")
 
 

@@ -347,7 +347,8 @@ def test_a_decision_naming_no_revision_is_refused_not_a_crash(client, task_at_la
         {"outcome": "approve", "revision": "seven", "summary": "kept"},
     )
     assert response.status_code == 400
-    assert "You judged revision 0" in _messages(response)
+    # The API's words for the same body (DecisionIn), no longer a made-up "revision 0".
+    assert _messages(response) == "Revision: A valid integer is required."
     assert ">kept</textarea>" in response.content.decode()
 
 
