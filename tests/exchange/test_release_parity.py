@@ -114,9 +114,8 @@ def test_an_edited_task_is_rewritten_in_the_releases_style(
     task = Task.objects.get(project=project, source_metadata__folder="sql_0")
     blocker = task.blockers.order_by("position").first()
     edit = "Use the value the reviewer confirmed, not the one in the notes."
-    core.blocker_update(
-        blocker=blocker, actor=author, expected_version=task.version, resolution=edit
-    )
+    # A task imported by a command has no author: a lead edits it (the service checks).
+    core.blocker_update(blocker=blocker, actor=lead, expected_version=task.version, resolution=edit)
     exported = _export(project, [task], tmp_path / "edited.tar.gz")
     registry = exported["sql_0/" + layout.REGISTRY]
     original = release["sql_0/" + layout.REGISTRY]
