@@ -1,7 +1,8 @@
 """One task's files in the bundle layout (``layout``), before they are written.
 
 ``sql_files`` / ``swe_files`` fill a :class:`TaskFiles` with every file of the task folder but
-the provenance; the writer adds those and streams everything in path order.
+the provenance; the writer adds those and streams everything in path order. The JSON
+documents come from ``documents`` as values, and :meth:`TaskFiles.add` serialises them.
 """
 
 import hashlib
@@ -9,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hilbench_annotate.databases import edited_copy
-from hilbench_annotate.envspec import eval_script, harness_parser, spec_as_written
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.models import Task
@@ -17,94 +17,33 @@ from hilbench_annotate.spec import render_swe_statement
 from hilbench_annotate.toolkit.archives import safe_name
 from hilbench_annotate.toolkit.textbytes import UTF8, text_encode
 from hilbench_annotate.vocabulary import Domain
-from judge.services import project_calibration, task_context
 from validators.requirements import resolve_requirements
 
-from . import layout, modes, release, release_runtime
-from .layout import APPLIED_EDIT_SCRIPT
+from . import documents, layout, modes, release, release_runtime
 from .repository import repository_export, sanitized_base
 from .tarstream import file_sha256_cached
-
-# source_metadata key under which an imported SQL task keeps the database-edit script its
-# shipped database already carries (see reader.read_annotate).
 
 
 @dataclass
 class TaskFiles:
-    """A task's files before they are written: bytes, or a path streamed from disk."""
+    """A task's files before they are written: bytes, or a path streamed from disk.
+
+    The one place a task's files become bytes: a document (a dict or list) is written as
+    every JSON file of the bundle is (``layout.dumps``), a text (task.toml, an instruction,
+    the gold SQL) as UTF-8 keeping any byte it was read from (``surrogateescape``)."""
 
     folder: str
     entries: dict[str, bytes | Path] = field(default_factory=dict)
     allow_internet: bool = False  # a lead's choice for this export (task.toml)
 
-    def add(self, relative: str, content: bytes | str | Path) -> None:
-        if isinstance(content, str):
+    def add(self, relative: str, content: bytes | str | Path | dict | list) -> bytes | Path:
+        """Store ``content`` at ``relative``; returns what is stored."""
+        if isinstance(content, dict | list):
+            content = layout.dumps(content)
+        elif isinstance(content, str):
             content = content.encode("utf-8", "surrogateescape")
         self.entries[f"{self.folder}/{relative}"] = content
-
-
-def _registry(snapshot: dict, domain: str) -> dict:
-    blockers = []
-    for b in snapshot["blockers"]:
-        entry = {
-            "id": b["id"],
-            "type": b["type"],
-            "description": b["description"],
-            "resolution": b["resolution"],
-            "example_questions": list(b["trigger_questions"]),
-        }
-        if domain == Domain.SQL:
-            entry["subtype"] = b["subtype"] or None
-        blockers.append(entry)
-    return {"blockers": blockers}
-
-
-def _annotate(task: Task, snapshot: dict) -> dict:
-    env = snapshot.get("environment", {})
-    source_metadata = {k: v for k, v in task.source_metadata.items() if k != APPLIED_EDIT_SCRIPT}
-    document = {
-        "format_version": layout.FORMAT_VERSION,
-        # The release's own files follow, kept byte for byte (bundles/release.py).
-        "release_files": task.release_files.exists(),
-        "source": task.source,
-        "source_id": task.source_id,
-        "title": task.title,
-        "original_spec": snapshot["original_spec"],
-        "blocked_spec": snapshot["blocked_spec"],
-        "source_metadata": source_metadata,
-        "blockers": [
-            {"id": b["id"], "surfaces_in": b["surfaces_in"], "criteria": b["criteria"]}
-            for b in snapshot["blockers"]
-        ],
-    }
-    if task.domain == Domain.SQL:
-        document["environment"] = {
-            "original_sql": env.get("original_sql", ""),
-            "difficulty": env.get("difficulty", ""),
-            # The shipped database already carries these edits.
-            "applied_edit_script": env.get("edit_script")
-            or task.source_metadata.get(APPLIED_EDIT_SCRIPT, ""),
-        }
-    else:
-        document["environment"] = {
-            "setup_patch": env.get("setup_patch", ""),
-            "environment_spec": spec_as_written(env.get("environment_spec") or {}),
-        }
-    return document
-
-
-def judge_settings_for(project) -> dict:
-    """The embedded judge's settings the ask-human sidecar uses: the project's calibration."""
-    calibration = project_calibration(project)
-    if calibration is None:
-        return {}
-    return {"version": calibration.version, "thresholds": calibration.thresholds}
-
-
-def _with_context(judge_settings: dict, snapshot: dict) -> dict:
-    """The sidecar's judge settings for one task: the project's, and the task's own text,
-    which the judge reads to decide relevance (``judge.services.task_context``)."""
-    return {**judge_settings, "context": task_context(snapshot)}
+        return content
 
 
 def _modes(
@@ -139,19 +78,19 @@ def _modes(
             files.add(f"{mode}/{name}", content)
 
 
-def _ids(task: Task, folder: str, annotate: bytes, registry: bytes, data_sha: str):
+def _ids(task: Task, annotate: bytes, registry: bytes, data_sha: str) -> dict[str, str]:
     """Release-style ids: task_id from the source record, attempt_id from the content."""
     task_id = layout.stable_id(task.source, task.source_id)
     attempt = hashlib.sha256(annotate + registry + data_sha.encode()).hexdigest()[:24]
-    return task_id, attempt, f"{task_id}_{attempt}"
+    return {"task_id": task_id, "attempt_id": attempt, "task_attempt_id": f"{task_id}_{attempt}"}
 
 
 def sql_files(
     task: Task, snapshot: dict, files: TaskFiles, index: int, *, judge_settings: dict
 ) -> None:
     env = task.sql_environment
-    annotate = layout.dumps(_annotate(task, snapshot))
-    registry = layout.dumps(_registry(snapshot, task.domain))
+    annotate = files.add(layout.ANNOTATE, documents.annotate(task, snapshot))
+    registry = files.add(layout.REGISTRY, documents.registry(snapshot, task.domain))
     database = None
     if env.database is not None:
         database = edited_copy(
@@ -165,7 +104,7 @@ def sql_files(
         if Path(database) == env.database.path
         else file_sha256_cached(Path(database))
     )
-    task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, data_sha)
+    ids = _ids(task, annotate, registry, data_sha)
     # Each CSV in its source's encoding: an imported file's own bytes (toolkit/textbytes.py).
     csvs = {t: text_encode(text, env.description_encodings.get(t, UTF8))
             for t, text in env.descriptions.items()}  # fmt: skip
@@ -173,32 +112,18 @@ def sql_files(
         if not safe_name(table):
             raise DomainError(f"Task {task.pk}: description name {table!r} is not a file name.")
         files.add(f"{layout.SQL_DESCRIPTIONS}/{table}.csv", content)
-    files.add(
-        layout.SQL_BUSINESS_INFO,
-        layout.dumps({"database_name": env.db_id, "business_info": env.business_info}),
-    )
+    business_info = files.add(layout.SQL_BUSINESS_INFO, documents.business_info(env))
     files.add(layout.SQL_GROUND_TRUTH, env.gold_sql)
     files.add(layout.SQL_GOLDEN_OUTPUT, env.golden_output)
     files.add(
         layout.METADATA,
-        layout.dumps(
-            {
-                "csv_index": index,
-                "dataset_name": files.folder,
-                "hf_task_id": None,
-                "task_id": task_id,
-                "attempt_id": attempt_id,
-                "task_attempt_id": attempt,
-                "database_name": env.db_id,
-                "num_blockers": len(snapshot["blockers"]),
-                "database_sha256": data_sha or None,
-            }
+        documents.sql_metadata(
+            env=env, snapshot=snapshot, folder=files.folder, index=index, ids=ids,
+            data_sha=data_sha,
         ),
-    )
-    files.add(layout.REGISTRY, registry)
-    files.add(layout.ANNOTATE, annotate)
+    )  # fmt: skip
     data = {f"database_description/{t}.csv": csv for t, csv in csvs.items()}
-    data["business_info.json"] = files.entries[f"{files.folder}/{layout.SQL_BUSINESS_INFO}"]
+    data["business_info.json"] = business_info
     if database is not None:
         data["database.sqlite"] = Path(database)
     _modes(
@@ -206,7 +131,7 @@ def sql_files(
         task=task,
         snapshot=snapshot,
         resource=env.db_id,
-        attempt=attempt,
+        attempt=ids["task_attempt_id"],
         mode_files=lambda mode, image: modes.sql_mode_files(
             mode=mode,
             folder=files.folder,
@@ -215,65 +140,9 @@ def sql_files(
             registry=registry,
             gold_sql=env.gold_sql,
             golden_output=env.golden_output,
-            judge_settings=_with_context(judge_settings, snapshot),
+            judge_settings=documents.with_context(judge_settings, snapshot),
         ),
     )
-
-
-_SWE_STATS = {
-    "missing parameters": "missing_parameter",
-    "ambiguous requirements": "ambiguous_requirement",
-    "contradictory requirements": "contradictory_requirement",
-}
-
-
-def _patched_files(patch: str) -> list[str]:
-    """Paths a unified diff touches, in order (``diff --git a/X b/X`` headers)."""
-    paths: list[str] = []
-    for line in patch.splitlines():
-        if line.startswith("diff --git ") and " b/" in line:
-            path = line.rsplit(" b/", 1)[1]
-            if path not in paths:
-                paths.append(path)
-    return paths
-
-
-def _swe_metadata(
-    task: Task, snapshot: dict, folder: str, spec: dict, ids: dict, base: str, head: str | None
-) -> dict:
-    """``shared/metadata.json`` of a SWE task authored in the app, in the release's fields."""
-    env = task.swe_environment
-    stats = {"total": len(snapshot["blockers"]), **{v: 0 for v in _SWE_STATS.values()}}
-    for b in snapshot["blockers"]:
-        if b["type"] in _SWE_STATS:
-            stats[_SWE_STATS[b["type"]]] += 1
-    return {
-        "instance_id": task.source_metadata.get("instance_id") or task.source_id,
-        "dataset_name": folder,
-        "test_files": _patched_files(env.test_patch),
-        # The release runs prebuilt images; ours are built from environment/, with the run
-        # script and parser (when the task has them) where the release keeps them.
-        "image_archive": None,
-        "run_script_path": "/root/run_script.sh" if spec.get("run_script") else None,
-        "parser_script_path": "/root/parser.py" if spec.get("parser_script") else None,
-        "repo_name": "app",
-        "repo_name_source": env.repo_name,
-        # The commit the shipped repository is at (the setup patch applied): the one the
-        # release's evaluator resets to. annotate/ keeps the tree before it.
-        "base_commit": base,
-        # The release's naming: the hil CLI runs a hilbench-swe:* image as it is (repository
-        # at /app, dependencies installed); build_images.sh of ``hil_workspace`` builds it.
-        "image_name": f"hilbench-swe:{ids['task_attempt_id']}",
-        "log_parser": harness_parser(spec.get("log_parser") or "pytest"),
-        "language": spec.get("language") or task.source_metadata.get("repo_language") or "unknown",
-        "blocker_stats": stats,
-        "swe_bench_metadata": {"FAIL_TO_PASS": env.fail_to_pass, "PASS_TO_PASS": env.pass_to_pass},
-        "test_cmd": env.test_command,
-        "test_patch": env.test_patch,
-        **ids,
-        "repository_archive": layout.SWE_REPOSITORY.removeprefix("shared/") if head else None,
-        "repository_head": head,
-    }
 
 
 def swe_files(
@@ -286,13 +155,13 @@ def swe_files(
     judge_settings: dict,
 ) -> None:
     env = task.swe_environment
-    document = _annotate(task, snapshot)
+    document = documents.annotate(task, snapshot)
     if env.repository is not None:
         document["environment"]["base_commit"] = sanitized_base(
             mirror=env.repository.path, base_commit=env.base_commit
         )
-    annotate = layout.dumps(document)
-    registry = layout.dumps(_registry(snapshot, task.domain))
+    annotate = files.add(layout.ANNOTATE, document)
+    registry = files.add(layout.REGISTRY, documents.registry(snapshot, task.domain))
     head, base = None, env.base_commit
     if env.repository is not None:
         stream = workdir / "repository.fast-export"
@@ -305,22 +174,14 @@ def swe_files(
         )
         base = sanitized_base(mirror=env.repository.path, base_commit=env.base_commit)
         files.add(layout.SWE_REPOSITORY, stream)
-    task_id, attempt_id, attempt = _ids(task, files.folder, annotate, registry, head or "")
+    ids = _ids(task, annotate, registry, head or "")
     spec = snapshot["environment"].get("environment_spec") or {}
     files.add(layout.SWE_STATEMENT, render_swe_statement(snapshot["blocked_spec"]))
-    ids = {"task_id": task_id, "attempt_id": attempt_id, "task_attempt_id": attempt}
     files.add(
         layout.METADATA,
-        layout.dumps(_swe_metadata(task, snapshot, files.folder, spec, ids, head or base, head)),
+        documents.swe_metadata(task, snapshot, files.folder, spec, ids, head or base, head),
     )
-    files.add(layout.REGISTRY, registry)
-    files.add(layout.ANNOTATE, annotate)
-    tests = {
-        "fail_to_pass": env.fail_to_pass,
-        "pass_to_pass": env.pass_to_pass,
-        "test_command": eval_script(spec, env.test_command),
-        "log_parser": spec.get("log_parser") or "pytest",
-    }
+    tests = documents.swe_tests(env, spec)
     requirements = None
     if spec.get("requirement_files") and env.repository is not None:
         requirements = resolve_requirements(
@@ -333,7 +194,7 @@ def swe_files(
         task=task,
         snapshot=snapshot,
         resource=env.repo_name,
-        attempt=attempt,
+        attempt=ids["task_attempt_id"],
         mode_files=lambda mode, image: modes.swe_mode_files(
             mode=mode,
             folder=files.folder,
@@ -345,7 +206,7 @@ def swe_files(
             test_patch=env.test_patch,
             tests=tests,
             requirements=requirements,
-            judge_settings=_with_context(judge_settings, snapshot),
+            judge_settings=documents.with_context(judge_settings, snapshot),
         ),
     )
 
@@ -360,7 +221,7 @@ def release_task_files(
     kept = release.export_files(task, snapshot)
     for path, content in kept.items():
         files.add(path, content)
-    files.add(layout.ANNOTATE, layout.dumps(_annotate(task, snapshot)))
+    files.add(layout.ANNOTATE, documents.annotate(task, snapshot))
     present: dict[str, bytes | Path] = dict(kept)
     if task.domain == Domain.SQL and task.sql_environment.database is not None:
         env = task.sql_environment
@@ -372,7 +233,7 @@ def release_task_files(
     added = release_runtime.generated_files(
         snapshot,
         present,
-        judge_settings=_with_context(judge_settings, snapshot),
+        judge_settings=documents.with_context(judge_settings, snapshot),
         llm_judge=llm_judge,
     )
     for path, content in added.items():
@@ -381,4 +242,4 @@ def release_task_files(
     document = release_runtime.generated_document(
         [*added, release_runtime.GENERATED], note, release_runtime.missing_parts(kept)
     )
-    files.add(release_runtime.GENERATED, layout.dumps(document))
+    files.add(release_runtime.GENERATED, document)

@@ -49,12 +49,13 @@ from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout, release_runtime
+from .documents import judge_settings_for
 from .harness import harness_files
 from .judge_choice import LlmJudge, ask_human_judge
 from .oracle import oracle_runs, oracle_verdict
 from .provenance import gate_reports, review_documents, validation_documents
 from .tarstream import ChunkRecord, ChunkSpool, Entry, assemble
-from .taskfiles import TaskFiles, judge_settings_for, release_task_files, sql_files, swe_files
+from .taskfiles import TaskFiles, release_task_files, sql_files, swe_files
 
 EXPORTABLE_STATES = (TaskStatus.APPROVED, TaskStatus.EXPORTED)
 _JUDGE = "ask_human_judge"  # which judge scores ask_human: manifest and validation.json
