@@ -14,8 +14,15 @@ from hilbench_annotate.access import access_project, access_task
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Project
 from hilbench_annotate.params import MAX_ID
-from review.models import Notification, ReviewDecision, ReviewLayer
-from review.selectors import pipeline_layers, policy_for, review_queue
+from review.models import ReviewLayer
+from review.selectors import (
+    notifications_for,
+    pipeline_layers,
+    policy_for,
+    review_queue,
+    task_comments,
+    task_decisions,
+)
 from review.serializers import (
     AssignIn,
     AssignmentOut,
@@ -204,10 +211,7 @@ class TaskDecisionsApi(APIView):
     )
     def get(self, request, task_id: int):
         task = access_task(request.user, task_id)
-        decisions = ReviewDecision.all_objects.filter(task=task).select_related(
-            "reviewer", "revision"
-        )
-        return Response(DecisionOut(decisions, many=True).data)
+        return Response(DecisionOut(task_decisions(task=task), many=True).data)
 
     @extend_schema(
         tags=TAGS,
@@ -249,7 +253,7 @@ class TaskCommentsApi(APIView):
     @extend_schema(tags=TAGS, responses=CommentOut(many=True), summary="Threads on the task")
     def get(self, request, task_id: int):
         task = access_task(request.user, task_id)
-        return Response(CommentOut(task.comments.select_related("author"), many=True).data)
+        return Response(CommentOut(task_comments(task=task), many=True).data)
 
     @extend_schema(
         tags=TAGS,
@@ -298,10 +302,7 @@ class NotificationListApi(generics.ListAPIView):
 
     def get_queryset(self):
         filters = _valid(NotificationFilterIn, self.request.query_params)
-        notifications = Notification.objects.filter(user=self.request.user)
-        if filters.get("unread"):
-            notifications = notifications.filter(read_at=None)
-        return notifications
+        return notifications_for(user=self.request.user, unread=bool(filters.get("unread")))
 
 
 class NotificationsReadApi(APIView):

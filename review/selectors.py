@@ -14,11 +14,13 @@ from hilbench_annotate.vocabulary import Role
 from review.models import (
     DEFAULT_REJECT_REASONS,
     Comment,
+    Notification,
     ReviewAssignment,
     ReviewDecision,
     ReviewLayer,
     ReviewPolicy,
 )
+from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
 def pipeline_layers(project) -> list[ReviewLayer]:
@@ -181,6 +183,88 @@ def projects_led(*, user) -> list[Project]:
     """The projects ``user`` reads and leads (the queue page links their pipeline pages)."""
     roles = ProjectRoles(user)
     return [p for p in Project.objects.visible_to(user) if roles.has(p.pk, Role.LEAD)]
+
+
+def assignment_holding(*, task: Task, layer: ReviewLayer) -> ReviewAssignment | None:
+    """The live assignment that holds ``task`` at ``layer``, with its reviewer (or None)."""
+    return (
+        ReviewAssignment.objects.live()
+        .filter(task=task, layer=layer.position)
+        .select_related("reviewer")
+        .first()
+    )
+
+
+def blocker_keys(*, task: Task) -> list[str]:
+    """The keys of ``task``'s blockers, in order: the fields a decision comments on."""
+    return list(task.blockers.values_list("key", flat=True))
+
+
+def task_decisions(*, task: Task):
+    """Every decision on ``task``, withdrawn ones too (marked), newest first: the review
+    page, the timeline and ``GET /api/tasks/<id>/decisions`` tell the whole story alike."""
+    return ReviewDecision.all_objects.filter(task=task).select_related("reviewer", "revision")
+
+
+def task_comments(*, task: Task):
+    """Every comment on ``task``, replies too, oldest first, with its author."""
+    return Comment.objects.filter(task=task).select_related("author")
+
+
+def notifications_for(*, user, unread: bool = False):
+    """``user``'s notifications, newest first (only the unread ones when asked)."""
+    notifications = Notification.objects.filter(user=user).select_related("task")
+    return notifications.filter(read_at=None) if unread else notifications
+
+
+def waiting_per_layer(*, project) -> dict[int, int]:
+    """How many of ``project``'s tasks wait at each layer position, by position."""
+    return dict(
+        Task.objects.filter(project=project, status=workflow.IN_REVIEW)
+        .values_list("review_layer")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+
+
+_ENTRY_ORDER = {"revision": 0, "event": 1, "decision": 2, "comment": 3}
+
+
+def timeline_entries(*, task: Task) -> list[dict]:
+    """Everything that happened to ``task``, oldest first: events (but those a revision or
+    a decision already says), revisions, decisions (withdrawn ones too) and comments."""
+    layer_names = {layer.position: layer.name for layer in pipeline_layers(task.project)}
+    entries = [
+        {
+            "at": event.created_at,
+            "kind": "event",
+            "who": event.actor,
+            "event": event,
+            "text": event_text(event.kind, event.data, layer_names),
+        }
+        for event in task.events.exclude(kind__in=RESTATING_EVENTS).select_related("actor")
+    ]
+    entries += [
+        {
+            "at": revision.created_at,
+            "kind": "revision",
+            "who": revision.author,
+            "revision": revision,
+            "text": creation_text(task, revision),
+            "errors": sum(1 for f in revision.lint_findings if f.get("severity") == "error"),
+        }
+        for revision in task.revisions.select_related("author").defer("snapshot")
+    ]
+    entries += [
+        {"at": d.created_at, "kind": "decision", "who": d.reviewer, "decision": d}
+        for d in task_decisions(task=task)
+    ]
+    entries += [
+        {"at": c.created_at, "kind": "comment", "who": c.author, "comment": c}
+        for c in task_comments(task=task)
+    ]
+    entries.sort(key=lambda e: (e["at"], _ENTRY_ORDER[e["kind"]]))
+    return entries
 
 
 def revision_judged_last(task: Task, layer: int) -> Revision | None:

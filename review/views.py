@@ -2,7 +2,6 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -25,9 +24,8 @@ from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
 from review.access import access_comment, access_review_layer
 from review.forms import decision_input, decision_typed, form_input
-from review.models import Notification, ReviewAssignment, ReviewDecision, ReviewLayer
+from review.models import ReviewLayer
 from review.serializers import AssignIn, CommentIn, ResolveIn
-from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
 @login_required
@@ -69,14 +67,7 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     """The review page's context; ``typed`` is a refused decision's input, shown again."""
     layers = selectors.pipeline_layers(task.project)
     layer = layers[task.review_layer - 1] if task.review_layer else None
-    assignment = None
-    if layer:
-        assignment = (
-            ReviewAssignment.objects.live()
-            .filter(task=task, layer=layer.position)
-            .select_related("reviewer")
-            .first()
-        )
+    assignment = selectors.assignment_holding(task=task, layer=layer) if layer else None
     current = revision_current(task)
     judged = selectors.revision_judged_last(task, layer.position) if layer else None
     changes = None
@@ -132,9 +123,7 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "is_lead": is_lead,
         "reject_reasons": selectors.policy_for(task.project).reject_reasons,
         # Withdrawn ones too, marked: the page tells the whole story, as the timeline does.
-        "decisions": ReviewDecision.all_objects.filter(task=task).select_related(
-            "reviewer", "revision"
-        ),
+        "decisions": selectors.task_decisions(task=task),
         "withdrawable": selectors.decision_withdrawable(task, request.user),
         "candidates": (
             selectors.assignment_candidates(task=task, layer=layer) if is_lead and layer else []
@@ -187,7 +176,7 @@ def review_task(request, task_id: int):
             typed = decision_typed(
                 request.POST,
                 checklist=layer.checklist,
-                blocker_keys=[b.key for b in task.blockers.all()],
+                blocker_keys=selectors.blocker_keys(task=task),
             )
             data = decision_input(typed)
             services.review_decide(
@@ -249,47 +238,7 @@ def release(request, assignment_id: int):
 def timeline(request, task_id: int):
     """Everything that happened to the task, oldest first. Read-only by construction."""
     task = access_task(request.user, task_id)
-    layer_names = {layer.position: layer.name for layer in selectors.pipeline_layers(task.project)}
-    entries = []
-    for event in task.events.exclude(kind__in=RESTATING_EVENTS).select_related("actor"):
-        entries.append(
-            {
-                "at": event.created_at,
-                "kind": "event",
-                "who": event.actor,
-                "event": event,
-                "text": event_text(event.kind, event.data, layer_names),
-            }
-        )
-    for revision in task.revisions.select_related("author").defer("snapshot"):
-        entries.append(
-            {
-                "at": revision.created_at,
-                "kind": "revision",
-                "who": revision.author,
-                "revision": revision,
-                "text": creation_text(task, revision),
-                "errors": sum(1 for f in revision.lint_findings if f.get("severity") == "error"),
-            }
-        )
-    for decision in ReviewDecision.all_objects.filter(task=task).select_related(
-        "reviewer", "revision"
-    ):
-        entries.append(
-            {
-                "at": decision.created_at,
-                "kind": "decision",
-                "who": decision.reviewer,
-                "decision": decision,
-            }
-        )
-    for comment in task.comments.select_related("author"):
-        entries.append(
-            {"at": comment.created_at, "kind": "comment", "who": comment.author, "comment": comment}
-        )
-    entries.sort(
-        key=lambda e: (e["at"], {"revision": 0, "event": 1, "decision": 2, "comment": 3}[e["kind"]])
-    )
+    entries = selectors.timeline_entries(task=task)
     return render(request, "review/timeline.html", {"task": task, "entries": entries})
 
 
@@ -330,7 +279,7 @@ def notifications(request):
     if request.method == "POST":
         services.notifications_mark_read(user=request.user)
         return redirect("notifications")
-    items = Notification.objects.filter(user=request.user).select_related("task")[:100]
+    items = selectors.notifications_for(user=request.user)[:100]
     return render(request, "review/notifications.html", {"items": items})
 
 
@@ -364,11 +313,7 @@ def _lock_minutes(request) -> int:
 
 
 def _pipeline_page(request, project, *, layers, policy, status: int = 200):
-    counts = dict(
-        Task.objects.filter(project=project, status=workflow.IN_REVIEW)
-        .values_list("review_layer")
-        .annotate(n=Count("pk"))
-    )
+    counts = selectors.waiting_per_layer(project=project)
     for position, layer in enumerate(layers, start=1):
         layer["position"] = position
         layer["waiting"] = counts.get(position, 0)
