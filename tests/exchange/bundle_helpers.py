@@ -455,7 +455,13 @@ def plant_pytest_7432(project, author, tmp_path: Path) -> Task:
     chosen.write_text(
         "".join(json.dumps(r) + "\n" for r in records if r["instance_id"].endswith("-7432"))
     )
-    import_swebench(project=project, instances=chosen, repo=str(data / "pytest-dev__pytest.bundle"))
+    # Imported by the author who plants the blocker: the edit services check who may edit.
+    import_swebench(
+        project=project,
+        instances=chosen,
+        repo=str(data / "pytest-dev__pytest.bundle"),
+        actor=author,
+    )
     task = Task.objects.get(project=project, source_id="pytest-dev__pytest-7432")
     with transaction.atomic():
         task = Task.objects.select_for_update().get(pk=task.pk)
