@@ -335,7 +335,10 @@ def spider_blocked_sql(project, actor, tmp_path: Path) -> Task:
     [record] = [r for r in json.loads((spider / "dev.json").read_text()) if r["question_id"] == 4]
     questions = tmp_path / "spider-question.json"
     questions.write_text(json.dumps([record]))
-    import_bird(project=project, questions=questions, databases=spider / "dev_databases")
+    # Imported by the actor who then edits it: the edit services check who may edit.
+    import_bird(
+        project=project, questions=questions, databases=spider / "dev_databases", actor=actor
+    )
     task = Task.objects.get(project=project, source_id=f"{record['db_id']}/4")
     from hilbench_annotate.toolkit.compare import golden_output_csv
     from hilbench_annotate.toolkit.sqlconsole import run_select
