@@ -54,6 +54,23 @@ def _task_rows(tasks: list[dict]) -> Iterator[dict]:
     yield from tasks
 
 
+def _renamed(row: dict, lookups: Mapping[str, str]) -> dict:
+    """A ``values()`` row under the table's column names (``lookups``: column → ORM lookup)."""
+    return {column: row[lookup] for column, lookup in lookups.items()}
+
+
+_BLOCKER_LOOKUPS = {
+    "task_id": "task_id",
+    "blocker_id": "key",
+    "position": "position",
+    "type": "type",
+    "subtype": "subtype",
+    "surfaces_in": "surfaces_in",
+    "description": "description",
+    "resolution": "resolution",
+}
+
+
 def _blocker_rows(tasks: list[dict]) -> Iterator[dict]:
     ids = [t["task_id"] for t in tasks]
     questions: dict[int, list[str]] = defaultdict(list)
@@ -66,30 +83,9 @@ def _blocker_rows(tasks: list[dict]) -> Iterator[dict]:
     for row in (
         Blocker.objects.filter(task_id__in=ids)
         .order_by("task_id", "position", "id")
-        .values(
-            "id",
-            "task_id",
-            "key",
-            "position",
-            "type",
-            "subtype",
-            "surfaces_in",
-            "description",
-            "resolution",
-        )
+        .values("id", *_BLOCKER_LOOKUPS.values())
     ):
-        pk = row.pop("id")
-        yield {
-            "task_id": row["task_id"],
-            "blocker_id": row["key"],
-            "position": row["position"],
-            "type": row["type"],
-            "subtype": row["subtype"],
-            "surfaces_in": row["surfaces_in"],
-            "description": row["description"],
-            "resolution": row["resolution"],
-            "trigger_questions": questions[pk],
-        }
+        yield {**_renamed(row, _BLOCKER_LOOKUPS), "trigger_questions": questions[row["id"]]}
 
 
 def _label_rows(tasks: list[dict]) -> Iterator[dict]:
@@ -122,40 +118,29 @@ def _label_rows(tasks: list[dict]) -> Iterator[dict]:
             }
 
 
+_DECISION_LOOKUPS = {
+    "task_id": "task_id",
+    "decision_id": "id",
+    "layer": "layer",
+    "layer_name": "layer_name",
+    "reviewer": "reviewer__username",
+    "revision": "revision__number",
+    "outcome": "outcome",
+    "summary": "summary",
+    "reject_reason": "reject_reason",
+    "checklist": "checklist",
+    "blocker_comments": "blocker_comments",
+}
+
+
 def _decision_rows(tasks: list[dict]) -> Iterator[dict]:
     ids = [t["task_id"] for t in tasks]
     for d in (
         ReviewDecision.objects.filter(task_id__in=ids)
         .order_by("task_id", "created_at", "id")
-        .values(
-            "id",
-            "task_id",
-            "layer",
-            "layer_name",
-            "reviewer__username",
-            "revision__number",
-            "outcome",
-            "summary",
-            "reject_reason",
-            "checklist",
-            "blocker_comments",
-            "created_at",
-        )
+        .values(*_DECISION_LOOKUPS.values(), "created_at")
     ):
-        yield {
-            "task_id": d["task_id"],
-            "decision_id": d["id"],
-            "layer": d["layer"],
-            "layer_name": d["layer_name"],
-            "reviewer": d["reviewer__username"],
-            "revision": d["revision__number"],
-            "outcome": d["outcome"],
-            "summary": d["summary"],
-            "reject_reason": d["reject_reason"],
-            "checklist": d["checklist"],
-            "blocker_comments": d["blocker_comments"],
-            "decided_at": _iso(d["created_at"]),
-        }
+        yield {**_renamed(d, _DECISION_LOOKUPS), "decided_at": _iso(d["created_at"])}
 
 
 TABLES: dict[str, Table] = {

@@ -12,30 +12,41 @@ from hilbench_annotate.access import BAD_ID, access_project, access_task, not_fo
 from .models import Comment, ReviewAssignment, ReviewDecision, ReviewLayer
 
 
+def _on_readable_task(user, manager, pk, what: str, *, for_update: bool, related: tuple):
+    """Row ``pk`` of ``manager`` with its task set, if ``user`` reads the task (``for_update``
+    locks the task row); otherwise "No such <what>.", whether the row or the task is missing."""
+    try:
+        task_id = manager.values_list("task_id", flat=True).get(pk=pk)
+        task = access_task(user, task_id, for_update=for_update)
+    except (manager.model.DoesNotExist, Http404, *BAD_ID):
+        raise not_found(what) from None
+    row = manager.select_related(*related).get(pk=pk)
+    row.task = task
+    return row
+
+
 def access_assignment(user, assignment_id: int, *, for_update: bool = False) -> ReviewAssignment:
     """The assignment if ``user`` reads its task; ``for_update`` locks the task row."""
-    try:
-        task_id = ReviewAssignment.objects.values_list("task_id", flat=True).get(pk=assignment_id)
-        task = access_task(user, task_id, for_update=for_update)
-    except (ReviewAssignment.DoesNotExist, Http404, *BAD_ID):
-        raise not_found("assignment") from None
-    assignment = ReviewAssignment.objects.select_related("reviewer", "assigned_by").get(
-        pk=assignment_id
+    return _on_readable_task(
+        user,
+        ReviewAssignment.objects,
+        assignment_id,
+        "assignment",
+        for_update=for_update,
+        related=("reviewer", "assigned_by"),
     )
-    assignment.task = task
-    return assignment
 
 
 def access_comment(user, comment_id: int, *, for_update: bool = False) -> Comment:
     """The comment if ``user`` reads its task; ``for_update`` locks the task row."""
-    try:
-        task_id = Comment.objects.values_list("task_id", flat=True).get(pk=comment_id)
-        task = access_task(user, task_id, for_update=for_update)
-    except (Comment.DoesNotExist, Http404, *BAD_ID):
-        raise not_found("comment") from None
-    comment = Comment.objects.select_related("parent__author", "author").get(pk=comment_id)
-    comment.task = task
-    return comment
+    return _on_readable_task(
+        user,
+        Comment.objects,
+        comment_id,
+        "comment",
+        for_update=for_update,
+        related=("parent__author", "author"),
+    )
 
 
 def access_review_layer(user, layer_id: int) -> ReviewLayer:
@@ -53,11 +64,11 @@ def access_review_layer(user, layer_id: int) -> ReviewLayer:
 def access_decision(user, decision_id: int, *, for_update: bool = False) -> ReviewDecision:
     """The decision (withdrawn or not) if ``user`` reads its task; ``for_update`` locks the
     task row."""
-    try:
-        task_id = ReviewDecision.all_objects.values_list("task_id", flat=True).get(pk=decision_id)
-        task = access_task(user, task_id, for_update=for_update)
-    except (ReviewDecision.DoesNotExist, Http404, *BAD_ID):
-        raise not_found("decision") from None
-    decision = ReviewDecision.all_objects.select_related("reviewer", "revision").get(pk=decision_id)
-    decision.task = task
-    return decision
+    return _on_readable_task(
+        user,
+        ReviewDecision.all_objects,
+        decision_id,
+        "decision",
+        for_update=for_update,
+        related=("reviewer", "revision"),
+    )

@@ -40,6 +40,7 @@ from review.serializers import (
     SubmitIn,
     TakeNextIn,
     TaskReviewStateOut,
+    decision_arguments,
 )
 from review.services import (
     comment_add,
@@ -221,16 +222,7 @@ class TaskDecisionsApi(APIView):
     )
     def post(self, request, task_id: int):
         data = _valid(DecisionIn, request.data)
-        decision = review_decide(
-            actor=request.user,
-            task_id=task_id,
-            outcome=data["outcome"],
-            revision_number=data["revision"],
-            summary=data["summary"],
-            checklist=[dict(answer) for answer in data["checklist"]],
-            blocker_comments=data["blocker_comments"],
-            reject_reason=data["reject_reason"],
-        )
+        decision = review_decide(actor=request.user, task_id=task_id, **decision_arguments(data))
         return Response(DecisionOut(decision).data, status=status.HTTP_201_CREATED)
 
 

@@ -123,6 +123,19 @@ class DecisionIn(serializers.Serializer):
     reject_reason = serializers.CharField(allow_blank=True, required=False, default="")
 
 
+def decision_arguments(data: dict) -> dict:
+    """``review_decide``'s keyword arguments from a valid ``DecisionIn``: the review page and
+    the API pass the same."""
+    return {
+        "outcome": data["outcome"],
+        "revision_number": data["revision"],
+        "summary": data["summary"],
+        "checklist": [dict(answer) for answer in data["checklist"]],
+        "blocker_comments": data["blocker_comments"],
+        "reject_reason": data["reject_reason"],
+    }
+
+
 class ChecklistAnswerOut(serializers.Serializer):
     item = serializers.CharField()
     passed = serializers.BooleanField()

@@ -25,7 +25,7 @@ from review import selectors, services
 from review.access import access_comment, access_review_layer
 from review.forms import decision_input, decision_typed, form_input
 from review.models import ReviewLayer
-from review.serializers import AssignIn, CommentIn, ResolveIn
+from review.serializers import AssignIn, CommentIn, ResolveIn, decision_arguments
 
 
 @login_required
@@ -179,16 +179,7 @@ def review_task(request, task_id: int):
                 blocker_keys=selectors.blocker_keys(task=task),
             )
             data = decision_input(typed)
-            services.review_decide(
-                actor=request.user,
-                task_id=task_id,
-                outcome=data["outcome"],
-                revision_number=data["revision"],
-                summary=data["summary"],
-                checklist=[dict(answer) for answer in data["checklist"]],
-                blocker_comments=data["blocker_comments"],
-                reject_reason=data["reject_reason"],
-            )
+            services.review_decide(actor=request.user, task_id=task_id, **decision_arguments(data))
         except DomainError as exc:
             # The page again, with everything the reviewer typed: a refusal loses nothing.
             messages.error(request, str(exc))

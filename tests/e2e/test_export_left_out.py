@@ -12,14 +12,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from authoring.lint import runner
-from authoring.models import LintResult
 from evaluation.services import harbor_run_start
 from exchange.importers import import_hilbench
 from exchange.services import harbor_runs
 from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.models import Project, Task
 from tests.conftest import shared_path
+from tests.exchange.test_export_isolation import _lint_raises_for
 
 from .conftest import new_page
 
@@ -48,16 +47,7 @@ def test_the_export_and_the_run_name_the_task_whose_lint_raised(
     )  # fmt: skip
     tasks = list(Task.objects.filter(project=project).exclude(pk__in=before).order_by("pk"))
     culprit = tasks[0]
-    marker = culprit.blockers.order_by("position").first().resolution
-    real = runner.check_leak
-
-    def check_leak(blocker, surfaces, known):
-        if blocker.resolution == marker:
-            raise IndexError("string index out of range")
-        return real(blocker, surfaces, known)
-
-    monkeypatch.setattr(runner, "check_leak", check_leak)
-    LintResult.objects.all().delete()
+    _lint_raises_for(monkeypatch, culprit)
     lead = users.get(username="lead")
     job = bundle_export_create(
         project=project, actor=lead, selection={"tasks": [t.pk for t in tasks]}, draft=True

@@ -12,6 +12,7 @@ from review.selectors import pipeline_layers
 from review.services import review_decide, task_submit
 
 from .conftest import new_page, workspace_ready
+from .test_review import pass_checklist_and, take_next
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,21 +108,6 @@ def _at_peer_review(task) -> None:
         revision_number=latest(task).number,
         checklist=[{"item": item, "passed": True} for item in layer.checklist],
     )
-
-
-def pass_checklist_and(page, outcome: str, summary: str = "") -> None:
-    for radio in page.locator("input[type=radio][value=pass]").all():
-        radio.check()
-    if summary:
-        page.fill("#summary", summary)
-    page.click(f"button[name=outcome][value={outcome}]")
-    expect(page.locator(".messages")).to_be_visible()
-
-
-def take_next(page, live_server, layer_name: str) -> None:
-    page.goto(f"{live_server.url}/review/")
-    page.locator("tr", has_text=layer_name).locator("button", has_text="Take next").click()
-    expect(page.locator(".layer-steps .current")).to_contain_text(layer_name)
 
 
 def test_a_reviewer_withdraws_a_decision_made_by_mistake(browser, live_server, demo):
