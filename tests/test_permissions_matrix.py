@@ -2,11 +2,12 @@
 
 The operations are enumerated from the OpenAPI schema (and the URL resolver, for the
 endpoints the schema leaves out), so an endpoint added without a row in ``MATRIX`` fails
-``test_every_api_operation_has_a_row``. Each case builds the same small world — a project
+``test_every_api_operation_has_a_row``. Each case starts from the same small world — a project
 with one member per role and a second author, ``author2``, who wrote none of its tasks (what
 "the task's author or a lead" tells apart), a draft task that passes lint, a task in review at
 the registry audit held by the auditor, a thread, an ask_human run of the harness, an export
-job — and makes one request that would succeed for a role that is allowed.
+job, built once for the module, each case's writes rolled back after it — and makes one
+request that would succeed for a role that is allowed.
 
 Classes: ``2xx`` (allowed), ``401`` (no credentials), ``403`` (may see, may not do),
 ``404`` (may not even see: other projects' objects, and tasks for the harness).
@@ -24,7 +25,9 @@ from functools import cached_property
 from types import SimpleNamespace
 
 import pytest
-from django.db import connection
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
@@ -37,7 +40,7 @@ from hilbench_annotate.vocabulary import Role
 from judge.services import ask_human_run_start
 from review.models import Comment, ReviewAssignment, ReviewDecision
 
-from .factories import MembershipFactory, UserFactory
+from .factories import MembershipFactory, ProjectFactory, UserFactory
 from .review.test_api import clean_task, place
 
 pytestmark = pytest.mark.django_db
@@ -110,13 +113,39 @@ NOT_IN_SCHEMA = {("GET", "/api/schema/"), ("GET", "/api/docs/")}
 # --- the world -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def world(project, author, reviewer, auditor, lead, harness, outsider, settings):
-    settings.JUDGE_BACKEND = "embedded"
+# The world is built once per module (``_module_world``), inside a transaction that stays open
+# for the whole module and is rolled back at its end; each test's own transaction (the ``db``
+# of pytest-django) is a savepoint inside it, rolled back after the test, so every case starts
+# from the same world. Each test gets its own Python objects of it (``world``), read afresh
+# from the database: what one test does to an instance no other test sees.
+
+
+def _member(project, username, role):
+    """tests/conftest.py's ``_member``: a user holding ``role`` in ``project``."""
+    user = UserFactory(username=username)
+    MembershipFactory(project=project, user=user, role=role)
+    return user
+
+
+def _build_world() -> SimpleNamespace:
+    # What tests/conftest.py's fixtures project, author, reviewer, auditor, lead, harness and
+    # outsider make, in the order the function-scoped world asked for them.
+    project = ProjectFactory(name="HiL-Bench SQL v2", slug="hilbench-sql-v2")
+    author = _member(project, "author", Role.AUTHOR)
+    reviewer = _member(project, "reviewer", Role.REVIEWER)
+    auditor = _member(project, "auditor", Role.AUDITOR)
+    lead = _member(project, "lead", Role.LEAD)
+    harness = _member(project, "harness", Role.HARNESS)
+    # An author in another project only.
+    outsider = _member(
+        ProjectFactory(name="Other team", slug="other-team"), "outsider", Role.AUTHOR
+    )
+
     task = clean_task(project, author, title="Loans settled cleanly")
     blocker = task.blockers.order_by("position").first()
     question = blocker.trigger_questions.order_by("position").first()
     # A second task, in review at layer 3 (registry audit, auditor role), held by the auditor.
+    # (Its lock expires an hour after the world is built: the module takes minutes.)
     in_review = place(clean_task(project, author, title="Loans in review"), 3)
     assignment = ReviewAssignment.objects.create(
         task=in_review,
@@ -155,6 +184,59 @@ def world(project, author, reviewer, auditor, lead, harness, outsider, settings)
             "lead": lead,
             "harness": harness,
         },
+    )
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The world's rows, made once for the module in a transaction rolled back at its end."""
+    from judge.services import forget_process_caches
+
+    store = tmp_path_factory.mktemp("matrix-world")
+    # What the function-scoped autouse fixtures (tests/conftest.py's _judge_caches and
+    # _stores, and _embedded_judge below) set for a test, for the time the world is built.
+    built_as = override_settings(
+        JUDGE_BACKEND="embedded",
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
+        DATABASE_STORE=store / "databases",
+        REPOSITORY_STORE=store / "repositories",
+        UPLOAD_STORE=store / "uploads",
+        BUNDLE_STORE=store / "bundles",
+    )
+    with django_db_blocker.unblock(), transaction.atomic():
+        forget_process_caches()
+        with built_as:
+            built = _build_world()
+        yield built
+        transaction.set_rollback(True)
+
+
+@pytest.fixture(autouse=True)
+def _embedded_judge(settings):
+    settings.JUDGE_BACKEND = "embedded"
+
+
+def _fresh(obj):
+    return type(obj)._default_manager.get(pk=obj.pk)
+
+
+@pytest.fixture
+def world(_module_world, db):
+    """The module's world as this test's own objects, read from the database."""
+    w = _module_world
+    users = get_user_model()._default_manager.in_bulk([u.pk for u in w.users.values()])
+    return SimpleNamespace(
+        project=_fresh(w.project),
+        task=_fresh(w.task),
+        blocker=_fresh(w.blocker),
+        question=_fresh(w.question),
+        in_review=_fresh(w.in_review),
+        assignment=_fresh(w.assignment),
+        comment=_fresh(w.comment),
+        run=_fresh(w.run),
+        job=_fresh(w.job),
+        import_job=_fresh(w.import_job),
+        users={role: users[user.pk] for role, user in w.users.items()},
     )
 
 
