@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 APPS := hilbench_annotate authoring review validators judge evaluation exchange
 
-.PHONY: run test install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv containers harbor
+.PHONY: run test test-fast install migrate demo lint format worker e2e e2e-deps clean harbor-check judge-weights judge-cv containers harbor
 
 # The app runs with DEBUG off unless told otherwise. These targets are for a laptop: DEBUG on
 # (a development secret key, localhost only, the demo users), unless DJANGO_DEBUG is set.
@@ -47,10 +47,17 @@ run: demo
 worker: install
 	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info
 
-# With PostgreSQL and Redis (DATABASE_URL set, as on CI) the browser tests run beside the rest
-# (scripts/test_split.sh: their own databases), which halves the wall time on two cores.
+# The whole suite over both cores (pytest-xdist; TEST_WORKERS=1 for one): each worker has its
+# own test database, var folder and broker database (tests/settings.py); the container tests
+# run one after another on one worker (the `containers` group) while the other takes the rest.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
 test: install
-	@if [ -n "$${DATABASE_URL:-}" ]; then scripts/test_split.sh; else $(VENV)/bin/pytest; fi
+	$(PYTEST_PARALLEL)
+
+# Everything but the container, browser and slow tests: a few minutes.
+test-fast: install
+	$(PYTEST_PARALLEL) -m "not containers and not browser and not slow"
 
 # Only the browser tests (Playwright driving Debian's chromium): journeys and axe-core checks.
 e2e: install

@@ -48,6 +48,18 @@ def release_examples(request) -> Path:
     return shared_path("examples", "hilbench")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(config, items):
+    """``browser`` on every test of tests/e2e; the ``containers`` tests (real Docker images,
+    Harbor trials) as one xdist group, so they run one after another on one worker while the
+    other worker takes everything else (they contend for the engine, not for a core)."""
+    for item in items:
+        if item.nodeid.startswith("tests/e2e/"):
+            item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("containers"):
+            item.add_marker(pytest.mark.xdist_group("containers"))
+
+
 def pytest_report_header(config):
     from django.conf import settings
 
@@ -75,7 +87,8 @@ def _stores(settings, tmp_path):
     settings.BUNDLE_STORE = tmp_path / "store" / "bundles"
     # Shared by the whole run (and the next): built environments are cached by key, and the
     # sandbox user must be able to reach it (pytest's own temporary folders are closed).
-    settings.SANDBOX_ROOT = settings.VAR_DIR / "sandbox-tests"
+    # Under pytest-xdist, the run's folder: both workers build into one cache.
+    settings.SANDBOX_ROOT = settings.TEST_RUN_VAR_DIR / "sandbox-tests"
 
 
 @pytest.fixture
@@ -280,7 +293,8 @@ def worker_broker(tmp_path, monkeypatch):
     if settings.EMBEDDED_BROKER:
         broker = f"sqla+sqlite:///{tmp_path / 'broker.sqlite'}"
     else:
-        broker = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
+        # Each xdist worker's tests start their Celery workers on a Redis database of their own.
+        broker = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + f"/{15 - settings.XDIST_INDEX}"
     previous = celery_app.conf.broker_url
     # Celery reads CELERY_BROKER_URL from the environment before its own config.
     monkeypatch.setenv("CELERY_BROKER_URL", broker)

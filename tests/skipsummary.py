@@ -3,6 +3,10 @@ browser tests without chromium, tests that need PostgreSQL and Redis, tests that
 data of ../shared, tests that need a Docker engine, the Go toolchain or a pyenv Python the
 machine lacks (each with how to install it), and any other reason on its own.
 
+Below it, when any, the tests that took over ``SLOW_S`` seconds and carry none of the markers
+`make test-fast` leaves out (``slow``, ``containers``, ``browser``): mark them, or the fast
+run grows unseen.
+
 A plugin of no Django (tests/conftest.py registers its hook), so that a test can run it.
 """
 
@@ -78,6 +82,22 @@ def _version(group: str) -> tuple[int, ...]:
     return tuple(int(part) for part in group.removeprefix(PYENV).split("."))
 
 
+SLOW_S = 15.0
+FAST_RUN_LEAVES_OUT = ("slow", "containers", "browser")
+
+
+def unmarked_slow(reports, limit: float = SLOW_S) -> list[str]:
+    """Node ids of the tests whose call took over ``limit`` seconds and that no marker keeps
+    out of `make test-fast`."""
+    return sorted(
+        r.nodeid
+        for r in reports
+        if r.when == "call"
+        and r.duration > limit
+        and not any(m in getattr(r, "keywords", {}) for m in FAST_RUN_LEAVES_OUT)
+    )
+
+
 def skip_summary(reports) -> str:
     """``Skipped: 9 browser tests: chromium not installed (…); …`` or ``Skipped: none.``"""
     groups = Counter(skip_group(r) for r in reports)
@@ -95,4 +115,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     result = yield
     skipped = terminalreporter.stats.get("skipped", [])
     terminalreporter.write_line(skip_summary(skipped), yellow=bool(skipped))
+    ran = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])]
+    if slow := unmarked_slow(ran):
+        terminalreporter.write_line(
+            f"Over {SLOW_S:.0f} s and not marked slow (make test-fast runs them): "
+            + ", ".join(slow),
+            yellow=True,
+        )
     return result

@@ -132,6 +132,7 @@ def _start_worker(broker: str, tmp_path, log_path) -> subprocess.Popen:
     return start_worker(broker, log_path, env=env, beat_schedule=tmp_path / "beat-schedule")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_redis_restart_loses_no_job_and_runs_none_twice(private_redis, demo_data, tmp_path):
     """What "queued" means: a run is queued when its row is committed with status queued;

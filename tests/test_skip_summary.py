@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from validators.sandbox.docker import DockerSandbox
 
 from .conftest import ROOT
-from .skipsummary import DOCKER, skip_group
+from .skipsummary import DOCKER, skip_group, unmarked_slow
 
 pytest_plugins = ["pytester"]
 
@@ -149,3 +149,19 @@ def test_a_run_that_skips_nothing_says_so(pytester, monkeypatch):
     pytester.makepyfile(test_one="def test_runs():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.outlines[-2] == "Skipped: none."
+
+
+def test_a_slow_test_no_marker_keeps_out_of_the_fast_run_is_named():
+    def report(nodeid, duration, *markers, when="call"):
+        keywords = {nodeid.split("::")[-1]: 1, **dict.fromkeys(markers, 1)}
+        return SimpleNamespace(nodeid=nodeid, when=when, duration=duration, keywords=keywords)
+
+    reports = [
+        report("t.py::test_slow_unmarked", 40.0),
+        report("t.py::test_slow_marked", 40.0, "slow"),
+        report("t.py::test_in_containers", 90.0, "containers"),
+        report("t.py::test_in_a_browser", 20.0, "browser"),
+        report("t.py::test_quick", 0.2),
+        report("t.py::test_slow_set_up", 30.0, when="setup"),
+    ]
+    assert unmarked_slow(reports) == ["t.py::test_slow_unmarked"]

@@ -32,6 +32,7 @@ def _wait(predicate, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_mid_run_leaves_one_result_per_check(worker_broker, demo_data, tmp_path):
 
@@ -71,6 +72,7 @@ def test_killed_worker_mid_run_leaves_one_result_per_check(worker_broker, demo_d
     assert run.attempts >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_mid_build_leaves_no_half_built_environment(
     worker_broker, demo_data, tmp_path

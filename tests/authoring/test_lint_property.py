@@ -92,6 +92,7 @@ def _mutated(draft: dict, data) -> dict:
     return draft
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())

@@ -14,6 +14,8 @@ from tests.exchange.test_harbor_trials import _harbor_or_skip
 from .conftest import login
 from .test_evaluation import SCREENSHOTS
 
+pytestmark = pytest.mark.containers
+
 
 @pytest.fixture
 def harbor_worker(demo, worker_broker, settings, tmp_path):

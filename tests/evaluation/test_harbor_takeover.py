@@ -122,6 +122,7 @@ def _trials(jobs: Path) -> tuple[Counter, list[str]]:
     return finished, half
 
 
+@pytest.mark.containers
 def test_a_killed_workers_harbor_run_finishes_on_another_within_five_minutes(
     settings, tmp_path, worker_broker
 ):

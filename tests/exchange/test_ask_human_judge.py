@@ -187,6 +187,7 @@ def scratch_tags():
         _docker("image", "rm", "-f", tag)
 
 
+@pytest.mark.containers
 def test_build_sh_never_builds_over_an_image_the_app_did_not_build(tmp_path, scratch_tags):
     _docker_or_skip()
     name = f"hilbench-test-{uuid.uuid4().hex[:8]}"
@@ -211,6 +212,7 @@ def test_build_sh_never_builds_over_an_image_the_app_did_not_build(tmp_path, scr
     assert f"{release} is not the app's: left alone" in done.stderr
 
 
+@pytest.mark.containers
 def test_the_offline_environment_moves_its_build_off_a_tag_it_does_not_own(tmp_path, scratch_tags):
     _docker_or_skip()
     harbor = ROOT / ".venv-harbor" / "bin" / "python"

@@ -76,6 +76,7 @@ def test_a_release_task_records_why_its_oracle_is_not_run(settings, tmp_path):
     assert "prebuilt image" in _oracle(files, folder)["not_run"]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_a_real_swebench_instance_scores_1_and_0(settings, tmp_path):
     project = seed_demo(settings, tmp_path)

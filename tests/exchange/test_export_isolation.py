@@ -64,6 +64,7 @@ def _manifest(bundle) -> dict:
     return json.loads(members(bundle)["manifest.json"])
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("collection", ["hilbench", "hilbench-calibration"])
 def test_every_release_task_imports_opens_in_the_workspace_and_exports(

@@ -233,6 +233,7 @@ READ_BACK = (
 )
 
 
+@pytest.mark.containers
 def test_the_environment_image_built_holds_the_values_literally(engine, tmp_path):
     # No registry is reachable: nothing to install.
     spec = _spec(packages=[], pre_install=BUILDABLE[:4], install=BUILDABLE[4:])
@@ -259,6 +260,7 @@ def test_the_environment_image_built_holds_the_values_literally(engine, tmp_path
     }
 
 
+@pytest.mark.containers
 def test_a_sidecar_image_built_holds_the_value_literally(engine, tmp_path):
     text = sidecars.server_dockerfile("srv.py", name="sql-tools", env={"HOSTILE": VALUE})
     tag = _build(engine, tmp_path, text)

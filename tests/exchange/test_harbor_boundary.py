@@ -45,7 +45,11 @@ from hilbench_annotate.models import Task
 from .bundle_helpers import release_shaped_sql, spider_database
 from .test_harbor_trials import _harbor_or_skip
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.shared_data]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.shared_data,
+    pytest.mark.containers,
+]
 MODES = ("baseline", "ask_human", "full_info")
 SECRET = "other-project-trajectory-7f3a9c"
 ADDRESS_SPACE_CAP = 10 << 30  # per process: the machine has 24 GB; /dev/zero took 18

@@ -116,6 +116,7 @@ def _engine() -> bool:
     return info.returncode == 0 and images.returncode == 0
 
 
+@pytest.mark.containers
 def test_the_runs_containers_are_removed_and_no_other(tmp_path):
     """A container left by a hard-killed Harbor (labelled as Compose labels a trial's, with
     a working directory under the run's folder) goes; one of another folder stays."""

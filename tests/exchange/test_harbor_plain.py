@@ -25,7 +25,7 @@ from tests.validators.conftest import _skip, docker_or_skip
 from ..conftest import ROOT
 from .bundle_helpers import export, extract, members, seed_demo, sql_task
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.containers]
 HARBOR = ROOT / ".venv-harbor"
 
 

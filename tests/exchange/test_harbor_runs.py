@@ -25,7 +25,7 @@ from hilbench_annotate.jobs import Job
 from .bundle_helpers import plant_pytest_7432, plant_swe, seed_demo, sql_task, user
 from .test_harbor_trials import _harbor_or_skip
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.containers]
 MODES = ["baseline", "ask_human", "full_info"]
 
 

@@ -47,7 +47,7 @@ from .bundle_helpers import (
     standin_release_image,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.containers]
 HARBOR = ROOT / ".venv-harbor"
 MODES = ("baseline", "ask_human", "full_info")
 UNRELATED = "What is the capital of France?"

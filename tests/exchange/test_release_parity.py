@@ -220,6 +220,7 @@ def test_the_data_the_release_keeps_elsewhere_is_said_on_the_task_page(
     assert f"the release keeps it at {archive['db_artifact_path']}" in page
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_every_calibration_task_round_trips_byte_for_byte(project, lead, tmp_path):
     """The 98 release tasks of ../shared/examples/hilbench-calibration: import_hilbench →

@@ -269,6 +269,7 @@ ZERO = "echo 0 > /logs/verifier/reward.txt\n"
 ONE = "echo 1 > /logs/verifier/reward.txt\n"
 
 
+@pytest.mark.containers
 @pytest.mark.usefixtures("docker")
 def test_the_wrapper_scores_with_the_generated_verifier_until_accepted(tmp_path):
     assert _run_wrapper(tmp_path, accepted=False, generated=ZERO, uploaded=ONE) == {
@@ -283,6 +284,7 @@ def test_the_wrapper_scores_with_the_generated_verifier_until_accepted(tmp_path)
     }
 
 
+@pytest.mark.containers
 @pytest.mark.usefixtures("docker")
 def test_the_wrapper_without_an_uploaded_verifier(tmp_path):
     assert _run_wrapper(tmp_path, accepted=False, generated=ONE, uploaded=None) == {
@@ -296,6 +298,7 @@ def test_the_wrapper_without_an_uploaded_verifier(tmp_path):
     }
 
 
+@pytest.mark.containers
 @pytest.mark.usefixtures("docker")
 @pytest.mark.parametrize(
     "garbage",
@@ -312,6 +315,7 @@ def test_an_uploaded_reward_that_is_not_a_number_is_left_out(tmp_path, garbage, 
     assert rewards == {"reward": 0, "generated": 0, "uploaded_no_reward": 1}
 
 
+@pytest.mark.containers
 @pytest.mark.usefixtures("docker")
 def test_an_uploaded_verifier_cannot_overwrite_the_generated_reward(tmp_path):
     """Not accepted, it runs unprivileged after the generated reward was written: it cannot
@@ -324,6 +328,7 @@ def test_an_uploaded_verifier_cannot_overwrite_the_generated_reward(tmp_path):
     }
 
 
+@pytest.mark.containers
 @pytest.mark.usefixtures("docker")
 def test_an_unaccepted_verifier_cannot_score_by_killing_the_wrapper(tmp_path):
     uploaded = "echo 1 > /logs/verifier/reward.txt\nkill -9 -1\n"

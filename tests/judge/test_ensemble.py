@@ -57,6 +57,7 @@ def test_a_failing_llm_is_an_error_not_irrelevant(endpoint, embedded):  # noqa: 
         wide.judge(CLEAR_MATCH, REGISTRY)
 
 
+@pytest.mark.django_db  # get_judge()'s encoder reads the stored embeddings
 def test_the_version_names_both_judges_and_the_band(endpoint, settings):  # noqa: F811
     settings.JUDGE_BACKEND = "ensemble"
     settings.JUDGE_ENSEMBLE_BAND = 2.0

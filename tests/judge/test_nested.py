@@ -1,12 +1,15 @@
 """judge.nested: every number of the judge measured on a group is chosen without that group
 (issue 43: "every choice made inside the training folds only")."""
 
+import pytest
+
 from judge import nested
 from judge.training import Featurizer
 
 from .test_training import TASKS, _embed
 
 
+@pytest.mark.slow
 def test_the_setting_and_the_weights_of_each_outer_fold_never_see_its_group(monkeypatch):
     seen: list[tuple[str, set[str]]] = []
     choose, train = nested.choose_setting, nested.train

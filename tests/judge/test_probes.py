@@ -26,6 +26,7 @@ def test_the_probe_sets_are_vague_and_distinct():
     assert probes.join(["What is X?", "Which Y?"], "1) 2)") == "1) What is X? 2) Which Y?"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "root",
     [
@@ -40,6 +41,7 @@ def test_vague_questions_sent_to_every_task_harvest_almost_nothing(judge, root):
     assert harvest["share"] <= 0.02, harvest
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_joined_questions_of_different_blockers_are_refused(judge):
     """On the four fixture tasks a share means little (two of their blockers are close kin);

@@ -81,6 +81,7 @@ def test_the_release_example_questions_it_turns_away_are_few():
     assert len(turned) / len(questions) <= 0.03, len(turned)
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_task_text_spam_harvests_almost_nothing_from_the_calibration_tasks():
     """Each form of ``judge.spam``, 24 questions a task, sent to every calibration task with

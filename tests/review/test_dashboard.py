@@ -451,6 +451,7 @@ def _queries(client, url) -> int:
     return len(ctx.captured_queries)
 
 
+@pytest.mark.slow
 def test_query_count_is_bounded_and_does_not_grow_with_the_data(
     client, project, author, reviewer, auditor, lead, django_assert_max_num_queries
 ):

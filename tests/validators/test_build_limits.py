@@ -78,6 +78,7 @@ def _size_mb(*folders) -> float:
     return total / (1 << 20)
 
 
+@pytest.mark.slow
 def test_a_folder_1200_deep_stops_neither_its_build_nor_a_later_one(app_data, tmp_path):
     deep = _env(tmp_path, [DEEP_INSTALL], "deep")
     build = _build(deep)
@@ -186,6 +187,7 @@ def test_a_build_writing_past_the_disk_limit_fails_and_leaves_nothing(app_data, 
     assert _partial_builds(build.key) == []
 
 
+@pytest.mark.slow
 def test_the_limit_is_one_budget_for_all_the_build_fills(app_data, tmp_path, settings):
     """40 MB into the repository and 40 MB into the venv: each fits alone, not together.
     A build within the limit still builds."""

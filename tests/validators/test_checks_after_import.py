@@ -135,6 +135,7 @@ def test_the_checks_of_a_sql_question_straight_after_import(project, author, kin
         assert results["gold_sql_parses"][1] == "passed"
 
 
+@pytest.mark.slow
 def test_the_checks_of_a_swe_instance_never_built_build_it_and_say_so(
     project, author, nothing_built, tmp_path, capsys
 ):
@@ -167,6 +168,7 @@ def test_the_checks_of_a_swe_instance_never_built_build_it_and_say_so(
     assert "built it first" not in again.message and "build" not in again.details
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_shows_signs_of_life_while_a_check_blocks(project, author):
     """A check that builds an environment first blocks for minutes: the run beats meanwhile,

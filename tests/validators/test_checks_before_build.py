@@ -39,6 +39,7 @@ def test_validate_runs_the_tests_of_a_task_never_built(swe_task, capsys):  # noq
     assert build.task_id == swe_task.pk and build.status == "succeeded", build.error
 
 
+@pytest.mark.slow
 def test_run_structural_checks_on_the_page_before_any_build(client, swe_task, author):  # noqa: F811
     client.force_login(author)
     response = _start(client, swe_task, ["swe_tests"])

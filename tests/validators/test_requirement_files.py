@@ -140,6 +140,7 @@ def test_the_specification_validates_and_keys_the_new_fields():
     )
 
 
+@pytest.mark.slow
 def test_an_environment_builds_from_the_files_at_the_setup_commit(repo, app_data, client):
     """Built in the sandbox from the requirement files as they were at the setup commit
     (the base commit's would fail); the eval commands run before the tests; the Environment
@@ -252,6 +253,7 @@ def test_the_bundle_installs_the_same_resolved_lines():
     assert b'"test_command": "export A=1\\npytest -rA"' in files["tests/tests.json"]
 
 
+@pytest.mark.containers
 def test_the_docker_backend_builds_the_same_environment_as_an_image(repo, app_data, settings):
     """The docker sandbox backend, on this machine's engine and its local base image: the
     resolved lines installed as an image layer, the tests run in a container with no

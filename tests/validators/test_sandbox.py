@@ -190,6 +190,7 @@ def test_a_closed_sandbox_root_is_said_plainly(settings, tmp_path):
 # --- docker sandbox ----------------------------------------------------------------------------
 
 
+@pytest.mark.containers
 def test_docker_sandbox_runs_and_limits(tree):
     """Against the engine of this machine and its local python:3.11-slim (built from Debian
     packages by scripts/containers.sh where no registry is reachable: nothing is pulled)."""

@@ -137,6 +137,7 @@ def test_an_install_step_cannot_point_the_manifest_at_a_host_file(tmp_path, app_
     assert log.count("ln=1") == 3 and "Read-only file system" in log, log
 
 
+@pytest.mark.slow
 def test_a_forced_rebuild_leaves_the_version_a_running_test_uses(tmp_path):
     """A run holds its environment (``environment_use``) while a forced rebuild replaces it:
     the sandbox that has the old version mounted still finds it whole when it reads it after

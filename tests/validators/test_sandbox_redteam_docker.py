@@ -27,6 +27,8 @@ from .test_sandbox_redteam import (
     victim,  # noqa: F401 - a fixture
 )
 
+pytestmark = pytest.mark.containers
+
 
 @pytest.fixture(autouse=True)
 def _engine():

@@ -26,6 +26,7 @@ def selection(tmp_path_factory):
     return path, data / "pytest-dev__pytest.bundle"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("instance", INSTANCES)
 def test_a_real_instance_is_proven_in_its_own_environment(selection, project, author, instance):
     instances, bundle = selection
@@ -40,6 +41,7 @@ def test_a_real_instance_is_proven_in_its_own_environment(selection, project, au
     assert before.details["network_isolated"] and after.details["network_isolated"]
 
 
+@pytest.mark.slow
 def test_every_real_instance_shipped_clean_passes_the_leakage_check(project, author):
     """All 17 pytest instances, sanitized as shipped: every rule passes. In 7 of them the gold
     patch adds lines the base tree already holds elsewhere (``import platform``, ``except
@@ -71,6 +73,7 @@ def test_every_real_instance_shipped_clean_passes_the_leakage_check(project, aut
     assert "import platform" in visible_anyway["pytest-dev__pytest-5692"]
 
 
+@pytest.mark.slow
 def test_a_real_pylint_instance_builds_from_its_requirement_files(project, author, tmp_path):
     """pylint-dev/pylint: SWE-bench's ``packages: requirements.txt`` — the repository's
     ``requirements_test.txt`` (with the files its ``-r`` lines name) read at the instance's
