@@ -14,7 +14,6 @@ from hilbench_annotate.access import (
     access_trigger_question,
     require_task_editor,
 )
-from hilbench_annotate.models import Project
 from hilbench_annotate.serializers import (
     BlockerCreateIn,
     BlockerOut,
@@ -32,7 +31,7 @@ class ProjectListApi(generics.ListAPIView):
     serializer_class = ProjectOut
 
     def get_queryset(self):
-        return Project.objects.visible_to(self.request.user)
+        return selectors.readable_projects(user=self.request.user)
 
 
 @extend_schema(
@@ -59,9 +58,7 @@ class TaskListApi(generics.ListAPIView):
     def paginate_queryset(self, queryset):
         """The page's ids first, then their rows (as the HTML list): joined before the sort,
         every task of the user's projects was read for one page."""
-        ids = super().paginate_queryset(
-            queryset.prefetch_related(None).values_list("pk", flat=True)
-        )
+        ids = super().paginate_queryset(selectors.task_ids(tasks=queryset))
         return None if ids is None else selectors.tasks_in_order(queryset, list(ids))
 
 
@@ -86,7 +83,7 @@ class BlockerListApi(APIView):
     @extend_schema(responses=BlockerOut(many=True))
     def get(self, request, task_id: int):
         task = access_task(request.user, task_id)
-        blockers = task.blockers.prefetch_related("trigger_questions")
+        blockers = selectors.task_blockers(task=task)
         return Response(BlockerOut(blockers, many=True).data)
 
     @extend_schema(request=BlockerCreateIn, responses={201: BlockerOut})

@@ -13,6 +13,7 @@ from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
 
 from hilbench_annotate.access import access_task
 from hilbench_annotate.models import (
+    ApiToken,
     Blocker,
     Project,
     Revision,
@@ -53,6 +54,12 @@ def task_list(*, user, filters: Mapping[str, str]) -> QuerySet[Task]:
     if clean["q"]:
         tasks = tasks.search(clean["q"])
     return tasks.order_by("-updated_at", "-id")
+
+
+def task_ids(*, tasks: QuerySet[Task]) -> QuerySet:
+    """The ids of ``tasks`` in its order, read from the task table alone (none of what it
+    prefetches): a list page's ids first, then the rows of the page's ids."""
+    return tasks.prefetch_related(None).values_list("pk", flat=True)
 
 
 def tasks_in_order(tasks: QuerySet[Task], ids: list[int]) -> list[Task]:
@@ -158,6 +165,30 @@ def task_detail(*, user, task_id: int) -> Task:
         .prefetch_related(Prefetch("blockers", queryset=blockers), "tags")
         .get(pk=task.pk)
     )
+
+
+def readable_projects(*, user) -> QuerySet[Project]:
+    """The projects where ``user`` holds a reading role, by name."""
+    return Project.objects.visible_to(user).order_by("name")
+
+
+def task_blockers(*, task: Task) -> QuerySet[Blocker]:
+    """``task``'s blockers with their trigger questions."""
+    return task.blockers.prefetch_related("trigger_questions")
+
+
+def recent_revisions(*, task: Task, limit: int = 20) -> list[Revision]:
+    """``task``'s latest revisions, newest first, with what the task page lists of each."""
+    return list(
+        task.revisions.select_related("author").only(
+            "number", "reason", "summary", "created_at", "author__username", "task_id"
+        )[:limit]
+    )
+
+
+def api_tokens(*, user) -> QuerySet[ApiToken]:
+    """``user``'s API tokens, newest first."""
+    return ApiToken.objects.filter(user=user).order_by("-created_at")
 
 
 def filter_choices(*, user, project: str = "") -> dict[str, list]:

@@ -17,7 +17,6 @@ from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.bulk_actions import bulk_menu, bulk_params
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.forms import TokenForm
-from hilbench_annotate.models import ApiToken
 from hilbench_annotate.panels import task_panels
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 from hilbench_annotate.spec import sections_for
@@ -43,7 +42,7 @@ def task_list(request):
     tasks = selectors.task_list(user=request.user, filters=filters)
     # The page's ids first (the task table alone, in its list order), then their rows with
     # what a row shows: joined before the sort, every task of the projects was read.
-    ids = tasks.prefetch_related(None).values_list("pk", flat=True)
+    ids = selectors.task_ids(tasks=tasks)
     page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = selectors.task_rows(list(page.object_list))
     query = request.GET.copy()
@@ -129,11 +128,7 @@ def _task_page(request, task_id: int, *, typed_tags: str | None = None, status: 
         (label, task.original_spec.get(key, ""), task.blocked_spec.get(key, ""))
         for key, label in sections_for(task.domain)
     ]
-    revisions = list(
-        task.revisions.select_related("author").only(
-            "number", "reason", "summary", "created_at", "author__username", "task_id"
-        )[:20]
-    )
+    revisions = selectors.recent_revisions(task=task)
     context = {
         "task": task,
         "env": task.environment,
@@ -164,5 +159,5 @@ def token_list(request):
     if request.method == "POST" and form.is_valid():
         _token, new_key = api_token_create(user=request.user, name=form.cleaned_data["name"])
         form = TokenForm()
-    tokens = ApiToken.objects.filter(user=request.user).order_by("-created_at")
+    tokens = selectors.api_tokens(user=request.user)
     return render(request, "tokens.html", {"form": form, "tokens": tokens, "new_key": new_key})

@@ -506,6 +506,166 @@ def test_views_leave_the_transaction_and_the_lock_to_services():
     assert not by_hand, by_hand
 
 
+# --- reads have a home: views and APIs render selectors' reads ----------------------------------
+
+# Queryset methods no other class of the codebase has: called on anything, they query.
+QUERYSET_METHODS = {
+    "filter", "exclude", "order_by", "values_list", "select_related", "prefetch_related",
+    "only", "defer", "get_or_create",
+}  # fmt: skip
+# Queryset methods other classes have too (the bundles' ``documents.annotate(task, snapshot)``,
+# ``str.count``, ``Path.exists``): a query when called on a relation (``task.revisions.first()``)
+# or on a query; ``all`` … ``last`` also only without arguments, as a queryset's take none.
+SHARED_QUERYSET_METHODS = {"annotate", "aggregate"}
+BARE_QUERYSET_METHODS = {"all", "exists", "count", "first", "last"}
+MANAGERS = {"objects", "all_objects"}
+# View and API modules being moved to selectors by hand now (issue 47, item 2), each with the
+# number of queries it still makes itself. Exact: a test fails when one is added, and when one
+# is moved, so that its count is lowered (or the module struck off).
+READS_NOT_YET_IN_SELECTORS = {
+    "validators/views.py": 6,
+    "judge/views.py": 12,
+    "exchange/views.py": 1,
+}
+
+
+def _spine(node) -> list:
+    """``node`` and what it is called, read or indexed on, outside in:
+    ``a.b.filter(x)[:9]`` → the slice, the call, ``a.b.filter``, ``a.b``, ``a``."""
+    spine = []
+    while node is not None:
+        spine.append(node)
+        node = node.func if isinstance(node, ast.Call) else getattr(node, "value", None)
+        if not isinstance(node, ast.Call | ast.Attribute | ast.Subscript | ast.Name):
+            node = None
+    return spine
+
+
+def _is_query(node) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in MANAGERS
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    method, receiver = node.func.attr, node.func.value
+    if method in QUERYSET_METHODS:
+        return True
+    bare = method in BARE_QUERYSET_METHODS and not node.args and not node.keywords
+    if not (bare or method in SHARED_QUERYSET_METHODS):
+        return False
+    return isinstance(receiver, ast.Attribute) or any(map(_is_query, _spine(receiver)))
+
+
+def queryset_calls(source: str) -> list[str]:
+    """``line: expression`` for each query a module makes itself, one per chain: a chain
+    through a model manager (``Task.objects…``, ``X.all_objects…``, the manager alone too, as
+    in ``get_object_or_404(Task.objects, …)``), or a queryset method called on a relation or
+    a queryset — ``filter``, ``exclude``, ``order_by``, ``values_list``, ``select_related``,
+    ``prefetch_related``, ``only``, ``defer``, ``get_or_create`` on anything (no other class
+    here has them); ``annotate`` and ``aggregate`` (the bundles' ``documents.annotate`` is
+    not a query), and without arguments ``all``, ``exists``, ``count``, ``first``, ``last``
+    (``str.count(…)``, ``path.exists()`` are not), only on an attribute (a relation:
+    ``task.revisions.first()``) or a query. Not seen: a relation's ``get`` or ``values``
+    (``request.GET.get``, ``dict.values()`` look the same), and a bare method of a selector's
+    result (``selectors.task_list(…).exists()``)."""
+    tree = ast.parse(source)
+    inner = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            inner.add(id(node.func))
+        elif isinstance(node, ast.Attribute | ast.Subscript):
+            inner.add(id(node.value))
+    tops = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call | ast.Attribute | ast.Subscript)
+        and id(node) not in inner
+        and any(map(_is_query, _spine(node)))
+    ]
+    tops.sort(key=lambda node: (node.lineno, node.col_offset))
+    return [f"{node.lineno}: {ast.unparse(node)}" for node in tops]
+
+
+@pytest.mark.parametrize(
+    "source,caught",
+    [
+        ("Task.objects.filter(project=project)", True),
+        ("ReviewDecision.all_objects.filter(task=task)", True),
+        ("Project.objects.visible_to(user)", True),
+        ("get_object_or_404(Task.objects, pk=1)", True),
+        ("LabellingRun.objects.filter(project=project)[:10]", True),
+        ("task.revisions.select_related('author').first()", True),
+        ("task.revisions.exists()", True),
+        ("question.labels.all()", True),
+        ("run.task_passes.filter(resolved=True).count()", True),
+        ("tasks.prefetch_related(None).values_list('pk', flat=True)", True),
+        ("failed.order_by('run__model_name', 'index')", True),
+        ("task.blockers.annotate(n=Count('trigger_questions'))", True),
+        ("list(task.revisions.order_by('-number'))[0].number", True),
+        ("selectors.task_list(user=user, filters=filters)", False),
+        ("revision_history(task=task)", False),
+        ("documents.annotate(task, snapshot)", False),
+        ("path.exists()", False),
+        ("Path(root).exists()", False),
+        ("self.text.count('\\n')", False),
+        ("all(check.ok for check in checks)", False),
+        ("request.GET.get('page')", False),
+        ("payload.values()", False),
+        ("ReviewAssignment.Status.ACTIVE", False),
+    ],
+)
+def test_the_queryset_rule_finds_queries_not_selector_calls(source, caught):
+    assert bool(queryset_calls(source)) is caught
+
+
+def test_the_queryset_rule_counts_a_chain_once():
+    source = (
+        "passes = (\n"
+        "    run.task_passes.only('pk')\n"
+        "    .annotate(seen=Exists(Trajectory.objects.filter(task_pass=OuterRef('pk'))))\n"
+        ")[:50]\n"
+        "x = text.count('a')\n"
+    )
+    assert queryset_calls(source) == [
+        "1: run.task_passes.only('pk').annotate("
+        "seen=Exists(Trajectory.objects.filter(task_pass=OuterRef('pk'))))[:50]",
+        "3: Trajectory.objects.filter(task_pass=OuterRef('pk'))",
+    ]
+
+
+def _view_queries() -> dict[str, list[str]]:
+    return {
+        module: found
+        for module, source in _sources()
+        if _is_view_module(module) and (found := queryset_calls(source))
+    }
+
+
+def test_views_and_apis_call_no_queryset():
+    """Issue 47, item 2: every read a page or the API renders is a selector
+    (``<app>/selectors.py``, keyword-only, ``user=`` first when it depends on who asks) or a
+    queryset method, so that a read a page and the API share is written once; a view or API
+    module makes no query itself (docs/architecture.md, "One shape")."""
+    extra = {
+        module: found
+        for module, found in _view_queries().items()
+        if len(found) > READS_NOT_YET_IN_SELECTORS.get(module, 0)
+    }
+    assert not extra, extra
+
+
+def test_the_read_exceptions_are_still_needed():
+    """Each count of ``READS_NOT_YET_IN_SELECTORS`` is the module's: one moved to a selector
+    lowers it, the last strikes the module off."""
+    found = _view_queries()
+    assert all(map(_is_view_module, READS_NOT_YET_IN_SELECTORS))
+    fewer = {
+        module: len(found.get(module, []))
+        for module, count in READS_NOT_YET_IN_SELECTORS.items()
+        if len(found.get(module, [])) < count
+    }
+    assert not fewer, fewer
+
+
 # The edit recipe's steps, which only ``hilbench_annotate.services.edits.task_edit`` combines.
 EDIT_RECIPE_STEPS = ("task_bump_version", "environment_update", "registry_replace")
 

@@ -2,6 +2,7 @@
 blocker vocabulary and the lint panel's context."""
 
 from authoring import drafts, lint
+from authoring.selectors import lint_waivers
 from authoring.services import open_findings
 from hilbench_annotate.access import access_task, require_task_editor
 from hilbench_annotate.services import task_snapshot
@@ -32,16 +33,11 @@ def vocabulary(task) -> dict:
 
 
 def lint_context(task, findings: list[dict]) -> dict:
-    waivers = {w.fingerprint: w for w in task.lint_waivers.select_related("created_by")}
+    waivers = lint_waivers(task=task)
     for finding in findings:
         finding["waiver"] = waivers.get(finding["fingerprint"])
     blocking = open_findings(task, findings)
     return {"findings": findings, "blocking": blocking, "rules": lint.RULES}
-
-
-def revision_number(task) -> int:
-    """The number people know a task's saved state by (the version is only the form's lock)."""
-    return task.revisions.order_by("-number").values_list("number", flat=True).first() or 0
 
 
 def form_draft(request, task) -> dict:

@@ -8,9 +8,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring.restore import revision_restore
+from authoring.selectors import revision_history, revisions_numbered
 from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Revision
 from hilbench_annotate.params import param_id
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 
@@ -20,7 +20,7 @@ from hilbench_annotate.toolkit.textdiff import snapshot_changes
 def revisions(request, task_id: int):
     """Revision history; ``?a=N&b=M`` compares any two revisions."""
     task = access_task(request.user, task_id)
-    history = list(task.revisions.select_related("author").defer("snapshot").order_by("-number"))
+    history = revision_history(task=task)
     context = {"task": task, "history": history, "can_edit": can_edit_task(request.user, task)}
     numbers = [r.number for r in history]
     latest = numbers[0] if numbers else None
@@ -28,7 +28,7 @@ def revisions(request, task_id: int):
     a = param_id(request.GET["a"]) if request.GET.get("a") else previous
     b = param_id(request.GET["b"]) if request.GET.get("b") else latest
     if a and b:
-        pair = {r.number: r for r in Revision.objects.filter(task=task, number__in=[a, b])}
+        pair = revisions_numbered(task=task, numbers=[a, b])
         if a in pair and b in pair:
             context.update(
                 a=pair[a], b=pair[b], changes=snapshot_changes(pair[a].snapshot, pair[b].snapshot)

@@ -15,14 +15,18 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import checks
-from authoring.selectors import changes_requested_context
+from authoring.selectors import (
+    blocker_pks,
+    changes_requested_context,
+    last_revision,
+    revision_number,
+)
 from authoring.services import workspace_save
 from authoring.views.common import (
     TEMPLATE,
     editor_task,
     form_draft,
     lint_context,
-    revision_number,
     vocabulary,
 )
 from hilbench_annotate import envspec, workflow
@@ -50,7 +54,7 @@ def _blocker_rows(blockers: list[dict]) -> list[dict]:
 def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> dict:
     """The page for ``snapshot``: the saved task, or a refused save's draft shown again."""
     env = task.environment
-    pks = list(task.blockers.order_by("position", "id").values_list("pk", flat=True))
+    pks = blocker_pks(task=task)
     context = {
         "task": task,
         "env": env,
@@ -65,7 +69,7 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
             ]
         ),
         "editable": task.status in workflow.EDITABLE,
-        "current_revision": revision_number(task),
+        "current_revision": revision_number(task=task),
         # The page's editing session: its autosaves fold into one revision; a refused form
         # shown again keeps the session it was in.
         "session_key": request.POST.get("session", "")[:64] or secrets.token_urlsafe(12),
@@ -154,7 +158,7 @@ def workspace_save_view(request, task_id: int):
         task = access_task(request.user, task_id)
         theirs = task_snapshot(task)
         mine = form_draft(request, task)
-        last = task.revisions.select_related("author").first()
+        last = last_revision(task=task)
         context = {
             "task": task,
             "conflict": exc,
@@ -187,12 +191,12 @@ def workspace_save_view(request, task_id: int):
         return redirect("workspace", task_id=task.pk)
     # Positions follow page order; give each fieldset (by its form index) its row's pk, so
     # the next save updates these rows instead of making new ones.
-    blocker_pks = task.blockers.order_by("position", "id").values_list("pk", flat=True)
+    pks = blocker_pks(task=task)
     context = {
         "task": task,
         "revision": result.revision,
         "saved": True,
-        "blocker_pks": list(zip(request.POST.getlist("blocker"), blocker_pks, strict=False)),
+        "blocker_pks": list(zip(request.POST.getlist("blocker"), pks, strict=False)),
         **lint_context(task, result.findings),
     }
     return render(request, f"{TEMPLATE}#save-result", context)
@@ -245,7 +249,7 @@ def preview(request, task_id: int):
     context = {
         "task": task,
         "modes": [(mode, texts[mode]) for mode in MODES],
-        "current_revision": revision_number(task),
+        "current_revision": revision_number(task=task),
     }
     if request.htmx:
         return render(request, f"{TEMPLATE}#preview", context)

@@ -13,13 +13,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.access import access_task_pass
-from evaluation.models import EvaluationRun, LabellingRun, ModelEndpoint, TaskPass, TaxonomyEntry
+from evaluation.models import ModelEndpoint, TaskPass, TaxonomyEntry
 from evaluation.selectors import (
     ask_human_verdicts,
     effective_labels,
     failure_agreement,
     failure_heatmap,
     label_rows,
+)
+from evaluation.selectors_pages import (
+    failed_passes,
+    model_names,
+    pass_labels,
+    pass_siblings,
+    project_endpoints,
+    recent_labelling_runs,
 )
 from evaluation.services import (
     failure_label_set,
@@ -86,14 +94,9 @@ def pass_detail(request, pass_id: int):
         return _step_text(request, task_pass, number, field)
     project = task_pass.run.project
     entries = taxonomy(project)
-    labels = list(task_pass.failure_labels.select_related("labeller", "llm_run").order_by("id"))
+    labels = pass_labels(task_pass=task_pass)
     may_label = has_role(request.user, project.pk, *READER_ROLES)
-    siblings = (
-        TaskPass.objects.filter(task=task_pass.task, run__project=project)
-        .exclude(pk=task_pass.pk)
-        .select_related("run")
-        .order_by("run__model_name", "mode", "index")[:60]
-    )
+    siblings = pass_siblings(task_pass=task_pass, project=project)
     outline = trajectory_outline(task_pass.pk)
     pager = step_page(outline.total if outline else 0, param_id(request.GET.get("page")))
     view = _pass_view(task_pass, outline, pager)
@@ -153,20 +156,10 @@ def pass_label(request, pass_id: int):
 def _queue(project, request) -> tuple[list[dict], dict]:
     filters = {k: param_text(request.GET.get(k)) for k in ("model", "dimension", "mode", "state")}
     filters["domain"] = param_choice(request.GET.get("domain"), Domain.values)
-    failed = (
-        TaskPass.objects.filter(
-            run__project=project, run__status=EvaluationRun.Status.SUCCEEDED, resolved=False
-        )
-        .select_related("run", "task")
-        .only("pk", "index", "mode", "run__model_name", "task__title")
-    )
-    if filters["model"]:
-        failed = failed.filter(run__model_name=filters["model"])
-    if filters["domain"]:
-        failed = failed.filter(task__domain=filters["domain"])
+    failed = failed_passes(project=project, model=filters["model"], domain=filters["domain"])
     labels = effective_labels(label_rows(project))
     rows = []
-    for task_pass in failed.order_by("run__model_name", "task_id", "mode", "index"):
+    for task_pass in failed:
         label = labels.get(task_pass.pk)
         if filters["state"] == "unlabelled" and label:
             continue
@@ -195,16 +188,10 @@ def failures(request, project_id: int):
         "agreement": failure_agreement(project),
         "queue": rows,
         "filters": filters,
-        "models": sorted(
-            set(
-                TaskPass.objects.filter(run__project=project).values_list(
-                    "run__model_name", flat=True
-                )
-            )
-        ),
+        "models": model_names(project=project),
         "is_lead": is_lead,
-        "endpoints": ModelEndpoint.objects.filter(project=project) if is_lead else [],
-        "labelling_runs": LabellingRun.objects.filter(project=project)[:10],
+        "endpoints": project_endpoints(project=project) if is_lead else [],
+        "labelling_runs": recent_labelling_runs(project=project),
         "rubric_version": rubric(project)[1],
     }
     return render(request, "evaluation/failures.html", context)

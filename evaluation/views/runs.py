@@ -5,7 +5,6 @@ import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Exists, OuterRef
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -23,7 +22,7 @@ from evaluation.forms import (
     StudyForm,
     SupportScoresForm,
 )
-from evaluation.models import EvaluationRun, ModelEndpoint, SupportStudy, Trajectory
+from evaluation.models import ModelEndpoint, SupportStudy
 from evaluation.selection import lowering, models_needed
 from evaluation.selectors import (
     harbor_task_ids,
@@ -37,6 +36,17 @@ from evaluation.selectors import (
     support_records,
     task_selection,
 )
+from evaluation.selectors_pages import (
+    project_endpoints,
+    recent_runs,
+    recent_studies,
+    resolved_count,
+    run_excluded_tries,
+    run_exclusions,
+    run_passes,
+    sql_task_ids,
+    task_titles,
+)
 from evaluation.services import (
     endpoint_create,
     evaluation_run_cancel,
@@ -47,12 +57,11 @@ from evaluation.services import (
     support_study_start,
     support_upload,
 )
-from evaluation.tries import exclusions_text
 from evaluation.viewer import csv_safe
 from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.models import Project, Task
 from hilbench_annotate.params import param_choice
+from hilbench_annotate.selectors import readable_projects
 from hilbench_annotate.toolkit.charts import column_chart, line_chart
 from hilbench_annotate.vocabulary import Domain, Role
 
@@ -89,23 +98,21 @@ RUN_PAGE_PASSES = 500
 
 
 def _with_tasks(rows: list[dict]) -> list[dict]:
-    titles = dict(
-        Task.objects.filter(pk__in={r["task_id"] for r in rows}).values_list("pk", "title")
-    )
+    titles = task_titles(task_ids={r["task_id"] for r in rows})
     return [{**row, "title": titles.get(row["task_id"], "")} for row in rows]
 
 
 def _sql_task_ids(project, ids: list[int]) -> list[int]:
     if ids:
         return ids
-    return list(Task.objects.filter(project=project, domain="sql").values_list("pk", flat=True))
+    return sql_task_ids(project=project)
 
 
 @login_required
 @require_GET
 def evaluation_home(request):
     # visible_to: the projects where the user has a reading role, in one query.
-    projects = list(Project.objects.visible_to(request.user).order_by("name"))
+    projects = list(readable_projects(user=request.user))
     if len(projects) == 1:
         return redirect("evaluation-project", project_id=projects[0].pk)
     return render(request, "evaluation/home.html", {"projects": projects})
@@ -168,7 +175,7 @@ def _curves(project, rows) -> dict:
 def project_evaluation(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
     domain = param_choice(request.GET.get("domain"), Domain.values) or None
-    endpoints = list(ModelEndpoint.objects.filter(project=project))
+    endpoints = list(project_endpoints(project=project))
     lead = has_role(request.user, project.pk, Role.LEAD)
     policy = selection_policy(project)
     rows = project_passes(project, domain=domain)  # read once for the table, tasks and curves
@@ -180,8 +187,8 @@ def project_evaluation(request, project_id: int):
         "columns": COLUMNS[4:],
         "methods": [m for m in SupportStudy.Method.choices],
         "curves": _curves(project, rows),
-        "runs": EvaluationRun.objects.filter(project=project).select_related("created_by")[:20],
-        "studies": SupportStudy.objects.filter(project=project)[:20],
+        "runs": recent_runs(project=project),
+        "studies": recent_studies(project=project),
         "endpoints": endpoints,
         "is_lead": lead,
         "policy": policy,
@@ -235,7 +242,7 @@ def _lead_post(request, project_id: int, form_class, action, form_kwargs=None):
 
 
 def _endpoints(project):
-    return {"endpoints": ModelEndpoint.objects.filter(project=project)}
+    return {"endpoints": project_endpoints(project=project)}
 
 
 @login_required
@@ -312,7 +319,7 @@ def _progress(run) -> dict:
     """Trials done / total, rewards so far, and the time left at the pace so far."""
     from django.utils import timezone
 
-    resolved = run.task_passes.filter(resolved=True).count()
+    resolved = resolved_count(run=run)
     left = None
     if run.started_at and run.done and not run.is_finished:
         elapsed = (timezone.now() - run.started_at).total_seconds()
@@ -409,20 +416,13 @@ def run_detail(request, run_id: int):
         context = {"run": run, "progress": _progress(run), "is_lead": is_lead}
         response = render(request, "evaluation/run.html#status", context)
         return HttpResponseStopPolling(response.content) if run.is_finished else response
-    passes = (
-        run.task_passes.select_related("task", "ask_human_run")
-        .only("pk", "index", "mode", "resolved", "error", "detail", "task__title", "ask_human_run")
-        .prefetch_related("ask_human_run__calls")
-        .annotate(has_trajectory=Exists(Trajectory.objects.filter(task_pass=OuterRef("pk"))))
-    )[:RUN_PAGE_PASSES]
-    excluded = run.excluded_tries.select_related("task").only(
-        "trial", "task_id", "mode", "reason", "exception", "message", "reward", "task__title"
-    )[:RUN_PAGE_PASSES]
+    passes = run_passes(run=run, limit=RUN_PAGE_PASSES)
+    excluded = run_excluded_tries(run=run, limit=RUN_PAGE_PASSES)
     context = {
         "run": run,
         "passes": passes,
         "excluded": excluded,
-        "excluded_why": exclusions_text(run.excluded_tries.values_list("reason", "exception")),
+        "excluded_why": run_exclusions(run=run),
         "limit": RUN_PAGE_PASSES,
         "progress": _progress(run),
         "is_lead": is_lead,
