@@ -68,7 +68,7 @@ def main() -> None:
     draft = not args.validated
     print(f"{len(task_ids)} SQL tasks seeded; exporting {'draft' if draft else 'validated'}")
     if args.validated:
-        approve(task_ids)
+        approve(task_ids, lead)
     out_dir = Path(tempfile.mkdtemp(prefix="bench-export-", dir=ROOT / "var" / "bench"))
     print(
         f"{'tasks':>6} {'export':>6} {'seconds':>8} {'tasks/s':>8} {'MB':>7} {'files':>8} "
@@ -213,7 +213,9 @@ def seed_bird(count: int):
     )
 
 
-def approve(task_ids) -> None:
+def approve(task_ids, lead) -> None:
+    """The structural checks run on each task (started by the project's lead, who may change
+    every task of it), then every task approved."""
     from django.db import transaction
 
     from hilbench_annotate.models import Task
@@ -221,7 +223,7 @@ def approve(task_ids) -> None:
 
     for task in Task.objects.filter(pk__in=task_ids):
         with transaction.atomic():
-            run = validation_run_start(task=task, actor=None)
+            run = validation_run_start(task=task, actor=lead)
         validation_run_execute(run_id=run.pk)
     Task.objects.filter(pk__in=task_ids).update(status="approved")
 

@@ -28,10 +28,10 @@ def main() -> None:
     args = parser.parse_args()
 
     fresh_database(drop_broker=True)
-    tasks = seed(args.copies)
+    tasks, lead = seed(args.copies)
     print(f"{len(tasks)} SQL tasks")
     for count in args.workers:
-        elapsed = measure(tasks, count)
+        elapsed = measure(tasks, lead, count)
         print(
             f"{count} worker(s): {len(tasks)} tasks in {elapsed:.1f} s = "
             f"{len(tasks) / elapsed * 60:.0f} tasks/minute"
@@ -39,9 +39,12 @@ def main() -> None:
 
 
 def seed(copies: int):
+    from django.contrib.auth import get_user_model
+
     from exchange.demo import sql_demo
     from exchange.importers import import_bird
-    from hilbench_annotate.models import Project, Task
+    from hilbench_annotate.models import Membership, Project, Task
+    from hilbench_annotate.vocabulary import Role
     from validators.models import ValidationRun
 
     ValidationRun.objects.all().delete()
@@ -52,18 +55,21 @@ def seed(copies: int):
     from hilbench_annotate.toolkit.compare import golden_output_csv
     from hilbench_annotate.toolkit.sqlconsole import run_select
 
+    # Who starts the runs: a lead of every project, who may change each of its tasks.
+    lead, _ = get_user_model().objects.get_or_create(username="bench-lead")
     for i in range(copies):
         project = Project.objects.create(name=f"Bench validation {i}", slug=f"bench-validation-{i}")
+        Membership.objects.create(project=project, user=lead, role=Role.LEAD)
         import_bird(project=project, questions=paths["questions"], databases=paths["databases"])
     for env in SqlEnvironment.objects.select_related("database"):
         gold = run_select(env.database.path, env.gold_sql)
         SqlEnvironment.objects.filter(pk=env.pk).update(
             golden_output=golden_output_csv(gold.columns, gold.rows)
         )
-    return list(Task.objects.filter(domain="sql"))
+    return list(Task.objects.filter(domain="sql")), lead
 
 
-def measure(tasks, workers: int) -> float:
+def measure(tasks, lead, workers: int) -> float:
     from django.db import transaction
 
     from validators.models import ValidationRun
@@ -75,7 +81,7 @@ def measure(tasks, workers: int) -> float:
         started = time.perf_counter()
         with transaction.atomic():
             runs = [
-                validation_run_start(task=t, actor=None, checks=["sql_ground_truth"]) for t in tasks
+                validation_run_start(task=t, actor=lead, checks=["sql_ground_truth"]) for t in tasks
             ]
         ids = [r.pk for r in runs]
         deadline = time.monotonic() + 600

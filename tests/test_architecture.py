@@ -771,18 +771,6 @@ NEEDS_NO_CHECK = {
     "notifications_mark_read": "the user's own notifications",
     "review_take_next": "checks has_role, but names its actor user (review's queue)",
 }
-# Writes a page or the API triggers whose service still trusts the view's check (issue 47,
-# item 1: the services of the other apps to bring into the shape). The list only shrinks: a
-# test fails once one of them checks, so that it is struck off.
-NOT_YET_CHECKED = {
-    "validation_run_start",
-    "validation_runs_start",
-    "validation_run_inline",
-    "bundle_export_create",
-    "bundle_export_start",
-    "import_start",
-    "import_start_records",
-}
 
 
 # ``<entity>_execute``: the body of a job (docs/architecture.md, "Where a request goes").
@@ -937,7 +925,7 @@ def test_every_service_checks_who_acts():
     that runs ``access_*`` / ``require_*`` itself (or a service that does) before its lock,
     transaction, write and event, so the next caller (a bulk action, a command, an MCP tool)
     that forgets the view's check is refused rather than writing as anyone who reads the task.
-    ``NEEDS_NO_CHECK`` says of each exception why; ``NOT_YET_CHECKED`` lists the ones to fix."""
+    ``NEEDS_NO_CHECK`` says of each exception why."""
     assert _is_services_module("authoring/services.py")
     assert _is_services_module("review/services/decisions.py")
     assert not _is_services_module("hilbench_annotate/bulk_actions.py")
@@ -947,21 +935,18 @@ def test_every_service_checks_who_acts():
         f"{module}: {name}"
         for module, source in services.items()
         for name in services_without_a_check(source, checked, called)
-        if name not in NEEDS_NO_CHECK and name not in NOT_YET_CHECKED
+        if name not in NEEDS_NO_CHECK
     ]
     assert not missing, missing
 
 
 def test_the_service_rule_exceptions_are_still_needed():
-    """Each name of ``NEEDS_NO_CHECK`` and ``NOT_YET_CHECKED`` is a service the rule would
-    otherwise refuse: one that checks (or is gone) is struck off the lists."""
+    """Each name of ``NEEDS_NO_CHECK`` is a service the rule would otherwise refuse: one that
+    checks (or is gone) is struck off the list."""
     services, checked, called = _services_checks()
     refused = {
         name
         for source in services.values()
         for name in services_without_a_check(source, checked, called)
     }
-    assert not NEEDS_NO_CHECK.keys() & NOT_YET_CHECKED
-    assert set(NEEDS_NO_CHECK) | NOT_YET_CHECKED <= refused, sorted(
-        (set(NEEDS_NO_CHECK) | NOT_YET_CHECKED) - refused
-    )
+    assert set(NEEDS_NO_CHECK) <= refused, sorted(set(NEEDS_NO_CHECK) - refused)

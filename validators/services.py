@@ -7,7 +7,8 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.access import access_task, editable_tasks
+from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.jobs import (
     job_claim,
     job_finish,
@@ -77,9 +78,20 @@ def _runs_create(
     return runs, skipped
 
 
+def _require_actor(actor) -> None:
+    """No system path: a run is started for a user, whose right to start it is checked."""
+    if actor is None:
+        raise AccessDenied("A validation run needs the user who starts it.")
+
+
 @transaction.atomic
 def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) -> ValidationRun:
-    """Queue a run on the task's current revision; the job is sent once the transaction commits."""
+    """Queue a run on the task's current revision; the job is sent once the transaction commits.
+
+    Whoever may change the task starts it (the task page's button): a task ``actor`` cannot
+    see is absent (404), one they see but may not change an ``AccessDenied`` (403)."""
+    _require_actor(actor)
+    access_task(actor, task.pk, edit=True)
     run = _run_create(task=task, actor=actor, checks=checks)
     job_send(run)
     return run
@@ -89,17 +101,25 @@ def validation_run_start(*, task: Task, actor, checks: list[str] | None = None) 
 def validation_runs_start(
     *, tasks: list[Task], actor, checks: list[str] | None = None
 ) -> tuple[list[ValidationRun], list[tuple[Task, str]]]:
-    """``validation_run_start`` for many tasks: one run (one job) each, the tasks without a
-    revision skipped with why. The caller checked that ``actor`` may change every task."""
-    runs, skipped = _runs_create(tasks=tasks, actor=actor, checks=checks)
+    """``validation_run_start`` for many tasks: one run (one job) each. Skipped, each with
+    why: the tasks ``actor`` may not change (as ``validation_run_start`` refuses them), then
+    those without a revision."""
+    _require_actor(actor)
+    allowed, refused = editable_tasks(actor, tasks)
+    runs, skipped = _runs_create(tasks=allowed, actor=actor, checks=checks)
     for run in runs:
         job_send(run)
-    return runs, skipped
+    return runs, refused + skipped
 
 
 def validation_run_inline(*, task: Task, actor, checks: list[str]) -> ValidationRun:
     """Run ``checks`` here and now and record the run like any other (no worker): for checks
-    quick enough to wait for, such as the judge's recall on a task's held-out questions."""
+    quick enough to wait for, such as the judge's recall on a task's held-out questions.
+
+    Whoever reads the task may (the judge page's measurement); a task ``actor`` cannot see
+    is absent (404)."""
+    _require_actor(actor)
+    access_task(actor, task.pk)
     run = _run_create(task=task, actor=actor, checks=checks)
     validation_run_execute(run_id=run.pk)
     run.refresh_from_db()

@@ -29,7 +29,8 @@ from exchange.bundles.writer import (
 )
 from exchange.bundles.writer import chunks as writer_chunks
 from exchange.models import ExportChunk, ExportJob
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.access import access_project
+from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.jobs import (
     job_claim,
     job_claim_all,
@@ -42,7 +43,7 @@ from hilbench_annotate.jobs import (
 from hilbench_annotate.models import Project, Task
 from hilbench_annotate.services import revisions_close
 from hilbench_annotate.services.tasks import event_record, tag_names_clean
-from hilbench_annotate.vocabulary import Domain, TaskStatus
+from hilbench_annotate.vocabulary import Domain, Role, TaskStatus
 from review.services import task_transition
 
 SELECTION_KEYS = ("tasks", "states", "domain", "tags")
@@ -98,9 +99,13 @@ def bundle_export_create(
     llm_judge: dict | None = None,
     harbor_run=None,
 ) -> ExportJob:
-    """Record an export job. Caller checked that ``actor`` is a lead of ``project``.
+    """Record an export job, made by ``actor``, a lead of ``project`` (a project ``actor``
+    cannot see is absent, 404; one they see but do not lead an ``AccessDenied``, 403).
     ``llm_judge``: ``{endpoint, model}`` a lead gave for the release's LLM judge, or None.
     ``harbor_run``: the Harbor run exporting its own tasks, which the lists name as maker."""
+    if actor is None:
+        raise AccessDenied("An export needs the project lead who makes it.")
+    access_project(actor, project.pk, roles=(Role.LEAD,))
     selection = export_selection_clean(selection)
     judge = llm_judge_clean(**(llm_judge or {}))
     tasks = export_selection_tasks(project=project, selection=selection)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.http import Http404
 
 from evaluation.agents import AGENTS
 from evaluation.harbor_jobs import MAX_RESULT_BYTES, UNREADABLE, read_trial, trial_results
@@ -41,7 +42,7 @@ from evaluation.models import EvaluationRun, ExcludedTry, TaskPass
 from evaluation.services.common import evaluation_run_finish, task_resolver
 from evaluation.services.results_import import excluded_try_store, imported_pass_store
 from harbor_agents.fetch import task_fetch_sentence
-from hilbench_annotate.errors import DomainError
+from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
 from hilbench_annotate.model_relay import ModelRelay
 from hilbench_annotate.models import Task
@@ -424,8 +425,12 @@ def harbor_run_execute(run: EvaluationRun) -> None:
             error="Cancelled: the trials were stopped; the finished ones are kept.",
         )
         return
-    except DomainError as error:
+    except (DomainError, AccessDenied) as error:
+        # AccessDenied: the export is made as the run's lead, who may have left the role since.
         job_fail(EvaluationRun, run.pk, str(error))
+        return
+    except Http404:  # …or the project
+        job_fail(EvaluationRun, run.pk, f"{run.created_by} no longer reads {run.project.name}.")
         return
     run.refresh_from_db()
     left_out = ExcludedTry.objects.filter(run=run).count()

@@ -27,7 +27,8 @@ from exchange.importers import import_bird, import_hilbench, import_swebench
 from exchange.importers.bundle import import_bundle
 from exchange.importers.hilbench import find_task_folders
 from exchange.models import ImportJob
-from hilbench_annotate.errors import DomainError, ImportRefused
+from hilbench_annotate.access import access_project
+from hilbench_annotate.errors import AccessDenied, DomainError, ImportRefused
 from hilbench_annotate.jobs import (
     job_claim,
     job_fail,
@@ -41,6 +42,7 @@ from hilbench_annotate.repositories import borrowed_objects, origin_allowed
 from hilbench_annotate.services import event_record, task_statistics_refresh
 from hilbench_annotate.toolkit.archives import extract_archive
 from hilbench_annotate.toolkit.sqlconsole import amount
+from hilbench_annotate.vocabulary import Role
 
 # The Import page's checkbox; a refusal for missing databases names it in these words.
 SKIP_MISSING_DATABASES_LABEL = "Import questions whose database is absent (noted on the task)"
@@ -114,6 +116,15 @@ def _upload_folder() -> tuple[str, Path]:
     return relative, directory
 
 
+def _require_importer(*, actor, project: Project) -> None:
+    """Authors and leads of ``project`` import into it: a project ``actor`` cannot see is
+    absent (404), one they see with neither role an ``AccessDenied`` (403), as is an import
+    without a user (the importers write its tasks as that user)."""
+    if actor is None:
+        raise AccessDenied("An import needs the author or lead who makes it.")
+    access_project(actor, project.pk, roles=(Role.AUTHOR, Role.LEAD))
+
+
 def _import_job_create(
     *, project: Project, actor, kind: str, relative: str, options: dict
 ) -> ImportJob:
@@ -128,6 +139,7 @@ def _import_job_create(
 @transaction.atomic
 def import_start(*, project: Project, actor, kind: str, files: dict, options: dict) -> ImportJob:
     """Store the uploaded files and schedule the import once this transaction commits."""
+    _require_importer(actor=actor, project=project)
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind {kind!r}.")
     if kind == ImportJob.Kind.SWEBENCH and files.get("repository") is None:
@@ -172,6 +184,7 @@ def import_start_records(
     or SWE-bench records, read in chunks, never whole) and schedule the import as the
     Import page does. BIRD records name databases the project already has; SWE-bench
     records a repository its site allows (``repo_url``)."""
+    _require_importer(actor=actor, project=project)
     if kind not in RECORD_KINDS:
         raise DomainError(f"Records of kind {kind!r} cannot be sent; use bird or swebench.")
     if kind == ImportJob.Kind.SWEBENCH:

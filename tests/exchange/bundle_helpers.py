@@ -136,6 +136,14 @@ def user(name: str):
     return get_user_model().objects.get(username=name)
 
 
+def lead_of(project_id: int):
+    """The project's first lead: who starts checks on any of its tasks (a lead may change
+    every task of the project)."""
+    lead = Membership.objects.filter(project_id=project_id, role=Role.LEAD).order_by("pk").first()
+    assert lead is not None, f"project {project_id} has no lead to start its checks"
+    return lead.user
+
+
 def sql_task(project) -> Task:
     """The demo's blocked SQL task (three blockers, an edited description)."""
     return Task.objects.get(project=project, source=TaskSource.BIRD, source_id="retail_bank/4")
@@ -225,7 +233,7 @@ def judge_validated(task) -> None:
     from validators.services import validation_run_inline
 
     settle_held_out(task, DEMO_VALIDATION_QUESTIONS)
-    run = validation_run_inline(task=task, actor=None, checks=["judge_recall"])
+    run = validation_run_inline(task=task, actor=lead_of(task.project_id), checks=["judge_recall"])
     assert run.status == "passed", list(run.results.values_list("message", flat=True))
 
 
@@ -240,7 +248,7 @@ def approve_validated(task, *, model: str = "gpt-4o") -> None:
     from validators.services import validation_run_execute, validation_run_start
 
     with transaction.atomic():
-        run = validation_run_start(task=task, actor=None)
+        run = validation_run_start(task=task, actor=lead_of(task.project_id))
     validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", [(r.check_name, r.message) for r in run.results.all()]

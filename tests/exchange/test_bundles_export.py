@@ -24,6 +24,7 @@ from .bundle_helpers import (
     approve_validated,
     export,
     extract,
+    lead_of,
     members,
     plant_swe,
     seed_demo,
@@ -192,7 +193,7 @@ def test_swe_repository_in_the_bundle_passes_the_leakage_check(bundle, tmp_path)
 
 def _validate(task):
     with transaction.atomic():
-        run = validation_run_start(task=task, actor=None)
+        run = validation_run_start(task=task, actor=lead_of(task.project_id))
     validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", [(r.check_name, r.message) for r in run.results.all()]
@@ -271,7 +272,8 @@ def test_a_task_whose_judge_recall_turns_red_is_left_out_with_the_reason(setting
             (year, "Which twelve-month window is the audit cycle?"),
         ],
     )
-    assert validation_run_inline(task=sql, actor=None, checks=["judge_recall"]).status == "failed"
+    judged = validation_run_inline(task=sql, actor=lead_of(project.pk), checks=["judge_recall"])
+    assert judged.status == "failed"
 
     with pytest.raises(CommandError, match="No selected task is validated"):
         export(project, tmp_path / "red.tar.gz", tasks=[sql], draft=False)

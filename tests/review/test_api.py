@@ -183,12 +183,13 @@ def answers(layer: ReviewLayer | dict, passed: bool = True) -> list[dict]:
 
 
 def run_structural_checks(task, *, judge: bool = True):
-    """The structural checks and (``judge``) the judge's recall on the current revision."""
+    """The structural checks and (``judge``) the judge's recall on the current revision,
+    started by the task's author (who may change it)."""
     from validators.registry import groups_for
     from validators.services import validation_run_execute, validation_run_start
 
     checks = groups_for(task.domain) + (["judge_recall"] if judge else [])
-    run = validation_run_start(task=task, actor=None, checks=checks)
+    run = validation_run_start(task=task, actor=task.author, checks=checks)
     validation_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "passed", list(run.results.values_list("check_name", "message"))
@@ -423,7 +424,7 @@ def test_a_final_sign_off_below_the_judge_recall_floor_is_refused_with_the_reaso
     ]
     settle_held_out(task, mislabelled)
     run_structural_checks(task, judge=False)
-    judged = validation_run_inline(task=task, actor=None, checks=["judge_recall"])
+    judged = validation_run_inline(task=task, actor=lead, checks=["judge_recall"])
     assert judged.status == "failed"
     place(task, 6)
     take(api, lead, task.project, 6)
@@ -436,7 +437,7 @@ def test_a_final_sign_off_below_the_judge_recall_floor_is_refused_with_the_reaso
     # Labelled right, the same questions pass; the sign-off goes through.
     task.validation_questions.all().delete()
     settle_held_out(task, CLEAN_HELD_OUT)
-    assert validation_run_inline(task=task, actor=None, checks=["judge_recall"]).status == "passed"
+    assert validation_run_inline(task=task, actor=lead, checks=["judge_recall"]).status == "passed"
     response = decide(api, lead, task, "approve", 1, checklist=answers(layers[5]))
     assert response.status_code == 201, response.content
     assert state(task) == ("approved", None)
