@@ -48,10 +48,10 @@ worker: install
 	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info
 
 # The whole suite over both cores (pytest-xdist; TEST_WORKERS=1 for one): each worker has its
-# own test database, var folder and broker database (tests/settings.py); the container tests
-# run one after another on one worker (the `containers` group) while the other takes the rest.
+# own test database, var folder and broker database (tests/settings.py). The container tests run
+# on both: they wait on Docker as much as they compute (docs/quality.md, "The suite's time").
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := $(VENV)/bin/pytest -n $(TEST_WORKERS)
 test: install
 	$(PYTEST_PARALLEL)
 

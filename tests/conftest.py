@@ -48,16 +48,10 @@ def release_examples(request) -> Path:
     return shared_path("examples", "hilbench")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
-def pytest_collection_modifyitems(config, items):
-    """``browser`` on every test of tests/e2e; the ``containers`` tests (real Docker images,
-    Harbor trials) as one xdist group, so they run one after another on one worker while the
-    other worker takes everything else (they contend for the engine, not for a core)."""
-    for item in items:
-        if item.nodeid.startswith("tests/e2e/"):
-            item.add_marker(pytest.mark.browser)
-        if item.get_closest_marker("containers"):
-            item.add_marker(pytest.mark.xdist_group("containers"))
+def pytest_itemcollected(item):
+    """``browser`` on every test of tests/e2e (`make test-fast` leaves them out)."""
+    if item.nodeid.startswith("tests/e2e/"):
+        item.add_marker(pytest.mark.browser)
 
 
 def pytest_report_header(config):

@@ -11,6 +11,7 @@ from django.db import connection
 from .conftest import ROOT, worker_env
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_reduced_load_run_has_no_errors(worker_broker, tmp_path):
     if connection.vendor != "postgresql" or not worker_broker.startswith("redis"):

@@ -1,6 +1,6 @@
 """The suite's markers hold: a test that needs a container engine is marked ``containers``
-(so `make test-fast` leaves it out and xdist runs it in the containers group), read from the
-test modules' source as the other rules of tests/test_architecture.py are.
+(so `make test-fast` leaves it out), read from the test modules' source as the other rules of
+tests/test_architecture.py are.
 
 A test needs the engine when its body, or a fixture of its module it uses (by argument,
 ``usefixtures`` or ``autouse``), calls one of the helpers that skip (or, on CI, fail) without
