@@ -19,7 +19,7 @@ from exchange.services.imports import IMPORTERS, import_start
 from exchange.services.verifiers import verifier_accept, verifier_acceptance_withdraw
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
-from hilbench_annotate.models import Project
+from hilbench_annotate.selectors import readable_projects
 from hilbench_annotate.vocabulary import Role
 
 
@@ -113,7 +113,7 @@ def export_list(request):
         "jobs": jobs,
         "can_export": bool(projects),
         # Data for analysis (views_data): every project the user reads, not only those led.
-        "data_projects": Project.objects.visible_to(request.user).order_by("name"),
+        "data_projects": readable_projects(user=request.user),
     }
     return render(request, "bundles/export.html", context)
 

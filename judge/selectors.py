@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db.models import QuerySet
+
 from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import revision_current
 from validators.models import ValidationResult, ValidationRun
@@ -107,3 +109,57 @@ def _measurement(task: Task, run: ValidationRun, details: dict) -> Measurement:
         revision_number=run.revision.number,
         stale=stale,
     )
+
+
+# --- the Judge validation page's reads ----------------------------------------------------------
+
+
+def question_labels(*, question: ValidationQuestion) -> list[QuestionLabel]:
+    """``question``'s labels (those prefetched with it, when they were)."""
+    return list(question.labels.all())
+
+
+def task_questions(*, task: Task) -> QuerySet[ValidationQuestion]:
+    """``task``'s validation questions, held-out and retired, with their labels and
+    labellers."""
+    return task.validation_questions.prefetch_related("labels__labeller")
+
+
+def held_out_questions(*, task: Task) -> QuerySet[ValidationQuestion]:
+    """``task``'s held-out questions, with their labels."""
+    return task.validation_questions.filter(
+        split=ValidationQuestion.Split.HELD_OUT
+    ).prefetch_related("labels")
+
+
+def held_out_styles(*, task: Task) -> QuerySet:
+    """The style of each of ``task``'s held-out questions."""
+    return task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).values_list(
+        "style", flat=True
+    )
+
+
+def held_out_count(*, task: Task) -> int:
+    """How many held-out questions ``task`` has."""
+    return task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).count()
+
+
+def question_with_labels(*, task: Task, question_id) -> ValidationQuestion:
+    """``task``'s question ``question_id`` with its labels and labellers (``DoesNotExist``
+    when it has none of that id)."""
+    return task.validation_questions.prefetch_related("labels__labeller").get(pk=question_id)
+
+
+def task_question(*, task: Task, question_id) -> ValidationQuestion | None:
+    """``task``'s question ``question_id``, or None."""
+    return task.validation_questions.filter(pk=question_id).first()
+
+
+def blocker_keys(*, task: Task) -> list[str]:
+    """The keys of ``task``'s blockers, in their order."""
+    return list(task.blockers.values_list("key", flat=True))
+
+
+def has_revision(*, task: Task) -> bool:
+    """Whether ``task`` has a saved revision."""
+    return task.revisions.exists()

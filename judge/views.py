@@ -27,7 +27,19 @@ from .base import JudgeError
 from .labels import gold_label, label_add, label_change, label_withdraw
 from .models import QuestionLabel, ValidationQuestion
 from .report import project_judge_report
-from .selectors import measurement_last, measurement_of
+from .selectors import (
+    blocker_keys,
+    has_revision,
+    held_out_count,
+    held_out_questions,
+    held_out_styles,
+    measurement_last,
+    measurement_of,
+    question_labels,
+    question_with_labels,
+    task_question,
+    task_questions,
+)
 from .services import get_judge
 from .validation import (
     candidates_generate,
@@ -49,7 +61,7 @@ def _row(user, task: Task, question: ValidationQuestion, labeller: bool, why: st
     question is not settled: ``judge.labels``). Its writer does not label it. ``why``: why the
     floor does not count it (``judge.floor``), or ""."""
     state, gold = gold_label(question)
-    labels = list(question.labels.all())
+    labels = question_labels(question=question)
     mine = next((label for label in labels if label.labeller_id == user.pk), None)
     settled = state in ("agreed", "adjudicated")
     reveal = mine is not None or settled or state == "disputed" or task.author_id == user.pk
@@ -98,7 +110,7 @@ def _question_rows(user, task: Task, not_counted: dict) -> tuple[list[dict], lis
     by its id (``labelling_progress``)."""
     labeller = may_label(user, task)
     held_out, retired = [], []
-    for question in task.validation_questions.prefetch_related("labels__labeller"):
+    for question in task_questions(task=task):
         row = _row(user, task, question, labeller, not_counted.get(question.pk, ""))
         (held_out if question.split == ValidationQuestion.Split.HELD_OUT else retired).append(row)
     return held_out, retired
@@ -110,9 +122,7 @@ def _awaiting(user, task: Task) -> int:
         return 0
     return sum(
         1
-        for question in task.validation_questions.filter(
-            split=ValidationQuestion.Split.HELD_OUT
-        ).prefetch_related("labels")
+        for question in held_out_questions(task=task)
         if _row(user, task, question, labeller=True)["action"]
     )
 
@@ -121,7 +131,7 @@ def _context(request, task: Task, progress: dict | None = None, **extra) -> dict
     return {
         "to_label": _awaiting(request.user, task),
         "task": task,
-        "blocker_keys": list(task.blockers.values_list("key", flat=True)),
+        "blocker_keys": blocker_keys(task=task),
         "none_value": NONE_VALUE,
         "may_edit": can_edit_task(request.user, task),
         "may_label": may_label(request.user, task),
@@ -135,11 +145,7 @@ def _style_choice(user, task: Task) -> dict:
     """The add form's styles, the one the task's held-out questions have fewest of chosen
     (the page asks writers for varied styles), and why the user's own questions would not
     count, if they would not (``judge.floor``: its writer rule)."""
-    have = Counter(
-        task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).values_list(
-            "style", flat=True
-        )
-    )
+    have = Counter(held_out_styles(task=task))
     suggested = min(floor.STYLES, key=lambda style: have[style])
     editors = floor.task_editors(task)
     return {
@@ -188,7 +194,7 @@ def _may_add(user, task: Task) -> bool:
 
 def _refresh(request, task: Task, question: ValidationQuestion, message: str, *, ok: bool):
     """htmx: the question's row, the progress card (out of band) and a one-line status."""
-    question = task.validation_questions.prefetch_related("labels__labeller").get(pk=question.pk)
+    question = question_with_labels(task=task, question_id=question.pk)
     progress = labelling_progress(task)
     why = progress["not_counted"].get(question.pk, "")
     context = _context(
@@ -240,10 +246,8 @@ def question_create(request, task_id: int):
         return redirect("judge-questions", task_id=task_id)
     notice = "Question added; it needs two labels by people other than you."
     if request.htmx:
-        question = task.validation_questions.prefetch_related("labels__labeller").get(
-            pk=question.pk
-        )
-        count = task.validation_questions.filter(split=ValidationQuestion.Split.HELD_OUT).count()
+        question = question_with_labels(task=task, question_id=question.pk)
+        count = held_out_count(task=task)
         progress = labelling_progress(task)
         why = progress["not_counted"].get(question.pk, "")
         context = _context(
@@ -313,7 +317,7 @@ def _label_answer(request, task: Task, question: ValidationQuestion, act):
 @require_POST
 def label(request, task_id: int, question_id: int):
     task = access_task(request.user, task_id)
-    question = task.validation_questions.filter(pk=question_id).first()
+    question = task_question(task=task, question_id=question_id)
     if question is None:
         messages.error(request, "No such question in this task.")
         return redirect("judge-questions", task_id=task_id)
@@ -337,7 +341,7 @@ def _own_label(request, task_id: int, question_id: int) -> tuple[Task, Validatio
     task = access_task(request.user, task_id)
     if not may_label(request.user, task):
         raise AccessDenied("Your role in this project does not label questions.")
-    question = task.validation_questions.filter(pk=question_id).first()
+    question = task_question(task=task, question_id=question_id)
     if question is None:
         raise not_found("validation question")
     return task, question
@@ -388,7 +392,7 @@ def _measured(request, task: Task, **context):
 @require_POST
 def measure(request, task_id: int):
     task = access_task(request.user, task_id)
-    if not task.revisions.exists():
+    if not has_revision(task=task):
         return _measured(
             request, task, measure_error="The task has no saved revision to measure the judge on."
         )
@@ -410,7 +414,7 @@ def accept(request, task_id: int):
     task = access_task(request.user, task_id, edit=True)
     accepted = []
     for raw in chosen:
-        question = task.validation_questions.filter(pk=raw).first() if raw.isdigit() else None
+        question = task_question(task=task, question_id=raw) if raw.isdigit() else None
         if question is None:
             messages.error(request, f"No question {raw} in this task.")
             return redirect("judge-questions", task_id=task_id)

@@ -519,14 +519,6 @@ QUERYSET_METHODS = {
 SHARED_QUERYSET_METHODS = {"annotate", "aggregate"}
 BARE_QUERYSET_METHODS = {"all", "exists", "count", "first", "last"}
 MANAGERS = {"objects", "all_objects"}
-# View and API modules being moved to selectors by hand now (issue 47, item 2), each with the
-# number of queries it still makes itself. Exact: a test fails when one is added, and when one
-# is moved, so that its count is lowered (or the module struck off).
-READS_NOT_YET_IN_SELECTORS = {
-    "validators/views.py": 6,
-    "judge/views.py": 12,
-    "exchange/views.py": 1,
-}
 
 
 def _spine(node) -> list:
@@ -632,38 +624,17 @@ def test_the_queryset_rule_counts_a_chain_once():
     ]
 
 
-def _view_queries() -> dict[str, list[str]]:
-    return {
-        module: found
-        for module, source in _sources()
-        if _is_view_module(module) and (found := queryset_calls(source))
-    }
-
-
 def test_views_and_apis_call_no_queryset():
     """Issue 47, item 2: every read a page or the API renders is a selector
     (``<app>/selectors.py``, keyword-only, ``user=`` first when it depends on who asks) or a
     queryset method, so that a read a page and the API share is written once; a view or API
     module makes no query itself (docs/architecture.md, "One shape")."""
-    extra = {
-        module: found
-        for module, found in _view_queries().items()
-        if len(found) > READS_NOT_YET_IN_SELECTORS.get(module, 0)
+    found = {
+        module: queries
+        for module, source in _sources()
+        if _is_view_module(module) and (queries := queryset_calls(source))
     }
-    assert not extra, extra
-
-
-def test_the_read_exceptions_are_still_needed():
-    """Each count of ``READS_NOT_YET_IN_SELECTORS`` is the module's: one moved to a selector
-    lowers it, the last strikes the module off."""
-    found = _view_queries()
-    assert all(map(_is_view_module, READS_NOT_YET_IN_SELECTORS))
-    fewer = {
-        module: len(found.get(module, []))
-        for module, count in READS_NOT_YET_IN_SELECTORS.items()
-        if len(found.get(module, [])) < count
-    }
-    assert not fewer, fewer
+    assert not found, found
 
 
 # The edit recipe's steps, which only ``hilbench_annotate.services.edits.task_edit`` combines.

@@ -7,7 +7,7 @@ sees their results."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -16,9 +16,16 @@ from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
 
 from .environments import environment_build_start, environment_key, ready_environment
-from .models import EnvironmentBuild, ValidationRun
+from .models import EnvironmentBuild
 from .requirements import conda_unavailable, requirements_at
-from .selectors import build_in_progress
+from .selectors import (
+    build_in_progress,
+    earlier_builds,
+    environment_build,
+    latest_build,
+    project_swe_environments,
+    validation_run,
+)
 from .services import validation_run_start
 
 TEMPLATE = "validators/run.html"
@@ -43,11 +50,7 @@ def run_start(request, task_id: int):
 @require_GET
 def run_detail(request, task_id: int, run_id: int):
     task = access_task(request.user, task_id)
-    run = get_object_or_404(
-        ValidationRun.objects.select_related("revision").prefetch_related("results"),
-        pk=run_id,
-        task=task,
-    )
+    run = validation_run(task=task, run_id=run_id)
     context = {"task": task, "run": run, "can_edit": can_edit_task(request.user, task)}
     if not run.is_finished:
         context["building"] = build_in_progress(task)
@@ -74,7 +77,7 @@ def environment_context(task) -> dict:
         **_what_installs(env, spec),
         "build_key": key,
         "built": ready_environment(key) is not None,
-        "build": EnvironmentBuild.objects.filter(key=key).order_by("-created_at", "-id").first(),
+        "build": latest_build(key=key),
         "sharing": _tasks_sharing(task, key),
     }
 
@@ -97,9 +100,8 @@ def _what_installs(env, spec: dict) -> dict:
 
 def _tasks_sharing(task, key: str) -> int:
     """How many SWE tasks of the project build this same environment."""
-    environments = type(task.swe_environment).objects.filter(task__project_id=task.project_id)
     count = 0
-    for env in environments.only("environment_spec", "base_commit"):
+    for env in project_swe_environments(task=task):
         try:
             count += environment_key(env) == key
         except DomainError:
@@ -129,7 +131,7 @@ def build_start(request, task_id: int):
 @require_GET
 def build_detail(request, build_id: int):
     try:
-        build = EnvironmentBuild.objects.select_related("task", "repository").get(pk=build_id)
+        build = environment_build(build_id=build_id)
     except (EnvironmentBuild.DoesNotExist, *BAD_ID):
         raise not_found("environment build") from None
     if build.task_id is None:
@@ -139,7 +141,7 @@ def build_detail(request, build_id: int):
         "build": build,
         "task": task,
         "can_edit": can_edit_task(request.user, task),
-        "earlier": EnvironmentBuild.objects.filter(key=build.key).exclude(pk=build.pk)[:10],
+        "earlier": earlier_builds(build=build, limit=10),
     }
     if request.htmx:
         response = render(request, BUILD_TEMPLATE + "#build", context)
