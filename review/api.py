@@ -41,6 +41,7 @@ from review.serializers import (
     TakeNextIn,
     TaskReviewStateOut,
     decision_arguments,
+    pipeline_arguments,
 )
 from review.services import (
     comment_add,
@@ -75,13 +76,7 @@ class PipelineApi(APIView):
     )
     def put(self, request, project_id: int):
         data = _valid(PipelineIn, request.data)
-        pipeline_update(
-            actor=request.user,
-            project_id=project_id,
-            layers=[dict(layer) for layer in data["layers"]],
-            lock_minutes=data["lock_minutes"],
-            reject_reasons=data["reject_reasons"],
-        )
+        pipeline_update(actor=request.user, project_id=project_id, **pipeline_arguments(data))
         return Response(_pipeline_out(access_project(request.user, project_id)))
 
 

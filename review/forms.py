@@ -4,7 +4,7 @@ same reasons, so they cannot drift. A page's refusal is a ``DomainError`` (400),
 view shows next to its form as it does a service's refusal."""
 
 from hilbench_annotate.errors import DomainError
-from review.serializers import DecisionIn
+from review.serializers import DecisionIn, PipelineIn
 
 
 def form_input(schema, data) -> dict:
@@ -13,15 +13,41 @@ def form_input(schema, data) -> dict:
     serializer = schema(data=data)
     if serializer.is_valid():
         return dict(serializer.validated_data)
-    raise DomainError(" ".join(_said(field, errors) for field, errors in serializer.errors.items()))
-
-
-def _said(field: str, errors) -> str:
-    messages = errors if isinstance(errors, list) else [errors]
-    text = " ".join(str(m) for m in messages)
-    return (
-        text if field == "non_field_errors" else f"{field.replace('_', ' ').capitalize()}: {text}"
+    raise DomainError(
+        " ".join(
+            _said(_label(serializer, field), errors) for field, errors in serializer.errors.items()
+        )
     )
+
+
+def _label(serializer, field: str) -> str:
+    """The field's label (its name, "Lock minutes", unless the schema gives one)."""
+    if field in serializer.fields and serializer.fields[field].label:
+        return str(serializer.fields[field].label)
+    return field.replace("_", " ").capitalize()
+
+
+def _said(label: str, errors) -> str:
+    """A field's refusal in one line, its label first ("Revision: A valid integer is
+    required."), unless the words already name it ("The lock time is a whole number of
+    minutes."). A list of rows (``many=True``; its errors keyed by the row's index) names the
+    row from 1: "Layer 2, name: …"."""
+    if isinstance(errors, dict):
+        return " ".join(_said(_inner(label, key), sub) for key, sub in errors.items())
+    text = " ".join(str(m) for m in errors) if isinstance(errors, list) else str(errors)
+    if label == "Non field errors" or label.lower() in text.lower():
+        return text
+    return f"{label}: {text}"
+
+
+def _inner(label: str, key) -> str:
+    """The label of a nested error: a row of a list ("Layers", 1 → "Layer 2"), a key of a
+    dict ("Blocker comments, b1"), or the whole ("non_field_errors")."""
+    if key == "non_field_errors":
+        return label
+    if isinstance(key, int):
+        return f"{label[:-1] if label.endswith('s') else label} {key + 1}"
+    return f"{label}, {key}"
 
 
 # --- the review page's decision ------------------------------------------------------------
@@ -72,5 +98,53 @@ def decision_input(typed: dict) -> dict:
                 for a in typed["checklist"]
             ],
             "blocker_comments": typed["comments"],
+        },
+    )
+
+
+# --- the pipeline editor -------------------------------------------------------------------
+
+
+def pipeline_typed(post) -> dict:
+    """The pipeline form as posted, kept as typed (removals still ticked, the lock time as
+    written): a refused save shows it again. The empty "add a layer" row is left out."""
+    layers = []
+    for i in post.getlist("layer"):
+        name = post.get(f"layer-{i}-name", "")
+        checklist = post.get(f"layer-{i}-checklist", "")
+        if not name.strip() and not checklist.strip():
+            continue
+        layers.append(
+            {
+                "name": name,
+                "role": post.get(f"layer-{i}-role", ""),
+                "self_check": bool(post.get(f"layer-{i}-self_check")),
+                "checklist": checklist.splitlines(),
+                # Gate names hold no spaces: commas, spaces and lines all separate them.
+                "gates": post.get(f"layer-{i}-gates", "").replace(",", " ").split(),
+                "delete": bool(post.get(f"layer-{i}-delete")),
+            }
+        )
+    return {
+        "layers": layers,
+        "lock_minutes": post.get("lock_minutes", ""),
+        "reject_reasons": post.get("reject_reasons", "").splitlines(),
+    }
+
+
+def pipeline_input(typed: dict) -> dict:
+    """The typed pipeline in the body ``PUT /api/projects/<id>/pipeline/`` takes (the layers
+    not ticked for removal), validated by the same ``PipelineIn``. An emptied lock time is the
+    default hour, as the page has always read it."""
+    return form_input(
+        PipelineIn,
+        {
+            "layers": [
+                {key: row[key] for key in ("name", "role", "self_check", "checklist", "gates")}
+                for row in typed["layers"]
+                if not row["delete"]
+            ],
+            "lock_minutes": typed["lock_minutes"] or 60,
+            "reject_reasons": typed["reject_reasons"],
         },
     )

@@ -39,8 +39,25 @@ class LayerIn(serializers.Serializer):
 
 class PipelineIn(serializers.Serializer):
     layers = LayerIn(many=True)
-    lock_minutes = serializers.IntegerField(min_value=1)
+    lock_minutes = serializers.IntegerField(
+        min_value=1,
+        # The column's range (PostgreSQL's integer): a larger number was a 500, not a refusal.
+        max_value=2_147_483_647,
+        label="Lock time",
+        # The pipeline editor's words, which the API now says too.
+        error_messages={"invalid": "The lock time is a whole number of minutes."},
+    )
     reject_reasons = serializers.ListField(child=serializers.CharField(allow_blank=True))
+
+
+def pipeline_arguments(data: dict) -> dict:
+    """``pipeline_update``'s keyword arguments from a valid ``PipelineIn``: the pipeline editor
+    and the API pass the same."""
+    return {
+        "layers": [dict(layer) for layer in data["layers"]],
+        "lock_minutes": data["lock_minutes"],
+        "reject_reasons": data["reject_reasons"],
+    }
 
 
 # --- submission and assignment ------------------------------------------------------------------

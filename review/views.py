@@ -23,9 +23,22 @@ from hilbench_annotate.toolkit.textdiff import snapshot_changes
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Role
 from review import selectors, services
 from review.access import access_comment, access_review_layer
-from review.forms import decision_input, decision_typed, form_input
+from review.forms import (
+    decision_input,
+    decision_typed,
+    form_input,
+    pipeline_input,
+    pipeline_typed,
+)
 from review.models import ReviewLayer
-from review.serializers import AssignIn, CommentIn, ResolveIn, decision_arguments
+from review.serializers import (
+    AssignIn,
+    CommentIn,
+    ResolveIn,
+    SubmitIn,
+    decision_arguments,
+    pipeline_arguments,
+)
 
 
 @login_required
@@ -274,35 +287,6 @@ def notifications(request):
     return render(request, "review/notifications.html", {"items": items})
 
 
-def _posted_layers(request) -> list[dict]:
-    """Every layer row of the pipeline form as typed, the empty "add a layer" row left out."""
-    rows = []
-    for i in request.POST.getlist("layer"):
-        name = request.POST.get(f"layer-{i}-name", "")
-        checklist = request.POST.get(f"layer-{i}-checklist", "")
-        if not name.strip() and not checklist.strip():
-            continue
-        rows.append(
-            {
-                "name": name,
-                "role": request.POST.get(f"layer-{i}-role", ""),
-                "self_check": bool(request.POST.get(f"layer-{i}-self_check")),
-                "checklist": checklist.splitlines(),
-                # Gate names hold no spaces: commas, spaces and lines all separate them.
-                "gates": request.POST.get(f"layer-{i}-gates", "").replace(",", " ").split(),
-                "delete": bool(request.POST.get(f"layer-{i}-delete")),
-            }
-        )
-    return rows
-
-
-def _lock_minutes(request) -> int:
-    try:
-        return int(request.POST.get("lock_minutes") or 60)
-    except ValueError:
-        raise DomainError("The lock time is a whole number of minutes.") from None
-
-
 def _pipeline_page(request, project, *, layers, policy, status: int = 200):
     counts = selectors.waiting_per_layer(project=project)
     for position, layer in enumerate(layers, start=1):
@@ -324,25 +308,25 @@ def _pipeline_page(request, project, *, layers, policy, status: int = 200):
 def pipeline(request, project_id: int):
     project = access_project(request.user, project_id)
     if request.method == "POST":
-        rows = _posted_layers(request)
-        reject_reasons = request.POST.get("reject_reasons", "").splitlines()
+        typed = pipeline_typed(request.POST)
         try:
+            data = pipeline_input(typed)
             services.pipeline_update(
-                actor=request.user,
-                project_id=project.pk,
-                layers=[row for row in rows if not row["delete"]],
-                lock_minutes=_lock_minutes(request),
-                reject_reasons=reject_reasons,
+                actor=request.user, project_id=project.pk, **pipeline_arguments(data)
             )
         except DomainError as exc:
             # The form again as the lead typed it (removals still ticked): nothing is lost.
             messages.error(request, str(exc))
             typed_policy = {
-                "lock_minutes": request.POST.get("lock_minutes", ""),
-                "reject_reasons": reject_reasons,
+                "lock_minutes": typed["lock_minutes"],
+                "reject_reasons": typed["reject_reasons"],
             }
             return _pipeline_page(
-                request, project, layers=rows, policy=typed_policy, status=exc.status_code
+                request,
+                project,
+                layers=typed["layers"],
+                policy=typed_policy,
+                status=exc.status_code,
             )
         messages.success(request, "Pipeline saved.")
         return redirect("review-pipeline", project_id=project.pk)
@@ -368,13 +352,10 @@ WORKSPACE = "authoring/workspace.html"
 def workspace_submit(request, task_id: int):
     """The workspace's Submit for review: the same service as ``POST /api/tasks/{id}/submit``."""
     try:
-        expected_version = int(request.POST.get("expected_version", ""))
-    except ValueError:
-        expected_version = None
-    try:
-        if expected_version is None:
-            raise DomainError("The form did not say which state of the task it edits; reload it.")
-        services.task_submit(actor=request.user, task_id=task_id, expected_version=expected_version)
+        data = form_input(SubmitIn, request.POST)
+        services.task_submit(
+            actor=request.user, task_id=task_id, expected_version=data["expected_version"]
+        )
     except DomainError as exc:
         if request.htmx:
             return render(request, f"{WORKSPACE}#save-status", {"error": str(exc)}, status=400)
