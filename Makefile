@@ -48,10 +48,12 @@ worker: install
 	$(VENV)/bin/celery -A hilbench_annotate worker --loglevel=info
 
 # The whole suite over both cores (pytest-xdist; TEST_WORKERS=1 for one): each worker has its
-# own test database, var folder and broker database (tests/settings.py). The container tests run
-# on both: they wait on Docker as much as they compute (docs/quality.md, "The suite's time").
+# own test database, var folder and broker database (tests/settings.py). The modules with
+# container, slow and browser tests run first (tests/conftest.py) and are handed out two tests
+# at a time (--maxschedchunk 2), so whichever worker is free takes the next long test and the
+# short ones fill the end (docs/quality.md, "The suite's time").
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := $(VENV)/bin/pytest -n $(TEST_WORKERS)
+PYTEST_PARALLEL := $(VENV)/bin/pytest -n $(TEST_WORKERS) --maxschedchunk 2
 test: install
 	$(PYTEST_PARALLEL)
 

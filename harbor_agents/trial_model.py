@@ -48,6 +48,11 @@ SIDECAR_MEMORY = "1g"
 PIDS_LIMIT = 4096
 SIDECAR_PIDS_LIMIT = 256
 HARDENING = {"security_opt": ["no-new-privileges:true"]}
+# PID 1 of every container is Docker's init (tini), which passes a stop's SIGTERM on. A
+# container's own PID 1 (Harbor's `sh -c "sleep infinity"`, a sidecar's python) ignores it,
+# so each stop waited Docker's whole 10 s grace before SIGKILL: three waits a trial (the
+# agent's container, then its sidecars, then the verifier's), 30 s of its 55-70 s.
+INIT = {"init": True}
 HEALTH = (
     "import os, socket; socket.create_connection("
     "(os.environ.get('HOST', '127.0.0.1'), int(os.environ.get('PORT', '8000'))), 2).close()"
@@ -235,6 +240,7 @@ def _sidecar(name: str, context: Path, facts: Facts) -> dict:
             "retries": 30,
         },
         **HARDENING,
+        **INIT,
     }
     if volumes:
         service["volumes"] = volumes
@@ -244,7 +250,7 @@ def _sidecar(name: str, context: Path, facts: Facts) -> dict:
 def compose_model(facts: Facts, *, internet: bool) -> dict:
     """The Docker Compose model of the trial: the agent's service ``main`` (Harbor's own
     compose files give its build and command) and the task's sidecars."""
-    main: dict = {"pids_limit": PIDS_LIMIT, **HARDENING}
+    main: dict = {"pids_limit": PIDS_LIMIT, **HARDENING, **INIT}
     if not internet or facts.layout == "plain":
         main["network_mode"] = "none"
     model: dict = {"services": {"main": main}}

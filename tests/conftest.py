@@ -54,6 +54,32 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.browser)
 
 
+# The order of a run: the modules that hold container, slow or browser tests first, so that
+# under xdist (`make test`) whichever worker is free takes the next long test and the short
+# ones fill the end. pytest-django's rule is kept (it sorts first, as Django's runner does): no
+# test on the plain ``db`` runs after one that empties the database (``transaction=True``,
+# ``transactional_db``, ``live_server``).
+_FIRST = ("containers", "slow", "browser")
+
+
+def _empties_the_database(item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    if marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences")):
+        return True
+    if marker and marker.args and marker.args[0]:
+        return True
+    return bool({"transactional_db", "live_server"} & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config, items):
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        mine = next((i for i, m in enumerate(_FIRST) if item.get_closest_marker(m)), len(_FIRST))
+        rank[module] = min(rank.get(module, len(_FIRST)), mine)
+    items.sort(key=lambda item: (_empties_the_database(item), rank[item.nodeid.split("::", 1)[0]]))
+
+
 def pytest_report_header(config):
     from django.conf import settings
 

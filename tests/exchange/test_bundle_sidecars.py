@@ -287,3 +287,15 @@ def test_the_agent_s_client_waits_for_a_sidecar_that_is_not_listening_yet(task_f
         thread.join()
         _stop(started["process"])
     assert code == 0 and found == f"- {DOCUMENTATION[0]}"
+
+
+def test_every_container_of_a_mode_runs_dockers_init_as_pid_1(task_folder):
+    """A plain Harbor reads this compose file: with Docker's init as PID 1 a stop's SIGTERM
+    ends each container at once (their own PID 1 ignores it, and every stop waited 10 s)."""
+    for mode in ("baseline", "ask_human", "full_info"):
+        compose = yaml.safe_load(
+            (task_folder / mode / "environment" / "docker-compose.yaml").read_text()
+        )
+        assert {
+            name: spec.get("init") for name, spec in compose["services"].items()
+        } == dict.fromkeys(compose["services"], True), mode

@@ -130,6 +130,8 @@ def test_app_folder_sidecars_share_the_agents_network_namespace_and_nothing_else
     for name, service in model["services"].items():
         assert "no-new-privileges:true" in service["security_opt"], name
         assert service["pids_limit"] > 0, name
+        # Docker's init as PID 1: a stop's SIGTERM ends the container, no 10 s grace wait.
+        assert service["init"] is True, name
 
 
 def test_internet_is_the_runs_decision_and_sidecars_stay_on_loopback(tmp_path):
@@ -158,6 +160,7 @@ def test_a_verifiers_tests_folder_is_plain_and_never_online(tmp_path):
             "main": {
                 "pids_limit": trial_model.PIDS_LIMIT,
                 "security_opt": ["no-new-privileges:true"],
+                "init": True,
                 "network_mode": "none",
                 "volumes": [f"{data}:/data:ro"],
             }
