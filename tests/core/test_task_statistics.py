@@ -94,6 +94,10 @@ def test_a_failing_refresh_is_logged_not_raised(caplog, monkeypatch):
     _needs_postgresql()
     project = Project.objects.create(name="Failing", slug="failing")
     task_create_many(project=project, records=_records(80))
+    # The planner's row estimate as this test's table has it (80 rows), not as a test before
+    # it on this database left it: with a large estimate the refresh rightly skips VACUUM.
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Task._meta.db_table)}")
     real_execute = connection.cursor().__class__.execute
 
     def refusing(self, sql, params=None):

@@ -4,6 +4,12 @@ import os
 import shutil
 
 import pytest
+from playwright.sync_api import expect
+
+# An assertion waits as long as an action does (``set_default_timeout`` below): under
+# `make test` a browser test shares the cores with Harbor trials, and a page's answer can take
+# longer than Playwright's 5 s default (seen on CI: a label's row redrawn after 5 s).
+expect.set_options(timeout=15_000)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
