@@ -74,10 +74,9 @@ def _empties_the_database(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     rank: dict[str, int] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
         mine = next((i for i, m in enumerate(_FIRST) if item.get_closest_marker(m)), len(_FIRST))
-        rank[module] = min(rank.get(module, len(_FIRST)), mine)
-    items.sort(key=lambda item: (_empties_the_database(item), rank[item.nodeid.split("::", 1)[0]]))
+        rank[item.path] = min(rank.get(item.path, len(_FIRST)), mine)
+    items.sort(key=lambda item: (_empties_the_database(item), rank[item.path]))
 
 
 def pytest_report_header(config):

@@ -42,7 +42,7 @@ from evaluation.models import EvaluationRun, ExcludedTry, TaskPass
 from evaluation.services.common import evaluation_run_finish, task_resolver
 from evaluation.services.results_import import excluded_try_store, imported_pass_store
 from harbor_agents.fetch import task_fetch_sentence
-from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.errors import DomainError, Refused
 from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
 from hilbench_annotate.model_relay import ModelRelay
 from hilbench_annotate.models import Task
@@ -425,7 +425,7 @@ def harbor_run_execute(run: EvaluationRun) -> None:
             error="Cancelled: the trials were stopped; the finished ones are kept.",
         )
         return
-    except (DomainError, AccessDenied) as error:
+    except Refused as error:
         # AccessDenied: the export is made as the run's lead, who may have left the role since.
         job_fail(EvaluationRun, run.pk, str(error))
         return
