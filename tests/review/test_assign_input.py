@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from hilbench_annotate import workflow
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.vocabulary import Role
-from review.forms import form_input
 from review.models import ReviewAssignment
 from review.serializers import AssignIn
 
