@@ -144,3 +144,20 @@ class PolicyForm(forms.Form):
                 "min_models_reason", "Say why one model is enough for this project's tasks."
             )
         return data
+
+
+def taxonomy_typed(post, entries) -> dict:
+    """The taxonomy editor's rows as posted (``name-<id>``, ``definition-<id>``,
+    ``examples-<id>``), in the shape ``TaxonomyIn`` reads; a field the form did not send keeps
+    the entry's current words."""
+    return {
+        "entries": [
+            {
+                "id": e.pk,
+                "name": post.get(f"name-{e.pk}", e.name),
+                "definition": post.get(f"definition-{e.pk}", e.definition),
+                "examples": post.get(f"examples-{e.pk}", e.examples),
+            }
+            for e in entries
+        ]
+    }

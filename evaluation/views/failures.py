@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.access import access_task_pass
+from evaluation.forms import taxonomy_typed
 from evaluation.models import ModelEndpoint, TaskPass, TaxonomyEntry
 from evaluation.selectors import (
     ask_human_verdicts,
@@ -29,6 +30,12 @@ from evaluation.selectors_pages import (
     project_endpoints,
     recent_labelling_runs,
 )
+from evaluation.serializers import (
+    FailureLabelIn,
+    LabellingRunIn,
+    TaxonomyIn,
+    taxonomy_arguments,
+)
 from evaluation.services import (
     failure_label_set,
     labelling_run_start,
@@ -40,6 +47,7 @@ from evaluation.trajectory_pages import TrajectoryOutline, trajectory_outline, t
 from evaluation.viewer import FIELDS, PAGE_STEPS, csv_safe, full_text, step_page, view_steps
 from hilbench_annotate.access import READER_ROLES, access_project, has_role, require_role
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.params import param_choice, param_id, param_text
 from hilbench_annotate.redirects import redirect_next
 from hilbench_annotate.vocabulary import Domain, Role
@@ -139,13 +147,8 @@ def pass_compare(request):
 def pass_label(request, pass_id: int):
     task_pass = access_task_pass(request.user, pass_id)
     try:
-        failure_label_set(
-            task_pass=task_pass,
-            actor=request.user,
-            dimension=request.POST.get("dimension", ""),
-            mode=request.POST.get("mode", ""),
-            note=request.POST.get("note", ""),
-        )
+        data = form_input(FailureLabelIn, request.POST)
+        failure_label_set(task_pass=task_pass, actor=request.user, **data)
     except DomainError as error:
         messages.error(request, str(error))
     else:
@@ -231,10 +234,10 @@ def failures_csv(request, project_id: int):
 @require_POST
 def llm_labelling_start(request, project_id: int):
     project = access_project(request.user, project_id, roles=(Role.LEAD,))
-    endpoint = get_object_or_404(
-        ModelEndpoint, pk=request.POST.get("endpoint") or 0, project=project
-    )
     try:
+        data = form_input(LabellingRunIn, request.POST)
+        # Another project's endpoint is a 404, as a missing one is.
+        endpoint = get_object_or_404(ModelEndpoint, pk=data["endpoint"], project=project)
         run = labelling_run_start(project=project, actor=request.user, endpoint=endpoint)
     except DomainError as error:
         messages.error(request, str(error))
@@ -251,19 +254,14 @@ def taxonomy_edit(request, project_id: int):
         require_role(request.user, project, Role.LEAD, action="edit the taxonomy")
     entries = taxonomy(project)
     is_lead = has_role(request.user, project.pk, Role.LEAD)
+    status = 200
     if request.method == "POST":
-        changes = {
-            e.pk: {
-                "name": request.POST.get(f"name-{e.pk}", e.name),
-                "definition": request.POST.get(f"definition-{e.pk}", e.definition),
-                "examples": request.POST.get(f"examples-{e.pk}", e.examples),
-            }
-            for e in entries
-        }
         try:
-            taxonomy_update(project=project, actor=request.user, entries=changes)
+            data = form_input(TaxonomyIn, taxonomy_typed(request.POST, entries))
+            taxonomy_update(project=project, actor=request.user, entries=taxonomy_arguments(data))
         except DomainError as error:
             messages.error(request, str(error))
+            status = error.status_code
         else:
             messages.success(request, "Taxonomy saved; the LLM rubric has a new version.")
             return redirect("evaluation-taxonomy", project_id=project.pk)
@@ -276,4 +274,5 @@ def taxonomy_edit(request, project_id: int):
             "is_lead": is_lead,
             "rubric_version": rubric(project)[1],
         },
+        status=status,
     )
