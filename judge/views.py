@@ -17,6 +17,7 @@ from hilbench_annotate.access import (
     require_role,
 )
 from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import Role
 from validators.services import validation_run_inline
@@ -24,6 +25,7 @@ from validators.services import validation_run_inline
 from . import floor
 from .access import may_label
 from .base import JudgeError
+from .forms import question_typed, suggestions_typed
 from .labels import gold_label, label_add, label_change, label_withdraw
 from .models import QuestionLabel, ValidationQuestion
 from .report import project_judge_report
@@ -40,6 +42,7 @@ from .selectors import (
     task_question,
     task_questions,
 )
+from .serializers import NONE_VALUE, HeldOutQuestionIn, QuestionLabelIn, SuggestionsAcceptIn
 from .services import get_judge
 from .validation import (
     candidates_generate,
@@ -50,8 +53,6 @@ from .validation import (
     question_add,
     suggestions_accept,
 )
-
-NONE_VALUE = "__none__"
 
 
 def _row(user, task: Task, question: ValidationQuestion, labeller: bool, why: str = "") -> dict:
@@ -223,22 +224,13 @@ def question_create(request, task_id: int):
     if not _may_add(request.user, task):
         raise AccessDenied("Your role in this project does not add validation questions.")
     source = "author" if task.author_id == request.user.pk else "reviewer"
+    typed = question_typed(request.POST)
     try:
-        style = request.POST.get("style", "")
-        if style not in ValidationQuestion.Style.values:
-            raise DomainError(
-                "Choose the question's style: terse, naming the task's words, or paraphrase."
-            )
-        question = question_add(
-            task=task,
-            actor=request.user,
-            text=request.POST.get("text", ""),
-            source=source,
-            style=style,
-        )
+        data = form_input(HeldOutQuestionIn, typed)
+        question = question_add(task=task, actor=request.user, source=source, **data)
     except DomainError as exc:
         if request.htmx:
-            text = " ".join(request.POST.get("text", "").split())
+            text = " ".join(typed["text"].split())
             shown = f"“{text[:80]}{'…' if len(text) > 80 else ''}” was not added: {exc}"
             context = _context(request, task, notice=shown, ok=False)
             return render(request, "judge/questions.html#queued", context)
@@ -293,9 +285,7 @@ def generate(request, task_id: int):
 
 def _choice(request) -> str | None:
     """The blocker key chosen by a label button (None: "none (irrelevant)")."""
-    choice = request.POST.get("blocker_key", "")
-    if not choice:
-        raise DomainError("Choose a blocker or “none (irrelevant)”.")
+    choice = form_input(QuestionLabelIn, request.POST)["blocker_key"]
     return None if choice == NONE_VALUE else choice
 
 
@@ -410,19 +400,23 @@ def measure(request, task_id: int):
 @login_required
 @require_POST
 def accept(request, task_id: int):
-    chosen = request.POST.getlist("accept")
     task = access_task(request.user, task_id, edit=True)
+    try:
+        chosen = form_input(SuggestionsAcceptIn, suggestions_typed(request.POST))["accepted"]
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("judge-questions", task_id=task_id)
     accepted = []
-    for raw in chosen:
-        question = task_question(task=task, question_id=raw) if raw.isdigit() else None
+    for row in chosen:
+        question = task_question(task=task, question_id=row["question"])
         if question is None:
-            messages.error(request, f"No question {raw} in this task.")
+            messages.error(request, f"No question {row['question']} in this task.")
             return redirect("judge-questions", task_id=task_id)
         state, gold = gold_label(question)
         if state not in ("agreed", "adjudicated") or gold is None:
             messages.error(request, f"“{question.text[:60]}” has no settled blocker label.")
             return redirect("judge-questions", task_id=task_id)
-        text = " ".join(request.POST.get(f"text-{question.pk}", question.text).split())
+        text = " ".join(row.get("text", question.text).split())
         accepted.append({"question": question.pk, "blocker": gold, "text": text})
     if not accepted:
         messages.info(request, "No suggestion selected.")
