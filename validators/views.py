@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseStopPolling
 from hilbench_annotate.access import BAD_ID, access_task, can_edit_task, not_found
 from hilbench_annotate.envspec import spec_clean
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 
 from .environments import environment_build_start, environment_key, ready_environment
 from .models import EnvironmentBuild
@@ -26,6 +27,7 @@ from .selectors import (
     project_swe_environments,
     validation_run,
 )
+from .serializers import EnvironmentBuildIn, ValidationRunIn
 from .services import validation_run_start
 
 TEMPLATE = "validators/run.html"
@@ -35,8 +37,8 @@ TEMPLATE = "validators/run.html"
 @require_POST
 def run_start(request, task_id: int):
     task = access_task(request.user, task_id, edit=True)
-    checks = request.POST.getlist("checks") or None
     try:
+        checks = form_input(ValidationRunIn, request.POST)["checks"] or None
         run = validation_run_start(task=task, actor=request.user, checks=checks)
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -116,10 +118,9 @@ def build_start(request, task_id: int):
     if task.domain != "swe":
         raise not_found("environment")
     try:
+        data = form_input(EnvironmentBuildIn, request.POST)
         build = environment_build_start(
-            swe_environment=task.swe_environment,
-            actor=request.user,
-            force=bool(request.POST.get("rebuild")),
+            swe_environment=task.swe_environment, actor=request.user, force=data["rebuild"]
         )
     except DomainError as exc:
         messages.error(request, str(exc))
