@@ -8,6 +8,7 @@ from hilbench_annotate.models import (
     Task,
     TriggerQuestion,
 )
+from hilbench_annotate.params import MAX_ID
 from hilbench_annotate.vocabulary import ALL_SUBTYPES, BlockerType, Surface
 
 
@@ -150,3 +151,47 @@ class BlockerUpdateIn(VersionedIn, BlockerFieldsIn):
 
 class TriggerQuestionIn(VersionedIn):
     text = serializers.CharField()
+
+
+# --- the task list's and the task page's actions, which no API takes yet: their pages read
+# their forms through these (``forminput.form_input``), so an API of the same action would
+# accept the same input.
+
+
+class TaskBulkIn(serializers.Serializer):
+    """A bulk action over ticked tasks or the filter's. The action's own fields
+    (``bulk_actions.bulk_params``) and the list's filters (``selectors.task_filters_clean``)
+    are read by the readers the service's callers share."""
+
+    # An unknown action and ids that are no id are the service's to report ("Choose an
+    # action", "2 were not found"), as for a bulk action started by any caller.
+    action = serializers.CharField(allow_blank=True, required=False, default="")
+    ids = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False, default=list
+    )
+    scope = serializers.ChoiceField(
+        choices=[("all", "every task the filter matches")],
+        allow_blank=True,
+        required=False,
+        default="",
+        help_text="all: every task the filter matches, not the ids",
+    )
+    # Only where the list goes back to: a page it cannot show is its first.
+    page = serializers.CharField(allow_blank=True, required=False, default="")
+
+
+class TaskTagsIn(serializers.Serializer):
+    # What a name may be is the service's (``tag_names_clean``), in its words.
+    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+
+class TokenRevokeIn(serializers.Serializer):
+    revoke = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_ID,
+        allow_null=True,
+        required=False,
+        default=None,
+        label="Token",
+        help_text="The token to revoke; none: the form creates one",
+    )

@@ -16,8 +16,10 @@ from hilbench_annotate import selectors, services
 from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.bulk_actions import bulk_menu, bulk_params
 from hilbench_annotate.errors import DomainError
-from hilbench_annotate.forms import TokenForm
+from hilbench_annotate.forminput import form_input
+from hilbench_annotate.forms import TokenForm, tags_input, tags_typed
 from hilbench_annotate.panels import task_panels
+from hilbench_annotate.serializers import TaskBulkIn, TokenRevokeIn
 from hilbench_annotate.services.tokens import api_token_create, api_token_revoke
 from hilbench_annotate.spec import sections_for
 from hilbench_annotate.vocabulary import QUALITY_CRITERIA, Domain, TaskStatus
@@ -76,22 +78,23 @@ def _project_changed(request, filters) -> bool:
 def task_bulk(request):
     """Apply a bulk action to the tasks ticked on the list, or to every task its filter
     matches (``scope=all``); back to the list, as filtered, with what was done."""
-    action = request.POST.get("action", "")
     filters = selectors.task_filters_clean(request.POST)
+    page = ""
     try:
+        data = form_input(TaskBulkIn, request.POST)
+        page = data["page"]
         report = services.task_bulk_apply(
             actor=request.user,
-            action=action,
-            params=bulk_params(action, request.POST),
-            ids=request.POST.getlist("ids"),
-            filters=filters if request.POST.get("scope") == "all" else None,
+            action=data["action"],
+            params=bulk_params(data["action"], request.POST),
+            ids=data["ids"],
+            filters=filters if data["scope"] == "all" else None,
         )
     except DomainError as exc:
         messages.error(request, str(exc))
     else:
         messages.add_message(request, report.level, report.text)
     query = {k: v for k, v in filters.items() if v}
-    page = request.POST.get("page", "")
     if page.isdigit() and page != "1":
         query["page"] = page
     return redirect(reverse("task-list") + (f"?{urlencode(query)}" if query else ""))
@@ -102,16 +105,13 @@ def task_bulk(request):
 def task_tags(request, task_id: int):
     """Replace a task's tags (its author or a lead)."""
     task = access_task(request.user, task_id, edit=True)
+    typed = tags_typed(request.POST)
     try:
-        names = services.task_tags_set(
-            task=task,
-            actor=request.user,
-            names=request.POST.get("tags", "").replace(",", " ").split(),
-        )
+        names = services.task_tags_set(task=task, actor=request.user, names=tags_input(typed))
     except DomainError as exc:
         # The page again with the tags as typed, so fixing one name loses none of the others.
         messages.error(request, str(exc))
-        return _task_page(request, task_id, typed_tags=request.POST.get("tags", ""), status=400)
+        return _task_page(request, task_id, typed_tags=typed, status=400)
     messages.success(request, "Tags: " + (", ".join(names) or "none") + ".")
     return redirect("task-detail", task_id=task.pk)
 
@@ -147,17 +147,30 @@ def _task_page(request, task_id: int, *, typed_tags: str | None = None, status: 
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_list(request):
+    """The user's API tokens: a post names a token to revoke (``TokenRevokeIn``), or else
+    creates one (``TokenForm``)."""
     form = TokenForm(request.POST or None)
     new_key = None
-    if request.method == "POST" and request.POST.get("revoke"):
+    if request.method == "POST":
         try:
-            token = api_token_revoke(user=request.user, token_id=int(request.POST["revoke"]))
-        except (DomainError, ValueError):
-            raise Http404("No such token.") from None
-        messages.success(request, f"Token {token.name} revoked.")
-        return redirect("token-list")
-    if request.method == "POST" and form.is_valid():
-        _token, new_key = api_token_create(user=request.user, name=form.cleaned_data["name"])
-        form = TokenForm()
+            revoke = form_input(TokenRevokeIn, request.POST)["revoke"]
+        except DomainError as exc:
+            messages.error(request, str(exc))
+            return _token_page(request, TokenForm(), status=exc.status_code)
+        if revoke is not None:
+            try:
+                token = api_token_revoke(user=request.user, token_id=revoke)
+            except DomainError:
+                raise Http404("No such token.") from None
+            messages.success(request, f"Token {token.name} revoked.")
+            return redirect("token-list")
+        if form.is_valid():
+            _token, new_key = api_token_create(user=request.user, name=form.cleaned_data["name"])
+            form = TokenForm()
+    return _token_page(request, form, new_key=new_key)
+
+
+def _token_page(request, form, *, new_key=None, status: int = 200):
     tokens = selectors.api_tokens(user=request.user)
-    return render(request, "tokens.html", {"form": form, "tokens": tokens, "new_key": new_key})
+    context = {"form": form, "tokens": tokens, "new_key": new_key}
+    return render(request, "tokens.html", context, status=status)
