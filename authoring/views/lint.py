@@ -6,9 +6,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from authoring import checks
+from authoring.forms import WAIVE, form_typed
+from authoring.serializers import WaiveIn
 from authoring.services import lint_waive, lint_waiver_withdraw
 from authoring.views.common import TEMPLATE, editor_task, form_draft, lint_context
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 
 
 @login_required
@@ -23,23 +26,25 @@ def workspace_lint(request, task_id: int):
 @login_required
 @require_POST
 def waive(request, task_id: int):
+    """Waive a finding, or withdraw its waiver: the form read through ``WaiveIn``."""
     refused = None
     task = editor_task(request, task_id)
-    fingerprint = request.POST.get("fingerprint", "")
+    typed = form_typed(request.POST, WAIVE)
     try:
-        if request.POST.get("withdraw"):
-            lint_waiver_withdraw(task=task, actor=request.user, fingerprint=fingerprint)
+        data = form_input(WaiveIn, typed)
+        if data["withdraw"]:
+            lint_waiver_withdraw(task=task, actor=request.user, fingerprint=data["fingerprint"])
         else:
             lint_waive(
                 task=task,
                 actor=request.user,
-                fingerprint=fingerprint,
-                reason=request.POST.get("reason", ""),
+                fingerprint=data["fingerprint"],
+                reason=data["reason"],
             )
     except DomainError as exc:
         refused = {
-            "fingerprint": fingerprint,
-            "reason": request.POST.get("reason", ""),
+            "fingerprint": typed.get("fingerprint", ""),
+            "reason": typed.get("reason", ""),
             "error": str(exc),
         }
     if request.htmx:

@@ -7,10 +7,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import checks
+from authoring.forms import REPO_EDIT, SETUP_PATCH, form_typed
+from authoring.serializers import RepoEditIn, SetupPatchIn
 from authoring.views.common import TEMPLATE, editor_task
 from hilbench_annotate import workflow
 from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.toolkit import gitrepo, patches
 from hilbench_annotate.vocabulary import Domain
 
@@ -59,13 +62,25 @@ def _crumbs(path: str) -> list[tuple[str, str]]:
 def repo_edit(request, task_id: int):
     """Turn a file edited in the browser into that file's section of the setup patch.
 
-    Returns the new setup patch for the form (saved by the next save, like any edit).
+    Returns the new setup patch for the form (saved by the next save, like any edit). The
+    form is read through ``RepoEditIn``.
     """
     task = editor_task(request, task_id)
     env = _swe(task)
-    path = request.POST.get("path", "")
-    setup_patch = request.POST.get("env.setup_patch", env.setup_patch).replace("\r\n", "\n")
-    new_text = request.POST.get("content", "").replace("\r\n", "\n")
+    typed = form_typed(request.POST, REPO_EDIT)
+    try:
+        data = form_input(RepoEditIn, typed)
+    except DomainError as exc:
+        context = {
+            "task": task,
+            "editable": True,
+            "setup_patch": typed.get("setup_patch", env.setup_patch),
+            "error": str(exc),
+        }
+        return render(request, f"{TEMPLATE}#setup-patch", context, status=400)
+    path = data["path"]
+    setup_patch = data.get("setup_patch", env.setup_patch).replace("\r\n", "\n")
+    new_text = data["content"].replace("\r\n", "\n")
     context = {"task": task, "editable": True}
     try:
         base = (
@@ -87,17 +102,20 @@ def repo_edit(request, task_id: int):
 @login_required
 @require_POST
 def setup_patch_upload(request, task_id: int):
-    """An uploaded setup patch replaces the form's; one that leaves the repository is refused."""
+    """An uploaded setup patch replaces the form's; one that leaves the repository is refused.
+    The form's setup patch is read through ``SetupPatchIn`` (the file is not a form field)."""
     task = editor_task(request, task_id)
     env = _swe(task)
     upload = request.FILES.get("patch_file")
+    typed = form_typed(request.POST, SETUP_PATCH)
     context = {
         "task": task,
         "editable": True,
-        "setup_patch": request.POST.get("env.setup_patch", env.setup_patch),
+        "setup_patch": typed.get("setup_patch", env.setup_patch),
     }
     status = 200
     try:
+        form_input(SetupPatchIn, typed)
         if upload is None:
             raise DomainError("Choose a patch file to upload.")
         if upload.size > 5 * 1024 * 1024:

@@ -9,8 +9,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from authoring.restore import revision_restore
 from authoring.selectors import revision_history, revisions_numbered
+from authoring.serializers import RestoreIn
 from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.params import param_id
 from hilbench_annotate.toolkit.textdiff import snapshot_changes
 
@@ -42,15 +44,19 @@ def restore(request, task_id: int):
     """Restore revision ``number`` as the task's next revision; back to the history, which
     then shows what the restore changed (or says why nothing was stored)."""
     access_task(request.user, task_id)  # 404 before anything else is read
-    number = param_id(request.POST.get("number"))
-    version = param_id(request.POST.get("expected_version"))
     history = reverse("workspace-revisions", args=[task_id])
-    if number is None or version is None:
-        messages.error(request, "Not restored: pick a revision from the history and try again.")
+    try:
+        data = form_input(RestoreIn, request.POST)
+    except DomainError as exc:
+        messages.error(request, f"Not restored. {exc}")
         return redirect(history)
+    number = data["number"]
     try:
         revision = revision_restore(
-            actor=request.user, task_id=task_id, number=number, expected_version=version
+            actor=request.user,
+            task_id=task_id,
+            number=number,
+            expected_version=data["expected_version"],
         )
     except DomainError as exc:
         messages.error(request, f"Revision {number} was not restored. {exc}")

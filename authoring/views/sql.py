@@ -9,23 +9,26 @@ from django.views.decorators.http import require_GET, require_POST
 from sqlglot.errors import SqlglotError
 
 from authoring import checks
+from authoring.forms import SQL, form_typed
+from authoring.serializers import ConsoleIn, GoldSqlIn
 from authoring.views.common import TEMPLATE, editor_task
 from hilbench_annotate.access import access_task, require_task_editor
 from hilbench_annotate.databases import gold_sql_output
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.toolkit import sqlconsole, sqlsyntax
 from hilbench_annotate.vocabulary import Domain
 
 
-def _edit_script(task, request) -> str:
+def _edit_script(task, user, posted: str | None) -> str:
     """The edit script the console runs on: the saved one unless the form sends another,
     which only the task's editors may run (each distinct script builds a database copy)."""
     if task.domain != Domain.SQL:
         raise Http404("Not a SQL task.")
     saved = task.sql_environment.edit_script or ""
-    edit_script = request.POST.get("env.edit_script", saved)
+    edit_script = saved if posted is None else posted
     if edit_script.strip() != saved.strip():
-        require_task_editor(request.user, task)
+        require_task_editor(user, task)
     return edit_script
 
 
@@ -34,26 +37,27 @@ def _edit_script(task, request) -> str:
 def sql_query(request, task_id: int):
     """The read-only console: one SELECT, a time limit, a row cap and byte limits. The
     console's query (``console_sql``) answers under the console; the gold SQL
-    (``env.gold_sql``, *Run gold SQL*) in the Gold SQL card, saying whose result it is."""
+    (``env.gold_sql``, *Run gold SQL*) in the Gold SQL card, saying whose result it is. The
+    form is read through ``ConsoleIn``."""
     task = access_task(request.user, task_id)
-    if "console_sql" in request.POST:
-        context = {"task": task, "sql": request.POST["console_sql"]}
-    else:
-        context = {
-            "task": task,
-            "sql": request.POST.get("env.gold_sql", ""),
-            "result_id": "gold-query-result",
-            "result_of": "the gold SQL",
-        }
-    sql = context["sql"]
-    edit_script = _edit_script(task, request)
+    typed = form_typed(request.POST, SQL)
+    context = {"task": task}
+    if "console_sql" not in typed:
+        context.update(result_id="gold-query-result", result_of="the gold SQL")
+    try:
+        data = form_input(ConsoleIn, typed)
+    except DomainError as exc:
+        return render(
+            request, f"{TEMPLATE}#query-result", {**context, "error": str(exc)}, status=400
+        )
+    edit_script = _edit_script(task, request.user, data.get("edit_script"))
     try:
         path = checks.edited_database_path(task, edit_script)
         if path is None:
             raise DomainError("This task has no database file to query.")
         context["result"] = sqlconsole.run_select(
             path,
-            sql,
+            data.get("console_sql", data["gold_sql"]),
             timeout_s=settings.SQL_CONSOLE_TIMEOUT_S,
             row_cap=settings.SQL_CONSOLE_ROW_CAP,
         )
@@ -62,11 +66,29 @@ def sql_query(request, task_id: int):
     return render(request, f"{TEMPLATE}#query-result", context)
 
 
+def _gold_sql_card(request, task, typed, *, error: str, status: int = 200):
+    """The Gold SQL card as typed, saying why the form was refused."""
+    context = {
+        "task": task,
+        "gold_sql": typed.get("gold_sql", ""),
+        "golden_output": typed.get("golden_output"),
+        "format_error": error,
+        "editable": True,
+    }
+    return render(request, f"{TEMPLATE}#gold-sql", context, status=status)
+
+
 @login_required
 @require_POST
 def sql_format(request, task_id: int):
+    """Format the gold SQL (the form read through ``GoldSqlIn``)."""
     task = editor_task(request, task_id)
-    sql = request.POST.get("env.gold_sql", "")
+    typed = form_typed(request.POST, SQL)
+    try:
+        data = form_input(GoldSqlIn, typed)
+    except DomainError as exc:
+        return _gold_sql_card(request, task, typed, error=str(exc), status=400)
+    sql = data["gold_sql"]
     try:
         text = ";\n".join(sqlsyntax.format_pretty(sql))
         error = ""
@@ -82,7 +104,7 @@ def sql_format(request, task_id: int):
             "gold_sql": text,
             "format_error": error,
             "editable": True,
-            "golden_output": request.POST.get("env.golden_output"),
+            "golden_output": data.get("golden_output"),
         },
     )
 
@@ -90,17 +112,23 @@ def sql_format(request, task_id: int):
 @login_required
 @require_POST
 def sql_golden(request, task_id: int):
-    """Fill golden_output.csv from the gold SQL's result (saved with the next save)."""
+    """Fill golden_output.csv from the gold SQL's result (saved with the next save); the form
+    read through ``GoldSqlIn``."""
 
     task = editor_task(request, task_id)
-    gold_sql = request.POST.get("env.gold_sql", "")
+    typed = form_typed(request.POST, SQL)
+    try:
+        data = form_input(GoldSqlIn, typed)
+    except DomainError as exc:
+        return _gold_sql_card(request, task, typed, error=str(exc), status=400)
+    gold_sql = data["gold_sql"]
     context = {
         "task": task,
         "gold_sql": gold_sql,
         "editable": True,
-        "golden_output": request.POST.get("env.golden_output", ""),
+        "golden_output": data.get("golden_output", ""),
     }
-    edit_script = _edit_script(task, request)
+    edit_script = _edit_script(task, request.user, data.get("edit_script"))
     try:
         path = checks.edited_database_path(task, edit_script)
         if path is None:

@@ -11,16 +11,19 @@ from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from authoring import checks
+from authoring.forms import SAVE, form_typed, spec_section
 from authoring.selectors import (
     blocker_pks,
     changes_requested_context,
     last_revision,
     revision_number,
 )
+from authoring.serializers import SpecTextIn, WorkspaceSaveIn
 from authoring.services import workspace_save
 from authoring.views.common import (
     TEMPLATE,
@@ -32,6 +35,7 @@ from authoring.views.common import (
 from hilbench_annotate import envspec, workflow
 from hilbench_annotate.access import access_task, can_edit_task
 from hilbench_annotate.errors import DomainError, StaleVersion
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.instructions import MODES, task_instructions
 from hilbench_annotate.services import task_snapshot
 from hilbench_annotate.spec import sections_for, spec_sections
@@ -51,8 +55,11 @@ def _blocker_rows(blockers: list[dict]) -> list[dict]:
     return [{**b, "index": i} for i, b in enumerate(blockers)]
 
 
-def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> dict:
-    """The page for ``snapshot``: the saved task, or a refused save's draft shown again."""
+def _workspace_context(
+    request, task, snapshot: dict, findings: list[dict], *, session: str = ""
+) -> dict:
+    """The page for ``snapshot``: the saved task, or a refused save's draft shown again (in
+    the editing ``session`` it was typed in)."""
     env = task.environment
     pks = blocker_pks(task=task)
     context = {
@@ -72,7 +79,7 @@ def _workspace_context(request, task, snapshot: dict, findings: list[dict]) -> d
         "current_revision": revision_number(task=task),
         # The page's editing session: its autosaves fold into one revision; a refused form
         # shown again keeps the session it was in.
-        "session_key": request.POST.get("session", "")[:64] or secrets.token_urlsafe(12),
+        "session_key": session[:64] or secrets.token_urlsafe(12),
         "returned": changes_requested_context(task),
         "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
         **vocabulary(task),
@@ -121,38 +128,24 @@ def workspace(request, task_id: int):
     return render(request, TEMPLATE, _workspace_context(request, task, snapshot, findings))
 
 
-def _expected_version(request) -> int:
-    try:
-        return int(request.POST.get("expected_version", ""))
-    except ValueError:
-        raise DomainError(
-            "The form did not say which state of the task it edits; reload it."
-        ) from None
-
-
-def _save_kind(request) -> dict:
-    """The page's editing session, and whether this save is an autosave (the page's script
-    says so; Ctrl+S, the Save button and a plain form post are explicit saves)."""
-    return {
-        "session": request.POST.get("session", "")[:64],
-        "autosave": request.POST.get("autosave") == "1",
-    }
-
-
 @login_required
 @require_POST
 def workspace_save_view(request, task_id: int):
     """Autosave and Ctrl-S: a session's autosaves fold into one revision, an explicit save
-    closes it; a stale save shows both versions and who saved the task meanwhile."""
+    closes it; a stale save shows both versions and who saved the task meanwhile. Beside
+    the draft, the form is read through ``WorkspaceSaveIn``."""
+    typed = form_typed(request.POST, SAVE)
     try:
         task = editor_task(request, task_id)
         draft = form_draft(request, task)
+        data = form_input(WorkspaceSaveIn, typed)
         result = workspace_save(
             task=task,
             actor=request.user,
-            expected_version=_expected_version(request),
+            expected_version=data["expected_version"],
             draft=draft,
-            **_save_kind(request),
+            session=data["session"],
+            autosave=data["autosave"],
         )
     except StaleVersion as exc:
         task = access_task(request.user, task_id)
@@ -177,7 +170,9 @@ def workspace_save_view(request, task_id: int):
         task = access_task(request.user, task_id)
         draft = form_draft(request, task)
         findings = checks.as_dicts(checks.draft_findings(task, draft))
-        context = _workspace_context(request, task, draft, findings)
+        context = _workspace_context(
+            request, task, draft, findings, session=typed.get("session", "")
+        )
         return render(request, TEMPLATE, context, status=exc.status_code)
     except (OperationalError, InterfaceError):
         # The database went away mid-save: the transaction rolled back, so nothing of this
@@ -196,7 +191,7 @@ def workspace_save_view(request, task_id: int):
         "task": task,
         "revision": result.revision,
         "saved": True,
-        "blocker_pks": list(zip(request.POST.getlist("blocker"), pks, strict=False)),
+        "blocker_pks": list(zip(data["blocker"], pks, strict=False)),
         **lint_context(task, result.findings),
     }
     return render(request, f"{TEMPLATE}#save-result", context)
@@ -208,9 +203,14 @@ def spec_diff(request, task_id: int, section: str):
     task = editor_task(request, task_id)
     if section not in dict(sections_for(task.domain)):
         raise Http404("No such section.")
-    html = word_diff_html(
-        task.original_spec.get(section, ""), request.POST.get(f"spec.{section}", "")
-    )
+    try:
+        text = form_input(SpecTextIn, form_typed(request.POST, spec_section(section)))["text"]
+    except DomainError as exc:
+        # Said where the diff would be: the fragment has no other place for it.
+        html = format_html('<span class="error" role="alert">{}</span>', exc)
+        context = {"section": {"key": section, "diff": html}}
+        return render(request, f"{TEMPLATE}#spec-diff", context, status=400)
+    html = word_diff_html(task.original_spec.get(section, ""), text)
     return render(request, f"{TEMPLATE}#spec-diff", {"section": {"key": section, "diff": html}})
 
 
