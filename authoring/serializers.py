@@ -45,8 +45,10 @@ class RestoreIn(serializers.Serializer):
 
 class WorkspaceSaveIn(serializers.Serializer):
     """What a workspace save carries beside its draft (``drafts.draft_from_form``): the version
-    it was made on, its editing session (a session's autosaves fold into one revision), and the
-    blocker fieldsets' form indexes in page order (each is told its row's pk)."""
+    it was made on, its editing session (a session's autosaves fold into one revision), whether
+    it is an autosave (the page's script says so; Ctrl+S, the Save button and a plain form post
+    are explicit saves), and the blocker fieldsets' form indexes in page order (each is told its
+    row's pk)."""
 
     expected_version = _version()
     session = _text(default="", max_length=64)
