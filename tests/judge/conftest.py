@@ -109,6 +109,18 @@ def judge():
     return EmbeddedJudge()
 
 
+@pytest.fixture(scope="session")
+def kept_judge():
+    """The shipped judge with each text it embeds kept for the session, as the app keeps a
+    registry's embeddings in its shared store (``judge.embedstore``): the probes over the
+    calibration tasks send the same questions to every task and rebuild each task's index
+    from the same texts (a text's embedding does not depend on its batch)."""
+    from judge.encoder import get_encoder
+    from judge.training import Featurizer
+
+    return EmbeddedJudge(embed=Featurizer(embed=get_encoder().encode).embed_cached)
+
+
 @pytest.fixture
 def measured(task, writers, reviewer, auditor, judge, settings):
     """The task at 9 of 12 (75%): below the floor on enough questions to count — written by

@@ -7,7 +7,6 @@ import random
 import pytest
 
 from judge import probes
-from judge.embedded import EmbeddedJudge
 from judge.training import load_tasks
 from tests.conftest import FIXTURES, shared_path
 
@@ -15,8 +14,8 @@ CLEAN_SETS = ("reported", "C", "D")  # never used to fit the model or to write t
 
 
 @pytest.fixture(scope="module")
-def judge():
-    return EmbeddedJudge()
+def judge(kept_judge):
+    return kept_judge
 
 
 def test_the_probe_sets_are_vague_and_distinct():

@@ -83,15 +83,14 @@ def test_the_release_example_questions_it_turns_away_are_few():
 
 @pytest.mark.slow
 @pytest.mark.shared_data
-def test_task_text_spam_harvests_almost_nothing_from_the_calibration_tasks():
+def test_task_text_spam_harvests_almost_nothing_from_the_calibration_tasks(kept_judge):
     """Each form of ``judge.spam``, 24 questions a task, sent to every calibration task with
     the shipped judge: tasks on which any question got a resolution, at most 2% per form."""
-    from judge.embedded import EmbeddedJudge
     from judge.training import load_tasks
     from tests.conftest import shared_path
 
     tasks = load_tasks(shared_path("examples", "hilbench-calibration"))
-    figures = spam.harvest(EmbeddedJudge(), tasks)
+    figures = spam.harvest(kept_judge, tasks)
     for form, found in figures.items():
         assert found["questions"] >= 20 * len(tasks) * 0.9, (form, found)
         assert found["share"] <= 0.02, (form, found)
