@@ -112,7 +112,9 @@ class TaskDetailOut(TaskListOut):
 
 class VersionedIn(serializers.Serializer):
     expected_version = serializers.IntegerField(
-        min_value=1, help_text="The task version the change was made on (optimistic lock)"
+        min_value=1,
+        max_value=MAX_ID,  # beyond the column: no task is at it (SQLite cannot even compare it)
+        help_text="The task version the change was made on (optimistic lock)",
     )
 
 

@@ -490,6 +490,20 @@ def test_patch_task_without_expected_version_is_400(author_api, task):
     assert _counts(task) == (1, 0, 0, 0)
 
 
+@pytest.mark.parametrize("version", [2**31, 10**30])
+def test_patch_task_with_a_version_beyond_the_column_is_400_not_a_crash(author_api, task, version):
+    """SQLite cannot compare a column with an integer past 64 bits (OverflowError, a 500)."""
+    response = author_api.patch(
+        reverse("api-task-detail", args=[task.pk]),
+        {"title": "Far", "expected_version": version},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert "expected_version" in response.json()
+    assert _counts(task) == (1, 0, 0, 0)
+
+
 # --- update / delete blocker -------------------------------------------------------------
 
 
