@@ -11,10 +11,11 @@ from rest_framework.views import APIView
 from exchange.access import access_export_job, access_import_job
 from exchange.api_data import ProjectDataApi
 from exchange.models import ExportJob, ImportJob
+from exchange.serializers import ExportIn, export_arguments
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import RECORD_KINDS, import_start_records
 from hilbench_annotate.access import access_project
-from hilbench_annotate.vocabulary import Role, TaskStatus
+from hilbench_annotate.vocabulary import Role
 
 TAGS = ["exports"]
 JSON_LINES_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines")
@@ -104,39 +105,6 @@ class ImportDetailApi(APIView):
         return Response(ImportOut(access_import_job(request.user, job_id)).data)
 
 
-class ExportIn(serializers.Serializer):
-    project = serializers.IntegerField()
-    tasks = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
-    states = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        default=list,
-        help_text="Task states (" + ", ".join(TaskStatus.values) + "); checked by the service",
-    )
-    # Checked by the service ("", "sql" or "swe"); a plain string keeps the OpenAPI enums
-    # of "domain" to the one the task endpoints define.
-    domain = serializers.CharField(required=False, default="", allow_blank=True)
-    tags = serializers.ListField(
-        child=serializers.CharField(max_length=40),
-        required=False,
-        default=list,
-        help_text="Tasks carrying any of these tags",
-    )
-    draft = serializers.BooleanField(required=False, default=False)
-    reveal_reviewers = serializers.BooleanField(required=False, default=False)
-    allow_internet = serializers.BooleanField(
-        required=False, default=False, help_text="task.toml allow_internet (default false)"
-    )
-    judge_endpoint = serializers.CharField(
-        required=False, default="", allow_blank=True, max_length=500,
-        help_text="With judge_model: the release's LLM judge scores the ask_human of tasks kept "
-        "from the release (its own sidecar calls this endpoint); empty: the embedded judge",
-    )  # fmt: skip
-    judge_model = serializers.CharField(
-        required=False, default="", allow_blank=True, max_length=200
-    )
-
-
 class ExportOut(serializers.ModelSerializer):
     status = serializers.CharField(read_only=True, help_text="queued, running, succeeded, …")
     download = serializers.SerializerMethodField()
@@ -180,15 +148,9 @@ class ExportStartApi(APIView):
     def post(self, request):
         serializer = ExportIn(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        project = access_project(request.user, data.pop("project"), roles=(Role.LEAD,))
-        job = bundle_export_start(
-            project=project,
-            actor=request.user,
-            selection={k: data.pop(k) for k in ("tasks", "states", "domain", "tags")},
-            llm_judge={"endpoint": data.pop("judge_endpoint"), "model": data.pop("judge_model")},
-            **data,
-        )
+        data = serializer.validated_data
+        project = access_project(request.user, data["project"], roles=(Role.LEAD,))
+        job = bundle_export_start(project=project, actor=request.user, **export_arguments(data))
         return Response(ExportOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -2,7 +2,9 @@ from django import forms
 from django.conf import settings
 
 from exchange.models import ImportJob
+from exchange.serializers import ExportIn
 from exchange.services.imports import IMPORTERS, SKIP_MISSING_DATABASES_LABEL
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 
@@ -64,7 +66,9 @@ class ImportForm(forms.Form):
 
 
 class ExportForm(forms.Form):
-    """What a lead exports: a selection of one project's tasks, and two opt-ins."""
+    """What a lead exports, as the Export page shows it: a selection of one project's tasks,
+    and the opt-ins. What the page posts is read by ``export_input`` (the API's
+    ``ExportIn``), not by this form."""
 
     project = forms.TypedChoiceField(coerce=int, label="Project")
     domain = forms.ChoiceField(
@@ -114,12 +118,24 @@ class ExportForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["project"].choices = [(p.pk, p.name) for p in projects]
 
-    def clean_tags(self):
-        return self.cleaned_data.get("tags", "").replace(",", " ").split()
 
-    def clean_tasks(self):
-        text = self.cleaned_data.get("tasks", "").replace(",", " ").split()
-        try:
-            return [int(t) for t in text]
-        except ValueError:
-            raise forms.ValidationError("Task ids are numbers.") from None
+EXPORT_TEXTS = ("project", "domain", "tasks", "tags", "judge_endpoint", "judge_model")
+EXPORT_CHECKBOXES = ("draft", "reveal_reviewers", "allow_internet")
+
+
+def export_typed(post) -> dict:
+    """The Export form as posted, kept as typed (ids and tags as written): a refused export
+    shows it again."""
+    # A field the form did not send is left out, as from the API's body: "required".
+    typed = {name: post.get(name) for name in EXPORT_TEXTS if name in post}
+    typed["states"] = post.getlist("states")
+    # An unticked box is not posted at all: false, as in the API's body.
+    typed |= {name: post.get(name, False) for name in EXPORT_CHECKBOXES}
+    return typed
+
+
+def export_input(typed: dict) -> dict:
+    """The typed export in the body ``POST /api/exports/`` takes, validated by the same
+    ``ExportIn``; the page separates ids and tags by commas or spaces."""
+    words = {name: typed.get(name, "").replace(",", " ").split() for name in ("tasks", "tags")}
+    return form_input(ExportIn, {**typed, **words})

@@ -11,9 +11,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from exchange.access import access_export_job, access_import_job, export_projects, import_projects
-from exchange.forms import ExportForm, ImportForm
+from exchange.forms import ExportForm, ImportForm, export_input, export_typed
 from exchange.models import ExportJob
 from exchange.selectors import export_jobs_recent, import_jobs_recent
+from exchange.serializers import export_arguments
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import IMPORTERS, import_start
 from exchange.services.verifiers import verifier_accept, verifier_acceptance_withdraw
@@ -80,33 +81,24 @@ def import_detail(request, job_id: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def export_list(request):
+    """The Export page: its form read through ``ExportIn``, then ``bundle_export_start`` —
+    what ``POST /api/exports/`` does (``exchange.api.ExportStartApi``)."""
     projects = list(export_projects(request.user))
-    form = ExportForm(request.POST or None, projects=projects)
+    form, status = ExportForm(projects=projects), 200
     if request.method == "POST":
         if not projects:
             raise AccessDenied("Only project leads export bundles.")
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                project = access_project(request.user, data["project"], roles=(Role.LEAD,))
-                job = bundle_export_start(
-                    project=project,
-                    actor=request.user,
-                    selection={
-                        "tasks": data["tasks"],
-                        "states": data["states"],
-                        "domain": data["domain"],
-                        "tags": data["tags"],
-                    },
-                    draft=data["draft"],
-                    reveal_reviewers=data["reveal_reviewers"],
-                    allow_internet=data["allow_internet"],
-                    llm_judge={"endpoint": data["judge_endpoint"], "model": data["judge_model"]},
-                )
-            except DomainError as exc:
-                form.add_error(None, str(exc))
-            else:
-                return redirect("export-detail", job_id=job.pk)
+        typed = export_typed(request.POST)
+        try:
+            data = export_input(typed)
+            project = access_project(request.user, data["project"], roles=(Role.LEAD,))
+            job = bundle_export_start(project=project, actor=request.user, **export_arguments(data))
+        except DomainError as exc:
+            # The form again as the lead filled it in, with the refusal above it.
+            messages.error(request, str(exc))
+            form, status = ExportForm(initial=typed, projects=projects), exc.status_code
+        else:
+            return redirect("export-detail", job_id=job.pk)
     jobs = export_jobs_recent(user=request.user)
     context = {
         "form": form,
@@ -115,7 +107,7 @@ def export_list(request):
         # Data for analysis (views_data): every project the user reads, not only those led.
         "data_projects": readable_projects(user=request.user),
     }
-    return render(request, "bundles/export.html", context)
+    return render(request, "bundles/export.html", context, status=status)
 
 
 @login_required

@@ -1,0 +1,58 @@
+"""Input shapes of exchange's actions, shared by the API and the pages: ``POST /api/exports/``
+validates its body with ``ExportIn``, and the Export page reads its form through the same
+schema (``exchange.forms.export_input``), so the two accept the same selection and refuse it
+in the same words. Every rule beyond shape (the states, the domain, whether the ids are the
+project's tasks) lives in the services."""
+
+from rest_framework import serializers
+
+from hilbench_annotate.params import MAX_ID
+from hilbench_annotate.vocabulary import TaskStatus
+
+
+class ExportIn(serializers.Serializer):
+    project = serializers.IntegerField()
+    # Ids in every id column's range: a larger one was a 500 (the database's overflow).
+    tasks = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), required=False, default=list
+    )
+    states = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        default=list,
+        help_text="Task states (" + ", ".join(TaskStatus.values) + "); checked by the service",
+    )
+    # Checked by the service ("", "sql" or "swe"); a plain string keeps the OpenAPI enums
+    # of "domain" to the one the task endpoints define.
+    domain = serializers.CharField(required=False, default="", allow_blank=True)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        help_text="Tasks carrying any of these tags",
+    )
+    draft = serializers.BooleanField(required=False, default=False)
+    reveal_reviewers = serializers.BooleanField(required=False, default=False)
+    allow_internet = serializers.BooleanField(
+        required=False, default=False, help_text="task.toml allow_internet (default false)"
+    )
+    judge_endpoint = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=500,
+        help_text="With judge_model: the release's LLM judge scores the ask_human of tasks kept "
+        "from the release (its own sidecar calls this endpoint); empty: the embedded judge",
+    )  # fmt: skip
+    judge_model = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=200
+    )
+
+
+def export_arguments(data: dict) -> dict:
+    """``bundle_export_start``'s keyword arguments (but the project) from a valid
+    ``ExportIn``: the Export page and the API pass the same."""
+    return {
+        "selection": {k: data[k] for k in ("tasks", "states", "domain", "tags")},
+        "draft": data["draft"],
+        "reveal_reviewers": data["reveal_reviewers"],
+        "allow_internet": data["allow_internet"],
+        "llm_judge": {"endpoint": data["judge_endpoint"], "model": data["judge_model"]},
+    }
