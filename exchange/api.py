@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from exchange.access import access_export_job, access_import_job
 from exchange.api_data import ProjectDataApi
 from exchange.models import ExportJob, ImportJob
-from exchange.serializers import ExportIn, export_arguments
+from exchange.serializers import ExportIn, RecordsImportIn, export_arguments, import_options
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import RECORD_KINDS, import_start_records
 from hilbench_annotate.access import access_project
@@ -82,19 +82,16 @@ class RecordsImportApi(APIView):
     )
     def post(self, request, project_id: int):
         project = access_project(request.user, project_id, roles=(Role.AUTHOR, Role.LEAD))
-        params = request.query_params
+        params = RecordsImportIn(data=request.query_params)
+        params.is_valid(raise_exception=True)
         content_type = (request.content_type or "").split(";")[0].strip().lower()
         job = import_start_records(
             project=project,
             actor=request.user,
-            kind=params.get("kind") or ImportJob.Kind.BIRD,
+            kind=params.validated_data["kind"] or ImportJob.Kind.BIRD,
             body=request._request,  # the WSGI body, read in chunks by the service
             json_lines=content_type in JSON_LINES_TYPES,
-            options={
-                "skip_missing_databases": params.get("skip_missing_databases", "")
-                in ("1", "true", "yes"),
-                "repo_url": params.get("repo_url", ""),
-            },
+            options=import_options(params.validated_data),
         )
         return Response(ImportOut(job).data, status=status.HTTP_202_ACCEPTED)
 

@@ -29,7 +29,12 @@ class ImportForm(forms.Form):
     repository = forms.FileField(
         required=False, label="Repository archive (.zip / .tar.gz with its .git)"
     )
-    repo_url = forms.CharField(required=False, label="…or repository URL", max_length=500)
+    # Its length is ImportOptionsIn's to check, in the words the API says it in.
+    repo_url = forms.CharField(
+        required=False,
+        label="…or repository URL",
+        widget=forms.TextInput(attrs={"maxlength": 500}),
+    )
     archive = forms.FileField(
         required=False,
         label="HiL-Bench task folders or export bundle (.zip / .tar.gz)",

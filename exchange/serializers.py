@@ -1,11 +1,15 @@
 """Input shapes of exchange's actions, shared by the API and the pages: ``POST /api/exports/``
 validates its body with ``ExportIn``, and the Export page reads its form through the same
 schema (``exchange.forms.export_input``), so the two accept the same selection and refuse it
-in the same words. Every rule beyond shape (the states, the domain, whether the ids are the
-project's tasks) lives in the services."""
+in the same words; an import's options (``ImportOptionsIn``) are read alike from the Import
+page's form and from the query of ``POST /api/projects/<id>/tasks/import``. Every rule beyond
+shape (the states, the domain, whether the ids are the project's tasks, which kinds take
+records) lives in the services."""
 
 from rest_framework import serializers
 
+from exchange.models import ImportJob
+from exchange.services.imports import SKIP_MISSING_DATABASES_LABEL
 from hilbench_annotate.params import MAX_ID
 from hilbench_annotate.vocabulary import TaskStatus
 
@@ -56,3 +60,28 @@ def export_arguments(data: dict) -> dict:
         "allow_internet": data["allow_internet"],
         "llm_judge": {"endpoint": data["judge_endpoint"], "model": data["judge_model"]},
     }
+
+
+class ImportOptionsIn(serializers.Serializer):
+    """What an import is told beside its files (the page) or its records (the API)."""
+
+    # allow_null: an empty value is false, as the API has always read it.
+    skip_missing_databases = serializers.BooleanField(
+        default=False, allow_null=True, help_text=SKIP_MISSING_DATABASES_LABEL
+    )
+    repo_url = serializers.CharField(
+        allow_blank=True, required=False, default="", max_length=500, label="Repository URL"
+    )
+
+
+def import_options(data: dict) -> dict:
+    """The ``options`` an import service takes, from a valid ``ImportOptionsIn``."""
+    return {
+        "skip_missing_databases": bool(data["skip_missing_databases"]),
+        "repo_url": data["repo_url"],
+    }
+
+
+class RecordsImportIn(ImportOptionsIn):
+    # Which kinds take records is the service's question (``RECORD_KINDS``), in its words.
+    kind = serializers.CharField(allow_blank=True, required=False, default=ImportJob.Kind.BIRD)

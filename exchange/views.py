@@ -14,12 +14,13 @@ from exchange.access import access_export_job, access_import_job, export_project
 from exchange.forms import ExportForm, ImportForm, export_input, export_typed
 from exchange.models import ExportJob
 from exchange.selectors import export_jobs_recent, import_jobs_recent
-from exchange.serializers import export_arguments
+from exchange.serializers import ImportOptionsIn, export_arguments, import_options
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import IMPORTERS, import_start
 from exchange.services.verifiers import verifier_accept, verifier_acceptance_withdraw
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.selectors import readable_projects
 from hilbench_annotate.vocabulary import Role
 
@@ -37,11 +38,9 @@ def import_list(request):
         files = {  # the files the chosen kind reads (others sent with the form are not kept)
             name: data.get(name) for name in IMPORTERS[data["kind"]].fields if name in request.FILES
         }
-        options = {
-            "skip_missing_databases": data["skip_missing_databases"],
-            "repo_url": data["repo_url"],
-        }
         try:
+            # The options as the API reads them from its query (``ImportOptionsIn``).
+            options = import_options(form_input(ImportOptionsIn, request.POST))
             job = import_start(
                 project=project,
                 actor=request.user,

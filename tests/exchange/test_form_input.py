@@ -2,13 +2,17 @@
 (``ExportIn``, which the page's form goes through by ``exchange.forms.export_typed`` /
 ``export_input``), one service (``bundle_export_start``). The same selection is accepted
 alike and refused alike, word for word: a clear message, a 400 (never a 500), nothing saved,
-and the page shown again with what was typed."""
+and the page shown again with what was typed. An import's options are read by one schema
+(``ImportOptionsIn``) from the Import page's form and the records API's query alike."""
 
 import pytest
 from django.contrib.messages import get_messages
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.http import urlencode
 
-from exchange.models import ExportJob
+from exchange.models import ExportJob, ImportJob
 
 from ..factories import TaskFactory
 
@@ -115,3 +119,61 @@ def test_the_same_export_is_started_from_the_page_and_the_api(client, api, proje
 def test_a_project_id_out_of_range_is_not_found_on_the_page_and_in_the_api(client, api, lead):
     assert _by_page(client, lead, {"project": "9" * 20})[0] == 404
     assert _by_api(api, lead, {"project": "9" * 20})[0] == 404
+
+
+# --- an import's options: the Import page's form and the records API's query ---------------
+
+
+def _import_by_page(client, user, project, **options) -> tuple[int, str]:
+    client.force_login(user)
+    form = {
+        "kind": "bird",
+        "project": project.pk,
+        "questions": SimpleUploadedFile("dev.json", b"[]"),
+        **options,
+    }
+    response = client.post(reverse("import-list"), form)
+    return response.status_code, response.content.decode()
+
+
+def _import_by_api(api, user, project, **options) -> tuple[int, dict]:
+    api.force_authenticate(user)
+    url = reverse("api-records-import", args=[project.pk]) + "?" + urlencode(options)
+    response = api.generic("POST", url, b"[]", content_type="application/json")
+    return response.status_code, response.json()
+
+
+@pytest.mark.parametrize(
+    "options,said,errors",
+    [
+        (
+            {"skip_missing_databases": "perhaps"},
+            "Skip missing databases: Must be a valid boolean.",
+            {"skip_missing_databases": ["Must be a valid boolean."]},
+        ),
+        (
+            {"skip_missing_databases": "on", "repo_url": "https://x/" + "r" * 500},
+            "Repository URL: Ensure this field has no more than 500 characters.",
+            {"repo_url": ["Ensure this field has no more than 500 characters."]},
+        ),
+    ],
+)
+def test_the_import_page_and_api_refuse_malformed_options_in_the_same_words(
+    client, api, project, author, options, said, errors
+):
+    status, html = _import_by_page(client, author, project, **options)
+    api_status, body = _import_by_api(api, author, project, **options)
+    assert status == 200 and escape(said) in html  # the form again, the refusal above it
+    assert (api_status, body) == (400, errors)
+    assert not ImportJob.objects.exists()
+
+
+def test_an_empty_or_ticked_skip_is_read_alike(api, client, project, author):
+    assert _import_by_api(api, author, project, skip_missing_databases="")[0] == 202
+    assert _import_by_api(api, author, project, skip_missing_databases="true")[0] == 202
+    assert _import_by_page(client, author, project, skip_missing_databases="on")[0] == 302
+    assert [job.options["skip_missing_databases"] for job in ImportJob.objects.order_by("pk")] == [
+        False,
+        True,
+        True,
+    ]
