@@ -26,7 +26,6 @@ from .bundle_helpers import (
     extract,
     lead_of,
     members,
-    plant_swe,
     seed_demo,
     sql_task,
 )
@@ -62,18 +61,17 @@ def _keys(value, prefix=""):
 
 
 @pytest.fixture
-def bundle(settings, tmp_path):
-    project = seed_demo(settings, tmp_path)
-    tasks = [sql_task(project), plant_swe(project, tmp_path)]
-    out = export(project, tmp_path / "demo.tar.gz", tasks=tasks)
-    return extract(out, tmp_path / "bundle"), tasks
+def bundle(demo_sql_swe_bundle, tmp_path):
+    """The demo's SQL and planted SWE task exported (tests/exchange/conftest.py), unpacked,
+    with what the SWE task held."""
+    return extract(demo_sql_swe_bundle.path, tmp_path / "bundle"), demo_sql_swe_bundle.swe
 
 
 @pytest.mark.parametrize("domain,release_task", [("sql", "sql_0"), ("swe", "swe_0")])
 def test_exported_folders_have_the_release_layout_and_field_names(
     bundle, domain, release_task, release_examples
 ):
-    root, _tasks = bundle
+    root, _swe = bundle
     release = release_examples / domain / release_task
     ours = root / f"{domain}_0"
     our_files = {p.relative_to(ours).as_posix() for p in ours.rglob("*") if p.is_file()}
@@ -153,7 +151,7 @@ def _agent_packages(root) -> dict[tuple[str, str], set[str]]:
 def test_the_agent_s_image_has_tmux_and_curl(bundle):
     # terminus-2 drives the agent through tmux and installs it at run time when it is
     # missing, which fails with no network.
-    root, _tasks = bundle
+    root, _swe = bundle
     for (domain, mode), packages in _agent_packages(root).items():
         wanted = {"curl", "tmux"} | ({"sqlite3"} if domain == "sql" else set())
         assert wanted <= packages, (domain, mode)
@@ -165,24 +163,21 @@ def test_the_sql_agent_s_image_has_what_the_release_s_installs(bundle):
         shared_path("examples", "hilbench", "sql", "sql_0", "baseline", "environment", "Dockerfile")
     )
     assert {"curl", "tmux", "sqlite3"} <= release
-    root, _tasks = bundle
+    root, _swe = bundle
     for (domain, mode), packages in _agent_packages(root).items():
         if domain == "sql":
             assert release <= packages, mode
 
 
 def test_swe_repository_in_the_bundle_passes_the_leakage_check(bundle, tmp_path):
-    root, (_sql, swe) = bundle
-    env = swe.swe_environment
+    root, swe = bundle
     head = repository_unpack(
         stream=root / "swe_0" / layout.SWE_REPOSITORY, dest=tmp_path / "shipped"
     )
     metadata = json.loads((root / "swe_0" / layout.METADATA).read_text())
     assert head == metadata["repository_head"]
     texts = forbidden_texts(
-        gold_patch=env.gold_patch,
-        setup_patch=env.setup_patch,
-        resolutions=[(b.key, b.resolution) for b in swe.blockers.all()],
+        gold_patch=swe.gold_patch, setup_patch=swe.setup_patch, resolutions=swe.resolutions
     )
     assert any(label == "text the setup patch removed" for label, _ in texts)
     results = check_leakage(repo=tmp_path / "shipped", forbidden=texts)
@@ -318,7 +313,7 @@ def test_export_command_refuses_a_non_lead(settings, tmp_path):
 def test_the_shipped_repository_holds_the_base_commit_metadata_names(bundle, tmp_path):
     """The release's evaluator resets the repository to metadata.json's base_commit: it must
     be a commit of the shipped repository (the setup patch applied), and the only one."""
-    root, _tasks = bundle
+    root, _swe = bundle
     metadata = json.loads((root / "swe_0" / "shared" / "metadata.json").read_text())
     repo = tmp_path / "shipped"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -334,11 +329,10 @@ def test_the_shipped_repository_holds_the_base_commit_metadata_names(bundle, tmp
     assert commits == [metadata["base_commit"]]
 
 
-def test_a_file_carried_twice_is_stored_once_as_hard_links(settings, tmp_path):
+def test_a_file_carried_twice_is_stored_once_as_hard_links(demo_bundle, tmp_path):
     """The database is in shared/, in every mode's sql-tools sidecar and verifier: one copy
     in the archive, the other names hard links to it, which tar and our importer restore."""
-    project = seed_demo(settings, tmp_path)
-    out = export(project, tmp_path / "b.tar.gz", tasks=[sql_task(project)])
+    out = demo_bundle
     with tarfile.open(out) as tf:
         databases = [m for m in tf if m.name.endswith("database.sqlite")]
     regular = [m.name for m in databases if m.isfile()]
@@ -352,15 +346,9 @@ def test_a_file_carried_twice_is_stored_once_as_hard_links(settings, tmp_path):
     assert len({manifest["files"][name] for name in [*regular, *links]}) == 1
 
 
-def test_shell_scripts_keep_their_exec_bit(settings, tmp_path):
+def test_shell_scripts_keep_their_exec_bit(demo_bundle):
     """solve.sh and test.sh are 0755 in the bundle, as in the release (they lost it)."""
-    import tarfile
-
-    from .bundle_helpers import export, seed_demo, sql_task
-
-    project = seed_demo(settings, tmp_path)
-    bundle = export(project, tmp_path / "b.tar.gz", tasks=[sql_task(project)])
-    with tarfile.open(bundle) as archive:
+    with tarfile.open(demo_bundle) as archive:
         modes = {m.name: m.mode for m in archive if m.isfile()}
     scripts = [n for n in modes if n.endswith(".sh")]
     assert "sql_0/ask_human/solution/solve.sh" in scripts

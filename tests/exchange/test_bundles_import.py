@@ -20,15 +20,9 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import TaskSource
 
-from .bundle_helpers import export, members, seed_demo, sql_task, tar_of
+from .bundle_helpers import export, members, seed_demo, tar_of
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo_bundle(settings, tmp_path):
-    project = seed_demo(settings, tmp_path)
-    return export(project, tmp_path / "demo.tar.gz", tasks=[sql_task(project)])
 
 
 def _refused(project, path, match: str):

@@ -23,19 +23,14 @@ from exchange.bundles import harness
 from tests.validators.conftest import _skip, docker_or_skip
 
 from ..conftest import ROOT
-from .bundle_helpers import export, extract, members, seed_demo, sql_task
+from .bundle_helpers import export, extract, members
 
 pytestmark = [pytest.mark.django_db, pytest.mark.containers]
 HARBOR = ROOT / ".venv-harbor"
 
 
-def _bundle(settings, tmp_path) -> Path:
-    project = seed_demo(settings, tmp_path)
-    return export(project, tmp_path / "b.tar.gz", tasks=[sql_task(project)])
-
-
-def test_the_bundle_carries_the_offline_environment_and_the_command(settings, tmp_path):
-    files = members(_bundle(settings, tmp_path))
+def test_the_bundle_carries_the_offline_environment_and_the_command(demo_bundle):
+    files = members(demo_bundle)
     for name in harness.MODULES:
         copy = files[f"{harness.PACKAGE}/{name}"]
         assert copy == (ROOT / "harbor_agents" / name).read_bytes(), name
@@ -90,12 +85,12 @@ def _run(line: str, cwd: Path, env: dict) -> tuple[float | None, dict | None, st
     return rewards.get("reward"), result.get("exception_info"), log
 
 
-def test_a_plain_harbor_runs_an_exported_sql_task_offline(settings, tmp_path):
+def test_a_plain_harbor_runs_an_exported_sql_task_offline(demo_bundle, tmp_path):
     if not (HARBOR / ".installed").is_file():
         _skip("no Harbor: `make harbor`")
     docker_or_skip()
     outside = tmp_path / "stranger"
-    root = extract(_bundle(settings, tmp_path), outside / "bundle")
+    root = extract(demo_bundle, outside / "bundle")
     assert not root.resolve().is_relative_to(ROOT.resolve())
     readme = (root / harness.README).read_text()
     [line] = [x.strip() for x in readme.splitlines() if x.strip().startswith("PYTHONPATH=.")]
