@@ -637,6 +637,65 @@ def test_views_and_apis_call_no_queryset():
     assert not found, found
 
 
+def posted_field_reads(source: str) -> list[str]:
+    """``line: expression`` for each field a module reads from a form or a body itself:
+    ``request.POST`` / ``request.data`` (or ``self.request``'s) subscripted, asked ``in``, or
+    called for a method (``.get``, ``.getlist``, ``.items``, ``.dict``, ``.copy``…). Passing
+    it whole — to ``form_input(Schema, request.POST)``, a form, a serializer, or an app's
+    ``forms.py`` gatherer — is the one way in."""
+
+    def posted(node) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("POST", "data")
+            and ast.unparse(node.value) in ("request", "self.request")
+        )
+
+    def reads(node) -> bool:
+        if isinstance(node, ast.Subscript | ast.Attribute):
+            return posted(node.value)
+        return isinstance(node, ast.Compare) and any(posted(c) for c in node.comparators)
+
+    return [
+        f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(ast.parse(source)) if reads(node)
+    ]
+
+
+@pytest.mark.parametrize(
+    "source, caught",
+    [
+        ("request.POST.get('note', '')", True),
+        ("request.POST.getlist('ids')", True),
+        ("request.POST['revoke']", True),
+        ("'console_sql' in request.POST", True),
+        ("self.request.data.get('x')", True),
+        ("request.data['task']", True),
+        ("form_input(AssignIn, request.POST)", False),
+        ("ImportForm(request.POST or None, request.FILES or None)", False),
+        ("pipeline_typed(request.POST)", False),
+        ("Serializer(data=request.data)", False),
+        ("request.GET.get('page')", False),
+        ("request.method == 'POST'", False),
+        ("post.get('note')", False),
+    ],
+)
+def test_the_posted_field_rule_finds_reads_not_whole_passes(source, caught):
+    assert bool(posted_field_reads(source)) is caught
+
+
+def test_views_and_apis_read_input_through_a_schema():
+    """Issue 47, item 2: one input schema per action, shared by the page and the API. A view
+    or API module hands a form's or a body's data whole to the schema that reads it (through
+    ``hilbench_annotate.forminput.form_input`` on a page), never a field at a time: a field
+    read by hand is checked by nobody else, and the page and the API drift apart."""
+    found = {
+        module: reads
+        for module, source in _sources()
+        if _is_view_module(module) and (reads := posted_field_reads(source))
+    }
+    assert not found, found
+
+
 # The edit recipe's steps, which only ``hilbench_annotate.services.edits.task_edit`` combines.
 EDIT_RECIPE_STEPS = ("task_bump_version", "environment_update", "registry_replace")
 
