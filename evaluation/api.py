@@ -14,6 +14,7 @@ from hilbench_annotate.vocabulary import Domain
 from judge.access import access_ask_human_run, require_ask_human_caller
 
 from .selectors import ask_human_run_reward, leaderboard, task_selection
+from .serializers import ResultsIn
 from .services import results_upload_start
 
 
@@ -75,11 +76,6 @@ class LeaderboardApi(APIView):
         project = access_project(request.user, project_id, roles=READER_ROLES)
         domain = param_choice(request.query_params.get("domain"), Domain.values) or None
         return Response(LeaderboardRow(leaderboard(project, domain=domain), many=True).data)
-
-
-class ResultsIn(serializers.Serializer):
-    file = serializers.FileField(help_text=".jsonl, or a results folder as .zip / .tar.gz")
-    model = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
 class ResultsRunOut(serializers.Serializer):

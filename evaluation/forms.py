@@ -161,3 +161,11 @@ def taxonomy_typed(post, entries) -> dict:
             for e in entries
         ]
     }
+
+
+def with_files(post, files):
+    """A page's form and its files in one ``QueryDict``, as DRF's ``request.data`` holds a
+    multipart body: a schema reads the page's upload as the API reads its own."""
+    data = post.copy()
+    data.update(files)
+    return data

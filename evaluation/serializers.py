@@ -1,7 +1,8 @@
-"""Input shapes of the evaluation pages' actions that no API takes yet: a page reads its form
-through them (``hilbench_annotate.forminput.form_input``), and an API of the same action
-would validate its body with the same schema, so the two could not drift. Every rule beyond
-shape (which keys the taxonomy has, whose endpoint it is) lives in the services."""
+"""Input shapes of the evaluation pages' actions: a page reads its form through them
+(``hilbench_annotate.forminput.form_input``), and the API of the same action validates its
+body with the same schema (``ResultsIn``: ``POST /api/projects/<id>/results``), or would, for
+the actions no API takes yet; so the two cannot drift. Every rule beyond shape (which keys
+the taxonomy has, whose endpoint it is, what a results file holds) lives in the services."""
 
 from rest_framework import serializers
 
@@ -46,3 +47,8 @@ def taxonomy_arguments(data: dict) -> dict:
         row["id"]: {k: row[k] for k in ("name", "definition", "examples")}
         for row in data["entries"]
     }
+
+
+class ResultsIn(serializers.Serializer):
+    file = serializers.FileField(help_text=".jsonl, or a results folder as .zip / .tar.gz")
+    model = serializers.CharField(required=False, allow_blank=True, max_length=200)

@@ -21,6 +21,7 @@ from evaluation.forms import (
     RunForm,
     StudyForm,
     SupportScoresForm,
+    with_files,
 )
 from evaluation.models import ModelEndpoint, SupportStudy
 from evaluation.selection import lowering, models_needed
@@ -47,6 +48,7 @@ from evaluation.selectors_pages import (
     sql_task_ids,
     task_titles,
 )
+from evaluation.serializers import ResultsIn
 from evaluation.services import (
     endpoint_create,
     evaluation_run_cancel,
@@ -60,6 +62,7 @@ from evaluation.services import (
 from evaluation.viewer import csv_safe
 from hilbench_annotate.access import READER_ROLES, access_project, access_task, has_role
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.forminput import form_input
 from hilbench_annotate.params import param_choice
 from hilbench_annotate.selectors import readable_projects
 from hilbench_annotate.toolkit.charts import column_chart, line_chart
@@ -346,18 +349,24 @@ def study_start(request, project_id: int):
 @login_required
 @require_POST
 def results_upload(request, project_id: int):
-    def action(project, data):
+    """A lead's results file, read through the API's ``ResultsIn`` (``POST
+    /api/projects/<id>/results``, ``evaluation.api.ResultsApi``): the same refusals."""
+    project = access_project(request.user, project_id, roles=(Role.LEAD,))
+    try:
+        data = form_input(ResultsIn, with_files(request.POST, request.FILES))
         runs = results_upload_start(
-            project=project, actor=request.user, upload=data["file"], model_name=data["model"]
+            project=project,
+            actor=request.user,
+            upload=data["file"],
+            model_name=data.get("model", ""),
         )
-        if len(runs) == 1:
-            return redirect("evaluation-run", run_id=runs[0].pk)
-        messages.success(
-            request, f"{len(runs)} runs queued: {', '.join(r.model_name for r in runs)}."
-        )
-        return None
-
-    return _lead_post(request, project_id, ResultsForm, action)
+    except DomainError as error:
+        messages.error(request, str(error))
+        return redirect("evaluation-project", project_id=project.pk)
+    if len(runs) == 1:
+        return redirect("evaluation-run", run_id=runs[0].pk)
+    messages.success(request, f"{len(runs)} runs queued: {', '.join(r.model_name for r in runs)}.")
+    return redirect("evaluation-project", project_id=project.pk)
 
 
 @login_required

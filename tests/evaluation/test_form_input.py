@@ -1,12 +1,21 @@
 """The failure-label pages read their forms through ``evaluation.serializers`` (no API takes
 these actions yet; one would validate with the same schema): malformed input is refused with
-the field named, never a 500, and nothing is saved; valid input does what it did."""
+the field named, never a 500, and nothing is saved; valid input does what it did. A results
+upload is read by ``ResultsIn`` on the page as in ``POST /api/projects/<id>/results``: the
+same refusals, word for word."""
 
 import pytest
 from django.contrib.messages import get_messages
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from evaluation.models import FailureLabel, LabellingRun, ModelEndpoint, TaxonomyEntry
+from evaluation.models import (
+    EvaluationRun,
+    FailureLabel,
+    LabellingRun,
+    ModelEndpoint,
+    TaxonomyEntry,
+)
 from evaluation.services import taxonomy
 
 from .util import keep_by_pass_rate
@@ -103,3 +112,54 @@ def test_a_valid_taxonomy_is_saved(client, project, lead):
     assert response.status_code == 302
     entry.refresh_from_db()
     assert (entry.name, entry.examples) == ("Renamed", "e")
+
+
+# --- results upload: the page and ``POST /api/projects/<id>/results``, one schema (ResultsIn) --
+
+
+def _upload(data: dict) -> dict:
+    """A fresh upload each time: a file is read once."""
+    return {k: SimpleUploadedFile("r.jsonl", v) if k == "file" else v for k, v in data.items()}
+
+
+@pytest.mark.parametrize(
+    "data,said,errors",
+    [
+        ({"model": "m"}, "No file was submitted.", {"file": ["No file was submitted."]}),
+        (
+            {"file": b"{}\n", "model": "m" * 201},
+            "Model: Ensure this field has no more than 200 characters.",
+            {"model": ["Ensure this field has no more than 200 characters."]},
+        ),
+    ],
+)
+def test_the_page_and_the_api_refuse_a_malformed_upload_in_the_same_words(
+    client, api, sql_task, lead, data, said, errors
+):
+    url = reverse("evaluation-results-upload", args=[sql_task.project_id])
+    client.force_login(lead)
+    response = client.post(url, _upload(data))
+    api.force_authenticate(lead)
+    answer = api.post(
+        reverse("api-results", args=[sql_task.project_id]), _upload(data), format="multipart"
+    )
+    assert response.status_code == 302 and _said(response) == said
+    assert (answer.status_code, answer.json()) == (400, errors)
+    assert not EvaluationRun.objects.exists()
+
+
+def test_the_services_refusal_of_an_upload_is_the_same_on_the_page_and_in_the_api(
+    client, api, sql_task, lead
+):
+    data = {"file": b'{"task": 1, "mode": "baseline"}\n', "model": "m"}
+    client.force_login(lead)
+    response = client.post(
+        reverse("evaluation-results-upload", args=[sql_task.project_id]), _upload(data)
+    )
+    api.force_authenticate(lead)
+    answer = api.post(
+        reverse("api-results", args=[sql_task.project_id]), _upload(data), format="multipart"
+    )
+    assert answer.status_code == 400 and _said(response) == answer.json()["detail"]
+    assert "line 1: missing pass" in _said(response)
+    assert not EvaluationRun.objects.exists()
