@@ -50,8 +50,18 @@ def waive(request, task_id: int):
     if request.htmx:
         # A refusal is said beside the finding, whose reason field keeps what was typed.
         findings = checks.as_dicts(checks.draft_findings(task, form_draft(request, task)))
+        if refused:
+            refused["beside"] = any(_waivable(f, refused["fingerprint"]) for f in findings)
         context = {"task": task, "refused": refused, **lint_context(task, findings)}
         return render(request, f"{TEMPLATE}#lint-panel", context, status=400 if refused else 200)
     if refused:
         messages.error(request, refused["error"])
     return redirect("workspace", task_id=task_id)
+
+
+def _waivable(finding: dict, fingerprint: str) -> bool:
+    """Whether the panel shows this finding's Waive form for ``fingerprint`` (where a refusal
+    is said); otherwise (no such finding, a waived one) it is said above the findings."""
+    severity, rule = finding.get("severity"), finding.get("rule")
+    shown = severity == "error" or (severity == "warning" and rule != "criteria_unattested")
+    return shown and finding.get("fingerprint") == fingerprint and not finding.get("waiver")

@@ -12,6 +12,7 @@ from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import QueryDict
 from django.urls import reverse
+from django.utils.html import escape
 
 from authoring import checks
 from authoring.forms import SAVE, SQL, form_typed
@@ -170,8 +171,12 @@ def test_a_malformed_waiver_is_refused_naming_the_field(client, author, task, da
     assert response.status_code == 302
     assert _said(response) == said
     assert _stored(task) == before
-    # By htmx: the lint panel again, with a 400, nothing stored.
-    assert _post(client, author, "workspace-waive", task, data, **HTMX).status_code == 400
+    # By htmx: the lint panel again, with a 400 and the words (no finding to say them
+    # beside, above the findings), nothing stored.
+    panel = _post(client, author, "workspace-waive", task, data, **HTMX)
+    assert panel.status_code == 400
+    body = panel.content.decode()
+    assert escape(said) in body[: body.index('<ul class="findings">')]
     assert _stored(task) == before
 
 
