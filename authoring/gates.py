@@ -12,7 +12,7 @@ from .services import open_findings_many
 def _lint_clean_many(tasks) -> dict[int, tuple[bool, str]]:
     """Lint errors of each task's current revision (linted once per state, ``lint_cache``)
     not covered by a waiver: what blocks submission and export."""
-    snapshots = current_snapshots(task.pk for task in tasks)
+    snapshots = current_snapshots(task_ids=(task.pk for task in tasks))
     unrevised = [task for task in tasks if task.pk not in snapshots]
     if unrevised:
         snapshots |= task_snapshots(unrevised)

@@ -4,7 +4,7 @@ from hilbench_annotate import workflow
 from hilbench_annotate.models import Revision, Task
 
 
-def changes_requested_context(task: Task):
+def changes_requested_context(*, task: Task):
     """The review decision that sent the task back to its author, if that is why it is
     editable (read through the task's ``decisions``; review stores them)."""
     if task.status != workflow.CHANGES_REQUESTED:

@@ -43,7 +43,7 @@ class RewardApi(APIView):
         data.is_valid(raise_exception=True)
         run = access_ask_human_run(request.user, data.validated_data["run"])
         require_ask_human_caller(request.user, run)
-        return Response(RewardOut(ask_human_run_reward(run)).data)
+        return Response(RewardOut(ask_human_run_reward(ask_run=run)).data)
 
 
 class LeaderboardRow(serializers.Serializer):
@@ -75,7 +75,7 @@ class LeaderboardApi(APIView):
     def get(self, request, project_id: int):
         project = access_project(request.user, project_id, roles=READER_ROLES)
         domain = param_choice(request.query_params.get("domain"), Domain.values) or None
-        return Response(LeaderboardRow(leaderboard(project, domain=domain), many=True).data)
+        return Response(LeaderboardRow(leaderboard(project=project, domain=domain), many=True).data)
 
 
 class ResultsRunOut(serializers.Serializer):
@@ -106,7 +106,7 @@ class SelectionApi(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, task_id: int):
         task = access_task(request.user, task_id)
-        return Response(task_selection(task))
+        return Response(task_selection(task=task))
 
 
 urlpatterns = [

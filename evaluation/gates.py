@@ -12,7 +12,7 @@ from .selectors import task_selections
 def _pass_rate_many(tasks) -> dict[int, tuple[bool, str]]:
     return {
         pk: (selection["decision"] == "keep", f"{selection['decision']}: {selection['reason']}")
-        for pk, selection in task_selections(tasks).items()
+        for pk, selection in task_selections(tasks=tasks).items()
     }
 
 

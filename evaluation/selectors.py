@@ -99,7 +99,7 @@ def _latest_passes(queryset, *, reference: bool = False) -> list[PassRow]:
     ):
         # Rejected, capped and failed calls all count, as calls that matched nothing.
         calls[run_id].append(None if capped or error else key)
-    registries = registry_ids({r.revision_id for r in kept if r.ask_human_run_id})
+    registries = registry_ids(revision_ids={r.revision_id for r in kept if r.ask_human_run_id})
     for row in kept:
         if row.ask_human_run_id:
             row.calls = calls[row.ask_human_run_id]
@@ -108,7 +108,7 @@ def _latest_passes(queryset, *, reference: bool = False) -> list[PassRow]:
     return kept
 
 
-def project_passes(project, *, domain: str | None = None) -> list[PassRow]:
+def project_passes(*, project, domain: str | None = None) -> list[PassRow]:
     queryset = TaskPass.objects.filter(run__project=project)
     if domain:
         queryset = queryset.filter(task__domain=domain)
@@ -122,7 +122,7 @@ def _group(rows: list[PassRow], *keys: str) -> dict[tuple, list[PassRow]]:
     return grouped
 
 
-def mode_summary(rows: list[PassRow]) -> dict:
+def mode_summary(*, rows: list[PassRow]) -> dict:
     """pass@k, and for ask_human passes Ask-F1 (micro), questions per pass, duplicates."""
     per_task = {
         task_id: [r.resolved for r in sorted(passes, key=lambda r: r.index)]
@@ -161,7 +161,7 @@ def _reward(row: PassRow) -> metrics.Reward:
     return metrics.shaped_reward(row.calls, blocker_ids=row.blocker_ids)
 
 
-def registry_ids(revision_ids) -> dict[int, list[str]]:
+def registry_ids(*, revision_ids) -> dict[int, list[str]]:
     return {
         pk: [b["id"] for b in snapshot.get("blockers", [])]
         for pk, snapshot in Revision.objects.filter(pk__in=revision_ids).values_list(
@@ -170,7 +170,7 @@ def registry_ids(revision_ids) -> dict[int, list[str]]:
     }
 
 
-def ask_human_run_reward(ask_run) -> dict:
+def ask_human_run_reward(*, ask_run) -> dict:
     """The shaped RL reward and Ask-F1 of one ask_human run (``POST /api/reward``)."""
     calls = [
         None if capped or error else key
@@ -178,7 +178,7 @@ def ask_human_run_reward(ask_run) -> dict:
             "blocker_key", "capped", "error"
         )
     ]
-    ids = registry_ids([ask_run.revision_id])[ask_run.revision_id]
+    ids = registry_ids(revision_ids=[ask_run.revision_id])[ask_run.revision_id]
     reward = metrics.shaped_reward(calls, blocker_ids=ids)
     score = metrics.ask_score(calls, blocker_count=len(ids))
     return {
@@ -193,7 +193,7 @@ def ask_human_run_reward(ask_run) -> dict:
     }
 
 
-def support_records(study: SupportStudy) -> list[metrics.SupportRecord]:
+def support_records(*, study: SupportStudy) -> list[metrics.SupportRecord]:
     return [
         metrics.SupportRecord(score=s, correct=c, correct_with_support=w)
         for s, c, w in study.records.order_by("id").values_list(
@@ -202,7 +202,7 @@ def support_records(study: SupportStudy) -> list[metrics.SupportRecord]:
     ]
 
 
-def latest_studies(project) -> dict[tuple[str, str], SupportStudy]:
+def latest_studies(*, project) -> dict[tuple[str, str], SupportStudy]:
     """(model, method) -> its most recent finished study."""
     latest: dict[tuple[str, str], SupportStudy] = {}
     for study in project.support_studies.filter(status=EvaluationRun.Status.SUCCEEDED).order_by(
@@ -213,7 +213,7 @@ def latest_studies(project) -> dict[tuple[str, str], SupportStudy]:
 
 
 def excluded_tries(
-    project, *, domain: str | None = None, rows: list[PassRow]
+    *, project, domain: str | None = None, rows: list[PassRow]
 ) -> dict[tuple[str, str], list[tuple[str, str]]]:
     """(model, mode) -> (reason, exception) of each try the release leaves out
     (``tries.py``) of the runs the leaderboard reads: per task and mode, the run whose passes
@@ -234,20 +234,20 @@ def excluded_tries(
 
 
 def leaderboard(
-    project, *, domain: str | None = None, rows: list[PassRow] | None = None
+    *, project, domain: str | None = None, rows: list[PassRow] | None = None
 ) -> list[dict]:
     """One row per model and mode, with the model's AUDBC per support-seeking method and the
     tries the release leaves out (how many, and why)."""
-    rows = project_passes(project, domain=domain) if rows is None else rows
+    rows = project_passes(project=project, domain=domain) if rows is None else rows
     audbc: dict[str, dict[str, float | None]] = defaultdict(dict)
-    for (model, method), study in latest_studies(project).items():
-        audbc[model][method] = metrics.audbc(support_records(study))
+    for (model, method), study in latest_studies(project=project).items():
+        audbc[model][method] = metrics.audbc(support_records(study=study))
     grouped = _group(rows, "model", "mode")
-    excluded = excluded_tries(project, domain=domain, rows=rows)
+    excluded = excluded_tries(project=project, domain=domain, rows=rows)
     board = []
     for model, mode in sorted({*grouped, *excluded}, key=lambda k: (k[0], Mode.values.index(k[1]))):
         passes = grouped.get((model, mode))
-        summary = mode_summary(passes) if passes else {"tasks": 0, "passes": 0}
+        summary = mode_summary(rows=passes) if passes else {"tasks": 0, "passes": 0}
         tries = excluded.get((model, mode), [])
         board.append(
             {
@@ -266,11 +266,11 @@ def leaderboard(
 
 
 def per_task_rows(
-    project, *, domain: str | None = None, rows: list[PassRow] | None = None
+    *, project, domain: str | None = None, rows: list[PassRow] | None = None
 ) -> list[dict]:
     """Per task and model: the release's pass@3 per mode (solved in one of the first 3
     passes; pass@n for a mode with n < 3 passes, whether any solved it) and the Ask-F1."""
-    rows = project_passes(project, domain=domain) if rows is None else rows
+    rows = project_passes(project=project, domain=domain) if rows is None else rows
     out = []
     for (task_id, model), passes in sorted(_group(rows, "task_id", "model").items()):
         by_mode = _group(passes, "mode")
@@ -290,11 +290,11 @@ def per_task_rows(
 
 
 def per_task_recall(
-    project, *, model: str | None = None, rows: list[PassRow] | None = None
+    *, project, model: str | None = None, rows: list[PassRow] | None = None
 ) -> list[float]:
     """Ask recall of each (model, task) over its ask_human passes, for the histogram."""
     # A task without blockers has no recall to measure.
-    rows = project_passes(project) if rows is None else rows
+    rows = project_passes(project=project) if rows is None else rows
     rows = [r for r in rows if r.mode == Mode.ASK_HUMAN and r.blocker_count]
     if model:
         rows = [r for r in rows if r.model == model]
@@ -309,7 +309,7 @@ def per_task_recall(
 # --- task selection ----------------------------------------------------------------------
 
 
-def selection_policy(project) -> SelectionPolicy:
+def selection_policy(*, project) -> SelectionPolicy:
     policy = (
         SelectionPolicy.objects.filter(project=project)
         .select_related("min_models_lowered_by")
@@ -318,19 +318,21 @@ def selection_policy(project) -> SelectionPolicy:
     return policy or SelectionPolicy(project=project)  # the defaults, unsaved
 
 
-def task_selection(task) -> dict:
+def task_selection(*, task) -> dict:
     """keep / drop / undecided for one task, with the per-model evidence."""
-    return task_selections([task])[task.pk]
+    return task_selections(tasks=[task])[task.pk]
 
 
-def task_selections(tasks: list) -> dict[int, dict]:
+def task_selections(*, tasks: list) -> dict[int, dict]:
     """keep / drop / undecided for each task (of one or more projects), with the per-model
     evidence and the models that decided, in a fixed number of queries (``selection``)."""
     policies = {
-        project_id: selection_policy(project)
+        project_id: selection_policy(project=project)
         for project_id, project in {t.project_id: t.project for t in tasks}.items()
     }
-    current = {pk: rev for pk, (rev, _n) in current_revisions(t.pk for t in tasks).items()}
+    current = {
+        pk: rev for pk, (rev, _n) in current_revisions(task_ids=(t.pk for t in tasks)).items()
+    }
     passes = _group(
         [
             r
@@ -350,7 +352,7 @@ def task_selections(tasks: list) -> dict[int, dict]:
 # --- failure labels ----------------------------------------------------------------------
 
 
-def label_rows(project) -> list[dict]:
+def label_rows(*, project) -> list[dict]:
     return list(
         FailureLabel.objects.filter(task_pass__run__project=project)
         .order_by("id")
@@ -367,7 +369,7 @@ def label_rows(project) -> list[dict]:
     )
 
 
-def effective_labels(rows: list[dict]) -> dict[int, tuple[str, str, str]]:
+def effective_labels(*, rows: list[dict]) -> dict[int, tuple[str, str, str]]:
     """pass id -> (dimension, mode, source): the people's majority label (the latest breaks
     a tie); without one, the latest LLM run's."""
     human: dict[int, list[dict]] = defaultdict(list)
@@ -392,7 +394,7 @@ def effective_labels(rows: list[dict]) -> dict[int, tuple[str, str, str]]:
     return chosen
 
 
-def failure_heatmap(project, *, domain: str | None = None) -> dict:
+def failure_heatmap(*, project, domain: str | None = None) -> dict:
     """Per model: failed passes by dimension × mode (effective labels), with the axes."""
 
     entries = taxonomy(project)
@@ -405,7 +407,7 @@ def failure_heatmap(project, *, domain: str | None = None) -> dict:
     if domain:
         failed = failed.filter(task__domain=domain)
     passes = list(failed.values_list("pk", "run__model_name"))
-    labels = effective_labels(label_rows(project))
+    labels = effective_labels(rows=label_rows(project=project))
     models: dict[str, dict] = {}
     for pass_id, model in passes:
         entry = models.setdefault(
@@ -449,13 +451,13 @@ def failure_heatmap(project, *, domain: str | None = None) -> dict:
     return {"dimensions": dims, "modes": modes, "models": grids}
 
 
-def failure_agreement(project) -> list[dict]:
+def failure_agreement(*, project) -> list[dict]:
     """Cohen's kappa between labellers: person–person, LLM run–person and LLM run–LLM run,
     on the combined label (dimension × mode) and per axis, over the passes both labelled."""
 
     by_rater: dict[tuple[str, object], dict[int, tuple[str, str]]] = defaultdict(dict)
     names: dict[tuple[str, object], str] = {}
-    for row in label_rows(project):
+    for row in label_rows(project=project):
         if row["labeller_id"]:
             rater = ("human", row["labeller_id"])
             names[rater] = row["labeller__username"]
@@ -487,7 +489,7 @@ def failure_agreement(project) -> list[dict]:
     return sorted(out, key=lambda r: (order.get(r["kind"], 3), r["first"], r["second"]))
 
 
-def ask_human_verdicts(task_pass) -> list[dict]:
+def ask_human_verdicts(*, task_pass) -> list[dict]:
     """The judge's verdict for each ask_human step of the pass, in order."""
     if not task_pass.ask_human_run_id:
         return []
@@ -511,7 +513,7 @@ def ask_human_verdicts(task_pass) -> list[dict]:
 # --- the benchmark report: reference agents -------------------------------------------------
 
 
-def reference_report(project) -> list[dict]:
+def reference_report(*, project) -> list[dict]:
     """Per task, each reference agent's latest figures (``evaluation.agents``) and what they
     flag: an oracle that does not score 1, a no-op that does not score 0, a task that answers
     the spammer, a registered trigger question the judge does not recognise."""
@@ -560,7 +562,7 @@ def reference_report(project) -> list[dict]:
 
 
 def harbor_task_ids(
-    project: Project, *, task_ids: list[int] = (), tag: str = "", waiting: bool = False
+    *, project: Project, task_ids: list[int] = (), tag: str = "", waiting: bool = False
 ) -> list[int]:
     """The tasks a run covers: the ids given, else the tag's tasks, else (``waiting``) the
     tasks the pass-rate gate has not kept yet."""
@@ -573,6 +575,6 @@ def harbor_task_ids(
             raise DomainError(f"No task of the project has the tag {tag.strip()!r}.")
     tasks = list(tasks)
     if waiting:
-        selections = task_selections(tasks)
+        selections = task_selections(tasks=tasks)
         tasks = [t for t in tasks if selections[t.pk]["decision"] != "keep"]
     return [t.pk for t in tasks]

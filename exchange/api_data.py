@@ -49,7 +49,7 @@ class ProjectDataApi(APIView):
             raise Http404("No such table.")
         query = DataQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        filters = {**task_filters_clean(request.query_params), "project": str(project.pk)}
+        filters = {**task_filters_clean(filters=request.query_params), "project": str(project.pk)}
         return data_response(
             user=request.user,
             project=project,

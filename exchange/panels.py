@@ -7,7 +7,7 @@ from .selectors import uploaded_verifier
 
 
 def _context(*, task, user) -> dict:
-    return {"uploaded_verifier": uploaded_verifier(task, user)}
+    return {"uploaded_verifier": uploaded_verifier(task=task, user=user)}
 
 
 def register() -> None:

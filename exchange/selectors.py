@@ -28,7 +28,7 @@ def _line(line: str) -> dict:
     return {"text": line, "class": kind}
 
 
-def uploaded_verifier(task, user) -> dict | None:
+def uploaded_verifier(*, user, task) -> dict | None:
     """The task's own verifier beside the one the app generates, per mode (a unified diff of
     each file against the generated file of the same name), and who accepted it, if anyone.
     None when the task carries no verifier of its own."""

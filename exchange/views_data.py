@@ -15,7 +15,7 @@ from hilbench_annotate.selectors import task_filters_clean
 
 def _filters(request, project) -> dict[str, str]:
     """The task list's filters of the request, the project fixed by the URL."""
-    return {**task_filters_clean(request.GET), "project": str(project.pk)}
+    return {**task_filters_clean(filters=request.GET), "project": str(project.pk)}
 
 
 def _narrowing(filters: dict[str, str]) -> dict[str, str]:

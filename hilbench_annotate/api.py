@@ -59,7 +59,7 @@ class TaskListApi(generics.ListAPIView):
         """The page's ids first, then their rows (as the HTML list): joined before the sort,
         every task of the user's projects was read for one page."""
         ids = super().paginate_queryset(selectors.task_ids(tasks=queryset))
-        return None if ids is None else selectors.tasks_in_order(queryset, list(ids))
+        return None if ids is None else selectors.tasks_in_order(tasks=queryset, ids=list(ids))
 
 
 class TaskDetailApi(APIView):

@@ -38,7 +38,7 @@ def task_list(*, user, filters: Mapping[str, str]) -> QuerySet[Task]:
     Unknown or empty filter values are ignored rather than refused, as a list page should.
     """
     tasks = Task.objects.visible_to(user).for_list()
-    clean = task_filters_clean(filters)
+    clean = task_filters_clean(filters=filters)
     if clean["project"]:
         tasks = tasks.filter(project_id=int(clean["project"]))
     if clean["domain"]:
@@ -62,7 +62,7 @@ def task_ids(*, tasks: QuerySet[Task]) -> QuerySet:
     return tasks.prefetch_related(None).values_list("pk", flat=True)
 
 
-def tasks_in_order(tasks: QuerySet[Task], ids: list[int]) -> list[Task]:
+def tasks_in_order(*, tasks: QuerySet[Task], ids: list[int]) -> list[Task]:
     """The tasks of ``ids`` (read from ``tasks``, with what it loads), in that order."""
     found = tasks.order_by().in_bulk(ids)
     return [found[pk] for pk in ids if pk in found]
@@ -99,7 +99,7 @@ _ROW_FIELDS = (
 )  # fmt: skip
 
 
-def task_rows(ids: list[int]) -> list[TaskRow]:
+def task_rows(*, ids: list[int]) -> list[TaskRow]:
     """The list page's rows of the tasks ``ids`` (already chosen from what the user sees),
     in that order, in two queries: the rows with their project, author and environment
     names, and their tags. Model instances and template filters on them were half of the
@@ -133,7 +133,7 @@ def task_rows(ids: list[int]) -> list[TaskRow]:
     return [found[pk] for pk in ids if pk in found]
 
 
-def task_filters_clean(filters: Mapping[str, str]) -> dict[str, str]:
+def task_filters_clean(*, filters: Mapping[str, str]) -> dict[str, str]:
     """The task list's filters as it applies them (``params``): a project id in range, a
     known domain and status, names without NULs, the search cut to ``MAX_TEXT``; "" where
     a value cannot be used."""
@@ -243,12 +243,12 @@ def _distinct(rows: QuerySet, field: str) -> list[str]:
     return [v for v in rows.order_by(field).values_list(field, flat=True).distinct() if v]
 
 
-def revision_current(task: Task) -> Revision | None:
+def revision_current(*, task: Task) -> Revision | None:
     """The task's current (latest) revision, None before its first."""
     return task.revisions.order_by("-number").first()
 
 
-def current_snapshots(task_ids) -> dict[int, dict[str, Any]]:
+def current_snapshots(*, task_ids) -> dict[int, dict[str, Any]]:
     """Task id -> the snapshot of its current revision, in one query (tasks without a
     revision are left out)."""
     latest = Revision.objects.filter(task_id=OuterRef("task_id")).order_by("-number")
@@ -259,7 +259,7 @@ def current_snapshots(task_ids) -> dict[int, dict[str, Any]]:
     )
 
 
-def current_revisions(task_ids) -> dict[int, tuple[int, int]]:
+def current_revisions(*, task_ids) -> dict[int, tuple[int, int]]:
     """Task id -> (primary key, number) of its current (latest) revision, in one query."""
     current: dict[int, tuple[int, int]] = {}
     for task_id, pk, number in (
@@ -271,7 +271,7 @@ def current_revisions(task_ids) -> dict[int, tuple[int, int]]:
     return current
 
 
-def environment_at(task: Task, snapshot: Mapping[str, Any]) -> SimpleNamespace:
+def environment_at(*, task: Task, snapshot: Mapping[str, Any]) -> SimpleNamespace:
     """The task's environment as ``snapshot`` (a revision's) froze it, shaped like the
     environment row: the fields from the snapshot, for SQL the database of the snapshot's
     content (databases are stored by content: its db_id and sha256), for SWE the task's

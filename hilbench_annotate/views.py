@@ -31,7 +31,7 @@ PAGE_SIZE = 25
 @login_required
 @require_GET
 def task_list(request):
-    filters = selectors.task_filters_clean(request.GET)
+    filters = selectors.task_filters_clean(filters=request.GET)
     if request.htmx and _project_changed(request, filters):
         # The filter menus are the chosen project's and htmx swaps the results only: a
         # change of project loads the whole page, menus and all.
@@ -46,7 +46,7 @@ def task_list(request):
     # what a row shows: joined before the sort, every task of the projects was read.
     ids = selectors.task_ids(tasks=tasks)
     page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = selectors.task_rows(list(page.object_list))
+    page.object_list = selectors.task_rows(ids=list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
@@ -70,7 +70,7 @@ def _project_changed(request, filters) -> bool:
     if not request.htmx.current_url:
         return False
     shown = parse_qs(urlsplit(request.htmx.current_url).query).get("project", [""])[0]
-    return selectors.task_filters_clean({"project": shown})["project"] != filters["project"]
+    return selectors.task_filters_clean(filters={"project": shown})["project"] != filters["project"]
 
 
 @login_required
@@ -78,7 +78,7 @@ def _project_changed(request, filters) -> bool:
 def task_bulk(request):
     """Apply a bulk action to the tasks ticked on the list, or to every task its filter
     matches (``scope=all``); back to the list, as filtered, with what was done."""
-    filters = selectors.task_filters_clean(request.POST)
+    filters = selectors.task_filters_clean(filters=request.POST)
     page = ""
     try:
         data = form_input(TaskBulkIn, request.POST)

@@ -62,7 +62,7 @@ def _report(details: dict) -> RecallReport:
     )
 
 
-def measurement_last(task: Task) -> Measurement | None:
+def measurement_last(*, task: Task) -> Measurement | None:
     """The task's latest finished measurement of the judge's recall, or None. Four queries."""
     result = (
         ValidationResult.objects.filter(
@@ -77,7 +77,7 @@ def measurement_last(task: Task) -> Measurement | None:
     return _measurement(task, result.run, result.details or {})
 
 
-def measurement_of(task: Task, run: ValidationRun) -> Measurement | None:
+def measurement_of(*, task: Task, run: ValidationRun) -> Measurement | None:
     """The measurement ``run`` recorded (the one just made), or None if it recorded none."""
     result = run.results.filter(group="judge_recall").first()
     return _measurement(task, run, result.details or {}) if result else None
@@ -86,7 +86,7 @@ def measurement_of(task: Task, run: ValidationRun) -> Measurement | None:
 def _measurement(task: Task, run: ValidationRun, details: dict) -> Measurement:
     when = run.finished_at or run.created_at
     stale = []
-    current = revision_current(task)
+    current = revision_current(task=task)
     if current is not None and current.pk != run.revision_id:
         stale.append(
             f"the task was edited since: measured on revision {run.revision.number}, "

@@ -279,7 +279,7 @@ def ask_human_run_start(*, task: Task, actor, label: str = "", session: str = ""
     """``session``: the harness session of an API caller (``limits.harness_session``);
     empty for runs the app starts itself, which no rate limit or session cap counts."""
     require_role(actor, task.project, Role.HARNESS, Role.LEAD, action="start ask_human runs")
-    revision = revision_current(task)
+    revision = revision_current(task=task)
     if revision is None:
         raise DomainError("The task has no revision to evaluate.")
     if session:

@@ -247,7 +247,7 @@ def judge_recall(*, task: Task, judge, snapshot: dict | None = None) -> RecallRe
     them. Against ``snapshot`` (a validation run's revision; by default the current
     revision's) and the revisions up to it."""
     if snapshot is None:
-        snapshot = revision_current(task).snapshot
+        snapshot = revision_current(task=task).snapshot
     registry = registry_from_snapshot(snapshot)
     context = task_context(snapshot)
     judged: list[floor.Judged] = []
@@ -378,7 +378,7 @@ def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
     )
     editors = floor.task_editors_many(tasks)
     for task in tasks:
-        revision = revision_current(task)
+        revision = revision_current(task=task)
         registry = registry_from_snapshot(revision.snapshot) if revision else []
         if not registry:
             continue
@@ -504,7 +504,7 @@ def candidates_generate(*, task: Task, actor) -> Candidates:
     question, or to a question already there, is refused (``question_add``) and listed. The
     endpoint is called before any row is written, so no transaction waits on it. Without an
     endpoint only the negatives are added: positives are then written by people."""
-    snapshot = revision_current(task).snapshot
+    snapshot = revision_current(task=task).snapshot
     proposed = [("template", text) for text in NEGATIVES]
     result = Candidates()
     if settings.JUDGE_LLM_BASE_URL:

@@ -175,7 +175,9 @@ def _page(request, task: Task, *, measured=None, suggestions=None, recorded=None
 def _stored(task: Task, *, measured=None, suggestions=None, recorded=None) -> dict:
     """The measurement card's names: the one just made, or else the last one stored (its
     validation run's figures, with when, by whom, with which judge, and whether stale)."""
-    measurement = measurement_of(task, recorded) if recorded else measurement_last(task)
+    measurement = (
+        measurement_of(task=task, run=recorded) if recorded else measurement_last(task=task)
+    )
     if measured is None and measurement is not None:
         measured, recorded = measurement.report, measurement.run
         suggestions = expansion_suggestions(measured) if measured.needs_expansion else []

@@ -81,11 +81,11 @@ class PipelineApi(APIView):
 
 
 def _pipeline_out(project: Project) -> dict:
-    policy = policy_for(project)
+    policy = policy_for(project=project)
     return PipelineOut(
         {
             "project": project.pk,
-            "layers": pipeline_layers(project),
+            "layers": pipeline_layers(project=project),
             "lock_minutes": policy.lock_minutes,
             "reject_reasons": policy.reject_reasons,
         }
@@ -93,7 +93,7 @@ def _pipeline_out(project: Project) -> dict:
 
 
 def _layer_at(project: Project, position: int) -> ReviewLayer:
-    for layer in pipeline_layers(project):
+    for layer in pipeline_layers(project=project):
         if layer.position == position:
             return layer
     raise DomainError(f"The pipeline of {project.name} has no layer {position}.")

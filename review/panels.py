@@ -7,7 +7,7 @@ from .selectors import task_threads
 
 
 def _context(*, task, user) -> dict:
-    return {"threads": task_threads(task)}
+    return {"threads": task_threads(task=task)}
 
 
 def register() -> None:

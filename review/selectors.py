@@ -23,12 +23,12 @@ from review.models import (
 from review.timeline import RESTATING_EVENTS, creation_text, event_text
 
 
-def pipeline_layers(project) -> list[ReviewLayer]:
+def pipeline_layers(*, project) -> list[ReviewLayer]:
     """The project's layers in order (stored when the project is made: ``review.apps``)."""
     return list(ReviewLayer.objects.filter(project=project).order_by("position"))
 
 
-def policy_for(project) -> ReviewPolicy:
+def policy_for(*, project) -> ReviewPolicy:
     """The project's review policy; for a project without one yet, the default (unsaved: a
     read never writes; the lead's edit saves it)."""
     return ReviewPolicy.objects.filter(project=project).first() or ReviewPolicy(
@@ -36,7 +36,7 @@ def policy_for(project) -> ReviewPolicy:
     )
 
 
-def independence_problem(task: Task, user, layer: ReviewLayer) -> str | None:
+def independence_problem(*, user, task: Task, layer: ReviewLayer) -> str | None:
     """Why ``user`` may not act on ``task`` at ``layer`` (None when they may)."""
     if layer.self_check:
         if task.author_id != user.pk:
@@ -78,10 +78,10 @@ def assignment_candidates(*, task: Task, layer: ReviewLayer) -> list:
         .distinct()
         .order_by("username")
     )
-    return [u for u in users if independence_problem(task, u, layer) is None]
+    return [u for u in users if independence_problem(task=task, user=u, layer=layer) is None]
 
 
-def eligible_tasks(user, layer: ReviewLayer):
+def eligible_tasks(*, user, layer: ReviewLayer):
     """Tasks waiting at ``layer`` that ``user`` may take, oldest first (not yet locked out)."""
     locked = ReviewAssignment.objects.live().values("task_id")
     tasks = Task.objects.filter(
@@ -147,7 +147,7 @@ def review_queue(
     roles = ProjectRoles(user)
     rows = []
     for project in projects:
-        for layer in pipeline_layers(project):
+        for layer in pipeline_layers(project=project):
             if position is not None and layer.position != position:
                 continue
             if not roles.has(project.pk, layer.role):
@@ -157,7 +157,7 @@ def review_queue(
                 QueueLayer(
                     project=project,
                     layer=layer,
-                    eligible=eligible_tasks(user, layer).count(),
+                    eligible=eligible_tasks(user=user, layer=layer).count(),
                     total=totals.get(key, 0),
                     assignments=held.get(key, []),
                 )
@@ -233,7 +233,7 @@ _ENTRY_ORDER = {"revision": 0, "event": 1, "decision": 2, "comment": 3}
 def timeline_entries(*, task: Task) -> list[dict]:
     """Everything that happened to ``task``, oldest first: events (but those a revision or
     a decision already says), revisions, decisions (withdrawn ones too) and comments."""
-    layer_names = {layer.position: layer.name for layer in pipeline_layers(task.project)}
+    layer_names = {layer.position: layer.name for layer in pipeline_layers(project=task.project)}
     entries = [
         {
             "at": event.created_at,
@@ -267,12 +267,12 @@ def timeline_entries(*, task: Task) -> list[dict]:
     return entries
 
 
-def revision_judged_last(task: Task, layer: int) -> Revision | None:
+def revision_judged_last(*, task: Task, layer: int) -> Revision | None:
     decision = task.decisions.filter(layer=layer).select_related("revision").first()
     return decision.revision if decision else None
 
 
-def task_threads(task: Task):
+def task_threads(*, task: Task):
     """The task's threads (top-level comments), their authors and replies: three queries
     when read, however many there are."""
     return (
@@ -282,7 +282,7 @@ def task_threads(task: Task):
     )
 
 
-def previous_round(task: Task, layer: ReviewLayer | None) -> dict:
+def previous_round(*, task: Task, layer: ReviewLayer | None) -> dict:
     """What ``layer`` said in its earlier rounds, for a task back at it after changes: its
     earlier decisions (newest first) and, per blocker id, their comments on that blocker and
     the threads on it that the layer's reviewers started before this round — shown again
@@ -347,7 +347,7 @@ _SINCE = {
 }
 
 
-def withdraw_problem(task: Task, decision: ReviewDecision) -> str | None:
+def withdraw_problem(*, task: Task, decision: ReviewDecision) -> str | None:
     """Why ``decision`` can no longer be withdrawn (None when it can): it must be the task's
     latest standing decision, and nothing may have built on it since — no later status
     change (a resubmission, a reopening, an export), no revision saved after the one judged,
@@ -393,7 +393,7 @@ def withdraw_problem(task: Task, decision: ReviewDecision) -> str | None:
     return None
 
 
-def decision_withdrawable(task: Task, user) -> tuple[ReviewDecision | None, str | None]:
+def decision_withdrawable(*, user, task: Task) -> tuple[ReviewDecision | None, str | None]:
     """``user``'s latest standing decision on ``task`` and why it cannot be withdrawn (None:
     it can); (None, None) when they have made none."""
     if not user.is_authenticated:
@@ -406,10 +406,10 @@ def decision_withdrawable(task: Task, user) -> tuple[ReviewDecision | None, str 
     )
     if mine is None:
         return None, None
-    return mine, withdraw_problem(task, mine)
+    return mine, withdraw_problem(task=task, decision=mine)
 
 
-def last_decision_withdrawable(user) -> ReviewDecision | None:
+def last_decision_withdrawable(*, user) -> ReviewDecision | None:
     """``user``'s most recent standing decision on any task, if it can still be withdrawn:
     what the queue offers to take back right after a decision made by mistake."""
     if not user.is_authenticated:
@@ -420,6 +420,6 @@ def last_decision_withdrawable(user) -> ReviewDecision | None:
         .order_by("-created_at", "-id")
         .first()
     )
-    if last is None or withdraw_problem(last.task, last) is not None:
+    if last is None or withdraw_problem(task=last.task, decision=last) is not None:
         return None
     return last

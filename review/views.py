@@ -56,7 +56,7 @@ def queue(request):
             "self_checks": selectors.self_checks_waiting(user=request.user),
             "returned": selectors.tasks_sent_back(user=request.user),
             "lead_projects": selectors.projects_led(user=request.user),
-            "last_decision": selectors.last_decision_withdrawable(request.user),
+            "last_decision": selectors.last_decision_withdrawable(user=request.user),
         },
     )
 
@@ -78,16 +78,18 @@ def take_next(request, layer_id: int):
 
 def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     """The review page's context; ``typed`` is a refused decision's input, shown again."""
-    layers = selectors.pipeline_layers(task.project)
+    layers = selectors.pipeline_layers(project=task.project)
     layer = layers[task.review_layer - 1] if task.review_layer else None
     assignment = selectors.assignment_holding(task=task, layer=layer) if layer else None
-    current = revision_current(task)
-    judged = selectors.revision_judged_last(task, layer.position) if layer else None
+    current = revision_current(task=task)
+    judged = selectors.revision_judged_last(task=task, layer=layer.position) if layer else None
     changes = None
     if judged and current and judged.number != current.number:
         changes = snapshot_changes(judged.snapshot, current.snapshot)
     problem = (
-        selectors.independence_problem(task, request.user, layer) if layer else "not in review"
+        selectors.independence_problem(task=task, user=request.user, layer=layer)
+        if layer
+        else "not in review"
     )
     may_decide = (
         task.status == workflow.IN_REVIEW
@@ -98,7 +100,7 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
     typed = typed or {}
     snapshot = current.snapshot if current else task_snapshot(task)
     # Back at a layer that asked for changes: what it said last time, next to each blocker.
-    previous = selectors.previous_round(task, layer)
+    previous = selectors.previous_round(task=task, layer=layer)
     keys = {b["id"] for b in snapshot["blockers"]}
     return {
         "task": task,
@@ -134,14 +136,14 @@ def _review_context(request, task: Task, typed: dict | None = None) -> dict:
         "may_decide": may_decide,
         "why_not": problem,
         "is_lead": is_lead,
-        "reject_reasons": selectors.policy_for(task.project).reject_reasons,
+        "reject_reasons": selectors.policy_for(project=task.project).reject_reasons,
         # Withdrawn ones too, marked: the page tells the whole story, as the timeline does.
         "decisions": selectors.task_decisions(task=task),
-        "withdrawable": selectors.decision_withdrawable(task, request.user),
+        "withdrawable": selectors.decision_withdrawable(task=task, user=request.user),
         "candidates": (
             selectors.assignment_candidates(task=task, layer=layer) if is_lead and layer else []
         ),
-        "threads": selectors.task_threads(task),
+        "threads": selectors.task_threads(task=task),
     }
 
 
@@ -185,7 +187,7 @@ def review_task(request, task_id: int):
             # The form is read against the layer it was shown for; the service checks, on
             # the locked row, that the task is still there (and judged at that revision).
             task = access_task(request.user, task_id)
-            layer = selectors.pipeline_layers(task.project)[(task.review_layer or 1) - 1]
+            layer = selectors.pipeline_layers(project=task.project)[(task.review_layer or 1) - 1]
             typed = decision_typed(
                 request.POST,
                 checklist=layer.checklist,
@@ -338,9 +340,11 @@ def pipeline(request, project_id: int):
             "checklist": layer.checklist,
             "gates": layer.gates,
         }
-        for layer in selectors.pipeline_layers(project)
+        for layer in selectors.pipeline_layers(project=project)
     ]
-    return _pipeline_page(request, project, layers=layers, policy=selectors.policy_for(project))
+    return _pipeline_page(
+        request, project, layers=layers, policy=selectors.policy_for(project=project)
+    )
 
 
 # Submit for review is pressed in the authoring workspace; its status line answers there.

@@ -637,6 +637,71 @@ def test_views_and_apis_call_no_queryset():
     assert not found, found
 
 
+SELECTOR_MODULE = re.compile(r"^[a-z_]+/selectors[a-z_]*\.py$")
+
+
+def positional_selector_parameters(source: str) -> list[str]:
+    """``line: name: why`` for each public module-level function of a selectors module that
+    takes a parameter positionally (``def f(project)``, ``def f(project, /)``, ``*args``), or
+    whose ``user`` parameter is not its first. ``**kwargs`` is keyword-only and allowed;
+    private helpers (``_name``), nested functions and methods are not selectors."""
+    found = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name[0] == "_":
+            continue
+        params = node.args
+        positional = [a.arg for a in params.posonlyargs + params.args]
+        keywords = [a.arg for a in params.kwonlyargs]
+        if positional:
+            found.append(f"{node.lineno}: {node.name}: positional {', '.join(positional)}")
+        if params.vararg:
+            found.append(f"{node.lineno}: {node.name}: *{params.vararg.arg}")
+        names = positional + keywords
+        if "user" in names and names[0] != "user":
+            found.append(f"{node.lineno}: {node.name}: user is not the first parameter")
+    return found
+
+
+@pytest.mark.parametrize(
+    "source, caught",
+    [
+        ("def policy_for(project): ...", True),
+        ("def leaderboard(project, *, domain=None): ...", True),
+        ("def task_rows(ids, /): ...", True),
+        ("def tasks(*ids): ...", True),
+        ("def tasks(*ids, user): ...", True),
+        ("async def policy_for(project): ...", True),
+        ("def eligible_tasks(*, layer, user): ...", True),
+        ("def uploaded_verifier(task, user): ...", True),
+        ("def policy_for(*, project): ...", False),
+        ("def review_queue(*, user, project=None, position=None): ...", False),
+        ("def task_list(*, user, **filters): ...", False),
+        ("def counts(): ...", False),
+        ("def _grouped(rows, *keys): ...", False),
+        ("class Row:\n    def label(self, mode): ...", False),
+        ("def rows(*, project):\n    def key(row): ...", False),
+        ("sort_key = lambda row: row.pk", False),
+    ],
+)
+def test_the_selector_signature_rule_finds_positional_parameters(source, caught):
+    assert bool(positional_selector_parameters(source)) is caught
+
+
+def test_selectors_take_keywords_only_user_first():
+    """Issue 47: every read a page or the API renders is a selector (``<app>/selectors*.py``),
+    keyword-only, ``user=`` first when it depends on who asks: a call names what it passes
+    (``policy_for(project=…)``), so a parameter added, renamed or reordered cannot silently
+    bind to the wrong argument, and who asks is read first. No exceptions."""
+    modules = {m: s for m, s in _sources() if SELECTOR_MODULE.match(m)}
+    assert "review/selectors.py" in modules and "evaluation/selectors_pages.py" in modules
+    found = {
+        module: problems
+        for module, source in modules.items()
+        if (problems := positional_selector_parameters(source))
+    }
+    assert not found, found
+
+
 def posted_field_reads(source: str) -> list[str]:
     """``line: expression`` for each field a module reads from a form or a body itself:
     ``request.POST`` / ``request.data`` (or ``self.request``'s) subscripted, asked ``in``, or

@@ -248,7 +248,7 @@ def _pipeline_body(w) -> dict:
     from review.selectors import policy_for
     from review.services import pipeline_ensure
 
-    policy = policy_for(w.project)
+    policy = policy_for(project=w.project)
     layers = [
         {
             "name": layer.name,

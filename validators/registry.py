@@ -29,12 +29,12 @@ from .swe import check_swe_tests
 
 def _spec(task, snapshot, workdir: Path):
     waivers = dict(task.lint_waivers.values_list("fingerprint", "reason"))
-    env = environment_at(task, snapshot)
+    env = environment_at(task=task, snapshot=snapshot)
     return check_spec(snapshot, waivers, **lint_inputs(task, snapshot, env))
 
 
 def _swe_patches(task, snapshot, workdir: Path):
-    env = environment_at(task, snapshot)
+    env = environment_at(task=task, snapshot=snapshot)
     if env.repository is None:
         return [
             CheckResult("patches_apply", SKIPPED, "The task has no repository to apply patches to.")
@@ -55,11 +55,13 @@ def _swe_patches(task, snapshot, workdir: Path):
 
 
 def _swe_tests(task, snapshot, workdir: Path):
-    return check_swe_tests(environment_at(task, snapshot), limits=limits_from_settings())
+    return check_swe_tests(
+        environment_at(task=task, snapshot=snapshot), limits=limits_from_settings()
+    )
 
 
 def _history_leakage(task, snapshot, workdir: Path):
-    env = environment_at(task, snapshot)
+    env = environment_at(task=task, snapshot=snapshot)
     if env.repository is None:
         return [CheckResult("history_leakage", SKIPPED, "The task has no repository.")]
     shipped = sanitize(
@@ -88,7 +90,7 @@ def _sql_ground_truth(task, snapshot, workdir: Path):
             project_id=task.project_id, source=source, edit_script=script, timeout_s=timeout_s
         )
 
-    env = environment_at(task, snapshot)
+    env = environment_at(task=task, snapshot=snapshot)
     return check_sql_task(env, timeout_s=settings.SQL_CHECK_TIMEOUT_S, copy=copy)
 
 

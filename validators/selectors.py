@@ -10,7 +10,7 @@ from .models import EnvironmentBuild, ValidationRun
 LIVE = (EnvironmentBuild.Status.QUEUED, EnvironmentBuild.Status.RUNNING)
 
 
-def build_in_progress(task) -> EnvironmentBuild | None:
+def build_in_progress(*, task) -> EnvironmentBuild | None:
     """The build of the task's environment queued or running now, if any: a validation run
     of a SWE task never built makes one before its tests run, and its page says so."""
     if task.domain != "swe":

@@ -42,7 +42,7 @@ def _runs_create(
     """A queued run of ``checks`` (by default the task's structural groups) on each task's
     current revision, and its event, in a fixed number of queries for any number of tasks.
     A task without a revision is skipped, with why; an unknown check refuses them all."""
-    revisions = current_revisions([task.pk for task in tasks])
+    revisions = current_revisions(task_ids=[task.pk for task in tasks])
     runs, skipped = [], []
     for task in tasks:
         allowed = groups_for(task.domain, structural_only=False)
@@ -228,7 +228,9 @@ def group_verdicts(tasks: list[Task], groups: list[str]) -> dict[int, dict[str, 
     """For each task and check group: green when the latest finished run on the task's
     current revision that included the group passed it. Three queries, whatever the number
     of tasks: the current revisions, the runs on them, their results that did not pass."""
-    current = {pk: rev for pk, (rev, _number) in current_revisions(t.pk for t in tasks).items()}
+    current = {
+        pk: rev for pk, (rev, _number) in current_revisions(task_ids=(t.pk for t in tasks)).items()
+    }
     runs: dict[int, list[tuple[int, list]]] = defaultdict(list)
     for run_id, task_id, checks in (
         ValidationRun.objects.filter(

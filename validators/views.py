@@ -55,7 +55,7 @@ def run_detail(request, task_id: int, run_id: int):
     run = validation_run(task=task, run_id=run_id)
     context = {"task": task, "run": run, "can_edit": can_edit_task(request.user, task)}
     if not run.is_finished:
-        context["building"] = build_in_progress(task)
+        context["building"] = build_in_progress(task=task)
     if request.htmx:
         response = render(request, TEMPLATE + "#run", context)
         if run.is_finished:

@@ -80,7 +80,7 @@ def _workspace_context(
         # The page's editing session: its autosaves fold into one revision; a refused form
         # shown again keeps the session it was in.
         "session_key": session[:64] or secrets.token_urlsafe(12),
-        "returned": changes_requested_context(task),
+        "returned": changes_requested_context(task=task),
         "console_limits": (settings.SQL_CONSOLE_TIMEOUT_S, settings.SQL_CONSOLE_ROW_CAP),
         **vocabulary(task),
         **lint_context(task, findings),

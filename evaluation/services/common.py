@@ -22,7 +22,7 @@ MAX_PASSES = 10
 
 
 def current_revision(task: Task) -> Revision:
-    revision = revision_current(task)
+    revision = revision_current(task=task)
     if revision is None:
         raise DomainError(f"Task {task.pk} has no revision to evaluate.")
     return revision

@@ -97,7 +97,7 @@ def _pin_revisions(records: list[PassRecord]) -> None:
     task's current one now. ``ImportRefused`` naming each pass whose task has no such
     revision."""
     task_ids = {r.task_id for r in records}
-    current = current_revisions(task_ids)
+    current = current_revisions(task_ids=task_ids)
     numbered = dict(
         ((task_id, number), pk)
         for task_id, number, pk in Revision.objects.filter(

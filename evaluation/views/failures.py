@@ -62,7 +62,7 @@ def _pass_view(task_pass: TaskPass, outline: TrajectoryOutline | None, pager: di
     asks = outline.asks if outline else []
     before = bisect_left(asks, offset)  # ask_human steps on the pages before this one
     steps = trajectory_steps(task_pass.pk, offset=offset, limit=PAGE_STEPS) if outline else []
-    verdicts = ask_human_verdicts(task_pass)
+    verdicts = ask_human_verdicts(task_pass=task_pass)
     return {
         "task_pass": task_pass,
         "trajectory": outline,
@@ -160,7 +160,7 @@ def _queue(project, request) -> tuple[list[dict], dict]:
     filters = {k: param_text(request.GET.get(k)) for k in ("model", "dimension", "mode", "state")}
     filters["domain"] = param_choice(request.GET.get("domain"), Domain.values)
     failed = failed_passes(project=project, model=filters["model"], domain=filters["domain"])
-    labels = effective_labels(label_rows(project))
+    labels = effective_labels(rows=label_rows(project=project))
     rows = []
     for task_pass in failed:
         label = labels.get(task_pass.pk)
@@ -187,8 +187,8 @@ def failures(request, project_id: int):
     is_lead = has_role(request.user, project.pk, Role.LEAD)
     context = {
         "project": project,
-        "heatmap": failure_heatmap(project, domain=domain),
-        "agreement": failure_agreement(project),
+        "heatmap": failure_heatmap(project=project, domain=domain),
+        "agreement": failure_agreement(project=project),
         "queue": rows,
         "filters": filters,
         "models": model_names(project=project),
@@ -205,7 +205,7 @@ def failures(request, project_id: int):
 def failures_csv(request, project_id: int):
     project = access_project(request.user, project_id, roles=READER_ROLES)
     heatmap = failure_heatmap(
-        project, domain=param_choice(request.GET.get("domain"), Domain.values) or None
+        project=project, domain=param_choice(request.GET.get("domain"), Domain.values) or None
     )
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="failures-{project.slug}.csv"'

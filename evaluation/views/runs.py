@@ -123,8 +123,8 @@ def evaluation_home(request):
 
 def _curves(project, rows) -> dict:
     dbc, pr, flips, summaries = [], [], [], []
-    for (model, method), study in sorted(latest_studies(project).items()):
-        records = support_records(study)
+    for (model, method), study in sorted(latest_studies(project=project).items()):
+        records = support_records(study=study)
         if not records:
             continue
         name = model if study.method == SupportStudy.Method.IMPORTED else f"{model} · {method}"
@@ -141,7 +141,7 @@ def _curves(project, rows) -> dict:
                 **metrics.support_summary(records),
             }
         )
-    recalls = per_task_recall(project, rows=rows)
+    recalls = per_task_recall(project=project, rows=rows)
     bins = [0] * 5
     for value in recalls:
         bins[min(4, int(value * 5))] += 1
@@ -180,13 +180,15 @@ def project_evaluation(request, project_id: int):
     domain = param_choice(request.GET.get("domain"), Domain.values) or None
     endpoints = list(project_endpoints(project=project))
     lead = has_role(request.user, project.pk, Role.LEAD)
-    policy = selection_policy(project)
-    rows = project_passes(project, domain=domain)  # read once for the table, tasks and curves
+    policy = selection_policy(project=project)
+    rows = project_passes(
+        project=project, domain=domain
+    )  # read once for the table, tasks and curves
     context = {
         "project": project,
         "domain": domain,
-        "board": leaderboard(project, domain=domain, rows=rows),
-        "per_task": _with_tasks(per_task_rows(project, rows=rows)[:PER_TASK_ROWS]),
+        "board": leaderboard(project=project, domain=domain, rows=rows),
+        "per_task": _with_tasks(per_task_rows(project=project, rows=rows)[:PER_TASK_ROWS]),
         "columns": COLUMNS[4:],
         "methods": [m for m in SupportStudy.Method.choices],
         "curves": _curves(project, rows),
@@ -197,7 +199,7 @@ def project_evaluation(request, project_id: int):
         "policy": policy,
         "models_needed": models_needed(policy),
         "lowered": lowering(policy),
-        "reference": reference_report(project),
+        "reference": reference_report(project=project),
         "reference_agents": REFERENCE_AGENTS,
     }
     if lead:
@@ -293,7 +295,7 @@ def harbor_run_start_view(request, project_id: int):
             actor=request.user,
             agent=data["agent"],
             task_ids=harbor_task_ids(
-                project, task_ids=data["tasks"], tag=data["tag"], waiting=data["waiting"]
+                project=project, task_ids=data["tasks"], tag=data["tag"], waiting=data["waiting"]
             ),
             modes=data["modes"],
             passes=data["passes"],
@@ -407,7 +409,7 @@ def leaderboard_csv(request, project_id: int):
     extra = ["pass_at_tasks", "tasks_short", "tries_excluded", "excluded_why"]
     keys = [key for key, _label, _title in COLUMNS] + extra
     writer.writerow(keys + [f"audbc_{m}" for m in methods])
-    for row in leaderboard(project, domain=domain):
+    for row in leaderboard(project=project, domain=domain):
         values = [csv_safe(row.get(key)) for key in keys]
         values += [row["audbc"].get(m) for m in methods]
         writer.writerow(
@@ -445,7 +447,7 @@ def task_selection_view(request, task_id: int):
     task = access_task(request.user, task_id)
     context = {
         "task": task,
-        "selection": task_selection(task),
-        "policy": selection_policy(task.project),  # when the models needed were lowered
+        "selection": task_selection(task=task),
+        "policy": selection_policy(project=task.project),  # when the models needed were lowered
     }
     return render(request, "evaluation/selection.html", context)

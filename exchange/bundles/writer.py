@@ -195,7 +195,9 @@ class _Chunk:
         }
         self.tasks = [loaded[pk] for pk in task_ids if pk in loaded]
         self.snapshots = task_snapshots(self.tasks)
-        self.revisions = {pk: number for pk, (_, number) in current_revisions(task_ids).items()}
+        self.revisions = {
+            pk: number for pk, (_, number) in current_revisions(task_ids=task_ids).items()
+        }
         self._gates: dict[int, list[dict]] | None = None
         self._judge_settings: dict[int, dict] = {}
         # Task id -> why it is left out: a part of it raised (``task_failure``).
@@ -311,7 +313,9 @@ def chunk_write(
         return [t for t in chunk.tasks if t.pk not in chunk.failed]
 
     revisions = {task.pk: chunk.revision(task) for task in chunk.tasks}
-    passes = _per_task(alive(), task_selections, "pass-rate selection", chunk.failed)
+    passes = _per_task(
+        alive(), lambda tasks: task_selections(tasks=tasks), "pass-rate selection", chunk.failed
+    )
     for selection in passes.values():
         if selection:
             selection.pop("revision_id", None)  # the revision is named by validation.json

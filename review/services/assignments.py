@@ -55,10 +55,10 @@ def review_take_next(*, user, layer: ReviewLayer) -> ReviewAssignment | None:
     )
     if mine:
         return mine
-    policy = policy_for(layer.project)
+    policy = policy_for(project=layer.project)
     for _attempt in range(5):
         with transaction.atomic():
-            candidates = eligible_tasks(user, layer).select_for_update(skip_locked=True)
+            candidates = eligible_tasks(user=user, layer=layer).select_for_update(skip_locked=True)
             task = candidates.first()
             if task is None:
                 return None
@@ -106,7 +106,7 @@ def _assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
     if task.status != workflow.IN_REVIEW:
         raise DomainError(NOT_IN_REVIEW)
     layer = pipeline_layer(task, task.review_layer)
-    problem = independence_problem(task, reviewer, layer)
+    problem = independence_problem(task=task, user=reviewer, layer=layer)
     if problem:
         raise DomainError(f"{reviewer.username} cannot take this task: {problem}")
     for previous in (
@@ -129,7 +129,8 @@ def _assign(*, task: Task, reviewer, actor) -> ReviewAssignment:
         layer=layer.position,
         reviewer=reviewer,
         assigned_by=actor,
-        expires_at=timezone.now() + timedelta(minutes=policy_for(task.project).lock_minutes),
+        expires_at=timezone.now()
+        + timedelta(minutes=policy_for(project=task.project).lock_minutes),
     )
     task_event(
         task=task,

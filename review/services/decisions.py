@@ -74,7 +74,7 @@ def _layer_and_assignment(
     if outcome not in workflow.DECISIONS:
         raise DomainError(f"Unknown decision {outcome!r}.")
     layer = pipeline_layer(task, task.review_layer)
-    problem = independence_problem(task, reviewer, layer)
+    problem = independence_problem(task=task, user=reviewer, layer=layer)
     if problem:
         raise AccessDenied(problem)
     assignment = (
@@ -90,7 +90,7 @@ def _layer_and_assignment(
 
 
 def _judged_revision(task: Task, revision_number: int) -> Revision:
-    revision = revision_current(task)
+    revision = revision_current(task=task)
     if revision is None or revision.number != revision_number:
         raise DomainError(
             f"You judged revision {revision_number}, but the task is at revision "
@@ -128,7 +128,7 @@ def _require_grounds(
     ):
         raise DomainError("Say what to change: a summary, a blocker comment or a failed item.")
     if outcome == "reject":
-        reasons = policy_for(task.project).reject_reasons
+        reasons = policy_for(project=task.project).reject_reasons
         if reject_reason not in reasons:
             raise DomainError(
                 f"Rejecting needs a reason from the list: {plain_list(reasons, last='or')}."
@@ -140,7 +140,7 @@ def _apply_decision(task: Task, layer: ReviewLayer, decision: ReviewDecision) ->
     reviewer, outcome = decision.reviewer, decision.outcome
     if outcome == "approve":
         state, next_layer = workflow.approve_target(
-            layer.position, len(pipeline_layers(task.project))
+            layer.position, len(pipeline_layers(project=task.project))
         )
         task_transition(
             task=task,

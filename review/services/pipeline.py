@@ -85,7 +85,7 @@ def pipeline_update(
             checklist=[c.strip() for c in layer.get("checklist", []) if c.strip()],
             gates=[g.strip() for g in layer.get("gates", []) if g.strip()],
         )
-    policy = policy_for(project)
+    policy = policy_for(project=project)
     policy.lock_minutes = max(1, int(lock_minutes))
     policy.reject_reasons = [r.strip() for r in reject_reasons if r.strip()]
     policy.save()
@@ -100,7 +100,7 @@ def pipeline_update(
 
 
 def pipeline_layer(task: Task, position: int) -> ReviewLayer:
-    layers = pipeline_layers(task.project)
+    layers = pipeline_layers(project=task.project)
     try:
         return layers[position - 1]
     except IndexError:

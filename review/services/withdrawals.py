@@ -37,7 +37,7 @@ def review_withdraw(*, actor, decision_id: int) -> ReviewDecision:
             f"Only {decision.reviewer.username}, who made this decision, can withdraw it."
         )
     _expire_stale([task.pk])
-    problem = withdraw_problem(task, decision)
+    problem = withdraw_problem(task=task, decision=decision)
     if problem:
         raise DomainError(f"Your decision cannot be withdrawn: {problem}.")
     now = timezone.now()
@@ -64,7 +64,7 @@ def review_withdraw(*, actor, decision_id: int) -> ReviewDecision:
             layer=decision.layer,
             reviewer=actor,
             assigned_by=actor,
-            expires_at=now + timedelta(minutes=policy_for(task.project).lock_minutes),
+            expires_at=now + timedelta(minutes=policy_for(project=task.project).lock_minutes),
         )
     if task.author_id and decision.outcome != ReviewDecision.Outcome.APPROVE:
         notify(

@@ -49,7 +49,7 @@ def test_a_lead_runs_a_model_in_harbor_from_the_evaluation_page(
         project=project, defaults={"k": 2, "full_info_min": 1.0, "baseline_max": 0.0,
                                    "min_models": 1},
     )  # fmt: skip
-    before = {t.pk: [m["model"] for m in task_selection(t)["models"]] for t in tasks}
+    before = {t.pk: [m["model"] for m in task_selection(task=t)["models"]] for t in tasks}
     with StandinModel(standin_tasks(tasks)) as model:
         lead = project.memberships.get(user__username="lead").user
         endpoint = ModelEndpoint.objects.create(
@@ -89,7 +89,7 @@ def test_a_lead_runs_a_model_in_harbor_from_the_evaluation_page(
     # The pass-rate gate's evidence now has the stand-in model: solved with the resolutions
     # (and when it asks), not without them.
     for task in tasks:
-        evidence = {m["model"]: m for m in task_selection(task)["models"]}
+        evidence = {m["model"]: m for m in task_selection(task=task)["models"]}
         assert "stand-in" not in before[task.pk] and "stand-in" in evidence
         assert evidence["stand-in"]["full_info"] == 1.0
         assert evidence["stand-in"]["baseline"] == 0.0

@@ -21,7 +21,7 @@ def test_the_structural_checks_can_be_run_after_the_judge_was_measured(page, liv
     task = Task.objects.get(project__slug="demo", source_id="retail_bank/4")
     ValidationRun.objects.filter(task=task).delete()
     ValidationRun.objects.create(
-        task=task, revision=revision_current(task), checks=["judge_recall"],
+        task=task, revision=revision_current(task=task), checks=["judge_recall"],
         status=ValidationRun.Status.PASSED, created_by=task.author,
     )  # fmt: skip
     login(page, live_server, "author", "author-demo")

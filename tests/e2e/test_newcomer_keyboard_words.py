@@ -115,7 +115,7 @@ def test_a_gate_text_is_whole_and_says_its_name_once(page, live_server, demo):
         "Below 80%: accept trigger-phrase suggestions from the misses and re-validate."
     )
     run = ValidationRun.objects.create(
-        task=task, revision=revision_current(task), checks=["judge_recall"],
+        task=task, revision=revision_current(task=task), checks=["judge_recall"],
         status=ValidationRun.Status.FAILED, created_by=task.author,
     )  # fmt: skip
     ValidationResult.objects.create(

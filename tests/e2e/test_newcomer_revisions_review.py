@@ -135,7 +135,7 @@ def send_back_from_peer_review(task: Task) -> None:
         u.username: u for u in get_user_model().objects.filter(username__in=["author", "author2"])
     }
     author, peer = users["author"], users["author2"]
-    self_check, peer_review = pipeline_layers(task.project)[:2]
+    self_check, peer_review = pipeline_layers(project=task.project)[:2]
 
     def decide(actor, layer, outcome, **grounds):
         review_decide(

@@ -100,7 +100,7 @@ def _at_peer_review(task) -> None:
     """Submitted by its author, who passed the self-check (layer 1): waiting at layer 2."""
     author = task.author
     task_submit(actor=author, task_id=task.pk, expected_version=task.version)
-    layer = pipeline_layers(task.project)[0]
+    layer = pipeline_layers(project=task.project)[0]
     review_decide(
         actor=author,
         task_id=task.pk,

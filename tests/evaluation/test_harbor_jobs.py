@@ -120,10 +120,12 @@ def test_import_results_stores_the_trials_and_judges_the_ask_log(sql_task, lead,
         ("ask_human", 1, False),
         ("ask_human", 2, True),
     ]
-    rows = [r for r in project_passes(sql_task.project) if r.run_id == run.pk and r.index == 2]
+    rows = [
+        r for r in project_passes(project=sql_task.project) if r.run_id == run.pk and r.index == 2
+    ]
     blockers = len(DEMO_BLOCKERS)
     precision, recall = 1 / 2, 1 / blockers
-    assert mode_summary(rows)["ask_f1"] == pytest.approx(
+    assert mode_summary(rows=rows)["ask_f1"] == pytest.approx(
         2 * precision * recall / (precision + recall)
     )
 

@@ -49,7 +49,7 @@ def bundle_task(root: Path, task) -> Path:
     (folder / "annotate").mkdir(parents=True)
     (folder / "provenance").mkdir()
     (folder / "annotate" / "task.json").write_text(json.dumps({"source_id": task.source_id}))
-    revision = revision_current(task).number
+    revision = revision_current(task=task).number
     (folder / "provenance" / "validation.json").write_text(json.dumps({"revision": revision}))
     return folder
 
@@ -153,7 +153,7 @@ def test_a_timed_out_trial_counts_and_a_failed_agent_is_left_out_and_said(
     )  # fmt: skip
     assert failed.message == AGENT_FAILED["exception_message"]
 
-    rows = {row["mode"]: row for row in leaderboard(sql_task.project)}
+    rows = {row["mode"]: row for row in leaderboard(project=sql_task.project)}
     assert (rows["full_info"]["passes"], rows["full_info"]["pass_at_1"]) == (2, 1.0)
     assert rows["full_info"]["pass_at_2"] == 1.0
     assert rows["full_info"]["tries_excluded"] == 1

@@ -33,8 +33,8 @@ def test_the_gate_reads_the_leaderboards_unbiased_column(sql_task, lead):
         import_results(
             project=sql_task.project, actor=lead, records=_records(sql_task, passes), model=model
         )
-    board = {(row["model"], row["mode"]): row for row in leaderboard(sql_task.project)}
-    selection = task_selection(sql_task)
+    board = {(row["model"], row["mode"]): row for row in leaderboard(project=sql_task.project)}
+    selection = task_selection(task=sql_task)
     assert selection["k"] == 3
     # Per model: the leaderboard's unbiased pass@3 over the project's one task is the gate's
     # evidence. gpt-4o: baseline 1 - C(3,3)/C(5,3) = 0.9; full_info 1 - C(4,3)/C(5,3) = 0.6.
@@ -70,7 +70,7 @@ def test_with_exactly_k_passes_the_two_figures_agree(sql_task, lead):
     import_results(
         project=sql_task.project, actor=lead, records=_records(sql_task, passes), model="m"
     )
-    for row in leaderboard(sql_task.project):
+    for row in leaderboard(project=sql_task.project):
         assert row["pass_at_3"] == row["pass_at_3_unbiased"] == 1.0
         assert row["pass_at_1"] != row["pass_at_1_unbiased"]
 

@@ -254,7 +254,7 @@ def test_every_logged_question_is_read_from_a_harbor_trial_blank_ones_too(tmp_pa
 
 
 def test_the_leaderboard_shows_the_releases_ask_figures(tmp_path, release_summary):
-    summary = mode_summary(_app_rows(tmp_path))
+    summary = mode_summary(rows=_app_rows(tmp_path))
     for app, release in (
         ("ask_precision", "ask_precision"),
         ("ask_recall", "ask_recall"),
@@ -277,7 +277,7 @@ def test_blank_questions_count_in_the_stored_passes_denominator(sql_task, lead, 
     corpus = {sql_task.source_id: [(log, False)]}
     call_command("import_results", str(_harbor_jobs(tmp_path, corpus)),
                  project=sql_task.project.slug, username=lead.username, wait=True)  # fmt: skip
-    (row,) = leaderboard(sql_task.project)
+    (row,) = leaderboard(project=sql_task.project)
     released = release_code.hil_metrics().compute_hil_metrics({"x": json.loads(json.dumps(log))})
     assert row["questions_per_pass"] == released["n_questions"] == 3
     assert row["ask_precision"] == released["precision"] == 0.0
@@ -287,7 +287,7 @@ def test_blank_questions_count_in_the_stored_passes_denominator(sql_task, lead, 
 
 
 def test_pass_at_k_is_the_releases(tmp_path, release_summary):
-    summary = mode_summary(_app_rows(tmp_path))
+    summary = mode_summary(rows=_app_rows(tmp_path))
     for k in range(1, PASSES + 1):
         assert summary[f"pass_at_{k}"] == pytest.approx(release_summary[f"pass_at_{k}"]), k
     assert summary["pass_at_tasks"] == release_summary["pass_at_1_n"] == len(CORPUS)
@@ -339,7 +339,7 @@ def test_rewards_0_0_1_on_the_leaderboard(sql_task, lead, tmp_path):
         for i, r in enumerate([False, False, True], start=1)
     ]
     import_results(project=sql_task.project, actor=lead, records=records, model=MODEL)
-    (row,) = leaderboard(sql_task.project)
+    (row,) = leaderboard(project=sql_task.project)
     released = _summarize({"t": [False, False, True]}, 3, tmp_path)
     assert (row["pass_at_1"], row["pass_at_2"], row["pass_at_3"]) == (0.0, 0.0, 1.0)
     assert [row[f"pass_at_{k}"] for k in (1, 2, 3)] == [released[f"pass_at_{k}"] for k in (1, 2, 3)]

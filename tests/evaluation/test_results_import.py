@@ -82,7 +82,7 @@ def test_imported_questions_are_judged_and_scored(sql_task, lead):
         ("troubled_loan_definition", "12.5"),
         ("review_year_dates", "30"),
     ]
-    (row,) = leaderboard(sql_task.project)
+    (row,) = leaderboard(project=sql_task.project)
     # Pass 1: 2 distinct of 2 calls, 2 of 3 blockers; pass 2: no calls. Micro: P 1, R 2/6.
     assert row["ask_precision"] == pytest.approx(1.0)
     assert row["ask_recall"] == pytest.approx(1 / 3)
@@ -136,9 +136,9 @@ def test_only_leads_import(sql_task, author, tmp_path):
 
 
 def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
-    assert task_selection(sql_task)["decision"] == "undecided"
+    assert task_selection(task=sql_task)["decision"] == "undecided"
     keep_by_pass_rate(sql_task, model="gpt-4o", beside=("claude-sonnet-4",))
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "keep", selection
     assert selection["full_info_pass"] == 1.0 and selection["baseline_pass"] == 0.0
     # The second model's newer run solves it without asking (it supersedes its earlier
@@ -149,7 +149,7 @@ def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
         for i in (1, 2, 3)
     ]
     import_results(project=sql_task.project, actor=lead, records=records, model="claude-sonnet-4")
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "drop"
     assert "baseline unbiased pass@3 0.50 > 0.34" in selection["reason"]
     assert [m["model"] for m in selection["models"]] == ["claude-sonnet-4", "gpt-4o"]
@@ -157,7 +157,7 @@ def test_selection_keeps_and_drops_by_thresholds(sql_task, lead):
     selection_policy_update(
         project=sql_task.project, actor=lead, k=3, full_info_min=0.67, baseline_max=0.5
     )
-    assert task_selection(sql_task)["decision"] == "keep"
+    assert task_selection(task=sql_task)["decision"] == "keep"
     with pytest.raises(DomainError):
         selection_policy_update(
             project=sql_task.project, actor=lead, k=3, full_info_min=1.5, baseline_max=0.5
@@ -168,7 +168,7 @@ def test_selection_needs_evidence_on_the_current_revision(sql_task, lead, author
     from hilbench_annotate import services as core
 
     keep_by_pass_rate(sql_task)
-    assert task_selection(sql_task)["decision"] == "keep"
+    assert task_selection(task=sql_task)["decision"] == "keep"
     sql_task.refresh_from_db()
     core.task_update(
         task=sql_task,
@@ -176,7 +176,7 @@ def test_selection_needs_evidence_on_the_current_revision(sql_task, lead, author
         expected_version=sql_task.version,
         title=sql_task.title + " (edited)",
     )
-    assert task_selection(sql_task)["decision"] == "undecided"
+    assert task_selection(task=sql_task)["decision"] == "undecided"
 
 
 def test_support_scores_import_and_audbc(sql_task, lead, tmp_path, project, author, demo_data):
@@ -234,7 +234,7 @@ def test_per_task_rows(sql_task, lead):
         },
     ]
     import_results(project=sql_task.project, actor=lead, records=records, model="m")
-    (row,) = per_task_rows(sql_task.project)
+    (row,) = per_task_rows(project=sql_task.project)
     # With fewer than 3 passes, pass@n: solved in one of 2 (1.0), in none of 1 (0.0).
     assert row["baseline"] == 1.0 and row["baseline_passes"] == 2
     assert row["full_info"] is None and row["ask_human"] == 0.0

@@ -87,7 +87,7 @@ def test_runner_scores_passes_and_logs_ask_human(sql_task, lead, endpoint, chat_
 
     # Hand-computed: ask_human passes [T, T, None] and [] on 3 blockers each (micro):
     # precision 1/3, recall 1/6, F1 2/9; 1.5 questions per pass; 1 duplicate in 3 calls.
-    rows = {row["mode"]: row for row in leaderboard(sql_task.project)}
+    rows = {row["mode"]: row for row in leaderboard(project=sql_task.project)}
     # baseline [T, F]: pass@1 whether the first pass solved it (the release's), pass@2
     # whether either did; the unbiased pass@1 is the mean over passes (0.5).
     assert rows["baseline"]["pass_at_1"] == 1.0 and rows["baseline"]["pass_at_2"] == 1.0
@@ -101,7 +101,7 @@ def test_runner_scores_passes_and_logs_ask_human(sql_task, lead, endpoint, chat_
     assert asked["duplicate_rate"] == pytest.approx(1 / 3)
     # +0.3 - 0.1 - 0.1 + 1/3 coverage for pass 1; 0 for pass 2.
     assert asked["reward_mean"] == pytest.approx((0.1 + 1 / 3) / 2)
-    reward = ask_human_run_reward(passes["ask_human", 1].ask_human_run)
+    reward = ask_human_run_reward(ask_run=passes["ask_human", 1].ask_human_run)
     assert reward["reward"] == pytest.approx(0.1 + 1 / 3)
     assert reward["discovered"] == ["troubled_loan_definition"]
 
@@ -220,7 +220,7 @@ def test_unreadable_ask_human_calls_are_logged_and_count(sql_task, lead, endpoin
     assert [key for key, _ in calls] == [None, None, None, "troubled_loan_definition"]
     assert all(error.startswith("rejected:") for _, error in calls[:3])
     # Release Ask-F1: 1 distinct blocker over 4 calls; the viewer pairs the 4th step with it.
-    (row,) = [r for r in leaderboard(sql_task.project) if r["mode"] == "ask_human"]
+    (row,) = [r for r in leaderboard(project=sql_task.project) if r["mode"] == "ask_human"]
     assert row["ask_precision"] == pytest.approx(1 / 4)
     steps = [s for s in task_pass.trajectory.steps if s.get("tool") == "ask_human"]
     assert len(steps) == 4

@@ -55,7 +55,7 @@ def _endpoint_run(task, endpoint, *, source=EvaluationRun.Source.BUILTIN) -> Eva
         status=EvaluationRun.Status.SUCCEEDED,
         created_by=endpoint.created_by,
     )
-    revision = revision_current(task)
+    revision = revision_current(task=task)
     TaskPass.objects.bulk_create(
         TaskPass(
             run=run,
@@ -107,13 +107,13 @@ def test_a_models_identity_is_its_normalised_name_or_none(name, identity):
 
 
 def test_a_new_project_asks_for_two_models(project):
-    policy = selection_policy(project)
+    policy = selection_policy(project=project)
     assert policy.pk is None and policy.min_models == 2
 
 
 def test_one_models_pass_rates_do_not_pass_the_gate_by_default(sql_task, lead):
     (run,) = keep_by_pass_rate(sql_task, beside=())
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "undecided" and selection["min_models"] == 2
     assert selection["decided_by"] == []
     green, message = _gate(sql_task)
@@ -136,7 +136,7 @@ def test_two_runs_of_one_served_model_count_as_one(sql_task, lead):
     (imported,) = import_results(
         project=sql_task.project, actor=lead, records=_kept_records(sql_task), model="GPT-4o"
     )
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     # Three leaderboard rows, one model: their passes pooled.
     assert [m["model"] for m in selection["models"]] == ["GPT-4o", "azure", "openai"]
     assert {m["identity"] for m in selection["models"]} == {"gpt-4o"}
@@ -155,7 +155,7 @@ def test_two_distinct_models_keep_and_the_gate_names_them(sql_task, lead):
         records=_kept_records(sql_task),
         model="anthropic/claude-sonnet-4-20250514",
     )
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "keep"
     assert selection["decided_by"] == [
         {
@@ -202,7 +202,7 @@ def test_lowering_to_one_model_needs_a_reason_then_the_gate_can_pass(sql_task, l
     event = TaskEvent.objects.filter(kind="selection_policy_updated").latest("pk")
     assert event.data["min_models_reason"] == REASON
 
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "keep" and selection["min_models"] == 1
     assert selection["lowered"]["reason"] == REASON and selection["lowered"]["by"] == "lead"
     assert selection["lowered"]["at"]
@@ -229,14 +229,14 @@ def test_lowering_to_one_model_needs_a_reason_then_the_gate_can_pass(sql_task, l
         "",
         None,
     )
-    assert task_selection(sql_task)["decision"] == "undecided"
+    assert task_selection(task=sql_task)["decision"] == "undecided"
 
 
 def test_a_policy_below_two_without_a_reason_decides_as_two(sql_task, lead):
     # Written past the service (an old row, a shell): no reason, so the default holds.
     keep_by_pass_rate(sql_task, beside=())
     SelectionPolicy.objects.create(project=sql_task.project, min_models=1)
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["min_models"] == 2 and selection["lowered"] is None
     assert selection["decision"] == "undecided"
 
@@ -257,7 +257,7 @@ def test_a_model_with_no_recorded_identity_never_counts_alone(sql_task, lead):
         project=project, actor=lead, records=_kept_records(sql_task), model="model-a"
     )
     standin = _endpoint_run(sql_task, _endpoint(project, lead, "loopback", "stand-in"))
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "undecided"
     (unknown,) = selection["identities"]  # the two are pooled: they may be one model
     assert unknown["identity"] is None and unknown["runs"] == [generic.pk, standin.pk]
@@ -270,14 +270,14 @@ def test_a_model_with_no_recorded_identity_never_counts_alone(sql_task, lead):
     # A run whose endpoint was removed has no recorded identity either.
     gone = _endpoint_run(sql_task, _endpoint(project, lead, "gone", "gpt-4o"))
     ModelEndpoint.objects.filter(name="gone").delete()
-    assert gone.pk in task_selection(sql_task)["identities"][0]["runs"]
-    assert task_selection(sql_task)["decision"] == "undecided"
+    assert gone.pk in task_selection(task=sql_task)["identities"][0]["runs"]
+    assert task_selection(task=sql_task)["decision"] == "undecided"
 
 
 def test_an_unidentified_model_counts_beside_an_identified_one(sql_task, lead):
     # Two needed: gpt-4o and the runs of no recorded identity (as one more model).
     keep_by_pass_rate(sql_task, model="gpt-4o", beside=("model-a", "default"))
-    selection = task_selection(sql_task)
+    selection = task_selection(task=sql_task)
     assert selection["decision"] == "keep"
     assert [m["identity"] for m in selection["decided_by"]] == ["gpt-4o", None]
     assert selection["decided_by"][1]["models"] == ["default", "model-a"]

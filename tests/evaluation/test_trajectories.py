@@ -163,7 +163,7 @@ def test_labels_kappa_and_heatmap(sql_task, lead, reviewer, auditor, author, har
     # Relabelling replaces the person's own label.
     failure_label_set(task_pass=task_pass, actor=auditor, dimension="logic", mode="strategy")
     assert FailureLabel.objects.filter(task_pass=task_pass).count() == 3
-    (grid,) = failure_heatmap(sql_task.project)["models"]
+    (grid,) = failure_heatmap(project=sql_task.project)["models"]
     counts = {
         (r["dimension"].key, c["mode"].key): c["count"] for r in grid["rows"] for c in r["cells"]
     }
@@ -207,7 +207,7 @@ def test_agreement_between_people_and_llm_runs(
     # The rubric (taxonomy definitions) went to the model; the correction followed the bad reply.
     assert "self_assessment (Self-assessment)" in chat_server.requests[0]["messages"][0]["content"]
     assert "could not be used" in chat_server.requests[1]["messages"][-1]["content"]
-    rows = failure_agreement(sql_task.project)
+    rows = failure_agreement(project=sql_task.project)
     kinds = sorted(r["kind"] for r in rows)
     assert kinds == [
         "LLM – LLM",

@@ -48,12 +48,12 @@ def _edit_away_first_blocker(task, author) -> None:
 def _figures(run) -> tuple[list, float]:
     passes = TaskPass.objects.filter(run=run).order_by("index")
     verdicts = [[c.blocker_key for c in p.ask_human_run.calls.order_by("id")] for p in passes]
-    rows = [r for r in project_passes(run.project) if r.run_id == run.pk]
-    return verdicts, mode_summary(rows)["ask_f1"]
+    rows = [r for r in project_passes(project=run.project) if r.run_id == run.pk]
+    return verdicts, mode_summary(rows=rows)["ask_f1"]
 
 
 def test_a_blocker_edited_after_the_run_changes_no_stored_verdict(sql_task, lead, author, tmp_path):
-    exported = revision_current(sql_task)
+    exported = revision_current(task=sql_task)
     folder = bundle_task(tmp_path / "bundle", sql_task)
     jobs = jobs_folder(tmp_path, folder, [
         ("sql_0__ask_human__a", "ask_human", 1.0, None),
@@ -69,7 +69,7 @@ def test_a_blocker_edited_after_the_run_changes_no_stored_verdict(sql_task, lead
     pending = (settings.UPLOAD_STORE / run.pending["file"]).read_text().splitlines()
     imported_pass_store(run, sql_task, PassRecord(**json.loads(pending[0])))
     _edit_away_first_blocker(sql_task, author)
-    assert revision_current(sql_task).number == exported.number + 1
+    assert revision_current(task=sql_task).number == exported.number + 1
     evaluation_run_execute(run_id=run.pk)
 
     passes = list(TaskPass.objects.filter(run=run).order_by("index"))
@@ -99,7 +99,7 @@ def test_a_results_file_is_judged_on_the_revision_current_when_it_was_imported(
 ):
     """A harness's JSONL names no revision: its passes keep the one current at import, even
     when the blocker is edited before the worker stores them."""
-    before = revision_current(sql_task)
+    before = revision_current(task=sql_task)
 
     def edit_then_store(*, run_id: int) -> None:
         _edit_away_first_blocker(sql_task, author)
@@ -111,7 +111,7 @@ def test_a_results_file_is_judged_on_the_revision_current_when_it_was_imported(
          "questions": [TRIGGER]},
     ])  # fmt: skip
     task_pass = TaskPass.objects.get(run=run)
-    assert revision_current(sql_task).pk != before.pk
+    assert revision_current(task=sql_task).pk != before.pk
     assert task_pass.revision_id == before.pk
     assert [c.blocker_key for c in task_pass.ask_human_run.calls.all()] == [FIRST]
 

@@ -59,7 +59,7 @@ def test_the_reference_agents_on_the_demo_tasks(harbor_settings, tmp_path):
         assert all(p.detail["trial"] for p in passes)
         expected = agent in ("oracle", "asks-every-trigger")
         assert {p.resolved for p in passes} == {expected}, agent
-    report = {row["task_id"]: row for row in reference_report(project)}
+    report = {row["task_id"]: row for row in reference_report(project=project)}
     for task in tasks:
         row = report[task.pk]
         assert row["flags"] == [], row
@@ -75,7 +75,7 @@ def test_the_reference_agents_on_the_demo_tasks(harbor_settings, tmp_path):
     # Reference agents never count as models: the leaderboard and the gate do not see them.
     from evaluation.selectors import project_passes
 
-    assert project_passes(project) == []
+    assert project_passes(project=project) == []
     from django.test import Client
 
     client = Client()
@@ -96,7 +96,7 @@ def test_the_reference_agents_on_a_blocked_swebench_task(project, author, lead, 
         run.refresh_from_db()
         assert run.status == Job.Status.SUCCEEDED, run.error
         assert {p.resolved for p in run.task_passes.all()} == {resolved}, agent
-    [row] = reference_report(project)
+    [row] = reference_report(project=project)
     assert row["flags"] == [] and row["agents"]["asks-every-trigger"]["ask_f1"] == 1.0
 
 

@@ -160,8 +160,8 @@ def _app_ask_f1(project, lead, jobs: Path, agent: str) -> float:
                  wait=True)  # fmt: skip
     run = EvaluationRun.objects.get(project=project, model_name=agent)
     assert run.status == EvaluationRun.Status.SUCCEEDED, run.error
-    rows = [r for r in project_passes(project) if r.run_id == run.pk]
-    return mode_summary([r for r in rows if r.mode == "ask_human"])["ask_f1"]
+    rows = [r for r in project_passes(project=project) if r.run_id == run.pk]
+    return mode_summary(rows=[r for r in rows if r.mode == "ask_human"])["ask_f1"]
 
 
 @pytest.mark.parametrize("domain", ["sql", "swe"])

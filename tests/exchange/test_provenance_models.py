@@ -22,9 +22,9 @@ REASON = "One model is licensed for the pilot batch."
 def _pass_rate(task) -> dict:
     document = validation_documents(
         [task],
-        revision_numbers={task.pk: revision_current(task).number},
+        revision_numbers={task.pk: revision_current(task=task).number},
         gates={task.pk: []},
-        pass_rates=task_selections([task]),
+        pass_rates=task_selections(tasks=[task]),
     )[task.pk]
     schema = json.loads((ROOT / "docs" / "bundle" / "validation.schema.json").read_text())
     jsonschema.Draft202012Validator(schema["properties"]["pass_rate"]).validate(

@@ -65,7 +65,7 @@ def test_a_question_refused_with_429_is_logged_and_scored_as_an_irrelevant_one(a
     assert "Rate limit reached" in last.reason and not last.capped
     # Ask-F1 as the evaluation computes it for this run: three calls, two blockers matched —
     # exactly what the same run scores with an irrelevant third question.
-    scored = ask_human_run_reward(AskHumanRun.objects.get(pk=run))
+    scored = ask_human_run_reward(ask_run=AskHumanRun.objects.get(pk=run))
     irrelevant = metrics.ask_score(["boom_year", "clean_status", None], blocker_count=2)
     assert scored["ask_precision"] == pytest.approx(irrelevant.precision) == pytest.approx(2 / 3)
     assert scored["ask_f1"] == pytest.approx(irrelevant.f1)
@@ -85,9 +85,8 @@ def test_the_mcp_endpoint_logs_the_refused_question_too(api, harness, task):
     assert refused.json()["error"]["data"]["limit"] == RATE_PER_TOKEN
     last = AskHumanCall.objects.filter(run_id=run).last()
     assert (last.question, last.refused_by, last.blocker_key) == (MATCHING[1], RATE_PER_TOKEN, None)
-    assert ask_human_run_reward(AskHumanRun.objects.get(pk=run))["ask_precision"] == pytest.approx(
-        1 / 3
-    )
+    scored = ask_human_run_reward(ask_run=AskHumanRun.objects.get(pk=run))
+    assert scored["ask_precision"] == pytest.approx(1 / 3)
 
 
 def test_refused_questions_do_not_extend_the_wait_they_were_told(api, harness, task):
@@ -109,7 +108,7 @@ def test_refused_questions_do_not_extend_the_wait_they_were_told(api, harness, t
     rate_per_token_check(AskHumanRun.objects.get(pk=run).session)  # not raised
     assert ask(harness_api, run, MATCHING[0]).json()["response"] == "The boom year is 1997."
     # Every call of the run is scored: 8 calls, one blocker matched.
-    scored = ask_human_run_reward(AskHumanRun.objects.get(pk=run))
+    scored = ask_human_run_reward(ask_run=AskHumanRun.objects.get(pk=run))
     assert scored["ask_precision"] == pytest.approx(1 / 8)
 
 

@@ -49,7 +49,7 @@ def test_a_measurement_is_shown_again_on_reload_and_marked_stale_once_the_task_c
     assert [m["text"] for m in shown.misses] == [m["text"] for m in made.misses]
     html = again.content.decode()
     assert 'id="measured"' in html and f"{round(made.recall * 100)}%" in html
-    stored = measurement_last(task)
+    stored = measurement_last(task=task)
     assert stored.judge_version.startswith("embedded-4-")
     assert f"with judge <code>{stored.judge_version}</code>" in html
     assert "by reviewer" in html and "Measured <time" in html

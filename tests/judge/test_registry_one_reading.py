@@ -21,7 +21,7 @@ def test_an_imported_release_task_reads_as_its_registry_file(project, lead, rele
     for domain in ("sql", "swe"):
         call_command("import_hilbench", str(release_examples / domain), project=project.slug)
     in_app = sorted(
-        _reading(registry_from_snapshot(revision_current(task).snapshot))
+        _reading(registry_from_snapshot(revision_current(task=task).snapshot))
         for task in Task.objects.filter(project=project)
     )
     from_files = sorted(

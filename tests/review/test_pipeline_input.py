@@ -48,7 +48,7 @@ def _form(body: dict) -> dict:
 
 
 def _saved(project) -> tuple:
-    policy = selectors.policy_for(project)
+    policy = selectors.policy_for(project=project)
     layers = [
         (x.position, x.name, x.role, x.self_check, x.checklist, x.gates)
         for x in ReviewLayer.objects.filter(project=project).order_by("position")
@@ -72,7 +72,7 @@ def _by_api(api, user, project, body):
 
 @pytest.fixture
 def before(project, lead):
-    selectors.pipeline_layers(project)  # the default pipeline, made on first read
+    selectors.pipeline_layers(project=project)  # the default pipeline, made on first read
     return _saved(project)
 
 

@@ -221,7 +221,7 @@ def test_pipeline_page_is_editable_by_leads_only(client, project, staff):
         ("Sign-off", "lead", False),
     ]
     assert layers[1].checklist == ["Ready", "Independent"] and layers[1].gates == ["lint_clean"]
-    assert selectors.policy_for(project).lock_minutes == 15
+    assert selectors.policy_for(project=project).lock_minutes == 15
 
     # The form shows what was saved, one item per line, so saving it again keeps it.
     page = client.get(url).content.decode()
