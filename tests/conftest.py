@@ -182,6 +182,21 @@ def sql_task(project, author, demo_data):
     return Task.objects.get(project=project)
 
 
+@pytest.fixture
+def swe_task(project, author, demo_data):
+    """The demo SWE-bench instance, imported by ``author`` with its repository."""
+    from exchange.importers import import_swebench
+    from hilbench_annotate.models import Task
+
+    import_swebench(
+        project=project,
+        instances=demo_data["swe"]["instances"],
+        repo=str(demo_data["swe"]["repo"]),
+        actor=author,
+    )
+    return Task.objects.get(project=project, domain="swe")
+
+
 # --- real worker processes -------------------------------------------------------------
 
 

@@ -18,9 +18,8 @@ from authoring import checks
 from authoring.forms import SAVE, SQL, form_typed
 from authoring.models import LintWaiver
 from authoring.serializers import WorkspaceSaveIn
-from exchange.importers import import_swebench
 from hilbench_annotate.forminput import form_input
-from hilbench_annotate.models import Revision, Task, TaskEvent
+from hilbench_annotate.models import Revision, TaskEvent
 from hilbench_annotate.services import task_snapshot
 from tests.review.test_api import clean_task
 
@@ -58,17 +57,6 @@ def _post(client, user, name, task, data, **headers):
 def task(project, author):
     """A draft SQL task that passes lint, with revision 1."""
     return clean_task(project, author, title="Loans settled cleanly")
-
-
-@pytest.fixture
-def swe_task(project, author, demo_data):
-    import_swebench(
-        project=project,
-        instances=demo_data["swe"]["instances"],
-        repo=str(demo_data["swe"]["repo"]),
-        actor=author,
-    )
-    return Task.objects.get(project=project, domain="swe")
 
 
 # --- reading the form ----------------------------------------------------------------------

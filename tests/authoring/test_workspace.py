@@ -7,23 +7,11 @@ import pytest
 from django.urls import reverse
 
 from authoring.models import LintWaiver
-from exchange.importers import import_swebench
-from hilbench_annotate.models import Revision, Task
+from hilbench_annotate.models import Revision
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def swe_task(project, author, demo_data):
-    import_swebench(
-        project=project,
-        instances=demo_data["swe"]["instances"],
-        repo=str(demo_data["swe"]["repo"]),
-        actor=author,
-    )
-    return Task.objects.get(project=project, domain="swe")
 
 
 GOOD_BLOCKERS = [

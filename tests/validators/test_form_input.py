@@ -7,22 +7,9 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from exchange.importers import import_swebench
-from hilbench_annotate.models import Task
 from validators.models import EnvironmentBuild, ValidationRun
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def swe_task(project, author, demo_data):
-    import_swebench(
-        project=project,
-        instances=demo_data["swe"]["instances"],
-        repo=str(demo_data["swe"]["repo"]),
-        actor=author,
-    )
-    return Task.objects.get(project=project)
 
 
 def _said(response) -> str:
