@@ -237,15 +237,20 @@ def _stored(run: EvaluationRun) -> tuple[set[str], dict[tuple[int, str], int]]:
     return trials, counts
 
 
-def _collect(run: EvaluationRun, jobs: Path, resolve) -> None:
-    """Import every finished trial under ``jobs`` not stored yet, within the run's passes."""
+def _collect(run: EvaluationRun, jobs: Path, resolve, *, running: bool = False) -> None:
+    """Import every finished trial under ``jobs`` not stored yet, within the run's passes.
+
+    While Harbor ``running``, a trial whose ``result.json`` does not yet read as finished is
+    left for the next look: Harbor may be writing it (an empty or half-written file), and a
+    trial read then would be set aside for good although it ends with a reward. Once Harbor
+    has ended, what cannot be read is named among the run's skipped trials."""
     start = time.perf_counter()
     trials, counts = _stored(run)
     skipped = dict(run.harbor.get("skipped") or {})
     tasks = {t.pk: t for t in Task.objects.filter(pk__in=run.task_ids).select_related("project")}
     for path in trial_results(jobs):
         name = path.parent.name
-        if name in trials or name in skipped:
+        if name in trials or name in skipped or (running and not _finished(path)):
             continue
         try:
             trial = read_trial(path, resolve)
@@ -284,7 +289,7 @@ def _wait(run: EvaluationRun, process: subprocess.Popen, jobs: Path, resolve) ->
     while True:
         ended = process.poll() is not None
         if any(_finished(p) for p in trial_results(jobs)):
-            _collect(run, jobs, resolve)
+            _collect(run, jobs, resolve, running=not ended)
         job_heartbeat(EvaluationRun, run.pk)
         if ended:
             return

@@ -242,3 +242,49 @@ def test_a_run_taken_over_asks_harbor_only_for_the_tries_never_made(
     run.refresh_from_db()
     harbor_runs._collect(run, jobs, task_resolver(sql_task.project))
     assert (TaskPass.objects.filter(run=run).count(), run.excluded_tries.count()) == (2, 1)
+
+
+def test_a_trial_harbor_is_still_writing_is_read_at_the_next_look(
+    sql_task, lead, settings, tmp_path
+):
+    """While Harbor runs, the worker imports trials as they finish; a trial whose
+    ``result.json`` it catches empty (Harbor writing it) or not yet finished is read at the
+    next look, not set aside for good: a takeover's run once ended "3 of 4 trials gave a
+    reward", the fourth skipped with "Expecting value: line 1 column 1". Once Harbor has
+    ended, what still cannot be read is named among the skipped."""
+    settings.HARBOR_RUNS_DIR = tmp_path / "runs"
+    run = harbor_run_start(project=sql_task.project, actor=lead, agent="oracle",
+                           task_ids=[sql_task.pk], modes=["baseline"], passes=3)  # fmt: skip
+    folder = harbor_runs.run_folder(run)
+    task_folder = bundle_task(folder / "bundle", sql_task)
+    jobs = jobs_folder(folder, task_folder, [
+        ("sql_0__baseline__a", "baseline", 1.0, None),
+        ("sql_0__baseline__b", "baseline", 1.0, None),
+        ("sql_0__baseline__c", "baseline", 1.0, None),
+    ])  # fmt: skip
+    job = jobs / "2026-12-02__10-00-00"
+    written = (job / "sql_0__baseline__b" / "result.json").read_text()
+    (job / "sql_0__baseline__b" / "result.json").write_text("")  # caught mid-write
+    unfinished = json.loads((job / "sql_0__baseline__c" / "result.json").read_text())
+    (job / "sql_0__baseline__c" / "result.json").write_text(
+        json.dumps({**unfinished, "finished_at": None, "verifier_result": None})
+    )
+    resolve = task_resolver(sql_task.project)
+
+    harbor_runs._collect(run, jobs, resolve, running=True)
+    run.refresh_from_db()
+    stored = TaskPass.objects.filter(run=run)
+    assert [p.detail["trial"] for p in stored] == ["sql_0__baseline__a"]
+    assert not run.harbor.get("skipped") and not run.excluded_tries.exists()
+
+    (job / "sql_0__baseline__b" / "result.json").write_text(written)  # Harbor done writing
+    harbor_runs._collect(run, jobs, resolve, running=True)
+    assert TaskPass.objects.filter(run=run).count() == 2
+    (job / "sql_0__baseline__c" / "result.json").write_text("{")  # Harbor died writing it
+    harbor_runs._collect(run, jobs, resolve)  # Harbor has ended
+    run.refresh_from_db()
+    assert sorted(p.detail["trial"] for p in TaskPass.objects.filter(run=run)) == [
+        "sql_0__baseline__a", "sql_0__baseline__b",
+    ]  # fmt: skip
+    assert list(run.harbor["skipped"]) == ["sql_0__baseline__c"]
+    assert "Expecting" in run.harbor["skipped"]["sql_0__baseline__c"]  # the parser's words
