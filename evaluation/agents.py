@@ -22,6 +22,8 @@ class Agent:
     label: str
     expected: str  # what a valid task shows with this agent
     needs_model: bool = False
+    # Harbor's --ak (agent keyword) values for every run of this agent.
+    harbor_kwargs: tuple[str, ...] = ()
 
     @property
     def reference(self) -> bool:
@@ -51,6 +53,10 @@ AGENTS = {
             "Terminus 2 (Harbor's agent, with a model endpoint)",
             "the model's own pass rates",
             needs_model=True,
+            # No asciinema recording: the app never reads it, and a trial's container has no
+            # network to install asciinema with, so terminus-2 spent 35-40 s of every trial's
+            # setup on apt and pip fallbacks that could only fail.
+            harbor_kwargs=("record_terminal_session=false",),
         ),
     )
 }

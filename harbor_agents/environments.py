@@ -82,6 +82,24 @@ def _bounded(config):
     )
 
 
+class _BuildLocks(dict):
+    """Harbor's image-build locks, one per task folder (and kind of container) instead of one
+    per mode. Harbor serialises the builds of one ``environment_name`` (the mode folder's
+    name); a task's three modes start together and each built its image at once, so none
+    reused the others' layers: a SWE-bench task on a machine with no cache built the same
+    dependencies three times over (120-140 s each, on two cores). One after another, the
+    second and third modes' builds find every layer they share with the first."""
+
+    _shared: dict[str, asyncio.Lock] = {}
+
+    def __init__(self, key: str):
+        super().__init__()
+        self._key = key
+
+    def setdefault(self, _name, default=None):
+        return self._shared.setdefault(self._key, default)
+
+
 class OfflineDocker(DockerEnvironment):
     def __init__(self, environment_dir: Path, *args, **kwargs):
         trial_paths = kwargs.get("trial_paths")
@@ -99,6 +117,8 @@ class OfflineDocker(DockerEnvironment):
             Path(environment_dir), self._model_path, internet=internet_allowed() and asked
         )
         super().__init__(environment_dir, *args, **kwargs)
+        task = Path(environment_dir).resolve().parent.parent
+        self._image_build_locks = _BuildLocks(f"{task}:{Path(environment_dir).name}")
 
     @classmethod
     def _egress_control_kernel_support(cls) -> bool:

@@ -206,6 +206,8 @@ def _command(run: EvaluationRun, dataset: Path, attempts: int, jobs: Path, relay
         "-k", str(attempts), "-n", str(max(1, settings.HARBOR_CONCURRENCY)),
         *shlex.split(settings.HARBOR_EXTRA_ARGS),
     ]  # fmt: skip
+    for value in agent.harbor_kwargs:
+        command += ["--ak", value]
     if agent.needs_model:
         command += ["-m", f"openai/{run.endpoint.model}", "--base-url", relay.base_url]
         command += ["--api-key-name", "HILBENCH_NO_KEY"]

@@ -273,6 +273,15 @@ def test_terminus_2_runs_with_a_stand_in_model_on_loopback(harbor_settings, tmp_
     assert calls == [task.blockers.order_by("pk").first().key]
     steps = passes["full_info"].trajectory.steps
     assert any("submit_sql" in json.dumps(step) for step in steps), steps
+    # Asked for no asciinema recording (nothing reads it, and a trial cannot install it: each
+    # setup spent 35-40 s on fallbacks that could only fail): each trial's setup is its tmux.
+    jobs = harbor_settings.HARBOR_RUNS_DIR / str(run.pk) / "jobs"
+    for config in jobs.glob("*/*/config.json"):
+        agent = json.loads(config.read_text())["agent"]
+        assert agent["kwargs"] == {"record_terminal_session": False}, agent
+        result = json.loads((config.parent / "result.json").read_text())
+        assert result["agent_setup"]["finished_at"], result["agent_setup"]
+    assert len(list(jobs.glob("*/*/config.json"))) == len(MODES)
 
 
 def test_a_release_swe_task_is_scored_in_a_container_of_its_own(
