@@ -108,7 +108,10 @@ def test_a_folder_1200_deep_stops_neither_its_build_nor_a_later_one(app_data, tm
         remove_tree(version)
 
 
-def test_the_sweep_logs_and_skips_what_it_cannot_remove(monkeypatch, caplog):
+def test_the_sweep_logs_and_skips_what_it_cannot_remove(monkeypatch, caplog, settings):
+    # A sandbox root of this worker's own: the run's shared one is swept by the builds of
+    # the other worker too, which would remove the stale folders before this sweep sees them.
+    settings.SANDBOX_ROOT = settings.VAR_DIR / "sandbox-sweep"
     root = environments_root()
     past = time.time() - 10 * 3600
     stuck, gone = root / ".build-stuck-1", root / ".build-gone-1"
