@@ -6,7 +6,9 @@ trigger questions and description and the task's text, and as margins over the o
 blockers). Its weights (``judge/weights/embedded.json``) are fitted on 98 HiL-Bench release
 tasks by ``make judge-weights`` (``scripts/train_judge.py``, ``judge.training``): a logistic
 regression per (question, blocker); the blocker of highest logit is the answer when it clears
-the domain's threshold, chosen on tasks the model was not fitted on.
+the domain's threshold, chosen on tasks the model was not fitted on. A registry of one or two
+blockers (smaller than any the model was fitted on) is scored by a second regression without
+the information-gap features (``judge.model.Model.small``).
 
 The judge never reads a resolution — as the release's judge, it sees a blocker's id,
 description, type and trigger questions, and the task's own text. Before scoring, the
@@ -40,6 +42,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -116,12 +119,12 @@ class EmbeddedJudge:
         self.weights_id = str(weights.get("version", "unversioned"))
         fitted = dict(self.model.thresholds)
         if thresholds:
-            self.model = Model(
-                self.model.mean,
-                self.model.scale,
-                self.model.coef,
-                self.model.intercept,
-                {**self.model.thresholds, **{k: float(v) for k, v in thresholds.items()}},
+            self.model = replace(
+                self.model,
+                thresholds={
+                    **self.model.thresholds,
+                    **{k: float(v) for k, v in thresholds.items()},
+                },
             )
         self.version = version or f"embedded-4-{self.weights_id}"
         if not version and self.model.thresholds != fitted:

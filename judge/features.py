@@ -10,11 +10,25 @@ second best), its description (whole and its best sentence) and the sentences of
 text most like the blocker, measured four ways — sentence embeddings (MiniLM),
 rarity-weighted content-word overlap, character 3–5-gram TF-IDF (within word boundaries, so
 identifiers and file or column names count even when tokenised differently) and word
-1–2-gram TF-IDF over identifier-friendly tokens. Each feature also enters as a *margin*: its
+1–2-gram TF-IDF over identifier-friendly tokens; the embedding cosines once more with the
+registry's centre taken out (the mean of its trigger, description and linked task-text
+embeddings: what sets this blocker apart from the rest of the task, its information gap), and
+a soft mean (log-mean-exp) of the trigger cosines. Each feature also enters as a *margin*: its
 value minus the best value among the registry's other blockers (the value itself when there
 is one), which is what tells "this blocker, not that one". Last, per question: the share of
 its words no blocker uses, the share neither the blockers nor the task's text use (off-task),
-and a domain flag (SWE = 1).
+a domain flag (SWE = 1), the log of the registry's blocker count and of the question's
+content words. (Issue 43: the centred cosines and the soft mean raised nested leave-one-group-
+out recall from 0.899 to 0.920, precision 0.971 -> 0.974.) No feature counts a blocker's
+trigger questions: a leave-one-out positive's blocker has one fewer than the others, which a
+model given the count learns to read (it "gained" 34 answers in a screening run).
+
+The information-gap features (``GAP_FEATURES``: the centred cosines, the soft mean, the two
+logs, and their margins) only mean what they were fitted on for registries of
+``SMALL_REGISTRY`` blockers or more — the calibration data's smallest. With one blocker the
+registry's centre is the blocker itself, and a model reading them matched its own first
+trigger question 267 of 362 times (the plain features: 346). Smaller registries are scored by
+a second model fitted on the other columns (``PLAIN_FEATURES``, ``judge.model.Model.small``).
 
 A registry's side (its embeddings, vocabularies, TF-IDF vectors, the task's terms) is
 computed once into a :class:`RegistryIndex` and cached by the caller; a question then costs
@@ -57,6 +71,14 @@ BASE_FEATURES = (
     "char_description",
     "word_trigger_max",  # word 1-2-gram TF-IDF, best trigger
     "word_all",  # word TF-IDF against triggers + description joined
+    # The same cosines with the registry's centre taken out (``RegistryIndex.centre``: the
+    # mean of its trigger, description and linked task-text embeddings): what the blocker's
+    # texts say beyond what every text of the task shares — its information gap.
+    "centred_trigger_max",
+    "centred_description",
+    "centred_trigger_mean",
+    "centred_context",
+    "emb_trigger_softmean",  # log-mean-exp of the trigger cosines (temperature SOFT_T)
 )
 FEATURES = (
     *BASE_FEATURES,
@@ -64,8 +86,23 @@ FEATURES = (
     "question_unseen_share",  # share of the question's words no blocker of the registry uses
     "question_offtask_share",  # … that neither the blockers nor the task's text use
     "domain_swe",
+    "log_blockers",  # log of the registry's blocker count (how far margins spread)
+    "log_question_words",  # log(1 + the question's content words)
 )
+GAP_FEATURES = frozenset(
+    {
+        *(name for name in BASE_FEATURES if name.startswith(("centred_", "emb_trigger_soft"))),
+        *(f"margin_{n}" for n in BASE_FEATURES if n.startswith(("centred_", "emb_trigger_soft"))),
+        "log_blockers",
+        "log_question_words",
+    }
+)
+PLAIN_FEATURES = tuple(name for name in FEATURES if name not in GAP_FEATURES)
+# Registries of fewer blockers than the calibration data's smallest (3) are scored on
+# PLAIN_FEATURES only (module docstring).
+SMALL_REGISTRY = 3
 CONTEXT_SENTENCES = 2  # task-text sentences linked to each blocker
+SOFT_T = 0.05  # temperature of emb_trigger_softmean
 DIMENSION = 384
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+")
@@ -73,7 +110,16 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 Sparse = dict[str, float]
 
-__all__ = ["FEATURES", "RegistryIndex", "build_index", "content_words", "features", "sentences"]
+__all__ = [
+    "FEATURES",
+    "PLAIN_FEATURES",
+    "SMALL_REGISTRY",
+    "RegistryIndex",
+    "build_index",
+    "content_words",
+    "features",
+    "sentences",
+]
 
 
 def sentences(text: str) -> list[str]:
@@ -155,6 +201,11 @@ class RegistryIndex:
     word_all: tuple[Sparse, ...]
     terms: TaskTerms  # what the task names (question_rules.names_task)
     text: TaskText  # the task's own text, for the copy rules (task_text.task_text_reason)
+    centre: np.ndarray  # mean of the trigger, description and linked context embeddings
+    centred_triggers: tuple[np.ndarray, ...]  # per blocker, centred and renormalised
+    centred_description: np.ndarray  # (blockers, dim)
+    centred_mean_trigger: np.ndarray  # (blockers, dim)
+    centred_context: tuple[np.ndarray, ...]
 
 
 def build_index(
@@ -206,11 +257,14 @@ def build_index(
     char = _Tfidf(_char_grams, corpus)
     word = _Tfidf(_word_grams, corpus)
     joined = [" ".join([*qs, d]) for qs, d in zip(triggers, descriptions, strict=True)]
+    mean_trigger = np.asarray(means, dtype=np.float32).reshape(-1, dim)
+    pooled = [rows for rows in (*trigger_embeddings, description, *linked) if len(rows)]
+    centre = np.vstack(pooled).astype(np.float64).mean(axis=0) if pooled else np.zeros(dim)
     return RegistryIndex(
         ids=tuple(b.id for b in registry),
         domain_swe=1.0 if domain == "swe" else 0.0,
         trigger_embeddings=tuple(trigger_embeddings),
-        mean_trigger=np.asarray(means, dtype=np.float32).reshape(-1, dim),
+        mean_trigger=mean_trigger,
         description=description,
         description_sentences=tuple(description_sentences),
         context=linked,
@@ -228,7 +282,20 @@ def build_index(
         word_all=tuple(word.vector(j) for j in joined),
         terms=TaskTerms.of([*descriptions, *flat, context or ""]),
         text=TaskText.of(context or ""),
+        centre=centre,
+        centred_triggers=tuple(_centred(rows, centre) for rows in trigger_embeddings),
+        centred_description=_centred(description, centre),
+        centred_mean_trigger=_centred(mean_trigger, centre),
+        centred_context=tuple(_centred(rows, centre) for rows in linked),
     )
+
+
+def _centred(rows: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """``rows`` minus ``centre``, each renormalised (float64)."""
+    import numpy as np
+
+    shifted = np.asarray(rows, dtype=np.float64).reshape(-1, len(centre)) - centre
+    return shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-9)
 
 
 def _link_context(task_sentences, task_vectors, trigger_embeddings, description):
@@ -275,9 +342,17 @@ def features(question: str, vector: np.ndarray, index: RegistryIndex) -> np.ndar
     weights = {w: index.idf.get(w, index.unseen_idf) for w in content_words(question)}
     char_q, word_q = index.char.vector(question), index.word.vector(question)
     base = np.zeros((count, len(BASE_FEATURES)), dtype=np.float64)
+    shifted = np.asarray(vector, dtype=np.float64) - index.centre
+    centred = shifted / max(float(np.linalg.norm(shifted)), 1e-9)
     for b in range(count):
         best, second = _best(index.trigger_embeddings[b], vector)
         context = index.context[b]
+        triggers = index.trigger_embeddings[b]
+        if len(triggers):
+            cosines = (triggers @ vector).astype(np.float64)
+            softmean = SOFT_T * float(np.log(np.exp(cosines / SOFT_T).mean()))
+        else:
+            softmean = 0.0
         base[b] = (
             best,
             second,
@@ -291,6 +366,11 @@ def features(question: str, vector: np.ndarray, index: RegistryIndex) -> np.ndar
             _cosine(char_q, index.char_description[b]),
             max((_cosine(word_q, t) for t in index.word_triggers[b]), default=0.0),
             _cosine(word_q, index.word_all[b]),
+            float((index.centred_triggers[b] @ centred).max()) if len(triggers) else 0.0,
+            float(index.centred_description[b] @ centred),
+            float(index.centred_mean_trigger[b] @ centred),
+            float((index.centred_context[b] @ centred).max()) if len(context) else 0.0,
+            softmean,
         )
     if count == 1:
         margins = base.copy()
@@ -306,5 +386,6 @@ def features(question: str, vector: np.ndarray, index: RegistryIndex) -> np.ndar
     unseen = sum(v for w, v in weights.items() if w not in index.known) / total if total else 0.0
     outside = index.known | index.task_words
     offtask = sum(v for w, v in weights.items() if w not in outside) / total if total else 0.0
-    question_level = np.tile([unseen, offtask, index.domain_swe], (count, 1))
+    sizes = [math.log(count), math.log1p(len(weights))]
+    question_level = np.tile([unseen, offtask, index.domain_swe, *sizes], (count, 1))
     return np.hstack([base, margins, question_level])

@@ -11,6 +11,12 @@ words), and ``VAGUE_D`` last, never used to change the rule. The model is also f
 ``VAGUE_D`` and the reported ones are what measures it. An agent harvesting resolutions sends
 such questions to every task; ``vague_harvest`` counts the tasks that answer any of them.
 
+Small registries (``small_registries``): the calibration data holds registries of 3 to 5
+blockers only; a task of one or two blockers is what the judge was never fitted on. Each
+calibration blocker alone (its first trigger question asked verbatim, kept in the registry and
+left out of it; a sibling blocker's and another task's question, which it must not answer),
+and beside one sibling (the first trigger left out).
+
 Joined messages (``joined_messages``): two or three trigger questions of different blockers of
 one task, held out of its registry, joined the ways an agent would (", and", " and ", "; ",
 " / ", "1) … 2) …", one per line, "Q1? Q2?"). The release rejects every message that touches
@@ -262,4 +268,63 @@ def vague_harvest(judge, tasks, questions: Sequence[str]) -> dict:
         "share": round(len(harvested) / len(tasks), 4) if tasks else 0.0,
         "answering_tasks": sorted(harvested),
         "questions": dict(per_question),
+    }
+
+
+def _dropped_first(blocker: RegistryBlocker) -> RegistryBlocker:
+    return RegistryBlocker(
+        blocker.id,
+        blocker.description,
+        tuple(blocker.trigger_questions[1:]),
+        blocker.resolution,
+        blocker.type,
+    )
+
+
+def small_registries(judge, tasks) -> dict:
+    """Registries of one and two blockers made from ``tasks`` (``CalibrationTask``s): per
+    blocker with a trigger question, how often its first one is matched against the blocker
+    alone with that question kept (``kept``) and left out (``left_out``), and beside the next
+    blocker of its task with it left out (``two_left_out``; ``two_wrong``: the sibling
+    answered); how often the blocker alone answers its next sibling's first question
+    (``sibling_answered``) and the first question of the next task of its domain
+    (``other_answered``) — both wrong."""
+    figures = Counter()
+    per_domain: dict[str, Counter] = {}
+    for position, task in enumerate(tasks):
+        others = [t for t in tasks[position + 1 :] + tasks[:position] if t.domain == task.domain]
+        other = next(
+            (b.trigger_questions[0] for t in others for b in t.registry if b.trigger_questions),
+            None,
+        )
+        blockers = [b for b in task.registry if b.trigger_questions]
+        for n, blocker in enumerate(blockers):
+            question = blocker.trigger_questions[0]
+            left = _dropped_first(blocker)
+            sibling = blockers[(n + 1) % len(blockers)] if len(blockers) > 1 else None
+
+            def asked(text, registry, task=task):
+                return judge.judge(
+                    text, list(registry), domain=task.domain, context=task.context
+                ).blocker_id
+
+            found = Counter(blockers=1)
+            found["kept"] = asked(question, [blocker]) == blocker.id
+            found["left_out"] = asked(question, [left]) == blocker.id
+            if sibling is not None:
+                two = asked(question, [left, sibling])
+                found["two_left_out"] = two == blocker.id
+                found["two_wrong"] = two == sibling.id
+                found["sibling_answered"] = (
+                    asked(sibling.trigger_questions[0], [blocker]) is not None
+                )
+            if other is not None:
+                found["other_answered"] = asked(other, [blocker]) is not None
+            figures.update(found)
+            per_domain.setdefault(task.domain, Counter()).update(found)
+    names = ("blockers", "kept", "left_out", "two_left_out", "two_wrong")
+    names += ("sibling_answered", "other_answered")
+    return {
+        **{name: figures[name] for name in names},
+        "domains": {d: {name: c[name] for name in names} for d, c in sorted(per_domain.items())},
     }

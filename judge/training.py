@@ -35,10 +35,11 @@ reporting only; the shipped model (``train`` on every task) does not depend on t
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +50,7 @@ from hilbench_annotate.toolkit.jsontext import json_loads
 from . import probes
 from .base import RegistryBlocker, registry_from_json
 from .embedded import EmbeddedJudge
-from .features import RegistryIndex, build_index, features
+from .features import FEATURES, PLAIN_FEATURES, RegistryIndex, build_index, features
 from .measures import Outcome, counts, recall_distribution
 from .model import Model
 from .thresholds import Scored, choose_thresholds
@@ -68,6 +69,7 @@ TARGET_PRECISION = 0.972
 FOLDS = 5
 FOLD_REPEATS = 3  # the folds drawn three times: three out-of-fold scores per item
 L2 = 1.0
+PLAIN_COLUMNS = tuple(FEATURES.index(name) for name in PLAIN_FEATURES)
 
 GENERIC_TRAIN = [
     "What is the capital of France?",
@@ -317,11 +319,19 @@ def _labels(items: list[Example], rows: list[np.ndarray]) -> np.ndarray:
     return np.asarray(y)
 
 
-def fit(items: list[Example], rows: list[np.ndarray], l2: float = L2) -> Model:
-    """L2 logistic regression over every (question, blocker) row, by Newton's method."""
+def fit(
+    items: list[Example],
+    rows: list[np.ndarray],
+    l2: float = L2,
+    columns: tuple[int, ...] | None = None,
+) -> Model:
+    """L2 logistic regression over every (question, blocker) row, by Newton's method
+    (``columns``: of those columns of ``FEATURES`` only)."""
     import numpy as np
 
     x = np.vstack(rows)
+    if columns is not None:
+        x = x[:, list(columns)]
     y = _labels(items, rows)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
@@ -338,7 +348,7 @@ def fit(items: list[Example], rows: list[np.ndarray], l2: float = L2) -> Model:
         w -= step
         if float(np.abs(step).max()) < 1e-8:
             break
-    return Model(mean, scale, w[:-1], float(w[-1]), {})
+    return Model(mean, scale, w[:-1], float(w[-1]), {}, columns=columns)
 
 
 def score(
@@ -406,17 +416,23 @@ def folds(tasks: list[CalibrationTask], count: int, seed: int) -> list[list[Cali
     return [fold for fold in out if fold]
 
 
-def out_of_fold(tasks: list[CalibrationTask], featurizer: Featurizer, seed: int) -> list[Scored]:
+def out_of_fold(
+    tasks: list[CalibrationTask],
+    featurizer: Featurizer,
+    seed: int,
+    columns: tuple[int, ...] | None = None,
+) -> list[Scored]:
     """Logits of every measuring example of ``tasks``, each from a model fitted on the other
     ``FOLDS - 1`` folds of them (the folds drawn ``FOLD_REPEATS`` times), with the negatives
-    it would meet (questions of any other task of ``tasks``) and the judge's rules."""
+    it would meet (questions of any other task of ``tasks``) and the judge's rules
+    (``columns``: models of those columns of ``FEATURES`` only)."""
     oof: list[Scored] = []
     for repeat in range(FOLD_REPEATS):
         parts = folds(tasks, FOLDS, seed + 1000 + 17 * repeat)
         for index, score_on in enumerate(parts):
             fit_on = [t for other, fold in enumerate(parts) if other != index for t in fold]
             fit_items = examples(fit_on, TRAIN_NEGATIVES, seed)
-            model = fit(fit_items, featurizer.matrix(fit_items))
+            model = fit(fit_items, featurizer.matrix(fit_items), columns=columns)
             held = measuring_examples(
                 score_on, TRAIN_NEGATIVES, seed + 1 + repeat, negatives_from=tasks
             )
@@ -433,15 +449,30 @@ def train(
     floors: dict[str, float] | None = None,
 ) -> Model:
     """Fit on ``tasks``; thresholds chosen for ``target`` and ``floors`` (per domain) on
-    out-of-fold logits (``out_of_fold``)."""
-    oof = out_of_fold(tasks, featurizer, seed)
+    out-of-fold logits (``out_of_fold``). Beside it, the same fitted on ``PLAIN_FEATURES``
+    only, with its thresholds chosen the same way, for registries smaller than the
+    calibration data's (``Model.small``, ``judge.features``)."""
     items = examples(tasks, TRAIN_NEGATIVES, seed)
-    final = fit(items, featurizer.matrix(items))
-    if floors is None:
-        thresholds = choose_thresholds(oof, target)
-    else:
-        thresholds = choose_thresholds(oof, target, floors)
-    return Model(final.mean, final.scale, final.coef, final.intercept, thresholds)
+    rows = featurizer.matrix(items)
+    fitted = []
+    for columns in (None, PLAIN_COLUMNS):
+        oof = out_of_fold(tasks, featurizer, seed, columns)
+        final = fit(items, rows, columns=columns)
+        if floors is None:
+            thresholds = choose_thresholds(oof, target)
+        else:
+            thresholds = choose_thresholds(oof, target, floors)
+        fitted.append(replace(final, thresholds=thresholds))
+    main, small = fitted
+    offset = {d: _offset(main.thresholds[d], small.thresholds[d]) for d in main.thresholds}
+    return replace(main, small=replace(small, offset=offset))
+
+
+def _offset(main: float, small: float) -> float:
+    """What the small model's logits are shifted by so the main threshold decides for both."""
+    if math.isfinite(main) and math.isfinite(small):
+        return main - small
+    return 0.0 if not math.isfinite(main) else -1e6  # the small model never clears its own
 
 
 def judge_outcomes(judge, items: list[Example]) -> list[Outcome]:
