@@ -132,7 +132,8 @@ def cross_validate_nested(
     harvest: dict[str, list[int]] = {form: [0, 0] for form in spam.FORMS}
     for domain, group, fit_on, test_on in group_folds(tasks):
         setting, _ = choose_setting(fit_on, featurizer, seed=seed)
-        model = train(fit_on, featurizer, seed=seed, target=setting.target, floors=setting.floors)
+        model = train(fit_on, featurizer, seed=seed, target=setting.target,
+                      floors=setting.floors, small=False)  # fmt: skip
         judge = EmbeddedJudge(model.as_json(), embed=featurizer.embed_cached)
         test = measuring_examples(test_on, GENERIC_TEST, seed + 7, negatives_from=tasks)
         mine = judge_outcomes(judge, test)

@@ -328,3 +328,46 @@ def small_registries(judge, tasks) -> dict:
         **{name: figures[name] for name in names},
         "domains": {d: {name: c[name] for name in names} for d, c in sorted(per_domain.items())},
     }
+
+
+# Questions about nothing in any task: the fitted model's generic negatives (GENERIC_TRAIN,
+# ``judge.training``) and the measure's (GENERIC_TEST), never the same.
+GENERIC_TRAIN = [
+    "What is the capital of France?",
+    "How do I install PostgreSQL on macOS?",
+    "Which Python version does this container run?",
+    "How long do I have to finish this task?",
+    "What is the best practice for writing SQL joins?",
+    "Any tips for debugging this kind of problem?",
+    "How should I approach this task?",
+    "Is there anything else I should know?",
+    "Can you help me with this?",
+    "Can I use pandas for this?",
+    "Should I add comments to my code?",
+    "Where can I find the documentation for git?",
+    "What is your name?",
+    "Is the internet available in this environment?",
+    "How much memory does this machine have?",
+    "Can you explain what a foreign key is?",
+    "What editor should I use?",
+    "Should I run the whole test suite or only some tests?",
+    "How do I exit vim?",
+    "Is it okay if I take a short break?",
+]
+GENERIC_TEST = [
+    "What time zone are you in?",
+    "Which operating system is this running on?",
+    "What should I do?",
+    "How would you solve this?",
+    "What is the answer to the question?",
+    "Is there any other information I need?",
+    "Can I install extra packages with pip?",
+    "Who wrote this task?",
+    "What is the weather like today?",
+    "How many CPU cores are available?",
+    "Do you prefer tabs or spaces?",
+    "Can you recommend a good book about databases?",
+    "Is it fine to use an ORM here?",
+    "How do I print something in Python?",
+    "What does HTTP stand for?",
+]

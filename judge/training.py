@@ -53,6 +53,7 @@ from .embedded import EmbeddedJudge
 from .features import FEATURES, PLAIN_FEATURES, RegistryIndex, build_index, features
 from .measures import Outcome, counts, recall_distribution
 from .model import Model
+from .probes import GENERIC_TEST, GENERIC_TRAIN
 from .thresholds import Scored, choose_thresholds
 
 if TYPE_CHECKING:
@@ -70,46 +71,6 @@ FOLDS = 5
 FOLD_REPEATS = 3  # the folds drawn three times: three out-of-fold scores per item
 L2 = 1.0
 PLAIN_COLUMNS = tuple(FEATURES.index(name) for name in PLAIN_FEATURES)
-
-GENERIC_TRAIN = [
-    "What is the capital of France?",
-    "How do I install PostgreSQL on macOS?",
-    "Which Python version does this container run?",
-    "How long do I have to finish this task?",
-    "What is the best practice for writing SQL joins?",
-    "Any tips for debugging this kind of problem?",
-    "How should I approach this task?",
-    "Is there anything else I should know?",
-    "Can you help me with this?",
-    "Can I use pandas for this?",
-    "Should I add comments to my code?",
-    "Where can I find the documentation for git?",
-    "What is your name?",
-    "Is the internet available in this environment?",
-    "How much memory does this machine have?",
-    "Can you explain what a foreign key is?",
-    "What editor should I use?",
-    "Should I run the whole test suite or only some tests?",
-    "How do I exit vim?",
-    "Is it okay if I take a short break?",
-]
-GENERIC_TEST = [
-    "What time zone are you in?",
-    "Which operating system is this running on?",
-    "What should I do?",
-    "How would you solve this?",
-    "What is the answer to the question?",
-    "Is there any other information I need?",
-    "Can I install extra packages with pip?",
-    "Who wrote this task?",
-    "What is the weather like today?",
-    "How many CPU cores are available?",
-    "Do you prefer tabs or spaces?",
-    "Can you recommend a good book about databases?",
-    "Is it fine to use an ORM here?",
-    "How do I print something in Python?",
-    "What does HTTP stand for?",
-]
 
 
 # What the model is fitted on as negatives: the generic questions and the vague ones the rule
@@ -447,15 +408,17 @@ def train(
     seed: int = 0,
     target: float = TARGET_PRECISION,
     floors: dict[str, float] | None = None,
+    small: bool = True,
 ) -> Model:
     """Fit on ``tasks``; thresholds chosen for ``target`` and ``floors`` (per domain) on
-    out-of-fold logits (``out_of_fold``). Beside it, the same fitted on ``PLAIN_FEATURES``
-    only, with its thresholds chosen the same way, for registries smaller than the
-    calibration data's (``Model.small``, ``judge.features``)."""
+    out-of-fold logits (``out_of_fold``). Beside it (``small``), the same fitted on
+    ``PLAIN_FEATURES`` only, with its thresholds chosen the same way, for registries smaller
+    than the calibration data's (``Model.small``, ``judge.features``). A measure over the
+    calibration tasks leaves it out: none of their registries is that small."""
     items = examples(tasks, TRAIN_NEGATIVES, seed)
     rows = featurizer.matrix(items)
     fitted = []
-    for columns in (None, PLAIN_COLUMNS):
+    for columns in (None, PLAIN_COLUMNS) if small else (None,):
         oof = out_of_fold(tasks, featurizer, seed, columns)
         final = fit(items, rows, columns=columns)
         if floors is None:
@@ -463,9 +426,11 @@ def train(
         else:
             thresholds = choose_thresholds(oof, target, floors)
         fitted.append(replace(final, thresholds=thresholds))
-    main, small = fitted
-    offset = {d: _offset(main.thresholds[d], small.thresholds[d]) for d in main.thresholds}
-    return replace(main, small=replace(small, offset=offset))
+    if not small:
+        return fitted[0]
+    main, plain = fitted
+    offset = {d: _offset(main.thresholds[d], plain.thresholds[d]) for d in main.thresholds}
+    return replace(main, small=replace(plain, offset=offset))
 
 
 def _offset(main: float, small: float) -> float:
@@ -501,7 +466,7 @@ def cross_validate(
     thresholds = []
     refusals = _Refusals(seed)
     for fit_on, test_on in (halves, halves[::-1]):
-        model = train(fit_on, featurizer, seed=seed, target=target)
+        model = train(fit_on, featurizer, seed=seed, target=target, small=False)
         thresholds.append(model.thresholds)
         judge = EmbeddedJudge(model.as_json(), embed=featurizer.embed_cached)
         test = measuring_examples(test_on, GENERIC_TEST, seed + 7)
@@ -579,7 +544,7 @@ def cross_validate_groups(
     groups: dict[str, dict] = {}
     refusals = _Refusals(seed)
     for domain, group, fit_on, test_on in group_folds(tasks):
-        model = train(fit_on, featurizer, seed=seed, target=target)
+        model = train(fit_on, featurizer, seed=seed, target=target, small=False)
         judge = EmbeddedJudge(model.as_json(), embed=featurizer.embed_cached)
         test = measuring_examples(test_on, GENERIC_TEST, seed + 7, negatives_from=tasks)
         mine = judge_outcomes(judge, test)
