@@ -187,6 +187,17 @@ def _import(jobs: Path, task, lead) -> str:
     return out.getvalue()
 
 
+def _baseline_run(task, lead, settings, tmp_path, tries):
+    """An oracle run of 3 baseline passes of ``task``, its exported task folder, and a jobs
+    folder holding ``tries`` as Harbor left them."""
+    settings.HARBOR_RUNS_DIR = tmp_path / "runs"
+    run = harbor_run_start(project=task.project, actor=lead, agent="oracle",
+                           task_ids=[task.pk], modes=["baseline"], passes=3)  # fmt: skip
+    folder = harbor_runs.run_folder(run)
+    task_folder = bundle_task(folder / "bundle", task)
+    return run, task_folder, jobs_folder(folder, task_folder, tries)
+
+
 class WorkerDied(Exception):
     """The worker's process ending mid-run: the run stays running until another takes it."""
 
@@ -199,12 +210,7 @@ def test_a_run_taken_over_asks_harbor_only_for_the_tries_never_made(
     try runs out of time and the worker dies. The worker taking the run over stores it as a
     pass, keeps the left-out try once, and asks Harbor for nothing: every try was made. Before,
     each worker drew the errored tries again, and a model that timed out got fresh draws."""
-    settings.HARBOR_RUNS_DIR = tmp_path / "runs"
-    run = harbor_run_start(project=sql_task.project, actor=lead, agent="oracle",
-                           task_ids=[sql_task.pk], modes=["baseline"], passes=3)  # fmt: skip
-    folder = harbor_runs.run_folder(run)
-    task_folder = bundle_task(folder / "bundle", sql_task)
-    jobs = jobs_folder(folder, task_folder, [
+    run, task_folder, jobs = _baseline_run(sql_task, lead, settings, tmp_path, [
         ("sql_0__baseline__a", "baseline", 1.0, None),
         ("sql_0__baseline__b", "baseline", 0.0, AGENT_FAILED),
     ])  # fmt: skip
@@ -252,12 +258,7 @@ def test_a_trial_harbor_is_still_writing_is_read_at_the_next_look(
     next look, not set aside for good: a takeover's run once ended "3 of 4 trials gave a
     reward", the fourth skipped with "Expecting value: line 1 column 1". Once Harbor has
     ended, what still cannot be read is named among the skipped."""
-    settings.HARBOR_RUNS_DIR = tmp_path / "runs"
-    run = harbor_run_start(project=sql_task.project, actor=lead, agent="oracle",
-                           task_ids=[sql_task.pk], modes=["baseline"], passes=3)  # fmt: skip
-    folder = harbor_runs.run_folder(run)
-    task_folder = bundle_task(folder / "bundle", sql_task)
-    jobs = jobs_folder(folder, task_folder, [
+    run, task_folder, jobs = _baseline_run(sql_task, lead, settings, tmp_path, [
         ("sql_0__baseline__a", "baseline", 1.0, None),
         ("sql_0__baseline__b", "baseline", 1.0, None),
         ("sql_0__baseline__c", "baseline", 1.0, None),
