@@ -17,11 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from hilbench_annotate.toolkit.sqlitewal import AUTOCHECKPOINT_PAGES, JOURNAL_LIMIT_BYTES
 
-# One BLAS thread per process: the app scales by processes (web workers, Celery workers), and
-# OpenBLAS otherwise starts a thread per core in each of them, whose busy-waiting fights the
-# others for the cores (the judge's nested test, two at once on 2 cores: 33 s each against 7 s
-# with one thread). Read when numpy loads, which is after the settings in every process the
-# app starts (web, worker, manage.py, the test suite and what it starts); set it to use more.
+# One BLAS thread per process, set before numpy loads: OpenBLAS's threads busy-wait (quality.md)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 BASE_DIR = Path(__file__).resolve().parent.parent

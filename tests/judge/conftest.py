@@ -114,11 +114,17 @@ def kept_judge():
     """The shipped judge with each text it embeds kept for the session, as the app keeps a
     registry's embeddings in its shared store (``judge.embedstore``): the probes over the
     calibration tasks send the same questions to every task and rebuild each task's index
-    from the same texts (a text's embedding does not depend on its batch)."""
-    from judge.encoder import get_encoder
+    from the same texts (a text's embedding does not depend on its batch). The texts are
+    encoded once, whichever worker asks first, and kept in the var folder (``run_embeddings``)."""
+    from django.conf import settings
+
     from judge.training import Featurizer
 
-    return EmbeddedJudge(embed=Featurizer(embed=get_encoder().encode).embed_cached)
+    from .run_embeddings import RunEmbeddings
+
+    # Kept in this process, and each text encoded once for the whole run (both workers).
+    shared = RunEmbeddings(settings.TEST_RUN_VAR_DIR / "judge-embeddings")
+    return EmbeddedJudge(embed=Featurizer(embed=shared.encode).embed_cached)
 
 
 @pytest.fixture
