@@ -29,7 +29,7 @@ from hilbench_annotate import services as core
 from hilbench_annotate.errors import DomainError
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
 from hilbench_annotate.question_rules import reject_reason
-from hilbench_annotate.selectors import revision_current
+from hilbench_annotate.selectors import current_snapshots, revision_current
 from hilbench_annotate.services.tasks import task_lock
 
 from . import floor
@@ -365,25 +365,31 @@ CALIBRATION_MIN_POSITIVES = 20
 CALIBRATION_MIN_NEGATIVES = 20
 # Tasks per domain the fixed negatives are asked against.
 CALIBRATION_PROBE_TASKS = 10
+# Tasks read at a time while looking for them.
+CALIBRATION_PROBE_CHUNK = 200
 
 
-def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
+def _calibration_scores(project, base) -> list[Scored]:
     """The shipped judge's best logit for each settled held-out question of the project
-    written by someone other than its task's author, and per domain the (registry, task
-    text) of its tasks, for the fixed negatives."""
+    written by someone other than its task's author. Reads the tasks that have held-out
+    questions only, in a fixed number of queries whatever the project's size."""
     scored: list[Scored] = []
-    registries: dict[str, list] = {}
     tasks = list(
-        Task.objects.filter(project=project).prefetch_related("validation_questions__labels")
+        Task.objects.filter(
+            project=project,
+            pk__in=ValidationQuestion.objects.filter(
+                split=ValidationQuestion.Split.HELD_OUT
+            ).values("task_id"),
+        ).prefetch_related("validation_questions__labels")
     )
+    snapshots = current_snapshots(task_ids=[task.pk for task in tasks])
     editors = floor.task_editors_many(tasks)
     for task in tasks:
-        revision = revision_current(task=task)
-        registry = registry_from_snapshot(revision.snapshot) if revision else []
+        snapshot = snapshots.get(task.pk)
+        registry = registry_from_snapshot(snapshot) if snapshot else []
         if not registry:
             continue
-        context = task_context(revision.snapshot)
-        registries.setdefault(task.domain, []).append((registry, context))
+        context = task_context(snapshot)
         for question in task.validation_questions.all():
             if question.split != ValidationQuestion.Split.HELD_OUT:
                 continue
@@ -396,7 +402,28 @@ def _calibration_scores(project, base) -> tuple[list[Scored], dict[str, list]]:
             scores = base.scores(question.text, registry, domain=task.domain, context=context)
             best = max(scores, key=lambda key: (scores[key], key))
             scored.append(Scored(task.domain, gold, best, scores[best]))
-    return scored, registries
+    return scored
+
+
+def _probe_registries(project, domain: str) -> list:
+    """The (registry, task text) of the first ``CALIBRATION_PROBE_TASKS`` of the project's
+    tasks of ``domain`` (in the tasks' order) that have blockers in their current revision:
+    read a chunk of tasks at a time, stopping once there are enough."""
+    registries: list = []
+    tasks = Task.objects.filter(project=project, domain=domain).values_list("pk", flat=True)
+    start = 0
+    while len(registries) < CALIBRATION_PROBE_TASKS:
+        ids = list(tasks[start : start + CALIBRATION_PROBE_CHUNK])
+        if not ids:
+            break
+        start += len(ids)
+        snapshots = current_snapshots(task_ids=ids)
+        for task_id in ids:
+            snapshot = snapshots.get(task_id)
+            registry = registry_from_snapshot(snapshot) if snapshot else []
+            if registry:
+                registries.append((registry, task_context(snapshot)))
+    return registries[:CALIBRATION_PROBE_TASKS]
 
 
 def _fixed_negative_floor(base, domain: str, registries: list, shipped: float) -> float | None:
@@ -425,7 +452,7 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
     threshold never answers a fixed generic or off-task negative the shipped judge does not
     (``_fixed_negative_floor``)."""
     base = get_judge("embedded")  # the shipped judge, without any project's thresholds
-    scored, registries = _calibration_scores(project, base)
+    scored = _calibration_scores(project, base)
     if not any(s.label is not None for s in scored):
         raise DomainError("No settled held-out question targets a blocker yet: label some first.")
     thresholds = dict(base.thresholds)
@@ -444,7 +471,9 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
                 "looks precise."
             )
         chosen = choose_threshold(mine, min_precision)
-        floor_logit = _fixed_negative_floor(base, domain, registries[domain], thresholds[domain])
+        floor_logit = _fixed_negative_floor(
+            base, domain, _probe_registries(project, domain), thresholds[domain]
+        )
         if floor_logit is not None:
             chosen = max(chosen, floor_logit + 1e-6)
         thresholds[domain] = chosen

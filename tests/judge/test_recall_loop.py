@@ -213,3 +213,51 @@ def test_calibrate_button_is_for_leads(client, labelled, lead, reviewer, setting
     assert JudgeCalibration.objects.filter(project=labelled.project).count() == 1
     page = client.get(reverse("judge-report", args=[labelled.project_id])).content.decode()
     assert JudgeCalibration.objects.get().version in page
+
+
+def test_calibration_reads_a_fixed_number_of_queries_whatever_the_projects_size(
+    labelled, writers, reviewer, auditor, lead, settings, monkeypatch
+):
+    """It read every task of the project and its current revision one query each (a
+    100,000-task project: 100,000 queries); now the tasks with held-out questions, and the
+    project's tasks a chunk at a time only until the fixed negatives have their tasks."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from hilbench_annotate.models import Revision, Task
+    from hilbench_annotate.selectors import revision_current
+    from judge import validation
+
+    settings.JUDGE_BACKEND = "embedded"
+    negatives = [
+        (None, "Which loans did the bank write off in 1995?"),
+        (None, "How are the district names spelled in the data?"),
+        (None, "Which client has the largest account balance?"),
+        (None, "How many loans does the bank hold in total?"),
+    ]
+    _label(labelled, writers, reviewer, auditor, negatives)
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 1)
+    validation.judge_calibrate(project=labelled.project, actor=lead)  # the judge loaded
+    with CaptureQueriesContext(connection) as small:
+        first = validation.judge_calibrate(project=labelled.project, actor=lead)
+
+    # 600 more tasks of the domain, the newer half (the first in the tasks' order) with a
+    # revision that has blockers.
+    snapshot = revision_current(task=labelled).snapshot
+    more = Task.objects.bulk_create(
+        Task(
+            project=labelled.project,
+            domain=labelled.domain,
+            source=labelled.source,
+            source_id=f"more/{i}",
+            title=f"More {i}",
+            author=labelled.author,
+        )
+        for i in range(600)
+    )
+    Revision.objects.bulk_create(Revision(task=t, number=1, snapshot=snapshot) for t in more[300:])
+    with CaptureQueriesContext(connection) as big:
+        second = validation.judge_calibrate(project=labelled.project, actor=lead)
+    assert second.questions == first.questions
+    assert len(big.captured_queries) <= len(small.captured_queries) < 60
