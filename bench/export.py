@@ -15,12 +15,13 @@ first N for each N through the same path as ``manage.py export_bundle``
 - *again*: the same export again, every result read back: what a team re-exporting a
   release pays.
 
-It prints seconds, CPU-seconds (this process and its finished children), tasks/s, the bundle's size and files, the task data the bundle carries
-(each task's snapshot as JSON — specification, blockers, environment with its description
-CSVs, ground truth and golden output — plus each database once) and the ratio of the two,
-Python's allocation peak (tracemalloc, on a third run; ``--keep PATH`` keeps that bundle) and the process's peak RSS: streamed
-writing keeps memory flat as N grows. ``--profile``: the largest export again under cProfile,
-its top entries. A last line shows what an oracle run costs when tasks do not share their
+It prints seconds, CPU-seconds (this process and its finished children), tasks/s, the
+bundle's size and files, the task data the bundle carries (each task's snapshot as JSON —
+specification, blockers, environment with its description CSVs, ground truth and golden
+output — plus each database once) and the ratio of the two, Python's allocation peak
+(tracemalloc, on a third run; ``--keep PATH`` keeps that bundle) and the process's peak RSS:
+streamed writing keeps memory flat as N grows. ``--profile``: the largest export again under
+cProfile, its top entries. A last line shows what an oracle run costs when tasks do not share their
 ground truth (each of ``--distinct`` tasks runs its own, in the sandbox).
 
 ``--bird``: the tasks are BIRD questions imported on one database instead (bench/import.py's
@@ -75,8 +76,8 @@ def main() -> None:
         approve(task_ids, lead)
     out_dir = Path(tempfile.mkdtemp(prefix="bench-export-", dir=ROOT / "var" / "bench"))
     print(
-        f"{'tasks':>6} {'export':>6} {'seconds':>8} {'CPU s':>7} {'tasks/s':>8} {'MB':>7} {'files':>8} "
-        f"{'data MB':>8} {'ratio':>6} {'py peak MB':>11} {'RSS peak MB':>12}"
+        f"{'tasks':>6} {'export':>6} {'seconds':>8} {'CPU s':>7} {'tasks/s':>8} {'MB':>7} "
+        f"{'files':>8} {'data MB':>8} {'ratio':>6} {'py peak MB':>11} {'RSS peak MB':>12}"
     )
     for count in counts:
         chosen = task_ids[:count]
@@ -91,8 +92,9 @@ def main() -> None:
                 tracemalloc.stop()
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
-                f"{count:>6} {label:>6} {seconds:>8.1f} {job.cpu_seconds:>7.1f} {count / seconds:>8.0f} "
-                f"{job.size_bytes / 1e6:>7.2f} {job.report['files']:>8} {data / 1e6:>8.2f} "
+                f"{count:>6} {label:>6} {seconds:>8.1f} {job.cpu_seconds:>7.1f} "
+                f"{count / seconds:>8.0f} {job.size_bytes / 1e6:>7.2f} {job.report['files']:>8} "
+                f"{data / 1e6:>8.2f} "
                 f"{job.size_bytes / data:>6.2f} {peak:>11} {rss:>12.0f}"
             )
     if args.profile:
