@@ -24,8 +24,15 @@ import orjson
 from hilbench_annotate.instructions import MODES
 
 FORMAT = "hilbench-annotate-bundle"
+# annotate/task.json's format version.
 FORMAT_VERSION = 1
+# The bundle's (manifest.json's ``format_version``): 2 names each content once (``contents``,
+# ``_shared/``); 1 listed every file's sha256 (``files``), which the importer still reads.
+BUNDLE_VERSION = 2
+BUNDLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
+# The contents every task that carries them carries the same, each once (``tarstream``).
+SHARED_CONTENTS = "_shared"
 
 REGISTRY = "shared/ask-human-data/blocker_registry.json"
 METADATA = "shared/metadata.json"

@@ -20,7 +20,7 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import TaskSource
 
-from .bundle_helpers import export, members, seed_demo, tar_of
+from .bundle_helpers import export, manifest_relist, members, seed_demo, tar_of
 
 pytestmark = pytest.mark.django_db
 
@@ -190,7 +190,7 @@ def test_one_bad_task_folder_imports_nothing(settings, tmp_path):
     name = "sql_1/baseline/instruction.md"
     files[name] = files[name].replace(b"Answer the following question:", b"Answer this:")
     manifest = json.loads(files[layout.MANIFEST])
-    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    manifest_relist(manifest, name, hashlib.sha256(files[name]).hexdigest())
     files[layout.MANIFEST] = layout.dumps(manifest)
     broken = tmp_path / "broken.tar.gz"
     broken.write_bytes(tar_of(files))
