@@ -34,21 +34,21 @@ def _lines(path: Path) -> Iterator[str]:
         yield from handle
 
 
-def _shared_lines(shared: Iterable[str], directory: str) -> Iterator[str]:
-    for sha in sorted(shared):
-        yield f"{sha}\t{encode_basestring(f'{directory}/{sha}')}\n"
+def _shared_lines(shared: Iterable[tuple[str, str]]) -> Iterator[str]:
+    for sha, path in sorted(shared):
+        yield f"{sha}\t{encode_basestring(path)}\n"
 
 
 def write_manifest(
-    out: Path, header: dict, parts: list[Path], *, shared: Iterable[str], directory: str
+    out: Path, header: dict, parts: list[Path], *, shared: Iterable[tuple[str, str]]
 ) -> int:
     """``manifest.json`` into ``out``: ``header``'s fields and ``contents``, merged from the
-    chunks' ``parts`` (in bundle order); ``shared``: the contents stored at
-    ``<directory>/<sha>``, the first path of theirs. Returns its size in bytes."""
+    chunks' ``parts`` and ``shared`` (``(sha256, path)`` of each copy in ``_shared/``).
+    Returns its size in bytes."""
     mark = layout.dumps(_MARK).decode().rstrip("\n")
     before, after = layout.dumps({**header, "contents": _MARK}).decode().split(mark, 1)
     merged = heapq.merge(
-        _shared_lines(shared, directory),
+        _shared_lines(shared),
         *(_lines(p) for p in parts),
         key=lambda line: line[:SHA_LENGTH],
     )

@@ -14,8 +14,9 @@ Each byte once (issue 46; why this way: ``docs/bundle/README.md``, *Each content
 
 - A content every task carries the same — the app's own files (the sidecars' and verifiers'
   code, ``ChunkSpool``'s ``common``), a database, a file from disk of
-  ``CROSS_TASK_LINK_BYTES`` or more — is stored once, at ``_shared/<sha256>`` (written by
-  :func:`assemble` before every task folder), and each of its names in a task folder is a
+  ``CROSS_TASK_LINK_BYTES`` or more — is stored once, at ``_shared/<group>/<sha256>`` (written
+  by :func:`assemble` before every task folder; a copy per ``layout.LINK_GROUP`` folders, as
+  a file system allows a file only so many names), and each of its names in a task folder is a
   hard link to it: ``tar -xzf`` gives every task folder its files, and one task extracted
   alone needs ``_shared`` beside it (``tar -xzf bundle.tar.gz _shared sql_3``).
 - Another content carried more than once in a task folder is stored once there: its later
@@ -50,7 +51,7 @@ from pathlib import Path
 from isal import isal_zlib
 
 from . import contents as manifest_contents
-from .layout import FILE_MODE, MANIFEST, SHARED_CONTENTS, TAR_MTIME
+from .layout import FILE_MODE, MANIFEST, TAR_MTIME, shared_copy
 
 CHUNK = 1 << 20
 # A file from disk this large is stored once in the bundle (``_shared``), whoever carries it.
@@ -194,9 +195,9 @@ class ChunkRecord:
     """What a written chunk hands to :func:`assemble` (stored as JSON beside its data).
 
     ``items``: ``["data", offset, length, raw]`` — compressed bytes of the chunk's data
-    file to copy, ``raw`` bytes once inflated. ``shared``: ``[sha, size]`` of each content
-    the chunk's links name in ``_shared/`` (its blob). ``contents``: the file of the chunk's
-    part of the manifest (``contents.write_part``).
+    file to copy, ``raw`` bytes once inflated. ``shared``: ``[copy, sha, size]`` of each copy
+    in ``_shared/`` the chunk's links name (its content: the blob of that sha256).
+    ``contents``: the file of the chunk's part of the manifest (``contents.write_part``).
     """
 
     data: str
@@ -289,7 +290,7 @@ class ChunkSpool:
         copied = _copied_shas(tasks)
         first: dict[tuple[str, str], str] = {}  # (folder, sha) -> the first name there
         names: dict[str, list[str]] = {}  # sha -> the chunk's names of it, in order
-        shared: dict[str, int] = {}
+        shared: dict[str, tuple[str, int]] = {}  # the _shared copy -> its sha256 and size
         ordered = sorted(
             ((_within(e.name), number, e) for number, entries in enumerate(tasks) for e in entries),
             key=lambda item: item[:2],
@@ -300,18 +301,19 @@ class ChunkSpool:
                 self._add(entry, first, copied)
                 names.setdefault(entry.sha, []).append(entry.name)
                 if entry.shared:
-                    shared[entry.sha] = entry.size
+                    shared[shared_copy(_folder(entry.name), entry.sha)] = (entry.sha, entry.size)
             self._end_segment()
         os.replace(partial, self.path)
         manifest_contents.write_part(self.work / self.record.contents, names)
-        self.record.shared = [[sha, size] for sha, size in sorted(shared.items())]
+        self.record.shared = [[copy, sha, size] for copy, (sha, size) in sorted(shared.items())]
         self.record.files = len(ordered)
         return self.record
 
     def _add(self, entry: Entry, first: dict[tuple[str, str], str], copied: set[str]) -> None:
         if entry.shared:
             self._blob(entry)
-            self._member(tar_header(entry.name, 0, f"{SHARED_CONTENTS}/{entry.sha}"))
+            link = shared_copy(_folder(entry.name), entry.sha)
+            self._member(tar_header(entry.name, 0, link))
             return
         key = (_folder(entry.name), entry.sha)
         earlier = first.get(key) if entry.size else None
@@ -554,14 +556,15 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
     out, work = Path(out), Path(work)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".part")
-    shared = dict(sorted((sha, size) for record in records for sha, size in record.shared))
+    shared = {copy: (sha, size) for record in records for copy, sha, size in record.shared}
+    shared = dict(sorted(shared.items()))
     output = None
     try:
         with open(partial, "wb", buffering=0) as handle:
             output = _Output(handle)
-            for sha, size in shared.items():
+            for copy, (sha, size) in shared.items():
                 blob = work / "blobs" / f"{sha}.gz"
-                output.write_raw(tar_header(f"{SHARED_CONTENTS}/{sha}", size))
+                output.write_raw(tar_header(copy, size))
                 output.copy(blob, 0, blob.stat().st_size, size + len(padding(size)))
             for record in records:
                 data = work / record.data
@@ -570,7 +573,7 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
             text = work / MANIFEST
             size = manifest_contents.write_manifest(
                 text, manifest, [work / r.contents for r in records],
-                shared=shared, directory=SHARED_CONTENTS,
+                shared=[(sha, copy) for copy, (sha, _) in shared.items()],
             )  # fmt: skip
             output.write_raw(tar_header(MANIFEST, size))
             output.compress_file(text)

@@ -101,7 +101,7 @@ def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(
         copies = [m.name for m in stored if tf.extractfile(m).read() == database]
     # Six tasks share the database (each in seven places) and the app's code: each stored
     # once in the bundle, in _shared/, every name of it in a task folder a link to it.
-    assert copies == [f"_shared/{hashlib.sha256(database).hexdigest()}"]
+    assert copies == [f"_shared/sql_0/{hashlib.sha256(database).hexdigest()}"]
     assert not [m.name for m in stored if m.name.endswith("sidecars/sql-tools/sql_tools.py")]
     tools = {m.linkname for m in links if m.name.endswith("sidecars/sql-tools/sql_tools.py")}
     assert len(tools) == 1 and tools.pop().startswith("_shared/")
@@ -163,7 +163,7 @@ def test_a_large_file_from_disk_is_stored_once_in_shared(settings, tmp_path, mon
     streams = {n: t for n, t in links.items() if n.endswith("repository.fast-export")}
     assert len(streams) >= 3 and len(set(streams.values())) == 1
     [target] = set(streams.values())
-    sha = target.removeprefix("_shared/")
+    sha = target.rsplit("/", 1)[1]
     assert set(manifest["contents"][sha]) == {target, *streams}
     assert "linked_across_tasks" not in manifest
 
@@ -330,3 +330,40 @@ def test_a_chunk_shorter_than_its_record_fails_the_assembly(tmp_path):
     with pytest.raises(OSError, match="ends before its record says"):
         assemble(out, work, [record], {"draft": True})
     assert not out.exists() and not out.with_name(out.name + ".part").exists()
+
+
+def test_a_shared_copy_serves_one_group_of_folders_as_file_systems_cap_names(tmp_path):
+    """ext4 allows a file 65,000 names: 10,000 tasks naming the database 7 times each made
+    ``tar -x`` refuse the last 5,000 links ("Too many links"). Each copy in _shared/ serves
+    LINK_GROUP folders of a domain; the manifest lists every copy under the one sha256."""
+    from exchange.bundles.layout import LINK_GROUP, shared_copy
+    from exchange.bundles.tarstream import ChunkSpool, assemble
+
+    assert shared_copy("sql_7", "ab") == "_shared/sql_0/ab"
+    assert shared_copy(f"swe_{LINK_GROUP + 3}", "ab") == f"_shared/swe_{LINK_GROUP}/ab"
+    code = b"print('the same in every task')\n"
+    sha = hashlib.sha256(code).hexdigest()
+    work = tmp_path / "work"
+    records = []
+    for number, folders in enumerate([["sql_0", "sql_1"], [f"sql_{LINK_GROUP}"]]):
+        spool = ChunkSpool(work, f"chunk-{number}", common=frozenset({sha}))
+        tasks = [
+            [spool.entry(f"{f}/{mode}/tests/compare.py", code) for mode in ("a", "b")]
+            + [spool.entry(f"{f}/own.txt", f.encode())]
+            for f in folders
+        ]
+        records.append(spool.write(tasks))
+    info = assemble(tmp_path / "b.tar.gz", work, records, {"format_version": 2})
+    assert info["files"] == 9
+    with tarfile.open(tmp_path / "b.tar.gz") as tf:
+        stored = sorted(m.name for m in tf if m.isfile() and m.name.startswith("_shared/"))
+        links = {m.name: m.linkname for m in tf if m.islnk()}
+        manifest = json.loads(tf.extractfile(layout.MANIFEST).read())
+    assert stored == [f"_shared/sql_0/{sha}", f"_shared/sql_{LINK_GROUP}/{sha}"]
+    assert links[f"sql_{LINK_GROUP}/a/tests/compare.py"] == stored[1]
+    assert {links[f"sql_{n}/b/tests/compare.py"] for n in (0, 1)} == {stored[0]}
+    assert sorted(manifest["contents"][sha]) == sorted([*stored, *links])
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "-xzf", str(tmp_path / "b.tar.gz"), "-C", str(out)], check=True)
+    assert (out / f"sql_{LINK_GROUP}/b/tests/compare.py").read_bytes() == code

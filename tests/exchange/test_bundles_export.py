@@ -332,7 +332,7 @@ def test_the_shipped_repository_holds_the_base_commit_metadata_names(bundle, tmp
 
 def test_a_file_carried_twice_is_stored_once_as_hard_links(demo_bundle, tmp_path):
     """The database is in shared/, in every mode's sql-tools sidecar and verifier: one copy
-    in the bundle (``_shared/<sha256>``), every name of it a hard link to that copy, which tar
+    in the bundle (``_shared/sql_0/<sha256>``), every name of it a hard link to that copy, which tar
     and our importer restore."""
     out = demo_bundle
     with tarfile.open(out) as tf:
@@ -347,7 +347,7 @@ def test_a_file_carried_twice_is_stored_once_as_hard_links(demo_bundle, tmp_path
     copies = {(tmp_path / name).read_bytes() for name in [regular, *links]}
     assert len(copies) == 1 and next(iter(copies))[:16] == b"SQLite format 3\x00"
     manifest = manifest_files(json.loads(members(out)[layout.MANIFEST]))
-    assert {manifest[name] for name in [regular, *links]} == {regular.removeprefix("_shared/")}
+    assert {manifest[name] for name in [regular, *links]} == {regular.rsplit("/", 1)[1]}
 
 
 def test_shell_scripts_keep_their_exec_bit(demo_bundle):
