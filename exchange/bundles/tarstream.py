@@ -235,7 +235,9 @@ class ChunkSpool:
         self._segment_start = 0  # where the segment's compressed bytes begin in it
         self._blobs: dict[str, bytes | None] = {}  # sha -> the blob's bytes, once read
         self._hashed: dict[int, tuple[bytes, str]] = {}
-        self._files: dict[str, tuple[str, int]] = {}  # a file from disk -> its sha256, size
+        self._files: dict[str, tuple] = {}  # a file from disk -> its sha256, size, shared
+        self._copies: dict[tuple[str, str], str] = {}  # (folder, sha) -> its _shared copy
+        self._shared: dict[str, tuple[str, int]] = {}  # a _shared copy -> its sha256, size
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
@@ -290,29 +292,31 @@ class ChunkSpool:
         copied = _copied_shas(tasks)
         first: dict[tuple[str, str], str] = {}  # (folder, sha) -> the first name there
         names: dict[str, list[str]] = {}  # sha -> the chunk's names of it, in order
-        shared: dict[str, tuple[str, int]] = {}  # the _shared copy -> its sha256 and size
-        ordered = sorted(
-            ((_within(e.name), number, e) for number, entries in enumerate(tasks) for e in entries),
-            key=lambda item: item[:2],
-        )
+        by_path: dict[str, list[Entry]] = {}  # a path within the folder -> its entries
+        for entries in tasks:
+            for entry in entries:
+                by_path.setdefault(entry.name.partition("/")[2] or entry.name, []).append(entry)
         partial = self.path.with_name(self.path.name + ".part")
         with open(partial, "wb") as self._out:
-            for _, _, entry in ordered:
-                self._add(entry, first, copied)
-                names.setdefault(entry.sha, []).append(entry.name)
-                if entry.shared:
-                    shared[shared_copy(_folder(entry.name), entry.sha)] = (entry.sha, entry.size)
+            for path in sorted(by_path):
+                for entry in by_path[path]:
+                    self._add(entry, first, copied)
+                    names.setdefault(entry.sha, []).append(entry.name)
             self._end_segment()
         os.replace(partial, self.path)
         manifest_contents.write_part(self.work / self.record.contents, names)
-        self.record.shared = [[copy, sha, size] for copy, (sha, size) in sorted(shared.items())]
-        self.record.files = len(ordered)
+        self.record.shared = [[copy, *shared] for copy, shared in sorted(self._shared.items())]
+        self.record.files = sum(map(len, tasks))
         return self.record
 
     def _add(self, entry: Entry, first: dict[tuple[str, str], str], copied: set[str]) -> None:
         if entry.shared:
             self._blob(entry)
-            link = shared_copy(_folder(entry.name), entry.sha)
+            folder = _folder(entry.name)
+            link = self._copies.get((folder, entry.sha))
+            if link is None:
+                link = self._copies[folder, entry.sha] = shared_copy(folder, entry.sha)
+                self._shared[link] = (entry.sha, entry.size)
             self._member(tar_header(entry.name, 0, link))
             return
         key = (_folder(entry.name), entry.sha)
@@ -382,11 +386,6 @@ class ChunkSpool:
 
 def _folder(name: str) -> str:
     return name.split("/", 1)[0]
-
-
-def _within(name: str) -> str:
-    """A path within its task folder (a file at the bundle's top: its name)."""
-    return name.partition("/")[2] or name
 
 
 def _copied_shas(tasks: list[list[Entry]]) -> set[str]:
