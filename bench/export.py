@@ -15,12 +15,13 @@ first N for each N through the same path as ``manage.py export_bundle``
 - *again*: the same export again, every result read back: what a team re-exporting a
   release pays.
 
-It prints seconds, tasks/s, the bundle's size and files, the task data the bundle carries
-(each task's snapshot as JSON — specification, blockers, environment with its description
-CSVs, ground truth and golden output — plus each database once) and the ratio of the two,
-Python's allocation peak (tracemalloc, on a third run) and the process's peak RSS: streamed
-writing keeps memory flat as N grows. ``--profile``: the largest export again under cProfile,
-its top entries. A last line shows what an oracle run costs when tasks do not share their
+It prints seconds, CPU-seconds (this process and its finished children), tasks/s, the
+bundle's size and files, the task data the bundle carries (each task's snapshot as JSON —
+specification, blockers, environment with its description CSVs, ground truth and golden
+output — plus each database once) and the ratio of the two, Python's allocation peak
+(tracemalloc, on a third run; ``--keep PATH`` keeps that bundle) and the process's peak RSS:
+streamed writing keeps memory flat as N grows. ``--profile``: the largest export again under
+cProfile, its top entries. A last line shows what an oracle run costs when tasks do not share their
 ground truth (each of ``--distinct`` tasks runs its own, in the sandbox).
 
 ``--bird``: the tasks are BIRD questions imported on one database instead (bench/import.py's
@@ -49,6 +50,7 @@ os.environ.setdefault("DJANGO_DEBUG", "0")
 os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-not-a-secret")
 os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "localhost")
 configure("export.sqlite3")
+KEEP: Path | None = None
 
 
 def main() -> None:
@@ -60,7 +62,10 @@ def main() -> None:
     parser.add_argument(
         "--bird", action="store_true", help="imported BIRD questions (vs_label_studio's tasks)"
     )
+    parser.add_argument("--keep", type=Path, help="keep the last bundle written at this path")
     args = parser.parse_args()
+    global KEEP
+    KEEP = args.keep
     counts = sorted(int(n) for n in args.tasks.split(","))
 
     fresh_database()
@@ -71,8 +76,8 @@ def main() -> None:
         approve(task_ids, lead)
     out_dir = Path(tempfile.mkdtemp(prefix="bench-export-", dir=ROOT / "var" / "bench"))
     print(
-        f"{'tasks':>6} {'export':>6} {'seconds':>8} {'tasks/s':>8} {'MB':>7} {'files':>8} "
-        f"{'data MB':>8} {'ratio':>6} {'py peak MB':>11} {'RSS peak MB':>12}"
+        f"{'tasks':>6} {'export':>6} {'seconds':>8} {'CPU s':>7} {'tasks/s':>8} {'MB':>7} "
+        f"{'files':>8} {'data MB':>8} {'ratio':>6} {'py peak MB':>11} {'RSS peak MB':>12}"
     )
     for count in counts:
         chosen = task_ids[:count]
@@ -87,8 +92,9 @@ def main() -> None:
                 tracemalloc.stop()
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
-                f"{count:>6} {label:>6} {seconds:>8.1f} {count / seconds:>8.0f} "
-                f"{job.size_bytes / 1e6:>7.2f} {job.report['files']:>8} {data / 1e6:>8.2f} "
+                f"{count:>6} {label:>6} {seconds:>8.1f} {job.cpu_seconds:>7.1f} "
+                f"{count / seconds:>8.0f} {job.size_bytes / 1e6:>7.2f} {job.report['files']:>8} "
+                f"{data / 1e6:>8.2f} "
                 f"{job.size_bytes / data:>6.2f} {peak:>11} {rss:>12.0f}"
             )
     if args.profile:
@@ -235,13 +241,24 @@ def export(project, lead, task_ids, out_dir: Path, *, draft: bool):
         project=project, actor=lead, selection={"tasks": task_ids}, draft=draft
     )
     out = out_dir / f"export-{job.pk}.tar.gz"
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     job = bundle_export_execute(job_id=job.pk, out=out)
     seconds = time.perf_counter() - started
+    job.cpu_seconds = _cpu() - cpu
     if job.status != "succeeded":
         sys.exit(f"export failed: {job.error}")
-    out.unlink()
+    if KEEP:
+        out.replace(KEEP)
+    else:
+        out.unlink()
     return seconds, job
+
+
+def _cpu() -> float:
+    """CPU-seconds of this process and its finished children (the sandbox's oracle runs)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 if __name__ == "__main__":

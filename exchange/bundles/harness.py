@@ -52,8 +52,14 @@ def readme(first_folder: str) -> bytes:
     return f"""# A HiL-Bench Annotate bundle
 
 Each `sql_<n>/` and `swe_<n>/` folder is one task; each of its modes (`baseline/`,
-`ask_human/`, `full_info/`) is a Harbor task folder. `manifest.json` lists every file with its
-sha256 and, per task, what its oracle and no-op scored and which judge scores `ask_human`.
+`ask_human/`, `full_info/`) is a Harbor task folder. `manifest.json` names each content once,
+by its sha256, with every path that carries it, and per task what its oracle and no-op scored
+and which judge scores `ask_human`.
+
+What every task carries the same (the sidecars' and verifiers' code, a database) is stored
+once, in `_shared/`, and each task folder's copies are hard links to it: `tar -xzf` of the
+whole bundle gives every folder all its files. To extract one task alone, name `_shared`
+too — `tar -xzf bundle.tar.gz _shared {first_folder}` — after which `_shared/` may be deleted.
 
 ## Run a task with Harbor, offline
 

@@ -24,8 +24,29 @@ import orjson
 from hilbench_annotate.instructions import MODES
 
 FORMAT = "hilbench-annotate-bundle"
+# annotate/task.json's format version.
 FORMAT_VERSION = 1
+# The bundle's (manifest.json's ``format_version``): 2 names each content once (``contents``,
+# ``_shared/``); 1 listed every file's sha256 (``files``), which the importer still reads.
+BUNDLE_VERSION = 2
+BUNDLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
+# The contents every task that carries them carries the same, each once (``tarstream``).
+SHARED_CONTENTS = "_shared"
+# A file system allows a file so many names (ext4: 65,000): a copy in ``_shared`` serves the
+# task folders of one domain numbered in one range of LINK_GROUP (``shared_copy``). A folder
+# names a shared content at most 7 times (the database: shared/, each mode's sql-tools
+# sidecar and verifier), so a copy has at most 14,336 names.
+LINK_GROUP = 2048
+
+
+def shared_copy(folder: str, sha: str) -> str:
+    """The copy a task folder's names of a shared content link to:
+    ``_shared/<the first folder of its group>/<sha256>`` (``sql_0``, ``sql_2048`` …)."""
+    domain, _, number = folder.rpartition("_")
+    group = f"{domain}_{int(number) // LINK_GROUP * LINK_GROUP}" if number.isdigit() else "other"
+    return f"{SHARED_CONTENTS}/{group}/{sha}"
+
 
 REGISTRY = "shared/ask-human-data/blocker_registry.json"
 METADATA = "shared/metadata.json"

@@ -15,16 +15,20 @@ outside it, no call back to the app, no internet unless a lead allows it:
   reach it as artifacts declared in ``task.toml``.
 
 Identical files (the database in every mode, the repository in environment and tests) are
-stored once in the archive (hard links, ``tarstream``).
+stored once in the archive (hard links, ``tarstream``); the app's own files, which every task
+carries the same (:func:`common_shas`), once in the bundle.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import shlex
 from typing import Any
 
 from hilbench_annotate.envspec import dockerfile_env, dockerfile_run, python_version
+from hilbench_annotate.instructions import MODES
 
 from . import layout, sidecars
 
@@ -289,3 +293,23 @@ def verifier_toml(domain: str, mode: str) -> str:
     if domain == "sql":
         return _verifier_toml(collect=None, artifacts=[(SUBMISSION, "sql-tools"), *metrics])
     return _verifier_toml(collect=SWE_COLLECT, artifacts=[(AGENT_PATCH, None), *metrics])
+
+
+@functools.cache
+def common_shas() -> frozenset[str]:
+    """The sha256 of the app's own files a task folder carries, the same in every task: the
+    sidecars' and verifiers' code and images, the agent's commands. A bundle stores each once
+    (``_shared/``), whichever tasks carry it."""
+    contents = [
+        *sidecars.sql_tools_files().values(),
+        *sidecars.business_info_files().values(),
+        *sidecars.ask_human_common().values(),
+        *sidecars.sql_verifier_files().values(),
+        *sidecars.swe_verifier_files().values(),
+        *sidecars.agent_tool_files(
+            [["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]]]
+        ).values(),
+    ]
+    for mode in MODES:
+        contents += sidecars.agent_tool_files(sql_tools_for(mode)).values()
+    return frozenset(hashlib.sha256(content).hexdigest() for content in contents if content)

@@ -10,24 +10,29 @@ Every byte is fixed by the files and the chunk size, never by the number of work
 members in a fixed order, ustar headers with mtime 1700000000, uid/gid 0, no owner names,
 mode 0644 (0755 for shell scripts); gzip members with no name or time.
 
-A content carried more than once in a task folder is stored once there: its later names in
-the folder are hard links to the first. A link never leaves its task folder, so one folder
-extracted alone (``tar -xzf bundle.tar.gz sql_3``) has every file — but for a large data file
-several tasks share (``CROSS_TASK_LINK_BYTES`` and more: a database that ten thousand
-questions ask, which would otherwise be copied ten thousand times), whose later names link to
-its first copy in the bundle; ``manifest.json`` lists those (``linked_across_tasks``).
-Links are decided as the chunk is written (a task folder is never split between chunks). A
-content other chunks may carry too — a file from disk (a database, a repository stream) or
-one of ``INLINE_BYTES`` or more that two tasks of the chunk share (the larger sidecars'
-sources) — is compressed once into ``blobs/<sha256>.gz``, and the chunk copies those
-compressed bytes at its first name in each task folder (a gzip member of its own in the
-chunk's data); a smaller content is compressed with the files around it, cheaper than ending
-a gzip member for it (and smaller). Only a content of
-``CROSS_TASK_LINK_BYTES`` or more is left open, a *shared* entry: :func:`assemble` copies it
-at its first name in the bundle and writes a link everywhere else. So the workers do the
-copying in parallel, and the last step copies each chunk's data whole.
-A link may lead to a link that leads to the content (``tar`` and ``tarfile`` extract those in
-order; the importer checks the chain).
+Each byte once (issue 46; why this way: ``docs/bundle/README.md``, *Each content once*):
+
+- A content every task carries the same — the app's own files (the sidecars' and verifiers'
+  code, ``ChunkSpool``'s ``common``), a database, a file from disk of
+  ``CROSS_TASK_LINK_BYTES`` or more — is stored once, at ``_shared/<group>/<sha256>`` (written
+  by :func:`assemble` before every task folder; a copy per ``layout.LINK_GROUP`` folders, as
+  a file system allows a file only so many names), and each of its names in a task folder is a
+  hard link to it: ``tar -xzf`` gives every task folder its files, and one task extracted
+  alone needs ``_shared`` beside it (``tar -xzf bundle.tar.gz _shared sql_3``).
+- Another content carried more than once in a task folder is stored once there: its later
+  names in the folder are hard links to the first. Such a link never leaves its folder.
+- A chunk's members go in the order of their path *within* the task folder, then of the
+  folder (every task's ``baseline/task.toml``, then every task's ``baseline/instruction.md``
+  …): gzip's 32 KiB window then sees the previous task's copy of the same file, and the
+  headers and texts that differ from task to task by a few words cost those words.
+
+A content a chunk copies rather than compresses — a file from disk (a repository stream) or
+one of ``INLINE_BYTES`` or more that two tasks of the chunk share, and every ``_shared``
+content — is compressed once into ``blobs/<sha256>.gz``; the chunk copies those compressed
+bytes at its first name in each task folder (a gzip member of its own in the chunk's data); a
+smaller content is compressed with the files around it, cheaper than ending a gzip member for
+it (and smaller). So the workers do the copying in parallel, and the last step copies each
+chunk's data whole, the ``_shared`` blobs once each and the manifest (``contents``).
 """
 
 from __future__ import annotations
@@ -35,22 +40,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import tarfile
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring
 from pathlib import Path
 
 from isal import isal_zlib
 
-from .layout import FILE_MODE, MANIFEST, TAR_MTIME
+from . import contents as manifest_contents
+from .layout import FILE_MODE, MANIFEST, TAR_MTIME, shared_copy
 
 CHUNK = 1 << 20
-# A content this large that several task folders carry is stored once in the bundle.
+# A file from disk this large is stored once in the bundle (``_shared``), whoever carries it.
 CROSS_TASK_LINK_BYTES = 64 << 20
 # A content in memory several tasks share is compressed once and copied from this size up:
 # below it, compressing it again (ISA-L: about 1.6 µs a KiB) costs less than the gzip member
@@ -176,12 +180,14 @@ def gzip_member(data: bytes) -> bytes:
 
 @dataclass(slots=True)
 class Entry:
-    """One file of the bundle: its name, its content (bytes, or a file on disk) and sha256."""
+    """One file of the bundle: its name, its content (bytes, or a file on disk) and sha256;
+    ``shared``: stored once at ``_shared/<sha>``, the name a hard link to it."""
 
     name: str
     content: bytes | Path
     sha: str
     size: int
+    shared: bool = False
 
 
 @dataclass
@@ -189,18 +195,16 @@ class ChunkRecord:
     """What a written chunk hands to :func:`assemble` (stored as JSON beside its data).
 
     ``items``: ``["data", offset, length, raw]`` — compressed bytes of the chunk's data
-    file to copy, ``raw`` bytes once inflated — or ``["shared", name, sha, size]``: the open
-    place of a content of ``CROSS_TASK_LINK_BYTES`` or more. ``manifest``: the chunk's
-    ``"name": "sha"`` lines, compressed (``manifest_raw`` bytes inflated), at ``manifest_at``
-    in the data file.
+    file to copy, ``raw`` bytes once inflated. ``shared``: ``[copy, sha, size]`` of each copy
+    in ``_shared/`` the chunk's links name (its content: the blob of that sha256).
+    ``contents``: the file of the chunk's part of the manifest (``contents.write_part``).
     """
 
     data: str
     items: list[list] = field(default_factory=list)
     files: int = 0
-    manifest_at: int = 0
-    manifest_length: int = 0
-    manifest_raw: int = 0
+    shared: list[list] = field(default_factory=list)
+    contents: str = ""
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -211,14 +215,17 @@ class ChunkRecord:
 
 
 class ChunkSpool:
-    """Write one chunk of tasks into ``<work>/<name>.gz``; ``write`` returns its record."""
+    """Write one chunk of tasks into ``<work>/<name>.gz``; ``write`` returns its record.
+    ``common``: the sha256 of the contents every task that carries them carries the same
+    (the app's own files), stored once in ``_shared``, as a database is."""
 
-    def __init__(self, work: Path, name: str):
+    def __init__(self, work: Path, name: str, common: frozenset[str] = frozenset()):
         self.work = Path(work)
         self.blobs = self.work / "blobs"
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.path = self.work / f"{name}.gz"
-        self.record = ChunkRecord(data=self.path.name)
+        self.common = common
+        self.record = ChunkRecord(data=self.path.name, contents=f"{name}.contents")
         self._out = None
         self._compressor = None
         self._pending: list[bytes] = []  # raw bytes of the segment not yet compressed
@@ -228,7 +235,9 @@ class ChunkSpool:
         self._segment_start = 0  # where the segment's compressed bytes begin in it
         self._blobs: dict[str, bytes | None] = {}  # sha -> the blob's bytes, once read
         self._hashed: dict[int, tuple[bytes, str]] = {}
-        self._files: dict[str, tuple[str, int]] = {}  # a file from disk -> its sha256, size
+        self._files: dict[str, tuple] = {}  # a file from disk -> its sha256, size, shared
+        self._copies: dict[tuple[str, str], str] = {}  # (folder, sha) -> its _shared copy
+        self._shared: dict[str, tuple[str, int]] = {}  # a _shared copy -> its sha256, size
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
@@ -238,9 +247,12 @@ class ChunkSpool:
             known = self._files.get(str(content))
             if known is None:
                 entry = Entry(name, content, file_sha256_cached(content), content.stat().st_size)
+                entry.shared = bool(entry.size) and (
+                    name.endswith(".sqlite") or entry.size >= CROSS_TASK_LINK_BYTES
+                )
                 if entry.size:
                     self._blob(entry)
-                self._files[str(content)] = (entry.sha, entry.size)
+                self._files[str(content)] = (entry.sha, entry.size, entry.shared)
                 return entry
             return Entry(name, content, *known)
         # The sidecars' sources are the same bytes object in every task: hashed once. The
@@ -248,7 +260,7 @@ class ChunkSpool:
         seen = self._hashed.get(id(content))
         if seen is None:
             seen = self._hashed[id(content)] = (content, hashlib.sha256(content).hexdigest())
-        return Entry(name, content, seen[1], len(content))
+        return Entry(name, content, seen[1], len(content), bool(content) and seen[1] in self.common)
 
     def _blob(self, entry: Entry) -> None:
         if entry.sha not in self._blobs:
@@ -273,30 +285,40 @@ class ChunkSpool:
                 self._write(data)
 
     def write(self, tasks: Iterable[list[Entry]]) -> ChunkRecord:
-        """``tasks``: each task's entries (from :meth:`entry`) in the order they go in the
-        bundle. A file from disk is never read again here: it is a shared entry."""
+        """``tasks``: each task's entries (from :meth:`entry`), a task folder each. They go
+        in the order of their path within the folder, then of the task (module docstring).
+        A file from disk is never read again here: it is copied from its blob."""
         tasks = list(tasks)
-        shared = _shared_shas(tasks)
+        copied = _copied_shas(tasks)
         first: dict[tuple[str, str], str] = {}  # (folder, sha) -> the first name there
-        lines: list[bytes] = []
+        names: dict[str, list[str]] = {}  # sha -> the chunk's names of it, in order
+        by_path: dict[str, list[Entry]] = {}  # a path within the folder -> its entries
+        for entries in tasks:
+            for entry in entries:
+                by_path.setdefault(entry.name.partition("/")[2] or entry.name, []).append(entry)
         partial = self.path.with_name(self.path.name + ".part")
         with open(partial, "wb") as self._out:
-            for entries in tasks:
-                for entry in entries:
-                    self._add(entry, first, shared)
-                    lines.append(_manifest_line(entry))
+            for path in sorted(by_path):
+                for entry in by_path[path]:
+                    self._add(entry, first, copied)
+                    names.setdefault(entry.sha, []).append(entry.name)
             self._end_segment()
-            text = b",\n    ".join(lines)
-            manifest = gzip_member(text)
-            self.record.manifest_at = self._at
-            self.record.manifest_length = len(manifest)
-            self.record.manifest_raw = len(text)
-            self._out.write(manifest)
         os.replace(partial, self.path)
-        self.record.files = len(lines)
+        manifest_contents.write_part(self.work / self.record.contents, names)
+        self.record.shared = [[copy, *shared] for copy, shared in sorted(self._shared.items())]
+        self.record.files = sum(map(len, tasks))
         return self.record
 
-    def _add(self, entry: Entry, first: dict[tuple[str, str], str], shared: set[str]) -> None:
+    def _add(self, entry: Entry, first: dict[tuple[str, str], str], copied: set[str]) -> None:
+        if entry.shared:
+            self._blob(entry)
+            folder = _folder(entry.name)
+            link = self._copies.get((folder, entry.sha))
+            if link is None:
+                link = self._copies[folder, entry.sha] = shared_copy(folder, entry.sha)
+                self._shared[link] = (entry.sha, entry.size)
+            self._member(tar_header(entry.name, 0, link))
+            return
         key = (_folder(entry.name), entry.sha)
         earlier = first.get(key) if entry.size else None
         if earlier is not None:
@@ -304,12 +326,8 @@ class ChunkSpool:
             return
         if entry.size:
             first[key] = entry.name
-        if entry.sha in shared and entry.size:
+        if entry.sha in copied and entry.size:
             self._blob(entry)
-            if entry.size >= CROSS_TASK_LINK_BYTES:
-                self._end_segment()
-                self.record.items.append(["shared", entry.name, entry.sha, entry.size])
-                return
             self._member(tar_header(entry.name, entry.size))
             self._end_segment()
             at = self._at
@@ -370,7 +388,7 @@ def _folder(name: str) -> str:
     return name.split("/", 1)[0]
 
 
-def _shared_shas(tasks: list[list[Entry]]) -> set[str]:
+def _copied_shas(tasks: list[list[Entry]]) -> set[str]:
     """Contents copied from their blob: files from disk, and contents of ``INLINE_BYTES`` or
     more that two tasks carry."""
     owners: dict[str, int] = {}
@@ -382,12 +400,6 @@ def _shared_shas(tasks: list[list[Entry]]) -> set[str]:
             ):
                 shared.add(entry.sha)
     return shared
-
-
-def _manifest_line(entry: Entry) -> bytes:
-    # As json.dumps(name, ensure_ascii=False) writes it (its own C encoder, without the
-    # cost of a json.dumps call per file).
-    return f'{encode_basestring(entry.name)}: "{entry.sha}"'.encode()
 
 
 def _blob(blobs: Path, entry: Entry) -> None:
@@ -439,6 +451,22 @@ class _Output:
             finally:
                 self._hashed()  # the source stays open until it is read
         self.raw += raw
+
+    def compress_file(self, path: Path) -> None:
+        """A file's bytes, with the raw bytes written before (not yet flushed), compressed
+        as one gzip member a read at a time (the manifest: never held whole)."""
+        compressor = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
+        pending, self.pending = b"".join(self.pending), []
+        compressed = [compressor.compress(pending)]
+        with open(path, "rb") as source:
+            while block := source.read(CHUNK):
+                self.raw += len(block)
+                compressed.append(compressor.compress(block))
+                if sum(map(len, compressed)) >= CHUNK:
+                    self._put(b"".join(compressed))
+                    compressed = []
+        compressed.append(compressor.flush())
+        self._put(b"".join(compressed))
 
     def flush(self) -> None:
         if self.pending:
@@ -520,29 +548,35 @@ def _copy_range(source: int, target: int, offset: int, length: int, path: Path) 
 
 
 def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) -> dict:
-    """Join the chunks into ``out`` (a ``.tar.gz``); ``manifest``: the top-level
-    ``manifest.json`` but its ``files``, which are the chunks' manifest lines, in order.
-    Returns the bundle's size, sha256 and number of files (the manifest not counted)."""
+    """Join the chunks into ``out`` (a ``.tar.gz``): ``_shared/`` first (each content the
+    chunks' links name, once), then each chunk's data, then ``manifest.json`` — ``manifest``
+    with ``contents`` merged from the chunks' parts. Returns the bundle's size, sha256 and
+    number of files (in task folders and at the top; ``_shared`` and the manifest not counted)."""
     out, work = Path(out), Path(work)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".part")
-    firsts: dict[tuple[str, str], str] = {}
-    across: dict[str, str] = {}  # later name -> its first copy in another task folder
+    shared = {copy: (sha, size) for record in records for copy, sha, size in record.shared}
+    shared = dict(sorted(shared.items()))
     output = None
     try:
         with open(partial, "wb", buffering=0) as handle:
             output = _Output(handle)
+            for copy, (sha, size) in shared.items():
+                blob = work / "blobs" / f"{sha}.gz"
+                output.write_raw(tar_header(copy, size))
+                output.copy(blob, 0, blob.stat().st_size, size + len(padding(size)))
             for record in records:
                 data = work / record.data
-                for item in record.items:
-                    if item[0] == "data":
-                        output.copy(data, *item[1:])
-                    else:
-                        _shared(output, work, firsts, across, *item[1:])
-            if across:
-                manifest = {**manifest, "linked_across_tasks": across}
-            _manifest(output, work, records, manifest)
-            output.write_raw(b"\0" * (2 * BLOCK))
+                for _, offset, length, raw in record.items:
+                    output.copy(data, offset, length, raw)
+            text = work / MANIFEST
+            size = manifest_contents.write_manifest(
+                text, manifest, [work / r.contents for r in records],
+                shared=[(sha, copy) for copy, (sha, _) in shared.items()],
+            )  # fmt: skip
+            output.write_raw(tar_header(MANIFEST, size))
+            output.compress_file(text)
+            output.write_raw(padding(size) + b"\0" * (2 * BLOCK))
             output.write_raw(b"\0" * (-output.raw % RECORD))
             output.flush()
             sha256 = output.close()
@@ -558,41 +592,3 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
         "sha256": sha256,
         "files": sum(r.files for r in records),
     }
-
-
-def _shared(
-    output: _Output, work: Path, firsts: dict[tuple[str, str], str], across: dict, name, sha, size
-) -> None:
-    """A shared entry's place: a link to its first copy in the task folder (or, for a large
-    file, in the bundle), or its content, copied compressed from its blob."""
-    key = ("", sha) if size >= CROSS_TASK_LINK_BYTES else (_folder(name), sha)
-    if key in firsts:
-        output.write_raw(tar_header(name, 0, firsts[key]))
-        if key[0] == "":
-            across[name] = firsts[key]
-        return
-    firsts[key] = name
-    output.write_raw(tar_header(name, size))
-    output.copy(work / "blobs" / f"{sha}.gz", 0, (work / "blobs" / f"{sha}.gz").stat().st_size,
-                size + len(padding(size)))  # fmt: skip
-
-
-def _manifest(output: _Output, work: Path, records: list[ChunkRecord], header: dict) -> None:
-    """``manifest.json`` (sorted keys, indent 2): the header's fields, and ``files`` with
-    every chunk's lines, each already compressed by its chunk."""
-    marker = "\x00files\x00"
-    text = json.dumps({**header, "files": marker}, sort_keys=True, indent=2, ensure_ascii=False)
-    before, after = text.split(json.dumps(marker), 1)
-    parts = [r for r in records if r.manifest_raw]
-    head = before.encode() + b"{"
-    tail = b"\n  }" + after.encode() + b"\n"
-    size = len(head) + sum(len(b"\n    ") + r.manifest_raw for r in parts) + len(tail)
-    if parts:
-        size += len(b",") * (len(parts) - 1)
-    output.write_raw(tar_header(MANIFEST, size) + head)
-    for number, record in enumerate(parts):
-        output.write_raw(b",\n    " if number else b"\n    ")
-        output.copy(
-            work / record.data, record.manifest_at, record.manifest_length, record.manifest_raw
-        )
-    output.write_raw(tail + padding(size))

@@ -48,7 +48,7 @@ from hilbench_annotate.toolkit.iteration import batched, fewer_collections
 from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
-from . import layout, release_runtime
+from . import layout, modes, release_runtime
 from .documents import judge_settings_for
 from .harness import harness_files
 from .judge_choice import LlmJudge, ask_human_judge
@@ -335,7 +335,7 @@ def chunk_write(
         "provenance (review.json)",
         chunk.failed,
     )
-    spool = ChunkSpool(work, name)
+    spool = ChunkSpool(work, name, common=modes.common_shas())
     written: list[list[Entry]] = []
     exported = []
     skipped = []
@@ -474,7 +474,7 @@ def bundle_manifest(
 ) -> dict:
     return {
         "format": layout.FORMAT,
-        "format_version": layout.FORMAT_VERSION,
+        "format_version": layout.BUNDLE_VERSION,
         "app_version": app_version(),
         "created_at": timezone.now().isoformat(timespec="seconds"),
         "draft": options.draft,

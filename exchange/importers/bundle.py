@@ -59,22 +59,27 @@ def verify_manifest(root: Path) -> dict | None:
         raise ImportRefused(f"manifest.json is not valid JSON: {exc}", []) from exc
     if not isinstance(manifest, dict) or manifest.get("format") != layout.FORMAT:
         raise ImportRefused(f"manifest.json is not a {layout.FORMAT} manifest.", [])
-    if manifest.get("format_version") != layout.FORMAT_VERSION:
+    version = manifest.get("format_version")
+    if isinstance(version, bool) or version not in layout.BUNDLE_VERSIONS:
         raise ImportRefused(
             f"Bundle format version {manifest.get('format_version')!r}; this app reads "
-            f"{layout.FORMAT_VERSION}.",
+            + " and ".join(str(v) for v in layout.BUNDLE_VERSIONS)
+            + ".",
             [],
         )
-    listed = manifest.get("files")
-    if not isinstance(listed, dict):
-        raise ImportRefused('manifest.json has no "files" object.', [])
+    listed = _listed(manifest, problems)
     present = set(files) - {layout.MANIFEST}
     for name in sorted(set(listed) - present):
         problems.append(f"{name}: listed in the manifest but absent")
     for name in sorted(present - set(listed)):
         problems.append(f"{name}: present but not listed in the manifest")
+    hashed: dict[tuple[int, int], str] = {}  # a content stored once (hard links): hashed once
     for name in sorted(present & set(listed)):
-        if file_sha256(root / name) != listed[name]:
+        stat = (root / name).stat()
+        inode = (stat.st_dev, stat.st_ino)
+        if inode not in hashed:
+            hashed[inode] = file_sha256(root / name)
+        if hashed[inode] != listed[name]:
             problems.append(f"{name}: sha256 does not match the manifest (changed or corrupt)")
     if problems:
         raise ImportRefused(
@@ -82,6 +87,29 @@ def verify_manifest(root: Path) -> dict | None:
             [("file", p) for p in problems],
         )
     return manifest
+
+
+def _listed(manifest: dict, problems: list[str]) -> dict[str, str]:
+    """Path -> sha256 of every file the manifest lists: version 2 names each content once
+    with its paths (``contents``), version 1 each path with its content (``files``)."""
+    if manifest["format_version"] == 1:
+        listed = manifest.get("files")
+        if not isinstance(listed, dict):
+            raise ImportRefused('manifest.json has no "files" object.', [])
+        return listed
+    contents = manifest.get("contents")
+    if not isinstance(contents, dict) or not all(
+        isinstance(paths, list) and all(isinstance(p, str) for p in paths)
+        for paths in contents.values()
+    ):
+        raise ImportRefused('manifest.json has no "contents" object of lists of paths.', [])
+    listed: dict[str, str] = {}
+    for sha, paths in contents.items():
+        for name in paths:
+            if name in listed:
+                problems.append(f"{name}: listed twice in the manifest")
+            listed[name] = sha
+    return listed
 
 
 def _bundle_root(extracted: Path) -> Path:

@@ -209,6 +209,22 @@ def members(bundle: Path) -> dict[str, bytes]:
         return {m.name: tf.extractfile(m).read() for m in tf if m.isfile() or m.islnk()}
 
 
+def manifest_files(manifest: dict) -> dict[str, str]:
+    """Path -> sha256 of every file the manifest lists (it names each content once)."""
+    return {name: sha for sha, names in manifest["contents"].items() for name in names}
+
+
+def manifest_relist(manifest: dict, name: str, sha: str) -> None:
+    """The manifest saying that ``name`` holds the content ``sha`` (a test's forgery)."""
+    contents = manifest["contents"]
+    for other, names in list(contents.items()):
+        if name in names:
+            names.remove(name)
+            if not names:
+                del contents[other]
+    contents.setdefault(sha, []).append(name)
+
+
 def extract(bundle: Path, dest: Path) -> Path:
     with tarfile.open(bundle) as tf:
         tf.extractall(dest, filter="data")

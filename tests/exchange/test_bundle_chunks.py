@@ -95,32 +95,44 @@ def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(
     assert chunked.report["files"] == whole.report["files"]
     with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
         stored = [m for m in tf if m.isfile()]
+        links = [m for m in tf if m.islnk()]
     database = SqlEnvironment.objects.get(task=tasks[0]).database.path.read_bytes()
     with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
         copies = [m.name for m in stored if tf.extractfile(m).read() == database]
-    # Six tasks share the database, each in seven places: one copy per task folder, at its
-    # first name there (a task's files go in path order); a link never leaves its folder.
-    first = "ask_human/environment/sidecars/sql-tools/data/database.sqlite"
-    assert copies == [f"sql_{n}/{first}" for n in range(6)]
-    sidecar = [m.name for m in stored if m.name.endswith("sidecars/sql-tools/sql_tools.py")]
-    assert sidecar == [f"sql_{n}/ask_human/environment/sidecars/sql-tools/sql_tools.py"
-                       for n in range(6)]  # fmt: skip
+    # Six tasks share the database (each in seven places) and the app's code: each stored
+    # once in the bundle, in _shared/, every name of it in a task folder a link to it.
+    assert copies == [f"_shared/sql_0/{hashlib.sha256(database).hexdigest()}"]
+    assert not [m.name for m in stored if m.name.endswith("sidecars/sql-tools/sql_tools.py")]
+    tools = {m.linkname for m in links if m.name.endswith("sidecars/sql-tools/sql_tools.py")}
+    assert len(tools) == 1 and tools.pop().startswith("_shared/")
+    # Any other link stays in its folder; no content is stored twice.
+    assert links and all(
+        m.linkname.split("/")[0] in ("_shared", m.name.split("/")[0]) for m in links
+    )
     with tarfile.open(tmp_path / "chunked.tar.gz") as tf:
-        links = [m for m in tf if m.islnk()]
-    assert links and all(m.linkname.split("/")[0] == m.name.split("/")[0] for m in links)
-    assert "linked_across_tasks" not in json.loads(_files(tmp_path / "chunked.tar.gz")[
-        layout.MANIFEST])  # fmt: skip
+        stored_shas = [hashlib.sha256(tf.extractfile(m).read()).hexdigest() for m in stored
+                       if m.size and not m.name.startswith(("sql_", "swe_"))]  # fmt: skip
+    assert len(stored_shas) == len(set(stored_shas))
+    # The manifest names each content once, with every path that carries it.
+    manifest = json.loads(_files(tmp_path / "chunked.tar.gz")[layout.MANIFEST])
+    paths = [p for names in manifest["contents"].values() for p in names]
+    assert len(paths) == len(set(paths))
+    assert sorted(paths) == sorted(n for n in _files(tmp_path / "chunked.tar.gz")
+                                   if n != layout.MANIFEST)  # fmt: skip
 
-    # One task folder extracted alone by GNU tar has every one of its files.
+    # One task folder extracted with _shared beside it by GNU tar has every one of its files.
     alone = tmp_path / "alone"
     alone.mkdir()
     subprocess.run(
-        ["tar", "-xzf", str(tmp_path / "chunked.tar.gz"), "-C", str(alone), "sql_4"], check=True
+        ["tar", "-xzf", str(tmp_path / "chunked.tar.gz"), "-C", str(alone), "_shared", "sql_4"],
+        check=True,
     )
     listed = [n for n in _files(tmp_path / "chunked.tar.gz") if n.startswith("sql_4/")]
-    assert sorted(p.relative_to(alone).as_posix() for p in alone.rglob("*") if p.is_file()) == (
-        sorted(listed)
-    )
+    task_files = sorted(
+        p.relative_to(alone).as_posix() for p in alone.rglob("*")
+        if p.is_file() and not p.relative_to(alone).as_posix().startswith("_shared/")
+    )  # fmt: skip
+    assert task_files == sorted(listed)
     assert (alone / "sql_4/full_info/tests/database.sqlite").read_bytes() == database
 
     # tar follows the links (some lead to a chunk's first copy, itself a link) …
@@ -134,29 +146,26 @@ def test_a_bundle_in_chunks_holds_what_one_chunk_holds_each_content_stored_once(
     assert len(report.created) == len(tasks)
 
 
-def test_a_large_file_many_tasks_share_is_stored_once_and_the_manifest_says_where(
-    settings, tmp_path, monkeypatch
-):
-    """Past CROSS_TASK_LINK_BYTES a database the tasks share is stored once in the bundle
-    (ten thousand questions on one large database would otherwise copy it ten thousand
-    times): its later names link across task folders, and the manifest lists them."""
+def test_a_large_file_from_disk_is_stored_once_in_shared(settings, tmp_path, monkeypatch):
+    """Past CROSS_TASK_LINK_BYTES a file from disk (here the SWE task's repository stream) is
+    stored once, in _shared/, whoever carries it; its names link to that copy, and the
+    manifest lists them under its sha256 (format 1 had listed them as ``linked_across_tasks``)."""
     from exchange.bundles import tarstream
 
     project = seed_demo(settings, tmp_path)
-    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))[:3]
-    database = SqlEnvironment.objects.get(task=tasks[0]).database.path.read_bytes()
-    monkeypatch.setattr(tarstream, "CROSS_TASK_LINK_BYTES", len(database))
-    settings.EXPORT_CHUNK_SIZE = 2
+    tasks = list(Task.objects.filter(project=project, domain="swe").order_by("pk"))[:1]
+    monkeypatch.setattr(tarstream, "CROSS_TASK_LINK_BYTES", 1)
     job = _export(project, tasks, tmp_path / "b.tar.gz")
-    items = [i for c in job.chunks.filter(phase="write") for i in c.result["record"]["items"]]
-    assert {i[3] for i in items if i[0] == "shared"} == {len(database)}  # left to the assembly
+    assert job.status == "succeeded", job.error
     with tarfile.open(tmp_path / "b.tar.gz") as tf:
-        copies = [m.name for m in tf if m.isfile() and tf.extractfile(m).read() == database]
+        links = {m.name: m.linkname for m in tf if m.islnk()}
         manifest = json.loads(tf.extractfile(layout.MANIFEST).read())
-    assert copies == ["sql_0/ask_human/environment/sidecars/sql-tools/data/database.sqlite"]
-    across = manifest["linked_across_tasks"]
-    assert across and {name.split("/")[0] for name in across} == {"sql_1", "sql_2"}
-    assert set(across.values()) == set(copies)
+    streams = {n: t for n, t in links.items() if n.endswith("repository.fast-export")}
+    assert len(streams) >= 3 and len(set(streams.values())) == 1
+    [target] = set(streams.values())
+    sha = target.rsplit("/", 1)[1]
+    assert set(manifest["contents"][sha]) == {target, *streams}
+    assert "linked_across_tasks" not in manifest
 
 
 def test_export_queries_are_a_fixed_number_a_chunk(settings, tmp_path):
@@ -321,3 +330,40 @@ def test_a_chunk_shorter_than_its_record_fails_the_assembly(tmp_path):
     with pytest.raises(OSError, match="ends before its record says"):
         assemble(out, work, [record], {"draft": True})
     assert not out.exists() and not out.with_name(out.name + ".part").exists()
+
+
+def test_a_shared_copy_serves_one_group_of_folders_as_file_systems_cap_names(tmp_path):
+    """ext4 allows a file 65,000 names: 10,000 tasks naming the database 7 times each made
+    ``tar -x`` refuse the last 5,000 links ("Too many links"). Each copy in _shared/ serves
+    LINK_GROUP folders of a domain; the manifest lists every copy under the one sha256."""
+    from exchange.bundles.layout import LINK_GROUP, shared_copy
+    from exchange.bundles.tarstream import ChunkSpool, assemble
+
+    assert shared_copy("sql_7", "ab") == "_shared/sql_0/ab"
+    assert shared_copy(f"swe_{LINK_GROUP + 3}", "ab") == f"_shared/swe_{LINK_GROUP}/ab"
+    code = b"print('the same in every task')\n"
+    sha = hashlib.sha256(code).hexdigest()
+    work = tmp_path / "work"
+    records = []
+    for number, folders in enumerate([["sql_0", "sql_1"], [f"sql_{LINK_GROUP}"]]):
+        spool = ChunkSpool(work, f"chunk-{number}", common=frozenset({sha}))
+        tasks = [
+            [spool.entry(f"{f}/{mode}/tests/compare.py", code) for mode in ("a", "b")]
+            + [spool.entry(f"{f}/own.txt", f.encode())]
+            for f in folders
+        ]
+        records.append(spool.write(tasks))
+    info = assemble(tmp_path / "b.tar.gz", work, records, {"format_version": 2})
+    assert info["files"] == 9
+    with tarfile.open(tmp_path / "b.tar.gz") as tf:
+        stored = sorted(m.name for m in tf if m.isfile() and m.name.startswith("_shared/"))
+        links = {m.name: m.linkname for m in tf if m.islnk()}
+        manifest = json.loads(tf.extractfile(layout.MANIFEST).read())
+    assert stored == [f"_shared/sql_0/{sha}", f"_shared/sql_{LINK_GROUP}/{sha}"]
+    assert links[f"sql_{LINK_GROUP}/a/tests/compare.py"] == stored[1]
+    assert {links[f"sql_{n}/b/tests/compare.py"] for n in (0, 1)} == {stored[0]}
+    assert sorted(manifest["contents"][sha]) == sorted([*stored, *links])
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "-xzf", str(tmp_path / "b.tar.gz"), "-C", str(out)], check=True)
+    assert (out / f"sql_{LINK_GROUP}/b/tests/compare.py").read_bytes() == code

@@ -25,6 +25,7 @@ from .bundle_helpers import (
     export,
     extract,
     lead_of,
+    manifest_files,
     members,
     seed_demo,
     sql_task,
@@ -331,19 +332,22 @@ def test_the_shipped_repository_holds_the_base_commit_metadata_names(bundle, tmp
 
 def test_a_file_carried_twice_is_stored_once_as_hard_links(demo_bundle, tmp_path):
     """The database is in shared/, in every mode's sql-tools sidecar and verifier: one copy
-    in the archive, the other names hard links to it, which tar and our importer restore."""
+    in the bundle (``_shared/sql_0/<sha256>``), every name of it a hard link to that copy, which tar
+    and our importer restore."""
     out = demo_bundle
     with tarfile.open(out) as tf:
         databases = [m for m in tf if m.name.endswith("database.sqlite")]
-    regular = [m.name for m in databases if m.isfile()]
+        stored = {m.name: m for m in tf if m.isfile()}
+    assert not [m for m in databases if m.isfile()]
     links = {m.name: m.linkname for m in databases if m.islnk()}
-    assert regular == [min(m.name for m in databases)]
-    assert len(links) == 6 and set(links.values()) == set(regular)
+    assert len(links) == 7 and len(set(links.values())) == 1
+    [regular] = set(links.values())
+    assert regular.startswith("_shared/") and regular in stored
     subprocess.run(["tar", "-xzf", str(out), "-C", str(tmp_path)], check=True)
-    copies = {(tmp_path / name).read_bytes() for name in [*regular, *links]}
+    copies = {(tmp_path / name).read_bytes() for name in [regular, *links]}
     assert len(copies) == 1 and next(iter(copies))[:16] == b"SQLite format 3\x00"
-    manifest = json.loads(members(out)[layout.MANIFEST])
-    assert len({manifest["files"][name] for name in [*regular, *links]}) == 1
+    manifest = manifest_files(json.loads(members(out)[layout.MANIFEST]))
+    assert {manifest[name] for name in [regular, *links]} == {regular.rsplit("/", 1)[1]}
 
 
 def test_shell_scripts_keep_their_exec_bit(demo_bundle):

@@ -2,6 +2,7 @@
 clear reason, and leave the database as it was."""
 
 import io
+import json
 import subprocess
 import tarfile
 import time
@@ -20,7 +21,7 @@ from hilbench_annotate.errors import ImportRefused
 from hilbench_annotate.models import Task
 from hilbench_annotate.vocabulary import TaskSource
 
-from .bundle_helpers import export, members, seed_demo, tar_of
+from .bundle_helpers import export, manifest_files, manifest_relist, members, seed_demo, tar_of
 
 pytestmark = pytest.mark.django_db
 
@@ -171,6 +172,36 @@ def test_a_file_missing_from_the_manifest_is_refused(demo_bundle, project, tmp_p
     assert "sql_0/shared/golden_output.csv: listed in the manifest but absent" in error.render()
 
 
+def test_a_path_listed_under_two_contents_is_refused(demo_bundle, project, tmp_path):
+    """Format 2 names each content once with its paths: a path under two contents is refused."""
+    files = members(demo_bundle)
+    manifest = json.loads(files[layout.MANIFEST])
+    contents = manifest["contents"]
+    own = [sha for sha, names in contents.items() if "sql_0/shared/ground_truth.sql" in names]
+    other = next(sha for sha in contents if sha not in own)
+    contents[other].append("sql_0/shared/ground_truth.sql")
+    files[layout.MANIFEST] = layout.dumps(manifest)
+    twice = tmp_path / "twice.tar.gz"
+    twice.write_bytes(tar_of(files))
+    _refused(project, twice, "sql_0/shared/ground_truth.sql: listed twice in the manifest")
+
+
+def test_a_format_1_bundle_is_still_read(demo_bundle, project, tmp_path):
+    """Bundles written before issue 46 list every path's sha256 (``files``) and store each file
+    in its folder (here every member a regular file): the importer reads them as before."""
+    files = {n: c for n, c in members(demo_bundle).items() if not n.startswith("_shared/")}
+    manifest = json.loads(files[layout.MANIFEST])
+    listed = manifest_files(manifest)
+    manifest["files"] = {n: sha for n, sha in listed.items() if not n.startswith("_shared/")}
+    del manifest["contents"]
+    manifest["format_version"] = 1
+    files[layout.MANIFEST] = layout.dumps(manifest)
+    old = tmp_path / "format-1.tar.gz"
+    old.write_bytes(tar_of(files))
+    report = import_bundle(project=project, path=old)
+    assert report.created == ["sql_0"]
+
+
 def test_one_bad_task_folder_imports_nothing(settings, tmp_path):
     project = seed_demo(settings, tmp_path)
     bundle = export(
@@ -190,7 +221,7 @@ def test_one_bad_task_folder_imports_nothing(settings, tmp_path):
     name = "sql_1/baseline/instruction.md"
     files[name] = files[name].replace(b"Answer the following question:", b"Answer this:")
     manifest = json.loads(files[layout.MANIFEST])
-    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    manifest_relist(manifest, name, hashlib.sha256(files[name]).hexdigest())
     files[layout.MANIFEST] = layout.dumps(manifest)
     broken = tmp_path / "broken.tar.gz"
     broken.write_bytes(tar_of(files))

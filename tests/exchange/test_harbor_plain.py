@@ -23,7 +23,7 @@ from exchange.bundles import harness
 from tests.validators.conftest import _skip, docker_or_skip
 
 from ..conftest import ROOT
-from .bundle_helpers import export, extract, members
+from .bundle_helpers import export, extract, manifest_files, members
 
 pytestmark = [pytest.mark.django_db, pytest.mark.containers]
 HARBOR = ROOT / ".venv-harbor"
@@ -49,7 +49,7 @@ def test_the_bundle_carries_the_offline_environment_and_the_command(demo_bundle)
     command = harness.offline_command("sql_0/baseline")
     assert command.encode() in files[harness.README]
     manifest = json.loads(files["manifest.json"])
-    assert f"{harness.PACKAGE}/environments.py" in manifest["files"]
+    assert f"{harness.PACKAGE}/environments.py" in manifest_files(manifest)
     # The user guide says the same line.
     assert command in (ROOT / "docs" / "user-guide.md").read_text()
 

@@ -18,7 +18,7 @@ from hilbench_annotate.models import Membership, Project, Task
 from hilbench_annotate.toolkit.faststream import StreamRefused, checked_stream
 from hilbench_annotate.vocabulary import Role
 
-from .bundle_helpers import export, members, plant_swe, seed_demo, tar_of
+from .bundle_helpers import export, manifest_relist, members, plant_swe, seed_demo, tar_of
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def _tampered(bundle, tmp_path, prefix: bytes):
     (name,) = [n for n in files if n.endswith(layout.SWE_REPOSITORY)]
     files[name] = prefix + files[name]
     manifest = json.loads(files[layout.MANIFEST])
-    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    manifest_relist(manifest, name, hashlib.sha256(files[name]).hexdigest())
     files[layout.MANIFEST] = layout.dumps(manifest)
     out = tmp_path / "evil.tar.gz"
     out.write_bytes(tar_of(files))

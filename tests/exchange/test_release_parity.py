@@ -51,7 +51,12 @@ def _export(project, tasks, out):
         tasks=[t.pk for t in tasks],
         draft=True,
     )
-    return {k: v for k, v in members(out).items() if k != layout.MANIFEST}
+    # _shared/ stores once what task folders carry the same (their names link to it).
+    return {
+        k: v
+        for k, v in members(out).items()
+        if k != layout.MANIFEST and not k.startswith(f"{layout.SHARED_CONTENTS}/")
+    }
 
 
 def _generated(exported: dict[str, bytes]) -> set[str]:
@@ -194,7 +199,10 @@ def test_allow_internet_is_the_lead_s_for_app_tasks_and_the_release_s_for_releas
     assert json.loads(files[layout.MANIFEST])["allow_internet"] is allowed
     folders = {e["folder"] for e in json.loads(files[layout.MANIFEST])["tasks"]}
     assert len(folders) == len(tasks)
-    assert {name.split("/", 1)[0] for name in files if "/" in name} == folders | {PACKAGE}
+    assert {name.split("/", 1)[0] for name in files if "/" in name} == folders | {
+        PACKAGE,
+        layout.SHARED_CONTENTS,
+    }
     entries = {e["folder"]: e for e in json.loads(files[layout.MANIFEST])["tasks"]}
     for folder in sorted(folders):
         kept = json.loads(files[f"{folder}/{layout.ANNOTATE}"])["release_files"]

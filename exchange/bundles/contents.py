@@ -1,0 +1,73 @@
+"""``manifest.json``'s ``contents``: each content of the bundle named once, by its sha256,
+with every path that carries it, in path order (its copy in ``_shared/`` among them).
+
+A chunk writes its part (:func:`write_part`): a line per content, sorted by sha256 —
+``<sha>\\t<path>\\t<path>…``, each path as JSON writes it. The assembly merges the parts a
+line at a time (:func:`write_manifest`) into the manifest's text, written as every JSON file
+of the bundle is (sorted keys, indent 2, UTF-8), without holding it in memory: ten thousand
+tasks name a million paths.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring
+from pathlib import Path
+
+from . import layout
+
+SHA_LENGTH = 64
+_MARK = "\x00contents\x00"
+
+
+def write_part(path: Path, contents: dict[str, list[str]]) -> None:
+    """A chunk's part: ``contents`` (sha256 -> its paths in the chunk, in order)."""
+    with open(path, "w", encoding="utf-8") as out:
+        for sha in sorted(contents):
+            out.write(sha + "\t" + "\t".join(encode_basestring(n) for n in contents[sha]) + "\n")
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8") as handle:
+        yield from handle
+
+
+def _shared_lines(shared: Iterable[tuple[str, str]]) -> Iterator[str]:
+    for sha, path in sorted(shared):
+        yield f"{sha}\t{encode_basestring(path)}\n"
+
+
+def write_manifest(
+    out: Path, header: dict, parts: list[Path], *, shared: Iterable[tuple[str, str]]
+) -> int:
+    """``manifest.json`` into ``out``: ``header``'s fields and ``contents``, merged from the
+    chunks' ``parts`` and ``shared`` (``(sha256, path)`` of each copy in ``_shared/``).
+    Returns its size in bytes."""
+    mark = layout.dumps(_MARK).decode().rstrip("\n")
+    before, after = layout.dumps({**header, "contents": _MARK}).decode().split(mark, 1)
+    merged = heapq.merge(
+        _shared_lines(shared),
+        *(_lines(p) for p in parts),
+        key=lambda line: line[:SHA_LENGTH],
+    )
+    size = 0
+    with open(out, "wb") as handle:
+
+        def write(text: str) -> None:
+            nonlocal size
+            size += handle.write(text.encode())
+
+        write(before)
+        opened = False
+        for sha, lines in itertools.groupby(merged, key=lambda line: line[:SHA_LENGTH]):
+            # In path order: the same whatever the chunks (their order within one is not).
+            paths = ",\n      ".join(
+                sorted(p for line in lines for p in line[SHA_LENGTH + 1 :].rstrip("\n").split("\t"))
+            )
+            write((",\n" if opened else "{\n") + f'    "{sha}": [\n      {paths}\n    ]')
+            opened = True
+        write("\n  }" if opened else "{}")
+        write(after)
+    return size
