@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from hilbench_annotate.models import Blocker, Revision, Task, TriggerQuestion
 from hilbench_annotate.selectors import task_list
@@ -44,6 +44,9 @@ class Table:
     columns: tuple[str, ...]
     rows: Rows  # the table's rows for a chunk of task rows
     description: str
+    # The tasks that can have a row, when few do: the download walks those only, not every
+    # task of the project a chunk at a time for a handful of rows.
+    having: Callable[[], Q] | None = None
 
 
 def _iso(value) -> str:
@@ -206,6 +209,7 @@ TABLES: dict[str, Table] = {
         ),  # fmt: skip
         _label_rows,
         "one row a label of a settled held-out question: the blocker it names, and the gold",
+        having=lambda: Q(pk__in=ValidationQuestion.objects.values("task_id")),
     ),
     "decisions": Table(
         "decisions",
@@ -226,14 +230,17 @@ TABLES: dict[str, Table] = {
         ),  # fmt: skip
         _decision_rows,
         "one row a reviewer's decision at a layer: outcome, summary, checklist, notes",
+        having=lambda: Q(pk__in=ReviewDecision.objects.values("task_id")),
     ),
 }
 
 
-def _task_chunks(user, filters: Mapping[str, str]) -> Iterator[list[dict]]:
+def _task_chunks(user, filters: Mapping[str, str], having=None) -> Iterator[list[dict]]:
     """The readable tasks the filters match, ``ANALYSIS_CHUNK`` at a time in id order: three
     queries a chunk (the tasks, their tags, their current revision numbers)."""
     tasks = task_list(user=user, filters=filters).order_by("pk")
+    if having is not None:
+        tasks = tasks.filter(having())
     last = 0
     while True:
         chunk = list(
@@ -307,7 +314,7 @@ def analysis_rows(*, user, table: str, filters: Mapping[str, str]) -> Iterator[d
     """The rows of ``table`` (a key of ``TABLES``) for the tasks ``user`` may read that
     ``filters`` (the task list's) match, read a chunk at a time."""
     rows = TABLES[table].rows
-    for tasks in _task_chunks(user, filters):
+    for tasks in _task_chunks(user, filters, TABLES[table].having):
         yield from rows(tasks)
 
 
