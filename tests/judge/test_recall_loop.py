@@ -158,6 +158,15 @@ def test_a_held_out_question_that_copies_a_trigger_is_refused(task, author):
         )
 
 
+# Negatives a project calibration is given (questions about the data that no blocker answers).
+CALIBRATION_NEGATIVES = [
+    (None, "Which loans did the bank write off in 1995?"),
+    (None, "How are the district names spelled in the data?"),
+    (None, "Which client has the largest account balance?"),
+    (None, "How many loans does the bank hold in total?"),
+]
+
+
 def test_project_calibration_is_stored_as_a_judge_version(
     labelled, writers, reviewer, auditor, lead, settings, monkeypatch
 ):
@@ -167,12 +176,7 @@ def test_project_calibration_is_stored_as_a_judge_version(
 
     settings.JUDGE_BACKEND = "embedded"
     # A calibration needs negatives: as many as half its positives here.
-    negatives = [
-        (None, "Which loans did the bank write off in 1995?"),
-        (None, "How are the district names spelled in the data?"),
-        (None, "Which client has the largest account balance?"),
-        (None, "How many loans does the bank hold in total?"),
-    ]
+    negatives = CALIBRATION_NEGATIVES
     _label(labelled, writers, reviewer, auditor, negatives)
     monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
     shipped = get_judge(project=None)
@@ -229,13 +233,7 @@ def test_calibration_reads_a_fixed_number_of_queries_whatever_the_projects_size(
     from judge import validation
 
     settings.JUDGE_BACKEND = "embedded"
-    negatives = [
-        (None, "Which loans did the bank write off in 1995?"),
-        (None, "How are the district names spelled in the data?"),
-        (None, "Which client has the largest account balance?"),
-        (None, "How many loans does the bank hold in total?"),
-    ]
-    _label(labelled, writers, reviewer, auditor, negatives)
+    _label(labelled, writers, reviewer, auditor, CALIBRATION_NEGATIVES)
     monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
     monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 1)
     validation.judge_calibrate(project=labelled.project, actor=lead)  # the judge loaded
