@@ -171,8 +171,15 @@ class EmbeddedJudge:
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self._embed(texts) if self._embed else get_encoder().encode(texts)
 
-    def _logits(self, texts: list[str], index: RegistryIndex) -> list[np.ndarray]:
-        vectors = self._encode(texts)
+    def encode_questions(self, questions: Sequence[str]) -> np.ndarray:
+        """The questions' embeddings as ``scores_many`` reads them: for a caller that scores
+        the same questions against many registries and encodes them once."""
+        return self._encode([clean(q) for q in questions])
+
+    def _logits(
+        self, texts: list[str], index: RegistryIndex, vectors: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        vectors = self._encode(texts) if vectors is None else vectors
         return [
             self.model.logits(features(t, v, index)) for t, v in zip(texts, vectors, strict=True)
         ]
@@ -196,11 +203,13 @@ class EmbeddedJudge:
         registry: Sequence[RegistryBlocker],
         domain: str | None = None,
         context: str = "",
+        vectors: np.ndarray | None = None,
     ) -> list[dict[str, float]]:
-        """``scores`` of many questions against one registry, encoded in one batch."""
+        """``scores`` of many questions against one registry, encoded in one batch (or
+        ``vectors``: their ``encode_questions``, made once for many registries)."""
         domain = domain or registry_domain(registry)
         index = self._index(registry, domain, context)
-        rows = self._logits([clean(q) for q in questions], index)
+        rows = self._logits([clean(q) for q in questions], index, vectors)
         return [
             {bid: round(float(v), 4) for bid, v in zip(index.ids, logits, strict=True)}
             for logits in rows

@@ -259,3 +259,42 @@ def test_calibration_reads_a_fixed_number_of_queries_whatever_the_projects_size(
         second = validation.judge_calibrate(project=labelled.project, actor=lead)
     assert second.questions == first.questions
     assert len(big.captured_queries) <= len(small.captured_queries) < 60
+
+
+def test_calibration_encodes_the_fixed_negatives_once_for_all_its_probe_tasks(
+    labelled, writers, reviewer, auditor, lead, settings, monkeypatch
+):
+    """The fixed negatives were encoded again for each of a domain's probe tasks (10 at most):
+    12.7 of a 100,000-task project's 14 s calibration. Their embeddings do not depend on the
+    task, so they are encoded once and scored against every probe task's registry."""
+    from exchange.demo.blocked_task import DEMO_BLOCKERS
+    from hilbench_annotate import services as core
+    from judge import validation
+
+    from ..factories import TaskFactory
+
+    for _ in range(2):  # three probe tasks of the domain, each with its blockers
+        other = TaskFactory(project=labelled.project, author=labelled.author)
+        for blocker in DEMO_BLOCKERS:
+            core.blocker_create(
+                task=other, actor=labelled.author, expected_version=other.version, **blocker
+            )
+    settings.JUDGE_BACKEND = "embedded"
+    _label(labelled, writers, reviewer, auditor, CALIBRATION_NEGATIVES)
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 1)
+    assert len(validation._probe_registries(labelled.project, labelled.domain)) == 3
+    encoded: list[str] = []
+    real = EmbeddedJudge._encode
+
+    def counting(self, texts):
+        encoded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(EmbeddedJudge, "_encode", counting)
+    calibration = validation.judge_calibrate(project=labelled.project, actor=lead)
+    asked = {text for _, text in [*HELD_OUT, *CALIBRATION_NEGATIVES]}  # scored once each too
+    fixed = {q.strip() for q in validation.FIXED_NEGATIVES} - asked
+    counted = [t for t in encoded if t in fixed]
+    assert counted and len(counted) == len(set(counted))  # each once, not three times
+    assert calibration.thresholds[labelled.domain] > -100
