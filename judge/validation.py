@@ -20,6 +20,8 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -426,18 +428,33 @@ def _probe_registries(project, domain: str) -> list:
     return registries[:CALIBRATION_PROBE_TASKS]
 
 
-def _fixed_negative_floor(base, domain: str, registries: list, shipped: float) -> float | None:
+@dataclass
+class _FixedNegatives:
+    """``FIXED_NEGATIVES`` the rules let through, encoded once for every probe task of every
+    domain of a calibration (they were encoded again per task: 12.7 of its 14 s)."""
+
+    base: Any  # the shipped embedded judge
+
+    @cached_property
+    def questions(self) -> list[str]:
+        return [q for q in FIXED_NEGATIVES if reject_reason(q) is None]
+
+    @cached_property
+    def vectors(self):
+        return self.base.encode_questions(self.questions)
+
+
+def _fixed_negative_floor(
+    fixed: _FixedNegatives, domain: str, registries: list, shipped: float
+) -> float | None:
     """The highest logit below ``shipped`` that a fixed generic or off-task negative
     (``FIXED_NEGATIVES``) reaches on the domain's tasks: a calibrated threshold stays above it,
     so it answers none of them the shipped judge does not."""
-    questions = [q for q in FIXED_NEGATIVES if reject_reason(q) is None]
-    # Encoded once for every probe task (it was once per task: 12.7 of a calibration's 14 s).
-    vectors = base.encode_questions(questions)
     below = [
         logit
         for registry, context in registries[:CALIBRATION_PROBE_TASKS]
-        for scores in base.scores_many(
-            questions, registry, domain=domain, context=context, vectors=vectors
+        for scores in fixed.base.scores_many(
+            fixed.questions, registry, domain=domain, context=context, vectors=fixed.vectors
         )
         for logit in [max(scores.values())]
         if logit < shipped
@@ -460,6 +477,7 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
     if not any(s.label is not None for s in scored):
         raise DomainError("No settled held-out question targets a blocker yet: label some first.")
     thresholds = dict(base.thresholds)
+    fixed = _FixedNegatives(base)
     for domain in thresholds:
         mine = [s for s in scored if s.domain == domain]
         positives = sum(s.label is not None for s in mine)
@@ -476,7 +494,7 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
             )
         chosen = choose_threshold(mine, min_precision)
         floor_logit = _fixed_negative_floor(
-            base, domain, _probe_registries(project, domain), thresholds[domain]
+            fixed, domain, _probe_registries(project, domain), thresholds[domain]
         )
         if floor_logit is not None:
             chosen = max(chosen, floor_logit + 1e-6)
