@@ -2,7 +2,8 @@
 and follow the job; the same services as the Import and Export pages."""
 
 from django.urls import path, reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
@@ -14,6 +15,7 @@ from exchange.models import ExportJob, ImportJob
 from exchange.serializers import ExportIn, RecordsImportIn, export_arguments, import_options
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import RECORD_KINDS, import_start_records
+from exchange.views import bundle_download
 from hilbench_annotate.access import access_project
 from hilbench_annotate.vocabulary import Role
 
@@ -132,7 +134,7 @@ class ExportOut(serializers.ModelSerializer):
     def get_download(self, job) -> str | None:
         if job.status != ExportJob.Status.SUCCEEDED or not job.file_path:
             return None
-        return reverse("export-download", args=[job.pk])
+        return reverse("api-export-download", args=[job.pk])
 
 
 class ExportStartApi(APIView):
@@ -157,6 +159,23 @@ class ExportDetailApi(APIView):
         return Response(ExportOut(access_export_job(request.user, job_id)).data)
 
 
+class ExportDownloadApi(APIView):
+    """The bundle itself, to the same token that started the export: the page's download
+    link asks for a signed-in session, which an API client has not."""
+
+    @extend_schema(
+        tags=TAGS,
+        responses={
+            (200, "application/gzip"): OpenApiTypes.BINARY,
+            404: OpenApiResponse(description="The export has not produced a bundle (yet)."),
+            410: OpenApiResponse(description="The bundle has expired; export it again."),
+        },
+        summary="Download an export's bundle (.tar.gz)",
+    )
+    def get(self, request, job_id: int):
+        return bundle_download(access_export_job(request.user, job_id))
+
+
 urlpatterns = [
     path(
         "projects/<int:project_id>/tasks/import",
@@ -166,6 +185,7 @@ urlpatterns = [
     path("imports/<int:job_id>/", ImportDetailApi.as_view(), name="api-import-detail"),
     path("exports/", ExportStartApi.as_view(), name="api-export-start"),
     path("exports/<int:job_id>/", ExportDetailApi.as_view(), name="api-export-detail"),
+    path("exports/<int:job_id>/download", ExportDownloadApi.as_view(), name="api-export-download"),
     path(
         "projects/<int:project_id>/data/<str:table>",
         ProjectDataApi.as_view(),

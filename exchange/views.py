@@ -125,7 +125,12 @@ def export_detail(request, job_id: int):
 @login_required
 @require_GET
 def export_download(request, job_id: int):
-    job = access_export_job(request.user, job_id)
+    return bundle_download(access_export_job(request.user, job_id))
+
+
+def bundle_download(job: ExportJob) -> HttpResponse:
+    """The job's bundle streamed from disk, or why there is none: 410 once it has expired,
+    404 before it is made. The page's link and the API's (``exchange.api``) both."""
     if job.status == ExportJob.Status.EXPIRED or (job.path and not job.path.is_file()):
         return HttpResponse("This bundle has expired; export it again.", status=410)
     if job.status != ExportJob.Status.SUCCEEDED or job.path is None:

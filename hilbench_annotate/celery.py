@@ -64,5 +64,6 @@ def _checkpoint_embedded_database(**_kwargs) -> None:
 
 @worker_process_init.connect
 def _preload(**_kwargs) -> None:
-    # In each process that runs tasks (every prefork child; the solo pool's one process).
-    warm_up()
+    # In each process that runs tasks (every prefork child; the solo pool's one process): what
+    # is registered for workers. Not the judge: the jobs that judge load it on first use.
+    warm_up("worker")

@@ -566,8 +566,8 @@ JUDGE_LLM_TIMEOUT_S = float(os.environ.get("JUDGE_LLM_TIMEOUT_S", "30"))
 # HILBENCH_JUDGE=ensemble: the LLM judge decides the questions whose embedded logit lies
 # within this band of the threshold (about 1 in 6 of the calibration questions at 1.5).
 JUDGE_ENSEMBLE_BAND = float(os.environ.get("HILBENCH_JUDGE_ENSEMBLE_BAND", "1.5"))
-# Web and worker processes load the judge's model when they start (hilbench_annotate/warmup.py),
-# not inside the first request that needs it.
+# Web processes load the judge's model when they start (hilbench_annotate/warmup.py), not
+# inside the first request that needs it; Celery processes in the first job that judges.
 PRELOAD = _env_bool("HILBENCH_PRELOAD", True)
 # The release harness answers at most 3 questions per task instance; 0 means no cap.
 ASK_HUMAN_ANSWER_CAP = int(os.environ.get("HILBENCH_ASK_HUMAN_ANSWER_CAP", "3"))

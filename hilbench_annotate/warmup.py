@@ -1,9 +1,15 @@
 """What a server process loads before it serves, so no request pays for it.
 
-An app registers a warm-up from its ``AppConfig.ready`` (the judge: its model). The WSGI
-module runs them when a web process starts (``runserver``, each gunicorn worker), and the
-Celery app in each worker process (``worker_process_init``). Management commands and the
-test suite import neither, so ``migrate`` or a test run never load a model they do not use.
+An app registers a warm-up from its ``AppConfig.ready`` (the judge: its model), naming the
+kinds of process it is for. The WSGI module runs the ``"web"`` ones when a web process starts
+(``runserver``; once in the gunicorn master under ``--preload``, shared by the workers it
+forks), and the Celery app the ``"worker"`` ones in each worker process
+(``worker_process_init``). The judge is a web warm-up only: every web worker may answer an
+``ask_human`` question at once, while a Celery process judges only in the jobs that need it
+(validation, calibration, an index), which load it on first use; preloaded in each prefork
+child it held about 200 MB of its own that an import or an export never touched
+(bench/vs_label_studio.py, "memory"). Management commands and the test suite import
+neither, so ``migrate`` or a test run never load a model they do not use.
 ``HILBENCH_PRELOAD=0`` turns it off.
 """
 
@@ -23,20 +29,26 @@ logger = logging.getLogger(__name__)
 # needs the thing reports the error itself.
 WarmUp = Callable[[], str]
 
-_WARMUPS: dict[str, WarmUp] = {}
+PROCESSES = ("web", "worker")
+_WARMUPS: dict[str, tuple[WarmUp, tuple[str, ...]]] = {}
 
 
-def register_warmup(name: str, warm_up_fn: WarmUp) -> None:
-    """Register (or, on a second ``ready``, replace) the warm-up ``name``."""
-    _WARMUPS[name] = warm_up_fn
+def register_warmup(name: str, warm_up_fn: WarmUp, *, processes: tuple[str, ...] = PROCESSES):
+    """Register (or, on a second ``ready``, replace) the warm-up ``name``, run in the kinds
+    of process named (``"web"``, ``"worker"``)."""
+    if unknown := set(processes) - set(PROCESSES):
+        raise ValueError(f"unknown kind of process {sorted(unknown)}; choose from {PROCESSES}")
+    _WARMUPS[name] = (warm_up_fn, tuple(processes))
 
 
-def warm_up() -> dict[str, float]:
-    """Run every registered warm-up in this process; seconds each took."""
+def warm_up(process: str) -> dict[str, float]:
+    """Run every warm-up registered for this kind of process; seconds each took."""
     if not settings.PRELOAD:
         return {}
     took = {}
-    for name, warm_up_fn in _WARMUPS.items():
+    for name, (warm_up_fn, processes) in _WARMUPS.items():
+        if process not in processes:
+            continue
         started = time.perf_counter()
         line = warm_up_fn()
         took[name] = time.perf_counter() - started

@@ -17,5 +17,5 @@ application = get_wsgi_application()
 # Django reads them on the first request (0.12 s, 140 modules), which each worker paid.
 register_warmup("broker", broker_warm_up)
 register_warmup("urls", urls_warm_up)
-warm_up()
+warm_up("web")
 connections.close_all()

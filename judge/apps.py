@@ -14,5 +14,5 @@ class JudgeConfig(AppConfig):
         from .tasks import revision_prepare_hook
 
         gates.register()
-        register_warmup("judge", judge_preload)
+        register_warmup("judge", judge_preload, processes=("web",))
         register_revision_hook("judge_index", revision_prepare_hook)

@@ -100,6 +100,7 @@ MATRIX: dict[tuple[str, str], str] = {
     # --- exports (leads only; a job of a project you do not lead does not exist for you)
     ("POST", "/api/exports/"):                          "401 404 403 403 403 403 2xx 404",
     ("GET", "/api/exports/{job_id}/"):                  "401 404 404 404 404 404 2xx 404",
+    ("GET", "/api/exports/{job_id}/download"):          "401 404 404 404 404 404 2xx 404",
     # --- data for analysis: every reader of the project (issue 45, item 7)
     ("GET", "/api/projects/{project_id}/data/{table}"): "401 404 2xx 2xx 2xx 2xx 2xx 404",
     # --- outside the schema: the schema and its documentation page
@@ -445,9 +446,26 @@ REQUESTS = {
     ("GET", "/api/imports/{job_id}/"): lambda w: (f"/api/imports/{w.import_job.pk}/", None, None),
     ("POST", "/api/exports/"): lambda w: ("/api/exports/", {"project": w.project.pk}, "json"),
     ("GET", "/api/exports/{job_id}/"): lambda w: (f"/api/exports/{w.job.pk}/", None, None),
+    ("GET", "/api/exports/{job_id}/download"): lambda w: (
+        f"/api/exports/{_bundle_made(w.job).pk}/download",
+        None,
+        None,
+    ),
     ("GET", "/api/schema/"): lambda w: ("/api/schema/", None, None),
     ("GET", "/api/docs/"): lambda w: ("/api/docs/", None, None),
 }
+
+
+def _bundle_made(job: ExportJob) -> ExportJob:
+    """The export job finished, its bundle's file in this test's store."""
+    from django.conf import settings
+
+    settings.BUNDLE_STORE.mkdir(parents=True, exist_ok=True)
+    (settings.BUNDLE_STORE / "matrix-api.tar.gz").write_bytes(b"\x1f\x8b not really a bundle")
+    ExportJob.objects.filter(pk=job.pk).update(
+        status=ExportJob.Status.SUCCEEDED, file_path="matrix-api.tar.gz"
+    )
+    return job
 
 
 def _auditor_decision(w) -> ReviewDecision:

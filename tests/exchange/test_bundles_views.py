@@ -1,6 +1,7 @@
 """The export page and API: leads only, progress polled with htmx until 286, a download link
 that expires."""
 
+import hashlib
 from datetime import timedelta
 
 import pytest
@@ -78,7 +79,16 @@ def test_export_api_starts_a_job_for_leads_only(api, demo):
     bundle_export_execute(job_id=job_id)
     detail = api.get(f"/api/exports/{job_id}/").json()
     assert detail["status"] == "succeeded"
-    assert detail["download"] == reverse("export-download", args=[job_id])
+    assert detail["download"] == f"/api/exports/{job_id}/download"
+    # The token that started it downloads it: the bytes the page's link gives.
+    download = api.get(detail["download"])
+    assert download.status_code == 200 and download["Content-Type"] == "application/gzip"
+    bundle = b"".join(download.streaming_content)
+    assert hashlib.sha256(bundle).hexdigest() == detail["sha256"]
+    assert len(bundle) == detail["size_bytes"]
+    api.force_authenticate(user("author"))
+    assert api.get(detail["download"]).status_code == 404
+    api.force_authenticate(user("lead"))
     assert len(detail["report"]["exported"]) == 6
     bad = api.post("/api/exports/", {"project": demo.pk, "tasks": [999999]}, format="json")
     assert bad.status_code == 400 and "no task" in bad.content.decode()

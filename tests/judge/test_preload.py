@@ -1,5 +1,6 @@
-"""Web and worker processes load the judge's model when they start, not in the first request
-that needs it; management commands (migrate, check) and the test suite do not load it."""
+"""Web processes load the judge's model when they start, not in the first request that needs
+it; Celery processes, management commands (migrate, check) and the test suite do not load it
+(a job that judges loads it on first use)."""
 
 import os
 import signal
@@ -62,18 +63,30 @@ def test_management_commands_do_not_load_it():
     assert "encoder False" in done.stdout and "judges []" in done.stdout
 
 
-def test_a_worker_process_loads_it_when_it_starts(worker_broker, tmp_path):
+def test_a_worker_process_does_not_load_it_before_a_job_judges():
+    # What worker_process_init runs in each prefork child: the worker warm-ups, not the judge.
+    done = _python(
+        "import django\ndjango.setup()\nimport hilbench_annotate.celery\n"
+        "from hilbench_annotate.warmup import warm_up\nprint('ran', sorted(warm_up('worker')))\n"
+        + LOADED,
+        HILBENCH_PRELOAD="1",
+    )
+    assert "ran []" in done.stdout
+    assert "encoder False" in done.stdout and "judges []" in done.stdout
+
+
+def test_a_started_worker_has_not_loaded_it(worker_broker, tmp_path):
     log = tmp_path / "worker.log"
     worker = start_worker(worker_broker, log, env={"HILBENCH_PRELOAD": "1"})
     try:
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and "Preloaded judge" not in log.read_text():
+        while time.monotonic() < deadline and "ready." not in log.read_text():
             assert worker.poll() is None, log.read_text()
             time.sleep(0.5)
+        time.sleep(2)  # the children's worker_process_init has run by now
         text = log.read_text()
-        # No job was sent: the process loaded it when it started. (Each pool process loads it
-        # before its loop takes a job; the main process may say "ready." before or after.)
-        assert "Preloaded judge in" in text and "judge embedded-4-" in text
+        assert "ready." in text, text
+        assert "Preloaded" not in text
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=30)
