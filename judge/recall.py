@@ -175,6 +175,9 @@ def judge_recall_many(
         verdicts = Verdicts(judge)
         chunk = _read(tasks[start : start + RECALL_CHUNK], judge, snapshots or {}, verdicts)
         verdicts.prefetch(ask for measuring in chunk for ask in measuring.asks())
+        # Every question not judged yet is asked of its task's measured registry: their
+        # indexes built at once (the history's, asked only until one matches, as asked).
+        verdicts.prepare({m.current[2]: (m.current[0], m.task.domain, m.current[1]) for m in chunk})
         try:
             for measuring in chunk:
                 try:

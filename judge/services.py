@@ -1,5 +1,6 @@
 """ask_human: judge a question against a task revision's registry, cached and logged."""
 
+import contextlib
 import hashlib
 import json
 import re
@@ -280,6 +281,18 @@ class Verdicts:
                 self._known[(digest, question)] = Verdict(blocker_id=blocker_key, reason=reason)
             self._missing.update(key for key in pending[:taken] if key not in self._known)
             pending = pending[taken:]
+
+    def prepare(self, inputs: dict[str, tuple]) -> None:
+        """Build at once the judge's indexes of those of ``inputs`` (registry hash ->
+        (registry, domain, task text)) a prefetched pair of was not found for
+        (``EmbeddedJudge.prepare_many``: one read of the embedding store for all, not one
+        per registry the judge is asked about)."""
+        embedded = getattr(self.judge, "embedded", self.judge)  # the ensemble's embedded half
+        needed = {digest for digest, _ in self._missing} & set(inputs)
+        if needed and hasattr(embedded, "prepare_many"):
+            # A judge that cannot build them fails each question as it would have (JudgeError).
+            with contextlib.suppress(JudgeError):
+                embedded.prepare_many([inputs[digest] for digest in sorted(needed)])
 
     def get(
         self,

@@ -14,6 +14,7 @@ from exchange.demo.blocked_task import DEMO_BLOCKERS
 from hilbench_annotate import services as core
 from hilbench_annotate.vocabulary import Role
 from judge import recall
+from judge.embedded import registry_key
 from judge.floor import STYLES
 from judge.models import QuestionLabel
 from judge.report import project_judge_report
@@ -121,3 +122,28 @@ def test_measuring_many_tasks_reads_as_many_queries_as_one(floor_tasks, judge):
     with CaptureQueriesContext(connection) as four:
         judge_recall_many(tasks=floor_tasks, judge=judge)
     assert len(one) == len(four) == 7, [q["sql"][:80] for q in four.captured_queries]
+
+
+def test_indexes_built_at_once_read_the_embedding_store_once_and_judge_alike(floor_tasks):
+    """The report's first reading of questions the judge never answered builds the index of
+    each task's registry; they are built at once (``EmbeddedJudge.prepare_many``), from one
+    read of the embedding store, and score as the ones built a registry at a time."""
+    from hilbench_annotate.selectors import current_snapshots
+    from judge.embedded import EmbeddedJudge
+    from judge.embedstore import stored_encode
+    from judge.services import registry_from_snapshot, task_context
+
+    snapshots = current_snapshots(task_ids=[task.pk for task in floor_tasks]).values()
+    items = [(registry_from_snapshot(s), "sql", task_context(s)) for s in snapshots]
+    assert len({registry_key(*item) for item in items}) > 1  # edited registries differ
+    at_once = EmbeddedJudge(index_embed=stored_encode)
+    with CaptureQueriesContext(connection) as read:
+        at_once.prepare_many(items)
+    store = [q for q in read.captured_queries if "judge_judgeembedding" in q["sql"].lower()]
+    assert len([q for q in store if q["sql"].lstrip().upper().startswith("SELECT")]) == 1
+    one_by_one = EmbeddedJudge(index_embed=stored_encode)
+    for registry, domain, context in items:
+        for _, question in HITS + MISSES:
+            assert at_once.scores(question, registry, domain, context) == one_by_one.scores(
+                question, registry, domain, context
+            )
