@@ -57,7 +57,7 @@ from hilbench_annotate.task_text import task_text_reason
 
 from .base import JudgeError, RegistryBlocker, Verdict, load_registry, registry_from_json
 from .encoder import get_encoder
-from .features import RegistryIndex, build_index, features
+from .features import RegistryIndex, build_index, features, index_texts
 from .model import Model
 
 if TYPE_CHECKING:
@@ -150,11 +150,14 @@ class EmbeddedJudge:
                 self._cache.move_to_end(key)
                 return index
         index = build_index(list(registry), domain, self._index_embed or self._encode, context)
+        self._remember(key, index)
+        return index
+
+    def _remember(self, key: str, index: RegistryIndex) -> None:
         with self._lock:
             self._cache[key] = index
             while len(self._cache) > REGISTRY_CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return index
 
     def forget_indexes(self) -> None:
         """Drop the cached registry indexes (the next question of each builds its own)."""
@@ -167,6 +170,33 @@ class EmbeddedJudge:
         """Build (and cache) the registry's index now, so its first question is not slower."""
         if registry:
             self._index(registry, domain or registry_domain(registry), context)
+
+    def prepare_many(self, items: Sequence[tuple]) -> None:
+        """``prepare`` of many (registry, domain or None, context): the texts of every index
+        not cached yet embedded in one call (with the app's shared store, one query for all
+        of them instead of one per registry)."""
+        import numpy as np
+
+        todo: dict[str, tuple] = {}
+        for registry, domain, context in items:
+            if not registry:
+                continue
+            domain = domain or registry_domain(registry)
+            key = registry_key(registry, domain, context)
+            with self._lock:
+                if key in self._cache:
+                    continue
+            todo.setdefault(key, (list(registry), domain, context))
+        texts = list(dict.fromkeys(t for r, _, c in todo.values() for t in index_texts(r, c)))
+        if not texts:
+            return
+        rows = dict(zip(texts, (self._index_embed or self._encode)(texts), strict=True))
+
+        def embed(wanted: list[str]) -> np.ndarray:
+            return np.stack([rows[text] for text in wanted])
+
+        for key, (registry, domain, context) in todo.items():
+            self._remember(key, build_index(registry, domain, embed, context))
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self._embed(texts) if self._embed else get_encoder().encode(texts)

@@ -208,6 +208,21 @@ class RegistryIndex:
     centred_context: tuple[np.ndarray, ...]
 
 
+def _index_parts(registry: Sequence[RegistryBlocker], context: str):
+    """(trigger questions per blocker, descriptions, their sentences, the task's sentences)."""
+    triggers = [[" ".join(q.split()) for q in b.trigger_questions if q.strip()] for b in registry]
+    descriptions = [b.description or b.id.replace("_", " ") for b in registry]
+    return triggers, descriptions, [sentences(d) for d in descriptions], sentences(context)
+
+
+def index_texts(registry: Sequence[RegistryBlocker], context: str = "") -> list[str]:
+    """The texts ``build_index`` embeds, in its order: for a caller that embeds the texts of
+    many indexes at once."""
+    triggers, descriptions, description_parts, task_sentences = _index_parts(registry, context)
+    parts = [p for ps in description_parts if len(ps) > 1 for p in ps]
+    return [*(q for qs in triggers for q in qs), *descriptions, *parts, *task_sentences]
+
+
 def build_index(
     registry: Sequence[RegistryBlocker], domain: str, embed: Embed, context: str = ""
 ) -> RegistryIndex:
@@ -215,13 +230,9 @@ def build_index(
     judge's rules read (``embed``: texts -> normalised rows)."""
     import numpy as np
 
-    triggers = [[" ".join(q.split()) for q in b.trigger_questions if q.strip()] for b in registry]
-    descriptions = [b.description or b.id.replace("_", " ") for b in registry]
-    description_parts = [sentences(d) for d in descriptions]
-    task_sentences = sentences(context)
+    triggers, descriptions, description_parts, task_sentences = _index_parts(registry, context)
     flat = [q for qs in triggers for q in qs]
-    parts = [p for ps in description_parts if len(ps) > 1 for p in ps]
-    texts = [*flat, *descriptions, *parts, *task_sentences]
+    texts = index_texts(registry, context)
     vectors = embed(texts) if texts else np.zeros((0, DIMENSION), dtype=np.float32)
     dim = vectors.shape[1] if len(vectors) else DIMENSION
     trigger_embeddings, position = [], 0

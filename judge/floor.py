@@ -49,7 +49,7 @@ from hilbench_annotate.models import Revision, Task, TaskEvent
 
 from .labels import SETTLED, gold_label
 from .models import ValidationQuestion
-from .services import judge_cached, registry_from_snapshot, registry_hash, task_context
+from .services import Verdicts, registry_from_snapshot, registry_hash, task_context
 
 STYLES = tuple(ValidationQuestion.Style)
 # Events whose actor changed what the registry's lint lets stand: they edited the task.
@@ -80,25 +80,55 @@ class RegistryHistory:
     """A task's revisions in order, for judging a question against the registry as it stood
     when the question was written (and when it first matched)."""
 
-    def __init__(self, task: Task, judge, upto_version: int | None = None):
+    def __init__(
+        self,
+        task: Task,
+        judge,
+        upto_version: int | None = None,
+        *,
+        revisions: list[Revision] | None = None,
+        verdicts: Verdicts | None = None,
+    ):
         """``upto_version``: only the revisions up to the one of that task version (a
-        validation run's revision): nothing written after it counts."""
+        validation run's revision): nothing written after it counts. ``revisions``: the
+        task's, in number order, when the caller read them (else read here); ``verdicts``:
+        where the judge's verdicts come from (``services.Verdicts``; else one at a time)."""
         self.task, self.judge = task, judge
+        self.verdicts = verdicts or Verdicts(judge)
+        if revisions is None:
+            revisions = (
+                Revision.objects.filter(task=task)
+                .order_by("number")
+                .only("number", "created_at", "snapshot")
+            )
         self.revisions = [
             revision
-            for revision in Revision.objects.filter(task=task)
-            .order_by("number")
-            .only("number", "created_at", "snapshot")
+            for revision in revisions
             if upto_version is None or revision.snapshot.get("version", 0) <= upto_version
         ]
+        self._inputs: dict[int, tuple] = {}
+
+    def inputs(self, revision: Revision) -> tuple[list, str, str]:
+        """(registry, task text, ``registry_hash`` of both) of ``revision``, parsed once."""
+        known = self._inputs.get(revision.number)
+        if known is None:
+            registry = registry_from_snapshot(revision.snapshot)
+            context = task_context(revision.snapshot)
+            known = self._inputs[revision.number] = (
+                registry,
+                context,
+                registry_hash(registry, context),
+            )
+        return known
 
     def predicted(self, revision: Revision, question: str) -> str | None:
-        return judge_cached(
-            judge=self.judge,
-            registry=registry_from_snapshot(revision.snapshot),
+        registry, context, digest = self.inputs(revision)
+        return self.verdicts.get(
+            registry=registry,
             question=question,
             domain=self.task.domain,
-            context=task_context(revision.snapshot),
+            context=context,
+            digest=digest,
         ).blocker_id
 
     def matched_since(self, question: ValidationQuestion, gold: str):
@@ -109,19 +139,15 @@ class RegistryHistory:
         later = [r for r in self.revisions if r.created_at > question.created_at]
         if earlier and self.predicted(earlier[-1], question.text) == gold:
             return None
-        seen = {_registry_key(earlier[-1])} if earlier else set()
+        seen = {self.inputs(earlier[-1])[2]} if earlier else set()
         for revision in later:
-            key = _registry_key(revision)
+            key = self.inputs(revision)[2]
             if key in seen:
                 continue
             seen.add(key)
             if self.predicted(revision, question.text) == gold:
                 return revision.created_at
         return later[-1].created_at if later else question.created_at
-
-
-def _registry_key(revision: Revision) -> str:
-    return registry_hash(registry_from_snapshot(revision.snapshot), task_context(revision.snapshot))
 
 
 def compromise(judged: list[Judged], history: RegistryHistory) -> None:

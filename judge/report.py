@@ -3,20 +3,22 @@ and left in by the floor's rules: ``judge.floor``), overall, per domain and per 
 against the paper's figures; recall per question style; the spread of per-task recall, with
 each task's questions not counted and why; and labeller agreement (Cohen's kappa per pair).
 
-Per-task numbers come from ``judge_recall`` (verdicts cached in the DB by ``judge_cached``).
+Per-task numbers come from ``judge_recall_many`` (verdicts kept in the DB, as ``judge_cached``
+keeps them), a chunk of measured tasks at a time: the report reads a fixed number of queries
+per ``RECALL_CHUNK`` measured tasks, whatever the project's size (issue 46).
 """
 
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from hilbench_annotate.models import Project
+from hilbench_annotate.models import Blocker, Project, Task
 
 from .base import JudgeError
 from .floor import STYLES, style_name
 from .labels import SETTLED, gold_label, labeller_agreement
 from .models import ValidationQuestion
-from .validation import judge_recall
+from .recall import RECALL_CHUNK, judge_recall_many
 
 PAPER_PRECISION = 0.97
 PAPER_RECALL = 0.91
@@ -129,11 +131,10 @@ def _task_tallies(report, types: dict[str, str]) -> dict[str, Tally]:
     return tallies
 
 
-def _add_task(result: ProjectJudgeReport, task, report) -> None:
+def _add_task(result: ProjectJudgeReport, task, report, types: dict[str, str]) -> None:
     task_tally = Tally(report.positives, report.matches, report.correct)
     result.overall.add(task_tally)
     result.by_domain.setdefault(task.get_domain_display(), Tally()).add(task_tally)
-    types = dict(task.blockers.values_list("key", "type"))
     for blocker_type, tally in _task_tallies(report, types).items():
         result.by_type.setdefault(blocker_type, Tally()).add(tally)
     for style, counted in report.per_style.items():
@@ -143,41 +144,34 @@ def _add_task(result: ProjectJudgeReport, task, report) -> None:
 
 
 def _measured_tasks(project: Project):
-    """The project's tasks with a settled held-out question and a revision, in id order: the
-    project's held-out questions read once, then their tasks a chunk at a time. A project of
-    100,000 tasks and a handful of questions walks the handful, not every task with two
-    queries each."""
+    """The project's tasks with a settled held-out question and a revision, in id order, a
+    chunk of ``RECALL_CHUNK`` at a time: the project's held-out questions read once, then
+    their tasks a chunk at a time. A project of 100,000 tasks and a handful of questions
+    walks the handful, not every task with two queries each."""
     held_out = ValidationQuestion.objects.filter(
         task__project=project, split=ValidationQuestion.Split.HELD_OUT
     ).prefetch_related("labels")
     settled = sorted({q.task_id for q in held_out if gold_label(q)[0] in SETTLED})
-    for start in range(0, len(settled), 500):
-        chunk = settled[start : start + 500]
-        yield from (
+    for start in range(0, len(settled), RECALL_CHUNK):
+        chunk = settled[start : start + RECALL_CHUNK]
+        yield list(
             project.tasks.filter(id__in=chunk, revisions__isnull=False).distinct().order_by("id")
         )
 
 
-def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
-    result = ProjectJudgeReport(judge_version=judge.version, judge_long_version=judge.long_version)
-    counts = [0] * len(BUCKETS)
-    for task in _measured_tasks(project):
-        row = TaskRow(task=task)
-        try:
-            row.report = judge_recall(task=task, judge=judge)
-        except JudgeError as exc:
-            row.error = str(exc)
-            result.tasks.append(row)
-            continue
-        result.tasks.append(row)
-        report = row.report
-        _add_task(result, task, report)
-        if report.recall is None:
-            result.no_recall += 1
-        else:
-            counts[_bucket(report.recall)] += 1
+def _blocker_types(tasks: list[Task]) -> dict[int, dict[str, str]]:
+    """Per task, its blockers' types by key: one query for any number of tasks."""
+    types: dict[int, dict[str, str]] = {task.pk: {} for task in tasks}
+    for task_id, key, kind in Blocker.objects.filter(task__in=tasks).values_list(
+        "task_id", "key", "type"
+    ):
+        types[task_id][key] = kind
+    return types
+
+
+def _histogram(counts: list[int]) -> list[dict]:
     peak = max(counts) if any(counts) else 1
-    result.histogram = [
+    return [
         {
             "label": label,
             "tasks": n,
@@ -187,6 +181,27 @@ def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
         }
         for index, ((label, _, high), n) in enumerate(zip(BUCKETS, counts, strict=True))
     ]
+
+
+def project_judge_report(*, project: Project, judge) -> ProjectJudgeReport:
+    result = ProjectJudgeReport(judge_version=judge.version, judge_long_version=judge.long_version)
+    counts = [0] * len(BUCKETS)
+    for tasks in _measured_tasks(project):
+        measured = judge_recall_many(tasks=tasks, judge=judge)
+        types = _blocker_types(tasks)
+        for task in tasks:
+            row = TaskRow(task=task)
+            result.tasks.append(row)
+            if isinstance(measured[task.pk], JudgeError):
+                row.error = str(measured[task.pk])
+                continue
+            report = row.report = measured[task.pk]
+            _add_task(result, task, report, types[task.pk])
+            if report.recall is None:
+                result.no_recall += 1
+            else:
+                counts[_bucket(report.recall)] += 1
+    result.histogram = _histogram(counts)
     questions = ValidationQuestion.objects.filter(task__project=project).prefetch_related(
         "labels__labeller"
     )

@@ -1,5 +1,6 @@
 """ask_human: judge a question against a task revision's registry, cached and logged."""
 
+import contextlib
 import hashlib
 import json
 import re
@@ -235,6 +236,112 @@ def judge_cached(
         return hit
     # JudgeError: never cached
     return verdict_store(key, judge.judge(question, registry, domain=domain, context=context))
+
+
+class Verdicts:
+    """``judge_cached`` for many questions at once: ``prefetch`` reads the kept verdicts of
+    many (registry hash, normalised question) pairs in one query (one per
+    ``PREFETCH_PARAMS`` hashes and questions); ``get`` answers from them, judges what was
+    looked up and not found without asking the database again, and ``keep`` stores those
+    fresh verdicts in one insert. A pair not prefetched is ``judge_cached`` as before.
+
+    Unlike ``judge_cached``, a fresh verdict is what ``get`` answers even when a concurrent
+    call kept another one first (theirs stays kept): the same for a deterministic judge, and
+    for the LLM judge the next read answers theirs."""
+
+    PREFETCH_PARAMS = 900
+
+    def __init__(self, judge):
+        self.judge = judge
+        self._known: dict[tuple[str, str], Verdict] = {}
+        self._missing: set[tuple[str, str]] = set()  # looked up, not kept
+        self._fresh: dict[tuple[str, str], Verdict] = {}
+
+    def prefetch(self, asks) -> None:
+        """Read the kept verdicts of ``asks`` ((registry hash, question) pairs; the question
+        as asked or normalised), a slice of ``PREFETCH_PARAMS`` hashes and questions at a
+        time (in the order given: one task's pairs share theirs)."""
+        pending = list(dict.fromkeys((d, normalise(q)) for d, q in asks))
+        pending = [key for key in pending if key not in self._known and key not in self._missing]
+        while pending:
+            digests: set[str] = set()
+            questions: set[str] = set()
+            taken = 0
+            for digest, question in pending:
+                grown = len(digests) + len(questions)
+                grown += (digest not in digests) + (question not in questions)
+                if taken and grown > self.PREFETCH_PARAMS:
+                    break
+                digests.add(digest)
+                questions.add(question)
+                taken += 1
+            for digest, question, blocker_key, reason in JudgeCacheEntry.objects.filter(
+                judge_version=self.judge.version, registry_hash__in=digests, question__in=questions
+            ).values_list("registry_hash", "question", "blocker_key", "reason"):
+                self._known[(digest, question)] = Verdict(blocker_id=blocker_key, reason=reason)
+            self._missing.update(key for key in pending[:taken] if key not in self._known)
+            pending = pending[taken:]
+
+    def prepare(self, inputs: dict[str, tuple]) -> None:
+        """Build at once the judge's indexes of those of ``inputs`` (registry hash ->
+        (registry, domain, task text)) a prefetched pair of was not found for
+        (``EmbeddedJudge.prepare_many``: one read of the embedding store for all, not one
+        per registry the judge is asked about)."""
+        embedded = getattr(self.judge, "embedded", self.judge)  # the ensemble's embedded half
+        needed = {digest for digest, _ in self._missing} & set(inputs)
+        if needed and hasattr(embedded, "prepare_many"):
+            # A judge that cannot build them fails each question as it would have (JudgeError).
+            with contextlib.suppress(JudgeError):
+                embedded.prepare_many([inputs[digest] for digest in sorted(needed)])
+
+    def get(
+        self,
+        *,
+        registry: list[RegistryBlocker],
+        question: str,
+        domain: str | None = None,
+        context: str = "",
+        digest: str = "",
+    ) -> Verdict:
+        """As ``judge_cached`` (``digest``: ``registry_hash(registry, context)``, if known)."""
+        key = (digest or registry_hash(registry, context), normalise(question))
+        verdict = self._known.get(key)
+        if verdict is not None:
+            return verdict
+        if key in self._missing:
+            # JudgeError: never kept
+            verdict = self._fresh[key] = self.judge.judge(
+                question, registry, domain=domain, context=context
+            )
+        else:
+            verdict = judge_cached(
+                judge=self.judge,
+                registry=registry,
+                question=question,
+                domain=domain,
+                context=context,
+            )
+        self._known[key] = verdict
+        return verdict
+
+    def keep(self) -> None:
+        """Store the fresh verdicts, in one insert in a savepoint of the caller's transaction,
+        if any (one a concurrent call stored first stays)."""
+        if not self._fresh:
+            return
+        rows = [
+            JudgeCacheEntry(
+                judge_version=self.judge.version,
+                registry_hash=digest,
+                question=question,
+                blocker_key=verdict.blocker_id,
+                reason=verdict.reason[:2000],
+            )
+            for (digest, question), verdict in self._fresh.items()
+        ]
+        self._fresh = {}
+        with transaction.atomic():
+            JudgeCacheEntry.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,12 @@ from .labels import SETTLED, gold_label
 from .measures import Outcome, counts
 from .models import JudgeCalibration, ValidationQuestion
 from .probes import VAGUE_SETS
+from .recall import RecallReport as RecallReport
+from .recall import judge_recall as judge_recall
+from .recall import judge_recall_many as judge_recall_many
 from .services import (
     calibration_forget,
     get_judge,
-    judge_cached,
     normalise,
     registry_from_snapshot,
     task_context,
@@ -117,72 +119,7 @@ def question_add(
     )
 
 
-# --- recall and the floor loop ----------------------------------------------------------------
-
-
-@dataclass
-class RecallReport:
-    precision: float | None
-    recall: float | None
-    positives: int
-    matches: int
-    correct: int
-    misses: list[dict] = field(default_factory=list)  # {question, text, gold, predicted}
-    false_matches: list[dict] = field(default_factory=list)
-    unsettled: int = 0
-    settled: int = 0
-    per_blocker: dict[str, dict] = field(default_factory=dict)  # key -> {held_out, correct}
-    shortfall: list[str] = field(default_factory=list)  # why there are too few questions
-    # Compromised questions no fresh one replaces yet: counted as misses (judge.floor).
-    compromised: list[dict] = field(default_factory=list)  # {question, text, compromised, …}
-    # Questions the floor's rules leave out, each with why (judge.floor.Standing.item).
-    excluded: list[dict] = field(default_factory=list)  # {question, text, rule, why}
-    per_style: dict[str, dict] = field(default_factory=dict)  # style -> {positives, correct}
-    writers: int = 0  # people whose questions count
-
-    @property
-    def passes(self) -> bool:
-        return (
-            self.recall is not None
-            and self.recall >= settings.JUDGE_RECALL_FLOOR
-            and not self.shortfall
-        )
-
-    @property
-    def floor_note(self) -> str:
-        """What the recall leaves out or counts against the task, in words."""
-        notes = []
-        if self.compromised:
-            n = len(self.compromised)
-            notes.append(
-                f"{n} held-out question{'s' if n != 1 else ''} "
-                f"{'were' if n != 1 else 'was'} retired or copied into the registry and "
-                f"count{'' if n != 1 else 's'} as {'misses' if n != 1 else 'a miss'} until "
-                f"fresh questions by others replace {'them' if n != 1 else 'it'}."
-            )
-        excluded = floor.not_counted_note(self.excluded)
-        if excluded:
-            notes.append(excluded)
-        return " ".join(notes)
-
-    @property
-    def styles(self) -> list[dict]:
-        """Recall per style of the counted positives, every style named (the page's rows)."""
-        return [
-            {"style": style, "name": floor.style_name(style), **tally, "recall": recall}
-            for style in [*floor.STYLES, ""]
-            for tally in [self.per_style.get(style, {"positives": 0, "correct": 0})]
-            for recall in [tally["correct"] / tally["positives"] if tally["positives"] else None]
-            if style or tally["positives"]
-        ]
-
-    @property
-    def below_floor(self) -> bool:
-        return self.recall is not None and self.recall < settings.JUDGE_RECALL_FLOOR
-
-    @property
-    def needs_expansion(self) -> bool:
-        return self.recall is not None and self.recall < settings.JUDGE_RECALL_EXPANSION_BELOW
+# --- recall and the floor loop (the recall itself: judge.recall) ------------------------------
 
 
 def labelling_progress(task: Task) -> dict:
@@ -239,93 +176,6 @@ def _progress(questions: list, keys: list[str], editors: dict[int, str]) -> dict
         "not_counted": {row.question.pk: row.why for row in rows if row.why},
         "excluded": sum(1 for row in rows if row.why and row.state in SETTLED),
     }
-
-
-def judge_recall(*, task: Task, judge, snapshot: dict | None = None) -> RecallReport:
-    """The judge's precision and recall on the task's counted held-out questions (settled,
-    and left in by the floor's rules: ``judge.floor``), per blocker and per style too, and
-    what is missing for the measurement to count. Retired questions and questions matched
-    only through registry text added after them count as misses until fresh ones replace
-    them. Against ``snapshot`` (a validation run's revision; by default the current
-    revision's) and the revisions up to it."""
-    if snapshot is None:
-        snapshot = revision_current(task=task).snapshot
-    registry = registry_from_snapshot(snapshot)
-    context = task_context(snapshot)
-    judged: list[floor.Judged] = []
-    excluded: list[dict] = []
-    unsettled = 0
-    rows = floor.standings(
-        task.validation_questions.prefetch_related("labels"), floor.task_editors(task)
-    )
-    for row in rows:
-        held_out = row.question.split == ValidationQuestion.Split.HELD_OUT
-        if row.state not in SETTLED:
-            unsettled += held_out
-            if held_out and row.rule == "writer_label":
-                excluded.append(row.item())
-            continue
-        if row.why:
-            excluded.append(row.item())
-            continue
-        predicted = judge_cached(
-            judge=judge,
-            registry=registry,
-            question=row.question.text,
-            domain=task.domain,
-            context=context,
-        ).blocker_id
-        judged.append(floor.Judged(row.question, row.gold, predicted if held_out else None))
-    history = floor.RegistryHistory(task, judge, upto_version=snapshot.get("version"))
-    floor.compromise(judged, history)
-    counted, open_misses = floor.replace(judged)
-    return _report(task, counted, open_misses, unsettled=unsettled, excluded=excluded)
-
-
-def _report(task, counted, open_misses, *, unsettled: int, excluded: list) -> RecallReport:
-    positives = matches = correct = 0
-    misses, false_matches = [], []
-    per_blocker: dict[str, dict] = {}
-    per_style: dict[str, dict] = {}
-    for item in counted:
-        # A compromised question is a miss, whatever the judge says of it now.
-        predicted = None if item.compromised else item.predicted
-        positives += item.gold is not None
-        matches += predicted is not None
-        if item.gold is not None and not item.compromised:
-            tally = per_blocker.setdefault(item.gold, {"held_out": 0, "correct": 0})
-            tally["held_out"] += 1
-            tally["correct"] += predicted == item.gold
-            style = per_style.setdefault(item.question.style, {"positives": 0, "correct": 0})
-            style["positives"] += 1
-            style["correct"] += predicted == item.gold
-        if predicted is not None and predicted == item.gold:
-            correct += 1
-        elif predicted is not None:
-            false_matches.append(item.item())
-        if item.gold is not None and predicted != item.gold:
-            misses.append(item.item())
-    honest = sum(1 for item in counted if not item.compromised)
-    writers = {item.question.created_by_id for item in counted}
-    keys = list(task.blockers.values_list("key", flat=True))
-    counts_per_blocker = {key: tally["held_out"] for key, tally in per_blocker.items()}
-    return RecallReport(
-        precision=correct / matches if matches else None,
-        recall=correct / positives if positives else None,
-        positives=positives,
-        matches=matches,
-        correct=correct,
-        misses=misses,
-        false_matches=false_matches,
-        unsettled=unsettled,
-        settled=honest,
-        per_blocker=per_blocker,
-        shortfall=floor.floor_shortfall(keys, counts_per_blocker, honest, writers, set(per_style)),
-        compromised=[item.item() for item in open_misses],
-        excluded=excluded,
-        per_style=per_style,
-        writers=len(writers),
-    )
 
 
 def expansion_suggestions(report: RecallReport) -> list[dict]:

@@ -382,3 +382,47 @@ def test_the_report_reads_as_many_queries_with_forty_more_tasks_without_question
     assert response.status_code == 200
     assert len(after) == len(before), (len(before), len(after))
     assert [row.task for row in response.context["report"].tasks] == [labelled]
+
+
+def test_the_report_reads_as_many_queries_for_six_measured_tasks_as_for_two(
+    client, project, author, writers, reviewer, auditor, monkeypatch
+):
+    """Issue 46: each measured task cost the report queries of its own — its revision,
+    questions, editors, registry history and blockers, and one per verdict (210 on the
+    benchmark's 20 tasks). They are read for all the measured tasks at once now (a fixed
+    number per ``judge.recall.RECALL_CHUNK`` tasks), however many questions each has."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from hilbench_annotate import services as core
+    from judge import services
+
+    from .conftest import HITS, NEGATIVES
+    from .util import write_and_settle
+
+    monkeypatch.setattr(services, "CALIBRATION_TTL_S", 0.0)  # read by every request alike
+    url = reverse("judge-report", args=[project.pk])
+    _as(client, reviewer)
+
+    def add_measured_tasks(n: int) -> None:
+        for index in range(n):
+            task = TaskFactory(project=project, author=author)
+            for blocker in DEMO_BLOCKERS:
+                core.blocker_create(
+                    task=task, actor=author, expected_version=task.version, **blocker
+                )
+            questions = HITS[: 2 + index] + NEGATIVES[: index % 2 + 1]
+            write_and_settle(task, writers, [reviewer, auditor], questions)
+
+    def queries(measured: int) -> int:
+        assert client.get(url).status_code == 200  # the judge's verdicts of new questions kept
+        with CaptureQueriesContext(connection) as read:
+            response = client.get(url)
+        rows = response.context["report"].tasks
+        assert len(rows) == measured and all(row.report for row in rows)
+        return len(read)
+
+    add_measured_tasks(2)
+    two = queries(2)
+    add_measured_tasks(4)
+    assert queries(6) == two
