@@ -30,7 +30,12 @@ from django.utils.html import format_html
 from rest_framework.exceptions import AuthenticationFailed
 
 from hilbench_annotate.authentication import ApiTokenAuthentication
+from hilbench_annotate.toolkit.heap import heap_release
 from hilbench_annotate.toolkit.sqlconsole import amount
+
+# A body this large (a records import, an upload) leaves the worker a heap of freed objects
+# parsed from it: given back once the response is made (toolkit/heap.py).
+LARGE_BODY = 1 << 20
 
 TOO_LARGE_PAGE = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -180,6 +185,8 @@ class RequestBodyLimitMiddleware:
         if length and (refusal := _spool_refusal(request, length)):
             return refusal
         response = self.get_response(request)
+        if length >= LARGE_BODY:  # what parsing it freed goes back to the system
+            heap_release()
         if capped is not None and capped.exceeded:
             return _anonymous_refusal(request, f"more than {amount(anonymous_body_limit())}")
         return response

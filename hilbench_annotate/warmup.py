@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from hilbench_annotate.toolkit.heap import heap_release
+
 logger = logging.getLogger(__name__)
 
 # A warm-up loads what it needs and returns one line for the log; a failure it can name is
@@ -53,6 +55,8 @@ def warm_up(process: str) -> dict[str, float]:
         line = warm_up_fn()
         took[name] = time.perf_counter() - started
         logger.info("Preloaded %s in %.2f s (process %s): %s", name, took[name], os.getpid(), line)
+    if took:  # what the warm-ups freed, given back before a master forks its workers
+        heap_release()
     return took
 
 

@@ -95,6 +95,11 @@ def load_weights(path: Path = WEIGHTS) -> dict:
         raise JudgeError(f"the embedded judge's weights cannot be read from {path}: {exc}") from exc
 
 
+def weights_version(weights: dict) -> str:
+    """The version of the judge these weights make, before any calibration."""
+    return f"embedded-4-{weights.get('version', 'unversioned')}"
+
+
 class EmbeddedJudge:
     def __init__(
         self,
@@ -126,7 +131,7 @@ class EmbeddedJudge:
                     **{k: float(v) for k, v in thresholds.items()},
                 },
             )
-        self.version = version or f"embedded-4-{self.weights_id}"
+        self.version = version or weights_version(weights)
         if not version and self.model.thresholds != fitted:
             digest = hashlib.sha256(
                 json.dumps(sorted(self.model.thresholds.items())).encode()

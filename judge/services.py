@@ -1,6 +1,7 @@
 """ask_human: judge a question against a task revision's registry, cached and logged."""
 
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -30,7 +31,7 @@ from .base import (
     respond,
     version_fit,
 )
-from .embedded import EmbeddedJudge
+from .embedded import EmbeddedJudge, load_weights, weights_version
 from .embedstore import stored_encode
 from .encoder import get_encoder
 from .ensemble import EnsembleJudge
@@ -117,10 +118,27 @@ def project_calibration(project) -> JudgeCalibration | None:
     if known is not None and known[0] > time.monotonic():
         return known[1]
     calibration = JudgeCalibration.objects.filter(project=project).first()
-    if calibration is None or not calibration.version.startswith(_embedded(None).version + "/"):
+    if calibration is None or not calibration.version.startswith(_shipped_version() + "/"):
         calibration = None
     _calibrations[project.pk] = (time.monotonic() + CALIBRATION_TTL_S, calibration)
     return calibration
+
+
+@functools.cache
+def _shipped_version() -> str:
+    """The shipped weights' judge version, read from the file alone (the model not built)."""
+    return weights_version(load_weights())
+
+
+def judge_version(project) -> str:
+    """``get_judge(project=project).version`` without loading a model where it can: the
+    embedded judge's is its project's calibration's or its weights file's. An export names
+    it in every validation.json; building the judge there imported numpy into each Celery
+    process that exported (15 MB of its own) for one string."""
+    if settings.JUDGE_BACKEND == "embedded":
+        calibration = project_calibration(project)
+        return calibration.version if calibration else _shipped_version()
+    return get_judge(project=project).version
 
 
 def _llm() -> LLMJudge:

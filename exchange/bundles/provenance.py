@@ -14,7 +14,7 @@ from django.conf import settings
 
 from hilbench_annotate.gates import gate_results_many
 from hilbench_annotate.models import Task
-from judge.services import get_judge
+from judge.services import judge_version as judge_services_version
 from review.models import ReviewDecision, ReviewLayer
 from validators.models import ValidationRun
 from validators.registry import groups_for
@@ -47,7 +47,7 @@ def gate_reports(tasks: list[Task]) -> dict[int, list[dict[str, Any]]]:
 
 def judge_version(project) -> str | None:
     try:
-        return get_judge(project=project).version
+        return judge_services_version(project)
     except Exception:  # noqa: BLE001 - an unconfigured judge is reported as null, not a crash
         return None
 

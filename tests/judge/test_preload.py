@@ -90,3 +90,15 @@ def test_a_started_worker_has_not_loaded_it(worker_broker, tmp_path):
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=30)
+
+
+def test_the_judges_version_is_read_without_loading_its_model():
+    # An export names the version in each task's validation.json, in a Celery process.
+    done = _python(
+        "import django, sys\ndjango.setup()\nfrom judge.services import judge_version\n"
+        "print('version', judge_version(None))\nprint('numpy', 'numpy' in sys.modules)\n"
+        + LOADED,
+        HILBENCH_PRELOAD="1",
+    )
+    assert "version embedded-4-" in done.stdout
+    assert "numpy False" in done.stdout and "judges []" in done.stdout

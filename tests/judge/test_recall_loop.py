@@ -172,7 +172,7 @@ def test_project_calibration_is_stored_as_a_judge_version(
 ):
     from judge import validation
     from judge.models import JudgeCalibration
-    from judge.services import calibration_forget, get_judge
+    from judge.services import calibration_forget, get_judge, judge_version
 
     settings.JUDGE_BACKEND = "embedded"
     # A calibration needs negatives: as many as half its positives here.
@@ -194,12 +194,16 @@ def test_project_calibration_is_stored_as_a_judge_version(
     assert second.precision is None or second.precision >= 0.97
     judge = get_judge(project=labelled.project)
     assert (judge.version, judge.thresholds) == (second.version, second.thresholds)
+    # What an export names, read without building the judge: the same version.
+    assert judge_version(labelled.project) == second.version
+    assert judge_version(None) == shipped.version
     # Another project keeps the shipped judge; a calibration made for other weights is
     # not used.
     assert get_judge(project=None).version == shipped.version
     JudgeCalibration.objects.filter(pk=second.pk).update(version="embedded-1/old")
     calibration_forget(labelled.project_id)  # as another process sees it, within seconds
     assert get_judge(project=labelled.project).version in (shipped.version, calibration.version)
+    assert judge_version(labelled.project) == get_judge(project=labelled.project).version
 
 
 def test_calibrate_button_is_for_leads(client, labelled, lead, reviewer, settings):

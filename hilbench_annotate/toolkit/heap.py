@@ -1,0 +1,36 @@
+"""Give the C heap's free memory back to the system after a large piece of work.
+
+glibc's ``malloc`` keeps what Python and the libraries free below the top of its heaps for
+later use: after the judge's model is loaded (onnxruntime parses and folds the graph, then
+frees the copies) a process kept about 47 MB it no longer used, and a Celery process kept
+30 MB after an export. Every web worker and Celery process is long-lived, so that memory
+stayed theirs; under ``gunicorn --preload`` the master's kept copy was even inherited by each
+worker. ``malloc_trim(0)`` returns it. It walks the heap (a millisecond or so on a process of
+200 MB), so it runs after work of that size, not after every request: the warm-ups, each
+Celery job, a request that read a large body (``hilbench_annotate.middleware``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+
+@functools.cache
+def _malloc_trim():
+    """libc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
+def heap_release() -> bool:
+    """Return the heap's free pages to the system; whether it could."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
