@@ -96,8 +96,7 @@ def test_the_judges_version_is_read_without_loading_its_model():
     # An export names the version in each task's validation.json, in a Celery process.
     done = _python(
         "import django, sys\ndjango.setup()\nfrom judge.services import judge_version\n"
-        "print('version', judge_version(None))\nprint('numpy', 'numpy' in sys.modules)\n"
-        + LOADED,
+        "print('version', judge_version(None))\nprint('numpy', 'numpy' in sys.modules)\n" + LOADED,
         HILBENCH_PRELOAD="1",
     )
     assert "version embedded-4-" in done.stdout
