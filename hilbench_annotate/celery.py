@@ -1,9 +1,9 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, worker_process_init, worker_ready
+from celery.signals import task_postrun, worker_init, worker_process_init, worker_ready
 
-from hilbench_annotate.toolkit.heap import heap_release
+from hilbench_annotate.toolkit.heap import heap_freeze, heap_release
 from hilbench_annotate.toolkit.sqlitewal import start_checkpointer
 from hilbench_annotate.warmup import warm_up
 
@@ -61,6 +61,13 @@ def _checkpoint_embedded_database(**_kwargs) -> None:
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         start_checkpointer(database["NAME"])
+
+
+@worker_init.connect
+def _freeze_before_the_pool_forks(**_kwargs) -> None:
+    """The main process has imported the app and every task module: frozen, so the pool's
+    processes it forks never copy them in a collection (toolkit/heap.py)."""
+    heap_freeze()
 
 
 @worker_process_init.connect

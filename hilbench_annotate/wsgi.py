@@ -4,6 +4,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connections
 
 from hilbench_annotate.celery import broker_warm_up
+from hilbench_annotate.toolkit.heap import heap_freeze
 from hilbench_annotate.warmup import register_warmup, urls_warm_up, warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
@@ -19,3 +20,4 @@ register_warmup("broker", broker_warm_up)
 register_warmup("urls", urls_warm_up)
 warm_up("web")
 connections.close_all()
+heap_freeze()  # the workers forked from here never copy these objects' pages (toolkit/heap.py)
