@@ -255,7 +255,7 @@ class Sampler:
                        if set(members) <= set(sides)}  # fmt: skip
         every = [*sides, *self.groups]
         self.peak = {side: {"rss": 0.0, "pss": 0.0} for side in every}
-        self.at_peak: dict[str, list[tuple[str, float]]] = {side: [] for side in every}
+        self.at_peak: dict[str, list[tuple[str, float, float]]] = {side: [] for side in every}
         self.cpu: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -275,7 +275,7 @@ class Sampler:
                     with contextlib.suppress(OSError, KeyError, ValueError):
                         figures = memory(pid)
                         rss, pss = rss + figures["rss"], pss + figures["pss"]
-                        each.append((process_label(pid, root), figures["pss"]))
+                        each.append((process_label(pid, root), figures["pss"], figures["uss"]))
             now[side] = (rss, pss, each)
         for name, members in self.groups.items():
             now[name] = (sum(now[m][0] for m in members), sum(now[m][1] for m in members),
@@ -289,8 +289,12 @@ class Sampler:
         while not self._stop.wait(self.interval):
             self._sample()
 
+    def _cpu_by_process(self) -> dict[tuple[str, int], float]:
+        return {(side, pid): cpu_seconds([pid]) for side in self.sides for pid in self._pids(side)}
+
     def __enter__(self) -> "Sampler":
         self._start = {side: cpu_seconds(self._pids(side)) for side in self.sides}
+        self._start_each = self._cpu_by_process()
         self._sample()
         self._thread.start()
         return self
@@ -300,6 +304,13 @@ class Sampler:
         self._thread.join()
         self._sample()
         self.cpu = {s: cpu_seconds(self._pids(s)) - self._start[s] for s in self.sides}
+        # Per kind of process (a process started inside the block counts from zero).
+        self.cpu_each: dict[str, dict[str, float]] = {side: {} for side in self.sides}
+        for (side, pid), seconds in self._cpu_by_process().items():
+            root = next((r for r in self.sides[side] if pid in tree(r)), pid)
+            label = process_label(pid, root).replace(" (judge loaded)", "")
+            used = seconds - self._start_each.get((side, pid), 0.0)
+            self.cpu_each[side][label] = self.cpu_each[side].get(label, 0.0) + used
         for name, members in self.groups.items():
             self.cpu[name] = sum(self.cpu[m] for m in members)
 
@@ -714,8 +725,9 @@ class Figures:
         self.values: dict[tuple[str, str], list[float]] = {}
         self.rounds: dict[tuple[str, str], list[int]] = {}
         self.resources: dict[tuple[str, str], list[dict]] = {}
-        self.at_peak: dict[str, tuple[float, list[tuple[str, float]]]] = {}
+        self.at_peak: dict[str, tuple[float, list[tuple[str, float, float]]]] = {}
         self.loads: dict[tuple[int, str], str] = {}
+        self.cpu_each: dict[str, list[dict[str, float]]] = {}  # phase -> per round
         self.notes: list[str] = []
         self.round = 0
 
@@ -908,6 +920,9 @@ def phase_export(r: int, ls, ours, work: Path, args, figures: Figures, projects:
                 figures.add(f"{name}, CPU s", "ours", sampler.cpu["deployment"])
                 figures.add(f"{name}, peak PSS MB", "ours", sampler.peak["deployment"]["pss"])
                 figures.used(f"export ({workers}, {which})", "ours", sampler, "deployment")
+                figures.cpu_each.setdefault(f"export ({workers}, {which})", []).append(
+                    {k: v for side in sampler.cpu_each.values() for k, v in side.items()}
+                )
             figures.add(f"export {n:,} tasks, MB", "ours", size / 1e6)
 
 
@@ -1079,13 +1094,19 @@ def report(figures: Figures, args, mode: str, memory_result) -> None:
             print(
                 f"{phase:30} {side:5} {med['cpu']:7.1f} {med['rss']:8.0f} {_fmt(med['pss'], 0):>8}"
             )
+    for phase, by_round in figures.cpu_each.items():
+        kinds = sorted({k for each in by_round for k in each})
+        cells = [f"{k} {statistics.median(e.get(k, 0.0) for e in by_round):.1f}" for k in kinds]
+        print(f"  CPU s by process, {phase}: " + ", ".join(cells))
     for side, (pss, each) in figures.at_peak.items():
         print(f"\n{side} at its highest peak, {pss:,.0f} MB PSS: what each process held (MB)")
-        grouped: dict[str, list[float]] = {}
-        for label, value in each:
-            grouped.setdefault(label, []).append(value)
-        for label, values in sorted(grouped.items(), key=lambda item: -sum(item[1])):
-            print(f"  {label:34} {len(values):2} × " + ", ".join(f"{v:.0f}" for v in values))
+        grouped: dict[str, list[tuple[float, float]]] = {}
+        for label, value, own in each:
+            grouped.setdefault(label, []).append((value, own))
+        print(f"  {'process':34} PSS (of which its own, USS)")
+        for label, values in sorted(grouped.items(), key=lambda item: -sum(v for v, _ in item[1])):
+            cells = ", ".join(f"{v:.0f} ({own:.0f})" for v, own in values)
+            print(f"  {label:34} {len(values):2} × {cells}")
 
     if memory_result:
         ready, without = memory_result
