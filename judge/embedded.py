@@ -206,10 +206,13 @@ class EmbeddedJudge:
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self._embed(texts) if self._embed else get_encoder().encode(texts)
 
-    def encode_questions(self, questions: Sequence[str]) -> np.ndarray:
+    def encode_questions(self, questions: Sequence[str], *, stored: bool = False) -> np.ndarray:
         """The questions' embeddings as ``scores_many`` reads them: for a caller that scores
-        the same questions against many registries and encodes them once."""
-        return self._encode([clean(q) for q in questions])
+        the same questions against many registries and encodes them once. ``stored``: read
+        and kept through the index's store (``index_embed``, the app's ``judge.embedstore``)
+        — for texts every caller asks again, such as a calibration's fixed negatives."""
+        texts = [clean(q) for q in questions]
+        return (self._index_embed if stored and self._index_embed else self._encode)(texts)
 
     def _logits(
         self, texts: list[str], index: RegistryIndex, vectors: np.ndarray | None = None

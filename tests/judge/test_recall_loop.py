@@ -296,9 +296,25 @@ def test_calibration_encodes_the_fixed_negatives_once_for_all_its_probe_tasks(
         return real(self, texts)
 
     monkeypatch.setattr(EmbeddedJudge, "_encode", counting)
+    # And what the embedding store (judge.embedstore) encodes, for the texts it has not kept.
+    from judge import embedstore
+
+    encoder = embedstore.get_encoder()
+
+    class Counting:
+        def encode(self, texts):
+            encoded.extend(texts)
+            return encoder.encode(texts)
+
+    monkeypatch.setattr(embedstore, "get_encoder", Counting)
     calibration = validation.judge_calibrate(project=labelled.project, actor=lead)
     asked = {text for _, text in [*HELD_OUT, *CALIBRATION_NEGATIVES]}  # scored once each too
     fixed = {q.strip() for q in validation.FIXED_NEGATIVES} - asked
     counted = [t for t in encoded if t in fixed]
     assert counted and len(counted) == len(set(counted))  # each once, not three times
     assert calibration.thresholds[labelled.domain] > -100
+    # They are the same for every calibration: kept in the store, never encoded again.
+    encoded.clear()
+    again = validation.judge_calibrate(project=labelled.project, actor=lead)
+    assert not [t for t in encoded if t in fixed]
+    assert again.thresholds == calibration.thresholds
