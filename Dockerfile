@@ -30,4 +30,4 @@ RUN useradd --system --home /var/lib/hilbench --create-home hilbench \
     && mkdir -p /var/lib/hilbench && chown -R hilbench /var/lib/hilbench
 USER hilbench
 EXPOSE 8000
-CMD ["gunicorn", "hilbench_annotate.wsgi", "--preload", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]
+CMD ["gunicorn", "hilbench_annotate.wsgi", "--preload", "--bind", "0.0.0.0:8000", "--workers", "2", "--worker-class", "gthread", "--threads", "8", "--timeout", "120"]

@@ -11,17 +11,21 @@ them, each on fresh data in a temporary folder:
 
 - Label Studio: ``label-studio start`` (Django's threaded development server, one process;
   SQLite in its data dir), its user and API token made by the same command
-  (``--username --password --user-token --enable-legacy-api-token``);
-- this app: ``gunicorn hilbench_annotate.wsgi --preload --workers 3 --timeout 120`` (the
-  Dockerfile's command, DEBUG off) and ``celery -A hilbench_annotate worker
-  --loglevel=info --concurrency=N`` (the Makefile's and docker-compose's), on SQLite and the
-  embedded broker, or on PostgreSQL and Redis when DATABASE_URL and CELERY_BROKER_URL are
-  set (a fresh database is created for the bench next to the one named, dropped after);
-  a lead with a password and an API token (``create_project``, ``create_api_token``).
+  (``--username --password --user-token --enable-legacy-api-token``), as a deployment that
+  measures it runs it: no error reports (``SENTRY_DSN``, ``FRONTEND_SENTRY_DSN`` empty), no
+  version check (``LATEST_VERSION_CHECK=false``), no analytics (``COLLECT_ANALYTICS=false``);
+- this app: ``gunicorn hilbench_annotate.wsgi --preload --workers 2 --worker-class gthread
+  --threads 8 --timeout 120`` (the Dockerfile's command, DEBUG off) and ``celery -A
+  hilbench_annotate worker --loglevel=info --concurrency=N`` (the Makefile's and
+  docker-compose's), on SQLite and the embedded broker, or on PostgreSQL and Redis when
+  DATABASE_URL and CELERY_BROKER_URL are set (a fresh database is created for the bench next
+  to the one named, dropped after); a lead with a password and an API token
+  (``create_project``, ``create_api_token``).
 
 Every round runs each phase on both, Label Studio first in even rounds and ours first in
-odd ones; the table shows each figure's median over the rounds and the ratio ours / LS with
-the acceptance threshold of issue 31 beside it:
+odd ones. Each phase prints the load average when it begins; the table shows each figure's
+median over the rounds with its min–max beside it, the ratio ours / LS and the threshold
+(issue 31's, issue 46's); every round's figure follows with its load:
 
 - **import**: N BIRD questions on one database (bench/import.py's records; LS's project has a
   labelling config with their fields, question, evidence, db_id and SQL), the same bytes to
@@ -33,27 +37,31 @@ the acceptance threshold of issue 31 beside it:
   databases the project has.
   Also our command, ``manage.py import_bird``, whole wall time of the process.
 - **list**: p50 / p95 of ``--requests`` requests, each on a new connection and on one kept
-  connection. LS ``GET /api/tasks?project=<id>&page=N&page_size=30``; ours the HTML task list
-  (``/?project=<id>``, page 1, logged in with a session cookie) and ``/api/tasks/`` (50 a
-  page). Page 1 and a random page.
+  connection, API against API at the same page size (``PAGE``): LS
+  ``GET /api/tasks?project=<id>&page=N&page_size=50``, ours ``/api/tasks/`` (50 a page); and
+  our HTML task list (``/?project=<id>``, 25 a page, a session cookie), what a browser waits
+  for, against LS's API page 1. Page 1 and a random page.
 - **task**: one task by id, random ids: LS ``GET /api/tasks/<id>``, ours ``/api/tasks/<id>/``.
-- **export**: every task of the one-request project. LS
-  ``GET /api/projects/<id>/export?exportType=JSON&download_all_tasks=true`` (without it LS
-  exports only annotated tasks) timed to the full body; ours ``POST /api/exports/`` (a draft
-  bundle: imported questions are drafts) timed until the job has succeeded, with two worker
-  processes and then one (first export of a project, then the same again).
+- **export**: every task of the one-request project, until the file is on disk (what a user
+  waits for). LS ``GET /api/projects/<id>/export?exportType=JSON&download_all_tasks=true``
+  (without it LS exports only annotated tasks) written to a file as it arrives; ours
+  ``POST /api/exports/`` (a draft bundle: imported questions are drafts), the job polled until
+  it has succeeded, then its ``download`` link (``/api/exports/<id>/download``, the same
+  token) written to a file and checked against the job's sha256. With two worker processes
+  and then one, each a first export of a project, then the same again.
 - **memory** (once, after the rounds): RSS, PSS and USS of each gunicorn worker of the
   documented command (the judge loaded in the master and shared) after an ask_human
   question through each, against a second gunicorn with ``HILBENCH_PRELOAD=0`` that has
   served pages only (bench/web_memory.py reads them).
 
 During each phase a thread samples each side's process tree (/proc): CPU seconds (own and
-reaped children's, end minus start) and peak RSS and PSS (summed over the tree; RSS counts
-pages the forked workers share with their master in every one of them, PSS divides them).
-Ours is gunicorn plus the Celery worker; the command's own process for the CLI import. On
-PostgreSQL and Redis their own processes are not counted (LS's SQLite work is in its process).
-Everything is stopped and removed at the end, also on Ctrl-C. Figures on a shared 2-core
-machine are noisy: the load average is printed before and after.
+reaped children's, end minus start), also by kind of process, and peak RSS and PSS (summed
+over the tree at each sample; RSS counts pages the forked workers share with their master
+in every one of them, PSS divides them), with each process's PSS and USS at the peak. Ours
+is gunicorn plus the Celery worker, and on PostgreSQL + Redis every PostgreSQL and Redis
+process of the machine too (nothing else may use them during the run); the command's own
+process for the CLI import. Everything is stopped and removed at the end, also on Ctrl-C.
+Figures on a shared 2-core machine are noisy: the load is printed with each phase.
 """
 
 import argparse
@@ -85,7 +93,11 @@ DEFAULT_LS_VENV = Path.home() / ".cache" / "hilbench-bench" / f"label-studio-{LS
 PHASES = ("import", "list", "task", "export", "memory")
 HTML_PAGE_1 = "list p1, LS API | our HTML"
 LIMITS = {HTML_PAGE_1: (1 / 3, "1/3"), "one task, API": (1 / 4, "1/4")}  # of LS's p50
-WEB_WORKERS = 3  # the Dockerfile's and the operator guide's gunicorn command
+# The Dockerfile's and the operator guide's gunicorn command (bench/load.py's too): two
+# processes of eight threads each.
+WEB_WORKERS, WEB_THREADS = 2, 8
+GUNICORN = ["--preload", "--workers", str(WEB_WORKERS), "--worker-class", "gthread",
+            "--threads", str(WEB_THREADS), "--timeout", "120"]  # fmt: skip
 # Label Studio as a deployment that measures it runs it: no error reports sent to Sentry
 # (its default DSN), no check for a newer version, no analytics (label_studio/core/settings:
 # SENTRY_DSN, FRONTEND_SENTRY_DSN, LATEST_VERSION_CHECK, COLLECT_ANALYTICS).
@@ -537,9 +549,8 @@ class Ours:
         self.api = Client(self.port, {"Authorization": f"Bearer {out.getvalue().strip()}"})
         self.log = self.folder / "server.log"
         self.process = self.processes.start(
-            [sys.executable, "-m", "gunicorn", "hilbench_annotate.wsgi", "--preload",
-             "--bind", f"127.0.0.1:{self.port}", "--workers", str(WEB_WORKERS),
-             "--timeout", "120"],
+            [sys.executable, "-m", "gunicorn", "hilbench_annotate.wsgi", *GUNICORN,
+             "--bind", f"127.0.0.1:{self.port}"],
             env=self.env, log=self.log,
         )  # fmt: skip
         wait_until_up(self.port, "/login/", self.process, self.log, timeout=600)
@@ -942,8 +953,8 @@ def phase_memory(ours: Ours, work: Path, processes: Processes, port: int, figure
     ready = [memory(pid) for pid in workers_of(ours.process.pid)]
     log = work / "ours-no-judge.log"
     plain = processes.start(
-        [sys.executable, "-m", "gunicorn", "hilbench_annotate.wsgi", "--preload",
-         "--bind", f"127.0.0.1:{port}", "--workers", str(WEB_WORKERS), "--timeout", "120"],
+        [sys.executable, "-m", "gunicorn", "hilbench_annotate.wsgi", *GUNICORN,
+         "--bind", f"127.0.0.1:{port}"],
         env={**ours.env, "HILBENCH_PRELOAD": "0"}, log=log,
     )  # fmt: skip
     try:
@@ -1215,7 +1226,7 @@ def main() -> None:
         ls.start()
         print(f"Label Studio {LS_VERSION} up on :{ls.port} ({time.perf_counter() - started:.0f} s)")
         ours.start()
-        print(f"ours up on :{ours.port} (gunicorn, {WEB_WORKERS} workers, --preload)", flush=True)
+        print(f"ours up on :{ours.port} (gunicorn {' '.join(GUNICORN)})", flush=True)
         figures, memory_result = Figures(), None
         for r in range(args.rounds):
             projects: dict = {}
