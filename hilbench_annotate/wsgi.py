@@ -4,10 +4,11 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connections
 
 from hilbench_annotate.celery import broker_warm_up
-from hilbench_annotate.toolkit.heap import heap_freeze
+from hilbench_annotate.toolkit.heap import heap_arenas_limit, heap_freeze
 from hilbench_annotate.warmup import register_warmup, urls_warm_up, warm_up
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hilbench_annotate.settings")
+heap_arenas_limit()  # before any request thread starts (toolkit/heap.py)
 application = get_wsgi_application()
 # Each web process loads the judge's model before it serves: the first "Measure the judge" or
 # ask_human request must not wait for it. Under `gunicorn --preload` (the documented start

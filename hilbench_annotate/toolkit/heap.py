@@ -18,15 +18,32 @@ import ctypes.util
 import functools
 import gc
 
+M_ARENA_MAX = -8  # mallopt's parameter (glibc's malloc.h)
+THREAD_ARENAS = 2
+
 
 @functools.cache
-def _malloc_trim():
-    """libc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
-    name = ctypes.util.find_library("c")
+def _libc_function(name: str):
+    """A function of glibc's (``malloc_trim``, ``mallopt``), or None where the C library
+    has none (musl, macOS)."""
+    library = ctypes.util.find_library("c")
     try:
-        return ctypes.CDLL(name).malloc_trim if name else None
+        return getattr(ctypes.CDLL(library), name) if library else None
     except (OSError, AttributeError):
         return None
+
+
+def _malloc_trim():
+    return _libc_function("malloc_trim")
+
+
+def heap_arenas_limit() -> bool:
+    """At most ``THREAD_ARENAS`` malloc arenas in this process and the processes it forks.
+    glibc gives each thread that meets another in ``malloc`` an arena of its own, up to
+    eight per core, and keeps what each arena freed: a web worker of eight threads (gthread)
+    grew by tens of MB a round of requests. Set before any thread starts; whether it could."""
+    mallopt = _libc_function("mallopt")
+    return bool(mallopt and mallopt(M_ARENA_MAX, THREAD_ARENAS))
 
 
 def heap_release() -> bool:

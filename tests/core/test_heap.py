@@ -77,3 +77,42 @@ def test_a_forked_web_worker_does_not_copy_the_masters_heap_when_it_collects(tmp
     assert int(frozen) > 50_000  # the app's objects, frozen before the fork
     # Without the freeze the collection copied 30-54 MB of the master's heap.
     assert int(copied) < 10
+
+
+THREADS_MALLOC = textwrap.dedent(
+    """
+    import ctypes, sys, threading
+    from hilbench_annotate.toolkit.heap import heap_arenas_limit
+
+    if sys.argv[1] == "limited":
+        assert heap_arenas_limit()
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    start = threading.Barrier(8)
+
+    def work():  # eight threads meeting in malloc, as a gthread worker's requests do
+        start.wait()
+        for _ in range(20_000):
+            libc.free(libc.malloc(200))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    libc.malloc_stats()  # one "Arena N:" paragraph per arena, on stderr
+    """
+)
+
+
+def test_a_web_process_keeps_at_most_two_malloc_arenas_however_many_threads():
+    def arenas(mode: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", THREADS_MALLOC, mode], cwd=ROOT, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stderr.count("Arena ")
+
+    assert arenas("limited") <= 2
+    assert arenas("glibc's default") > 2  # what the limit is for
