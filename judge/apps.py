@@ -7,12 +7,17 @@ class JudgeConfig(AppConfig):
 
     def ready(self) -> None:
         from hilbench_annotate.revision_hooks import register_revision_hook
+        from hilbench_annotate.toolkit.heap import heap_release
         from hilbench_annotate.warmup import register_warmup
 
-        from . import gates  # models are loaded only now
+        from . import (
+            encoder,
+            gates,  # models are loaded only now
+        )
         from .services import judge_preload
         from .tasks import revision_prepare_hook
 
+        encoder.after_load = heap_release
         gates.register()
         register_warmup("judge", judge_preload, processes=("web",))
         register_revision_hook("judge_index", revision_prepare_hook)

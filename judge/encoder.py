@@ -20,8 +20,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hilbench_annotate.toolkit.heap import heap_release
-
 from .base import JudgeError
 
 if TYPE_CHECKING:
@@ -141,6 +139,15 @@ def get_encoder() -> Encoder:
         with _lock:
             if _encoder is None:
                 _encoder = Encoder()
-                # onnxruntime freed its copies of the graph it folded: about 47 MB of 228.
-                heap_release()
+                after_load()
     return _encoder
+
+
+def _nothing() -> None:
+    pass
+
+
+# Run once the encoder is loaded. The app sets it (judge/apps.py) to give back what
+# onnxruntime freed once it had folded the graph (about 47 MB of 228; toolkit/heap.py); the
+# ask_human sidecar, which ships this module without the app, leaves it as it is.
+after_load = _nothing

@@ -41,7 +41,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import tarfile
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -51,7 +50,8 @@ from pathlib import Path
 from isal import isal_zlib
 
 from . import contents as manifest_contents
-from .layout import FILE_MODE, MANIFEST, TAR_MTIME, shared_copy
+from .layout import MANIFEST, shared_copy
+from .tarheaders import BLOCK, LinkHeaders, padding, tar_header
 
 CHUNK = 1 << 20
 # A file from disk this large is stored once in the bundle (``_shared``), whoever carries it.
@@ -60,30 +60,10 @@ CROSS_TASK_LINK_BYTES = 64 << 20
 # below it, compressing it again (ISA-L: about 1.6 µs a KiB) costs less than the gzip member
 # a copy needs (about 7 µs to end one and start the next).
 INLINE_BYTES = 8 << 10
-BLOCK = 512
 RECORD = 20 * BLOCK  # tar pads the end of an archive to whole records
 # ISA-L's level 1: 3-5 times the speed of zlib's default level, a few percent larger.
 LEVEL = 1
 GZIP_WBITS = 31  # a gzip container
-
-# The fields after the size that never change: mtime, and (after the checksum) the type,
-# link name, magic, version, owner names and device numbers, filled in by tar_header.
-_MODE_UID_GID = b"%07o\0" % FILE_MODE + b"0000000\0" * 2
-# Shell scripts (solve.sh, test.sh, run_script.sh) keep their exec bit, as the release has it.
-EXEC_MODE = 0o755
-_EXEC_MODE_UID_GID = b"%07o\0" % EXEC_MODE + b"0000000\0" * 2
-_EXEC_DELTA = sum(_EXEC_MODE_UID_GID) - sum(_MODE_UID_GID)
-
-
-def executable(name: str) -> bool:
-    return name.endswith(".sh")
-
-
-_MTIME = b"%011o\0" % TAR_MTIME
-_MAGIC = b"ustar\x0000" + b"\0" * 80  # then owner names and device numbers, empty
-_END = b"\0" * 12
-_FIXED_SUM = sum(_MODE_UID_GID) + sum(_MTIME) + sum(_MAGIC) + 8 * 0x20  # 0x20: the spaces
-_PAD = b"\0" * BLOCK
 
 
 def file_sha256(path: Path) -> str:
@@ -106,71 +86,6 @@ def file_sha256_cached(path: Path) -> str:
     if sha is None:
         sha = _FILE_SHAS[key] = file_sha256(path)
     return sha
-
-
-def _split(name: bytes) -> tuple[bytes, bytes] | None:
-    """ustar's (prefix, name) for a path: the shortest prefix that leaves a name of at most
-    100 bytes, split at a slash, as ``tarfile`` splits it; None if there is none."""
-    if len(name) <= 100:
-        return b"", name
-    components = name.split(b"/")
-    for i in range(1, len(components)):
-        prefix, rest = b"/".join(components[:i]), b"/".join(components[i:])
-        if len(prefix) <= 155 and len(rest) <= 100:
-            return prefix, rest
-    return None
-
-
-def tar_header(name: str, size: int, link: str = "") -> bytes:
-    """The header block(s) of a regular file (or, with ``link``, a hard link) as Python's
-    ``tarfile`` writes it in the ustar format with our fixed attributes; a name or link
-    that ustar cannot hold (not ASCII, too long) gets tarfile's PAX header before it."""
-    try:
-        raw, raw_link = name.encode("ascii"), link.encode("ascii")
-        parts = _split(raw)
-    except UnicodeEncodeError:
-        parts = None
-    if parts is None or len(raw_link) > 100 or size >= 8**11:
-        return _pax_header(name, size, link)
-    prefix, short = parts
-    digits = b"%011o\0" % size
-    kind = b"1" if link else b"0"
-    scripted = executable(name)
-    # The checksum is the sum of the header's bytes, its own field counted as spaces; the
-    # zero padding adds nothing, the fixed fields a constant.
-    checksum = _FIXED_SUM + sum(short) + sum(digits) + kind[0] + sum(raw_link) + sum(prefix)
-    checksum += _EXEC_DELTA if scripted else 0
-    return b"".join(
-        (
-            short.ljust(100, b"\0"),
-            _EXEC_MODE_UID_GID if scripted else _MODE_UID_GID,
-            digits,
-            _MTIME,
-            b"%06o\0 " % checksum,
-            kind,
-            raw_link.ljust(100, b"\0"),
-            _MAGIC,
-            prefix.ljust(155, b"\0"),
-            _END,
-        )
-    )
-
-
-def _pax_header(name: str, size: int, link: str) -> bytes:
-    info = tarfile.TarInfo(name)
-    info.size = size
-    info.mtime = TAR_MTIME
-    info.mode = EXEC_MODE if executable(name) else FILE_MODE
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    if link:
-        info.type = tarfile.LNKTYPE
-        info.linkname = link
-    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
-
-
-def padding(size: int) -> bytes:
-    return _PAD[: -size % BLOCK]
 
 
 def gzip_member(data: bytes) -> bytes:
@@ -238,6 +153,7 @@ class ChunkSpool:
         self._files: dict[str, tuple] = {}  # a file from disk -> its sha256, size, shared
         self._copies: dict[tuple[str, str], str] = {}  # (folder, sha) -> its _shared copy
         self._shared: dict[str, tuple[str, int]] = {}  # a _shared copy -> its sha256, size
+        self._link_header = LinkHeaders()
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
@@ -317,12 +233,12 @@ class ChunkSpool:
             if link is None:
                 link = self._copies[folder, entry.sha] = shared_copy(folder, entry.sha)
                 self._shared[link] = (entry.sha, entry.size)
-            self._member(tar_header(entry.name, 0, link))
+            self._member(self._link_header(entry.name, link))
             return
         key = (_folder(entry.name), entry.sha)
         earlier = first.get(key) if entry.size else None
         if earlier is not None:
-            self._member(tar_header(entry.name, 0, earlier))
+            self._member(self._link_header(entry.name, earlier))
             return
         if entry.size:
             first[key] = entry.name

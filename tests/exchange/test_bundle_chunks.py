@@ -16,7 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from exchange.bundles import layout
-from exchange.bundles.tarstream import tar_header
+from exchange.bundles.tarheaders import LinkHeaders, tar_header
 from exchange.importers.bundle import import_bundle
 from exchange.models import ExportChunk, ExportJob
 from exchange.services.exports import bundle_export_create, bundle_export_execute
@@ -53,6 +53,32 @@ def test_headers_are_tarfiles_own_ustar_headers(name, size):
     assert tar_header(name, 0, "sql_0/shared/data/database.sqlite") == _ustar(
         name, 0, "sql_0/shared/data/database.sqlite"
     )
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "_shared/sql_0/" + "a" * 64,
+        "sql_0/ask_human/environment/data/database.sqlite",
+        "_shared/swe_4/" + "é" * 10,  # not ASCII: left to tar_header (a PAX header)
+        "_shared/" + "l" * 100,  # too long for ustar's link field
+    ],
+)
+def test_link_headers_are_tar_headers(link):
+    # Every folder, every path within it, a script among them, a name ustar must split,
+    # each header made twice (the second from the parts remembered).
+    headers = LinkHeaders()
+    names = [
+        "sql_0/ask_human/environment/sidecars/ask-human/judge/features.py",
+        "sql_17/full_info/tests/test.sh",
+        "swe_3/" + "e" * 120,
+        "sql_2/" + "n" * 93,  # 100 bytes joined: the longest name without a prefix
+        "sql_2/" + "n" * 94,
+        "sql_0/shared/données.csv",
+        "manifest.json",
+    ]
+    for name in names * 2:
+        assert headers(name, link) == tar_header(name, 0, link), name
 
 
 @pytest.mark.parametrize("name", ["swe_3/" + "e" * 120, "sql_0/shared/données.csv"])

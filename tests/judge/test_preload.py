@@ -40,7 +40,11 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
 
 def test_a_web_process_has_the_judge_loaded_before_its_first_request():
     # What runserver and every gunicorn worker import before they serve.
-    views = "import sys\nprint('views', 'exchange.api' in sys.modules)\n"
+    views = (
+        "import sys\nprint('views', 'exchange.api' in sys.modules)\n"
+        "from hilbench_annotate.toolkit.heap import heap_release\n"
+        "print('trimmed after loading', judge.encoder.after_load is heap_release)\n"
+    )
     done = _python("import hilbench_annotate.wsgi\n" + LOADED + views, HILBENCH_PRELOAD="1")
     assert "encoder True" in done.stdout
     assert "judges ['embedded']" in done.stdout
@@ -48,6 +52,8 @@ def test_a_web_process_has_the_judge_loaded_before_its_first_request():
     # And the URLs with their views (a worker's first request read them).
     assert "Preloaded urls in" in done.stderr and " named routes" in done.stderr
     assert "views True" in done.stdout
+    # What onnxruntime freed goes back (the sidecar's copy of the encoder leaves it alone).
+    assert "trimmed after loading True" in done.stdout
 
     off = _python("import hilbench_annotate.wsgi\n" + LOADED + views, HILBENCH_PRELOAD="0")
     assert "encoder False" in off.stdout and "Preloaded" not in off.stderr
