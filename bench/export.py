@@ -103,7 +103,8 @@ def main() -> None:
         export(project, lead, task_ids[: counts[-1]], out_dir, draft=draft)
         profiler.disable()
         print(f"profile of the export of {counts[-1]} tasks again (cumulative, top 30):")
-        pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(30)
+        order = os.environ.get("PROFILE_SORT", "cumulative")  # or tottime
+        pstats.Stats(profiler).sort_stats(order).print_stats(30)
     if args.distinct:
         distinct(project, lead, task_ids[: args.distinct], out_dir, draft=draft)
 
