@@ -6,6 +6,7 @@ class JudgeConfig(AppConfig):
     verbose_name = "ask_human judge"
 
     def ready(self) -> None:
+        from hilbench_annotate.jobs import JobKind, register
         from hilbench_annotate.revision_hooks import register_revision_hook
         from hilbench_annotate.toolkit.heap import heap_release
         from hilbench_annotate.warmup import register_warmup
@@ -19,5 +20,14 @@ class JudgeConfig(AppConfig):
 
         encoder.after_load = heap_release
         gates.register()
+        register(
+            JobKind(
+                "judge.CalibrationJob",
+                "judge.calibrate",
+                "job_id",
+                "VALIDATION_STALE_S",
+                "judge calibration",
+            )
+        )
         register_warmup("judge", judge_preload, processes=("web",))
         register_revision_hook("judge_index", revision_prepare_hook)

@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.db import models
 
+from hilbench_annotate.jobs import Job
 from hilbench_annotate.models import Revision, Task
 
 from .base import VERSION_MAX_LENGTH
@@ -205,3 +206,20 @@ class JudgeEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model}:{self.digest[:12]}"
+
+
+class CalibrationJob(Job):
+    """A lead's "Calibrate the judge", run by a worker: a calibration scores its fixed
+    negatives against up to ten tasks' registries a domain (0.9 s on a project of 100,000
+    tasks), too long for a request. ``calibration``: what it made, once it has succeeded;
+    ``error``: why it could not (too few settled questions, the judge not loaded)."""
+
+    project = models.ForeignKey(
+        "hilbench_annotate.Project", on_delete=models.CASCADE, related_name="calibration_jobs"
+    )
+    calibration = models.ForeignKey(
+        JudgeCalibration, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta(Job.Meta):
+        indexes = [models.Index(fields=["project", "-created_at"])]

@@ -17,7 +17,7 @@ from hilbench_annotate.models import Task
 from hilbench_annotate.selectors import revision_current
 from validators.models import ValidationResult, ValidationRun
 
-from .models import QuestionLabel, ValidationQuestion
+from .models import CalibrationJob, QuestionLabel, ValidationQuestion
 from .validation import RecallReport
 
 
@@ -163,3 +163,9 @@ def blocker_keys(*, task: Task) -> list[str]:
 def has_revision(*, task: Task) -> bool:
     """Whether ``task`` has a saved revision."""
     return task.revisions.exists()
+
+
+def calibration_job_last(*, project) -> CalibrationJob | None:
+    """The project's last calibration job with what it made (the judge report says how it
+    ended)."""
+    return CalibrationJob.objects.filter(project=project).select_related("calibration").first()

@@ -3,7 +3,10 @@
 from celery import shared_task
 from django.conf import settings
 
+from hilbench_annotate.jobs import JobTask
+
 from .services import judge_index_prepare
+from .validation import judge_calibrate_execute
 
 
 # Idempotent and cheap to repeat (the embeddings are kept once built): no retries, no job row.
@@ -17,3 +20,8 @@ def revision_prepare_hook(revision_id: int) -> None:
     index is built by a worker, so a save never waits for the model."""
     if settings.JUDGE_PREPARE_ON_SAVE:
         judge_index_prepare_job.delay(revision_id=revision_id)
+
+
+@shared_task(name="judge.calibrate", base=JobTask, acks_late=True)
+def calibration_job(*, job_id: int) -> None:
+    judge_calibrate_execute(job_id=job_id)

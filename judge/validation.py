@@ -28,18 +28,21 @@ from django.db import transaction
 from django.utils import timezone
 
 from hilbench_annotate import services as core
+from hilbench_annotate.access import require_role
 from hilbench_annotate.errors import DomainError
+from hilbench_annotate.jobs import job_claim, job_fail, job_finish, job_send
 from hilbench_annotate.models import Blocker, Task, TriggerQuestion
 from hilbench_annotate.question_rules import reject_reason
 from hilbench_annotate.selectors import current_snapshots, revision_current
 from hilbench_annotate.services.tasks import task_lock
+from hilbench_annotate.vocabulary import Role
 
 from . import floor
 from .base import JudgeError
 from .features import content_words
 from .labels import SETTLED, gold_label
 from .measures import Outcome, counts
-from .models import JudgeCalibration, ValidationQuestion
+from .models import CalibrationJob, JudgeCalibration, ValidationQuestion
 from .probes import VAGUE_SETS
 from .recall import RecallReport as RecallReport
 from .recall import judge_recall as judge_recall
@@ -373,6 +376,42 @@ def judge_calibrate(*, project, actor, min_precision: float = 0.97):
         questions=len(scored),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
+
+
+def judge_calibrate_start(*, project, actor) -> CalibrationJob:
+    """Queue a calibration of the project's judge (leads); a worker runs it
+    (``judge_calibrate_execute``) and the judge report shows how it ended. While one is
+    queued or running, asking again gives that one."""
+    require_role(actor, project, Role.LEAD, action="calibrate the judge")
+    with transaction.atomic():
+        waiting = (
+            CalibrationJob.objects.select_for_update()
+            .filter(
+                project=project,
+                status__in=(CalibrationJob.Status.QUEUED, CalibrationJob.Status.RUNNING),
+            )
+            .first()
+        )
+        if waiting is not None:
+            return waiting
+        job = CalibrationJob.objects.create(project=project, created_by=actor)
+        job_send(job)
+    return job
+
+
+def judge_calibrate_execute(*, job_id: int) -> None:
+    """Claim the calibration job and run it: its calibration, or why there is none (too few
+    settled questions, the judge not loaded) as its error."""
+    if not job_claim(CalibrationJob, job_id):
+        return
+    job = CalibrationJob.objects.select_related("project", "created_by").get(pk=job_id)
+    try:
+        with transaction.atomic():
+            calibration = judge_calibrate(project=job.project, actor=job.created_by)
+    except (DomainError, JudgeError) as exc:
+        job_fail(CalibrationJob, job_id, str(exc))
+        return
+    job_finish(CalibrationJob, job_id, calibration=calibration)
 
 
 # Off-task and broad questions: a judge must answer them "irrelevant question".

@@ -31,6 +31,7 @@ from .models import QuestionLabel, ValidationQuestion
 from .report import project_judge_report
 from .selectors import (
     blocker_keys,
+    calibration_job_last,
     has_revision,
     held_out_count,
     held_out_questions,
@@ -47,7 +48,7 @@ from .services import get_judge
 from .validation import (
     candidates_generate,
     expansion_suggestions,
-    judge_calibrate,
+    judge_calibrate_start,
     judge_recall,
     labelling_progress,
     question_add,
@@ -446,7 +447,12 @@ def report(request, project_id: int):
     except JudgeError as exc:
         messages.error(request, f"The judge could not be loaded: {exc}")
         result = None
-    return render(request, "judge/report.html", {"project": project, "report": result})
+    calibration_job = calibration_job_last(project=project)
+    return render(
+        request,
+        "judge/report.html",
+        {"project": project, "report": result, "calibration_job": calibration_job},
+    )
 
 
 @login_required
@@ -456,15 +462,8 @@ def calibrate(request, project_id: int):
 
     project = access_project(request.user, project_id)
     require_role(request.user, project, Role.LEAD, action="calibrate the judge")
-    try:
-        calibration = judge_calibrate(project=project, actor=request.user)
-    except (DomainError, JudgeError) as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(
-            request,
-            f"Calibrated on {calibration.questions} questions: thresholds "
-            + ", ".join(f"{d} {t:.2f}" for d, t in sorted(calibration.thresholds.items()))
-            + f"; the judge is now {calibration.version}.",
-        )
+    judge_calibrate_start(project=project, actor=request.user)
+    messages.info(
+        request, "Calibration queued: this page says how it ended once a worker has run it."
+    )
     return redirect("judge-report", project_id=project.pk)

@@ -203,7 +203,10 @@ def test_calibrating_on_three_negatives_is_refused(
     with pytest.raises(DomainError, match="needs at least 20 settled negative"):
         validation.judge_calibrate(project=measured.project, actor=lead)
     client.force_login(lead)
-    response = client.post(f"/projects/{measured.project_id}/judge-calibrate/", follow=True)
+    client.post(f"/projects/{measured.project_id}/judge-calibrate/")
+    # A worker runs the queued calibration (here, the service its task calls).
+    validation.judge_calibrate_execute(job_id=measured.project.calibration_jobs.get().pk)
+    response = client.get(f"/projects/{measured.project_id}/judge-report/")
     assert response.status_code == 200 and "needs at least 20 settled negative" in (
         response.content.decode()
     )

@@ -206,21 +206,53 @@ def test_project_calibration_is_stored_as_a_judge_version(
     assert judge_version(labelled.project) == get_judge(project=labelled.project).version
 
 
-def test_calibrate_button_is_for_leads(client, labelled, lead, reviewer, settings):
+def test_calibrate_button_is_for_leads_and_a_worker_runs_it(
+    client, labelled, writers, auditor, lead, reviewer, settings, monkeypatch
+):
+    """A calibration takes 0.9 s on a project of 100,000 tasks: the button queues it."""
     from django.urls import reverse
 
-    from judge.models import JudgeCalibration
+    from judge import validation
+    from judge.models import CalibrationJob, JudgeCalibration
+    from judge.validation import judge_calibrate_execute
 
     settings.JUDGE_BACKEND = "embedded"
     url = reverse("judge-calibrate", args=[labelled.project_id])
     client.force_login(reviewer)
     assert client.post(url).status_code == 403
     client.force_login(lead)
-    response = client.post(url)
-    assert response.status_code == 302
-    assert JudgeCalibration.objects.filter(project=labelled.project).count() == 1
-    page = client.get(reverse("judge-report", args=[labelled.project_id])).content.decode()
-    assert JudgeCalibration.objects.get().version in page
+    report = reverse("judge-report", args=[labelled.project_id])
+    # Too few settled negatives for the domain to calibrate: the job fails, the report says why.
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_POSITIVES", 1)
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 1000)
+    assert client.post(url).status_code == 302
+    job = CalibrationJob.objects.get()
+    assert job.status == "queued" and "Calibration queued" in client.get(report).content.decode()
+    assert client.post(url).status_code == 302  # asked again while queued: the same job
+    assert CalibrationJob.objects.count() == 1
+    judge_calibrate_execute(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "failed" and "settled negative" in job.error
+    assert "The last calibration failed" in client.get(report).content.decode()
+    # Labelled: a worker runs it (here, the service the task calls) and the report shows it.
+    _label(labelled, writers, reviewer, auditor, CALIBRATION_NEGATIVES)
+    monkeypatch.setattr(validation, "CALIBRATION_MIN_NEGATIVES", 2)
+    client.post(url)
+    job = CalibrationJob.objects.first()
+    judge_calibrate_execute(job_id=job.pk)
+    job.refresh_from_db()
+    calibration = JudgeCalibration.objects.get(project=labelled.project)
+    assert job.status == "succeeded" and job.calibration == calibration
+    assert calibration.created_by == lead
+    page = client.get(report).content.decode()
+    assert calibration.version in page and "Last calibration on" in page
+    # The task job_send sends once the POST commits is the one that runs it.
+    from hilbench_annotate.celery import app
+    from hilbench_annotate.jobs import kind_of
+    from judge.tasks import calibration_job
+
+    app.loader.import_default_modules()
+    assert app.tasks[kind_of(CalibrationJob).task].name == calibration_job.name == "judge.calibrate"
 
 
 def test_calibration_reads_a_fixed_number_of_queries_whatever_the_projects_size(
