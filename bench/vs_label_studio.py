@@ -301,8 +301,14 @@ class Sampler:
         while not self._stop.wait(self.interval):
             self._sample()
 
-    def _cpu_by_process(self) -> dict[tuple[str, int], float]:
-        return {(side, pid): cpu_seconds([pid]) for side in self.sides for pid in self._pids(side)}
+    def _cpu_by_process(self) -> dict[tuple[str, int], tuple[int, float]]:
+        """(side, pid) -> (the root of its tree, its CPU seconds)."""
+        return {
+            (side, pid): (root, cpu_seconds([pid]))
+            for side in self.sides
+            for root in self.sides[side]
+            for pid in tree(root)
+        }
 
     def __enter__(self) -> "Sampler":
         self._start = {side: cpu_seconds(self._pids(side)) for side in self.sides}
@@ -318,10 +324,9 @@ class Sampler:
         self.cpu = {s: cpu_seconds(self._pids(s)) - self._start[s] for s in self.sides}
         # Per kind of process (a process started inside the block counts from zero).
         self.cpu_each: dict[str, dict[str, float]] = {side: {} for side in self.sides}
-        for (side, pid), seconds in self._cpu_by_process().items():
-            root = next((r for r in self.sides[side] if pid in tree(r)), pid)
+        for (side, pid), (root, seconds) in self._cpu_by_process().items():
             label = process_label(pid, root).replace(" (judge loaded)", "")
-            used = seconds - self._start_each.get((side, pid), 0.0)
+            used = seconds - self._start_each.get((side, pid), (root, 0.0))[1]
             self.cpu_each[side][label] = self.cpu_each[side].get(label, 0.0) + used
         for name, members in self.groups.items():
             self.cpu[name] = sum(self.cpu[m] for m in members)

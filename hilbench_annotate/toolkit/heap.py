@@ -33,10 +33,6 @@ def _libc_function(name: str):
         return None
 
 
-def _malloc_trim():
-    return _libc_function("malloc_trim")
-
-
 def heap_arenas_limit() -> bool:
     """At most ``THREAD_ARENAS`` malloc arenas in this process and the processes it forks.
     glibc gives each thread that meets another in ``malloc`` an arena of its own, up to
@@ -48,7 +44,7 @@ def heap_arenas_limit() -> bool:
 
 def heap_release() -> bool:
     """Return the heap's free pages to the system; whether it could."""
-    trim = _malloc_trim()
+    trim = _libc_function("malloc_trim")
     if trim is None:
         return False
     trim(0)
