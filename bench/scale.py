@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--workers", default="1,2,4")
-    parser.add_argument("--chunk", type=int, default=500, help="EXPORT_CHUNK_SIZE")
+    parser.add_argument("--chunk", type=int, default=250, help="EXPORT_CHUNK_SIZE")
     parser.add_argument("--rounds", type=int, default=1, help="exports per worker count")
     parser.add_argument("--bird", action="store_true", help="imported BIRD questions instead")
     parser.add_argument(

@@ -490,10 +490,10 @@ IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
 # Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
 IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))
 EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
-# An export is written in chunks of this many tasks, by as many workers as there are (the
-# bundle's bytes depend on it, not on the number of workers); a chunk's worker sends a
-# heartbeat every 10 s, so one silent for EXPORT_CHUNK_STALE_S is taken over.
-EXPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_EXPORT_CHUNK_SIZE", "500"))
+# An export is written in chunks of this many tasks by as many workers as there are (the
+# bundle's bytes depend on it, not on the workers); a chunk's files are held until written
+# (250: 48 MB of Python's, the same CPU as 500 and 3% more bytes); one heartbeat every 10 s.
+EXPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_EXPORT_CHUNK_SIZE", "250"))
 EXPORT_CHUNK_STALE_S = int(os.environ.get("HILBENCH_EXPORT_CHUNK_STALE_S", "120"))
 # Builds heartbeat every 10 s, even inside one long install step.
 ENVIRONMENT_STALE_S = int(os.environ.get("HILBENCH_ENVIRONMENT_STALE_S", "120"))

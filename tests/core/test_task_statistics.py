@@ -103,7 +103,8 @@ def test_a_failing_refresh_is_logged_not_raised(caplog, monkeypatch):
 
     monkeypatch.setattr(connection.cursor().__class__, "execute", refusing)
     # More new tasks than any row estimate a test before it on this database can leave (with
-    # a large estimate and 80 the refresh rightly skips VACUUM, and logs nothing: that
-    # failed the CI of d7b212a): the refresh tries VACUUM, which refuses.
+    # a large estimate and 80 the refresh rightly skips VACUUM, and logs nothing): the
+    # refresh tries VACUUM, which refuses. (The CI failures of d7b212a and 9377365 were
+    # import-linter's logging set-up disabling this logger: tests/test_architecture.py.)
     assert not task_statistics_refresh(10**9)
     assert "lock timeout" in caplog.text
