@@ -31,8 +31,10 @@ median over the rounds with its min–max beside it, the ratio ours / LS and the
   labelling config with their fields, question, evidence, db_id and SQL), the same bytes to
   both, in one request and in ten requests of N/10. LS ``POST /api/projects/<id>/import``
   answers when the tasks are written; ours ``POST /api/projects/<id>/tasks/import`` answers
-  202 with a job, timed until the job has finished (polling ``/api/imports/<id>/`` every
-  ``POLL_S``, 50 ms; the ten jobs are sent at once, then awaited). Our project holds the
+  202 with a job, timed until the job has finished (``GET /api/imports/<id>/?wait=30``,
+  which answers when it has: no poll interval in the figure and no polls in the server's
+  CPU; the ten jobs are sent at once, then awaited). LS's background imports, where an
+  edition has them, are polled every ``POLL_S``, 50 ms. Our project holds the
   library database first (a one-question import, not timed): the API imports questions on
   databases the project has.
   Also our command, ``manage.py import_bird``, whole wall time of the process.
@@ -45,10 +47,11 @@ median over the rounds with its min–max beside it, the ratio ours / LS and the
 - **export**: every task of the one-request project, until the file is on disk (what a user
   waits for). LS ``GET /api/projects/<id>/export?exportType=JSON&download_all_tasks=true``
   (without it LS exports only annotated tasks) written to a file as it arrives; ours
-  ``POST /api/exports/`` (a draft bundle: imported questions are drafts), the job polled until
-  it has succeeded, then its ``download`` link (``/api/exports/<id>/download``, the same
-  token) written to a file and checked against the job's sha256. With two worker processes
-  and then one, each a first export of a project, then the same again.
+  ``POST /api/exports/`` (a draft bundle: imported questions are drafts), the job followed
+  with ``?wait=30`` until it has succeeded, then its ``download`` link
+  (``/api/exports/<id>/download``, the same token) written to a file and checked against
+  the job's sha256. With two worker processes and then one, each a first export of a
+  project, then the same again.
 - **memory** (once, after the rounds): RSS, PSS and USS of each gunicorn worker of the
   documented command (the judge loaded in the master and shared) after an ask_human
   question through each, against a second gunicorn with ``HILBENCH_PRELOAD=0`` that has
@@ -107,6 +110,7 @@ PAGE = 50  # our API's page (REST_FRAMEWORK PAGE_SIZE); LS is asked for the same
 # How often a job (ours) or a background import (LS editions that have them) is looked at
 # until it has finished: on average half of it is counted after the end.
 POLL_S = 0.05
+WAIT_S = 30  # ours: GET /api/{imports,exports}/<id>/?wait=30 answers when the job finishes
 LS_USER = "bench@localhost"
 LEAD = "bench-lead"
 SEED_QUESTION_ID = 10**7  # the one question that gives our API's projects their database
@@ -625,13 +629,14 @@ class Ours:
         return project
 
     def _job(self, url: str) -> dict:
+        """The job once finished: each request waits for it server-side (``?wait=``, the
+        API's way to follow a job) instead of a poll every ``POLL_S``."""
         while True:
-            job = self.api.json("GET", url)
+            job = self.api.json("GET", f"{url}?wait={WAIT_S}")
             if job["status"] not in ("queued", "running"):
                 if job["status"] != "succeeded":
                     raise SystemExit(f"{url}: {job['status']}: {job.get('error')}")
                 return job
-            time.sleep(POLL_S)
 
     def import_records(self, project: int, bodies: list[bytes]) -> None:
         """Every body sent (each a job), then every job awaited. Where a one-request import's
@@ -704,8 +709,9 @@ class Ours:
 
     def export(self, project: int, into: Path) -> tuple[float, int, float]:
         """(seconds until the bundle is on disk, its bytes, seconds of them the download took):
-        ``POST /api/exports/``, the job polled until it has succeeded, then its ``download``
-        link with the same token, written to ``into``; checked against the job's sha256.
+        ``POST /api/exports/``, the job followed (``?wait=``) until it has succeeded, then its
+        ``download`` link with the same token, written to ``into``; checked against the job's
+        sha256.
         Both copies are deleted after."""
         import hashlib
 

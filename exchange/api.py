@@ -12,11 +12,18 @@ from rest_framework.views import APIView
 from exchange.access import access_export_job, access_import_job
 from exchange.api_data import ProjectDataApi
 from exchange.models import ExportJob, ImportJob
-from exchange.serializers import ExportIn, RecordsImportIn, export_arguments, import_options
+from exchange.serializers import (
+    ExportIn,
+    JobWaitIn,
+    RecordsImportIn,
+    export_arguments,
+    import_options,
+)
 from exchange.services.exports import bundle_export_start
 from exchange.services.imports import RECORD_KINDS, import_start_records
 from exchange.views import bundle_download
 from hilbench_annotate.access import access_project
+from hilbench_annotate.jobs import job_wait
 from hilbench_annotate.vocabulary import Role
 
 TAGS = ["exports"]
@@ -98,10 +105,35 @@ class RecordsImportApi(APIView):
         return Response(ImportOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 
+WAIT = OpenApiParameter(
+    "wait",
+    float,
+    description="Seconds (at most 30) to wait for the job to finish before answering: a "
+    "client follows a job with one request each half-minute instead of polling",
+)
+
+
+def _waited(request, job) -> bool:
+    """Whether the request asked to wait (``?wait=``) and waited for an unfinished job, which
+    is then read again; a bad value is a 400 naming it."""
+    params = JobWaitIn(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    if job.is_finished or not params.validated_data["wait"]:
+        return False
+    job_wait(job, params.validated_data["wait"])
+    return True
+
+
 class ImportDetailApi(APIView):
-    @extend_schema(tags=["imports"], responses=ImportOut, summary="An import job's progress")
+    @extend_schema(
+        tags=["imports"], parameters=[WAIT], responses=ImportOut,
+        summary="An import job's progress",
+    )  # fmt: skip
     def get(self, request, job_id: int):
-        return Response(ImportOut(access_import_job(request.user, job_id)).data)
+        job = access_import_job(request.user, job_id)
+        if _waited(request, job):
+            job = access_import_job(request.user, job_id)
+        return Response(ImportOut(job).data)
 
 
 class ExportOut(serializers.ModelSerializer):
@@ -154,9 +186,15 @@ class ExportStartApi(APIView):
 
 
 class ExportDetailApi(APIView):
-    @extend_schema(tags=TAGS, responses=ExportOut, summary="An export job's progress and link")
+    @extend_schema(
+        tags=TAGS, parameters=[WAIT], responses=ExportOut,
+        summary="An export job's progress and link",
+    )  # fmt: skip
     def get(self, request, job_id: int):
-        return Response(ExportOut(access_export_job(request.user, job_id)).data)
+        job = access_export_job(request.user, job_id)
+        if _waited(request, job):
+            job = access_export_job(request.user, job_id)
+        return Response(ExportOut(job).data)
 
 
 class ExportDownloadApi(APIView):

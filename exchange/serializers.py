@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from exchange.models import ImportJob
 from exchange.services.imports import SKIP_MISSING_DATABASES_LABEL
+from hilbench_annotate.jobs import JOB_WAIT_MAX_S
 from hilbench_annotate.params import MAX_ID
 from hilbench_annotate.vocabulary import TaskStatus
 
@@ -85,3 +86,14 @@ def import_options(data: dict) -> dict:
 class RecordsImportIn(ImportOptionsIn):
     # Which kinds take records is the service's question (``RECORD_KINDS``), in its words.
     kind = serializers.CharField(allow_blank=True, required=False, default=ImportJob.Kind.BIRD)
+
+
+class JobWaitIn(serializers.Serializer):
+    wait = serializers.FloatField(
+        min_value=0,
+        max_value=JOB_WAIT_MAX_S,
+        required=False,
+        default=0,
+        help_text="Seconds to wait for the job to finish before answering (at most "
+        f"{JOB_WAIT_MAX_S:.0f}): one request instead of polling",
+    )

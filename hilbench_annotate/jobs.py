@@ -22,6 +22,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -169,6 +170,29 @@ def job_claim_all(model: type[Job], pks: list[int]) -> None:
         worker=socket.gethostname()[:200],
         attempts=F("attempts") + 1,
     )
+
+
+# A request that waits for a job (``job_wait``, the API's ``?wait=``) holds a thread of a web
+# process: at most this long, then the client asks again.
+JOB_WAIT_MAX_S = 30.0
+JOB_WAIT_STEP_S = 0.1
+
+
+def job_wait(job: Job, seconds: float) -> bool:
+    """Wait up to ``seconds`` (at most ``JOB_WAIT_MAX_S``) for ``job`` to finish; whether it
+    has (or is gone). Its status alone is read every ``JOB_WAIT_STEP_S``: a client follows a
+    job with a request a half-minute rather than polling, and each look costs one read by
+    primary key instead of a request (authentication, the job and its serializer)."""
+    if job.is_finished:
+        return True
+    model = type(job)
+    deadline = time.monotonic() + max(0.0, min(seconds, JOB_WAIT_MAX_S))
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(JOB_WAIT_STEP_S, left))
+        status = model.objects.filter(pk=job.pk).values_list("status", flat=True).first()
+        if status is None or status in model.FINISHED:
+            return True
+    return False
 
 
 def job_heartbeat(model: type[Job], pk: int | list[int], **fields) -> None:

@@ -38,9 +38,11 @@ EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "25"))
 
 
 @pytest.fixture
-def world(transactional_db):
+def world(transactional_db, monkeypatch):
     """A project led by the fuzzing lead: tasks, blockers, threads, a review assignment, an
     ask_human run and an export job, so generated requests also reach real objects."""
+    # The export jobs stay queued: a generated ``?wait=`` on one waits 50 ms at most, not 30 s.
+    monkeypatch.setattr("hilbench_annotate.jobs.JOB_WAIT_MAX_S", 0.05)
     project = ProjectFactory(name="Fuzzed benchmark", slug="fuzzed")
     lead = UserFactory(username="fuzz-lead")
     author = UserFactory(username="fuzz-author")
