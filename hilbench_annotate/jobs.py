@@ -175,7 +175,7 @@ def job_claim_all(model: type[Job], pks: list[int]) -> None:
 # A request that waits for a job (``job_wait``, the API's ``?wait=``) holds a thread of a web
 # process: at most this long, then the client asks again.
 JOB_WAIT_MAX_S = 30.0
-JOB_WAIT_STEP_S = 0.1
+JOB_WAIT_STEP_S = 0.05
 
 
 def job_wait(job: Job, seconds: float) -> bool:
