@@ -112,3 +112,29 @@ def test_a_lead_may_let_the_tasks_reach_the_internet(client, demo):
         for mode in ("baseline", "full_info", "ask_human"):
             toml = tomllib.loads(files[f"sql_0/{mode}/task.toml"].decode())
             assert toml["environment"]["allow_internet"] is allow
+
+
+def test_the_page_of_a_large_export_draws_a_bounded_table(client, demo):
+    """An export of tens of thousands of tasks: the page shows the first 200 written and
+    left out, and says the bundle's manifest lists every one (it drew a row per task)."""
+    lead = user("lead")
+    task = sql_task(demo)
+    entry = {"folder": "sql_0", "task": task.pk, "title": "Q", "validated": False,
+             "reason": "draft", "oracle": "oracle 1, no-op 0"}  # fmt: skip
+    skipped = {"task": task.pk, "title": "Q", "reason": "left out: why"}
+    job = ExportJob.objects.create(
+        project=demo, created_by=lead, total=500, status=ExportJob.Status.SUCCEEDED,
+        report={"exported": [entry] * 250, "skipped": [skipped] * 201, "files": 9},
+    )  # fmt: skip
+    client.force_login(lead)
+    page = client.get(reverse("export-detail", args=[job.pk])).content.decode()
+    assert "<strong>250</strong> tasks exported, 201 left out" in page
+    assert page.count("<code>sql_0</code>") == 200
+    assert "The first 200 of 250 tasks" in page and "The first 200 of 201" in page
+    assert page.count("left out: why") == 200
+    small = ExportJob.objects.create(
+        project=demo, created_by=lead, total=2, status=ExportJob.Status.SUCCEEDED,
+        report={"exported": [entry] * 2, "skipped": [], "files": 9},
+    )  # fmt: skip
+    page = client.get(reverse("export-detail", args=[small.pk])).content.decode()
+    assert page.count("<code>sql_0</code>") == 2 and "The first 200" not in page
