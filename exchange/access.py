@@ -29,9 +29,10 @@ def access_import_job(user, job_id: int) -> ImportJob:
 
 
 def access_export_job(user, job_id: int) -> ExportJob:
-    """The job if ``user`` leads its project (exports are for leads only)."""
+    """The job if ``user`` leads its project (exports are for leads only), without its report:
+    the page and the API show its ``summary`` (the report lists every task written)."""
     return get_object_or_404(
-        ExportJob.objects.select_related("project", "created_by"),
+        ExportJob.objects.select_related("project", "created_by").defer("report"),
         pk=job_id,
         project__in=export_projects(user),
     )

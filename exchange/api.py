@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from exchange.access import access_export_job, access_import_job
 from exchange.api_data import ProjectDataApi
-from exchange.models import ExportJob, ImportJob
+from exchange.models import REPORT_HEAD, ExportJob, ImportJob
 from exchange.serializers import (
     ExportIn,
     JobWaitIn,
@@ -139,6 +139,13 @@ class ImportDetailApi(APIView):
 class ExportOut(serializers.ModelSerializer):
     status = serializers.CharField(read_only=True, help_text="queued, running, succeeded, …")
     download = serializers.SerializerMethodField()
+    report = serializers.JSONField(
+        source="report_summary",
+        read_only=True,
+        help_text=f"The tasks written (exported) and left out (skipped), the first {REPORT_HEAD} "
+        "of each, their numbers (exported_count, skipped_count) and the bundle's files: the "
+        "bundle's manifest.json lists every task",
+    )
 
     class Meta:
         model = ExportJob

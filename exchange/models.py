@@ -77,6 +77,9 @@ class ExportJob(Job):
     size_bytes = models.BigIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
     report = models.JSONField(default=dict, blank=True)
+    # What a read of the finished job shows (``report_summary``), kept apart from ``report``,
+    # whose list of every task written (about 400 bytes each) a read then never decodes.
+    summary = models.JSONField(default=dict, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     # Set when a Harbor run exported its tasks for itself (a draft it unpacks and runs):
     # the lists name the run, not the lead who started it, as the maker.
@@ -98,6 +101,31 @@ class ExportJob(Job):
     @property
     def path(self):
         return settings.BUNDLE_STORE / self.file_path if self.file_path else None
+
+    @property
+    def report_summary(self) -> dict:
+        """The report as the page and the API show it (``export_report_summary``): the
+        stored summary of a finished job, else made from the report (a job still running,
+        whose report holds only the tasks left out so far)."""
+        return self.summary or export_report_summary(self.report)
+
+
+# A read of an export shows this many of the tasks written and of those left out; the
+# bundle's manifest.json lists every one.
+REPORT_HEAD = 200
+
+
+def export_report_summary(report: dict) -> dict:
+    """``report`` with its lists cut to their first ``REPORT_HEAD`` entries and their lengths
+    beside them (``exported_count``, ``skipped_count``)."""
+    exported, skipped = report.get("exported") or [], report.get("skipped") or []
+    return {
+        **report,
+        "exported": exported[:REPORT_HEAD],
+        "skipped": skipped[:REPORT_HEAD],
+        "exported_count": len(exported),
+        "skipped_count": len(skipped),
+    }
 
 
 class ExportChunk(Job):

@@ -28,7 +28,7 @@ from exchange.bundles.writer import (
     skipped_entries,
 )
 from exchange.bundles.writer import chunks as writer_chunks
-from exchange.models import ExportChunk, ExportJob
+from exchange.models import ExportChunk, ExportJob, export_report_summary
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.jobs import (
@@ -414,6 +414,7 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
             size_bytes=archive["size"],
             sha256=archive["sha256"],
             report=report,
+            summary=export_report_summary(report),
             done=job.total,
             expires_at=None
             if job.out_path
