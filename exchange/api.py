@@ -105,34 +105,25 @@ class RecordsImportApi(APIView):
         return Response(ImportOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-WAIT = OpenApiParameter(
-    "wait",
-    float,
-    description="Seconds (at most 30) to wait for the job to finish before answering: a "
-    "client follows a job with one request each half-minute instead of polling",
-)
-
-
-def _waited(request, job) -> bool:
-    """Whether the request asked to wait (``?wait=``) and waited for an unfinished job, which
-    is then read again; a bad value is a 400 naming it."""
+def _followed(request, access, job_id: int):
+    """The job as ``access`` reads it for the user; with ``?wait=``, read again once it has
+    finished or the wait is over (``job_wait``). A bad value is a 400 naming it."""
+    job = access(request.user, job_id)
     params = JobWaitIn(data=request.query_params)
     params.is_valid(raise_exception=True)
     if job.is_finished or not params.validated_data["wait"]:
-        return False
+        return job
     job_wait(job, params.validated_data["wait"])
-    return True
+    return access(request.user, job_id)
 
 
 class ImportDetailApi(APIView):
     @extend_schema(
-        tags=["imports"], parameters=[WAIT], responses=ImportOut,
+        tags=["imports"], parameters=[JobWaitIn], responses=ImportOut,
         summary="An import job's progress",
     )  # fmt: skip
     def get(self, request, job_id: int):
-        job = access_import_job(request.user, job_id)
-        if _waited(request, job):
-            job = access_import_job(request.user, job_id)
+        job = _followed(request, access_import_job, job_id)
         return Response(ImportOut(job).data)
 
 
@@ -194,13 +185,11 @@ class ExportStartApi(APIView):
 
 class ExportDetailApi(APIView):
     @extend_schema(
-        tags=TAGS, parameters=[WAIT], responses=ExportOut,
+        tags=TAGS, parameters=[JobWaitIn], responses=ExportOut,
         summary="An export job's progress and link",
     )  # fmt: skip
     def get(self, request, job_id: int):
-        job = access_export_job(request.user, job_id)
-        if _waited(request, job):
-            job = access_export_job(request.user, job_id)
+        job = _followed(request, access_export_job, job_id)
         return Response(ExportOut(job).data)
 
 
