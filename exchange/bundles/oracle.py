@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,8 @@ RELEASE_DATA = (
 )
 RELEASE_REASONS = (RELEASE_IMAGE, RELEASE_DATA)
 DATABASE = "shared/data/database.sqlite"  # a release task's, mounted at /data by its compose
+_READ = (f"{MODE}/solution/", f"{MODE}/tests/")
+_NAMED = frozenset({GENERATED, DATABASE})
 
 
 def _content(value) -> bytes:
@@ -141,13 +144,20 @@ def _cached(key: str, compute) -> dict[str, Any]:
 
 
 def oracle_runs(
-    task, entries: dict[str, Any], shas: dict[str, str] | None = None
+    task, entries: dict[str, Any], shas: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """``{"oracle": {reward, reason}, "noop": {reward, reason}}`` for the task's files
     (``TaskFiles.entries``, keys ``<folder>/<path>``; ``shas``: their sha256 where the
     caller has them), or a reason when none can run."""
-    files = {name.split("/", 1)[1]: value for name, value in entries.items()}
-    known = {name.split("/", 1)[1]: sha for name, sha in (shas or {}).items()}
+    # Only what the run reads or the checks below name: a task carries about a hundred files.
+    files: dict[str, Any] = {}
+    known: dict[str, str] = {}
+    for name, value in entries.items():
+        within = name.partition("/")[2]
+        if within.startswith(_READ) or within in _NAMED:
+            files[within] = value
+            if shas and name in shas:
+                known[within] = shas[name]
     released = GENERATED in files  # a release task: its verifier is one the export added
     if released and task.domain == "swe":
         return {"not_run": RELEASE_IMAGE}
@@ -155,7 +165,7 @@ def oracle_runs(
         return {"not_run": RELEASE_DATA}
     if f"{MODE}/tests/test.sh" not in files:
         return {"not_run": "the task has no verifier (tests/test.sh)"}
-    ours = {n: v for n, v in files.items() if n.startswith((f"{MODE}/solution/", f"{MODE}/tests/"))}
+    ours = {n: v for n, v in files.items() if n.startswith(_READ)}
     if released:
         ours[DATABASE] = files[DATABASE]
     extra = task.domain
