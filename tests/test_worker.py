@@ -143,3 +143,42 @@ def test_real_worker_runs_a_model_run_with_concurrent_passes(
     assert TaskPass.objects.filter(run=run).count() == 12
     assert not TaskPass.objects.filter(run=run).exclude(error="").exists()
     assert len(server.requests) == 12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_keeps_its_database_connection_as_a_request_does():
+    """Celery's Django fixup closed every connection before and after each job: each export
+    chunk paid a new PostgreSQL backend. Now a job keeps a request's lifecycle: the fixup
+    leaves the connection open, and it is closed only when it is older than CONN_MAX_AGE (or
+    broken), before or after a job run by a worker, never around one run eagerly."""
+    from celery.fixups.django import DjangoWorkerFixup
+    from celery.signals import task_postrun, task_prerun
+    from django.db import connection
+
+    from exchange.tasks import export_chunk_job
+    from hilbench_annotate.celery import app
+
+    def around_a_job(task) -> None:
+        """What a worker sends before and after a job (the fixup's handlers and ours)."""
+        DjangoWorkerFixup(app).on_task_prerun(sender=task)
+        task_prerun.send(sender=task, task_id="t", task=task, args=(), kwargs={})
+        task_postrun.send(sender=task, task_id="t", task=task, args=(), kwargs={}, retval=None)
+        DjangoWorkerFixup(app).on_task_postrun(sender=task)
+
+    connection.ensure_connection()
+    kept = connection.connection
+    around_a_job(export_chunk_job)
+    assert connection.connection is kept
+    with connection.cursor() as cursor:  # and it still answers
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
+
+    connection.close_at = time.monotonic() - 1  # past CONN_MAX_AGE
+    export_chunk_job.push_request(is_eager=True)
+    try:
+        around_a_job(export_chunk_job)
+        assert connection.connection is kept  # an eager job is its caller's: left alone
+    finally:
+        export_chunk_job.pop_request()
+    around_a_job(export_chunk_job)
+    assert connection.connection is None
