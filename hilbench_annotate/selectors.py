@@ -2,6 +2,8 @@
 
 import hashlib
 from collections.abc import Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
@@ -259,11 +261,44 @@ def current_snapshots(*, task_ids) -> dict[int, dict[str, Any]]:
     )
 
 
+# Within ``current_revisions_kept``: task id -> its current revision, or None for none.
+_KEPT_REVISIONS: ContextVar[dict[int, tuple[int, int] | None] | None] = ContextVar(
+    "kept_revisions", default=None
+)
+
+
+@contextmanager
+def current_revisions_kept():
+    """Within the block (this thread's), ``current_revisions`` asks the database once for
+    each task: a step that reads the same tasks' revisions from several places (an export
+    chunk: its files, pass rates, gates and provenance) asked five times, a query that
+    PostgreSQL answers by a scan of the table once it is large (13 ms a chunk each, 1.6 s
+    of its CPU in a 10,000-task export). Also a decorator."""
+    token = _KEPT_REVISIONS.set({})
+    try:
+        yield
+    finally:
+        _KEPT_REVISIONS.reset(token)
+
+
 def current_revisions(*, task_ids) -> dict[int, tuple[int, int]]:
-    """Task id -> (primary key, number) of its current (latest) revision, in one query."""
+    """Task id -> (primary key, number) of its current (latest) revision, in one query (none
+    for the tasks already read within ``current_revisions_kept``)."""
+    wanted = list(task_ids)
+    kept = _KEPT_REVISIONS.get()
+    if kept is None:
+        return _current_revisions(wanted)
+    missing = [pk for pk in wanted if pk not in kept]
+    if missing:
+        found = _current_revisions(missing)
+        kept.update((pk, found.get(pk)) for pk in missing)
+    return {pk: kept[pk] for pk in wanted if kept[pk] is not None}
+
+
+def _current_revisions(task_ids: list[int]) -> dict[int, tuple[int, int]]:
     current: dict[int, tuple[int, int]] = {}
     for task_id, pk, number in (
-        Revision.objects.filter(task_id__in=list(task_ids))
+        Revision.objects.filter(task_id__in=task_ids)
         .order_by("task_id", "number")
         .values_list("task_id", "pk", "number")
     ):

@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from evaluation.selectors import task_selections
 from hilbench_annotate.models import Task
-from hilbench_annotate.selectors import current_revisions
+from hilbench_annotate.selectors import current_revisions, current_revisions_kept
 from hilbench_annotate.services.tasks import task_snapshots
 from hilbench_annotate.toolkit.iteration import batched, fewer_collections
 from hilbench_annotate.toolkit.jsontext import json_loads
@@ -247,6 +247,7 @@ class _Chunk:
 
 
 @fewer_collections()
+@current_revisions_kept()
 def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dict]:
     """For a bundle that is not a draft: each task's gates, oracle runs and whether it is
     written (``write``) or left out (``reason``). Keys are task ids as text (JSON)."""
@@ -292,6 +293,7 @@ def _failed_verdict(reason: str) -> dict:
 
 
 @fewer_collections()
+@current_revisions_kept()
 def chunk_write(
     *,
     work: Path,

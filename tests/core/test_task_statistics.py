@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from hilbench_annotate.models import Project, Task
+from hilbench_annotate.models import Project, Revision, Task
 from hilbench_annotate.services import task_create_many, task_statistics_refresh
 
 from ..conftest import FIXTURES
@@ -21,11 +21,9 @@ def _needs_postgresql():
         pytest.skip("PostgreSQL's planner statistics (this run is on SQLite)")
 
 
-def _estimated_tasks() -> float:
+def _estimated_tasks(table: str = "hilbench_annotate_task") -> float:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", ["hilbench_annotate_task"]
-        )
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
         return cursor.fetchone()[0]
 
 
@@ -50,6 +48,9 @@ def test_a_large_write_refreshes_the_statistics_a_small_one_does_not():
     assert not task_statistics_refresh(40)  # not past 50 new rows
     assert task_statistics_refresh(80)
     assert _estimated_tasks() == Task.objects.count() == 80
+    # The tables written with them too: a revision and an environment a task.
+    assert _estimated_tasks("hilbench_annotate_revision") == Revision.objects.count() == 80
+    assert _estimated_tasks("hilbench_annotate_sqlenvironment") == 80
     # Past 50 new rows but not a tenth of the table: autovacuum's own turn will do.
     task_create_many(project=project, records=_records(900)[80:])
     assert task_statistics_refresh(820)

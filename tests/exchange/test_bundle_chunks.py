@@ -21,6 +21,7 @@ from exchange.importers.bundle import import_bundle
 from exchange.models import ExportChunk, ExportJob
 from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.models import Project, SqlEnvironment, Task
+from hilbench_annotate.selectors import current_revisions, current_revisions_kept
 
 from ..conftest import start_worker
 from .bundle_helpers import members, seed_demo, user
@@ -209,6 +210,40 @@ def test_export_queries_are_a_fixed_number_a_chunk(settings, tmp_path):
     two, six = queries(2), queries(6)
     # Before chunks, every task cost some 27 queries: four more tasks would add ~110.
     assert six - two <= 8, (two, six)
+
+
+def test_a_chunk_reads_its_tasks_current_revisions_once(settings, tmp_path):
+    """A chunk's files, pass rates, gates and provenance each asked for the tasks' current
+    revisions: five reads of the same rows a chunk, each a scan of the table on PostgreSQL
+    once it is large. Now one a chunk step (``current_revisions_kept``); outside a step the
+    selector reads again, and a task first asked for within one is read then."""
+    project = seed_demo(settings, tmp_path)
+    tasks = list(Task.objects.filter(project=project, domain="sql").order_by("pk"))
+    settings.EXPORT_CHUNK_SIZE = 2
+    _export(project, tasks, tmp_path / "warm.tar.gz")  # the oracle and lint caches filled
+    read = (  # current_revisions' query
+        '"hilbench_annotate_revision"."id" AS "pk", "hilbench_annotate_revision"."number" AS'
+    )
+
+    def reads(**kwargs) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            job = _export(project, tasks, tmp_path / "b.tar.gz", **kwargs)
+        assert job.status == "succeeded", job.error
+        steps = job.chunks.exclude(phase=ExportChunk.Phase.ASSEMBLE).count()
+        return sum(read in q["sql"] for q in captured.captured_queries), steps
+
+    assert len(tasks) > 2
+    count, steps = reads()  # a draft: the write step only
+    assert count == steps == -(-len(tasks) // 2)
+
+    ids = [t.pk for t in tasks]
+    with CaptureQueriesContext(connection) as captured, current_revisions_kept():
+        first = current_revisions(task_ids=ids[:2])
+        assert current_revisions(task_ids=ids[:2]) == first
+        both = current_revisions(task_ids=ids[:3])
+    assert set(both) == set(ids[:3]) and {k: both[k] for k in first} == first
+    assert sum(read in q["sql"] for q in captured.captured_queries) == 2  # the third task's
+    assert current_revisions(task_ids=ids[:3]) == both  # outside: read again, the same
 
 
 def test_a_task_whose_files_fail_is_left_out_with_its_reason(settings, tmp_path):
