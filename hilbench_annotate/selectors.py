@@ -272,7 +272,7 @@ def current_revisions_kept():
     """Within the block (this thread's), ``current_revisions`` asks the database once for
     each task: a step that reads the same tasks' revisions from several places (an export
     chunk: its files, pass rates, gates and provenance) asked five times, a query that
-    PostgreSQL answers by a scan of the table once it is large (13 ms a chunk each, 1.6 s
+    PostgreSQL answers by a scan of the table once it is large (13 ms a chunk each, 2.6 s
     of its CPU in a 10,000-task export). Also a decorator."""
     token = _KEPT_REVISIONS.set({})
     try:
