@@ -329,8 +329,8 @@ def task_create_many(
     return created
 
 
-# What a bulk write fills beside the task table, a row (or some) a task: their statistics
-# are taken with the task table's.
+# Tables a bulk write fills with the tasks, a row (or some) a task, that an export reads by
+# task: their statistics are taken with the task table's.
 _FILLED_WITH_TASKS = (Revision, SqlEnvironment, SweEnvironment, Blocker, TriggerQuestion)
 
 
@@ -366,6 +366,6 @@ def task_statistics_refresh(created: int) -> bool:
             cursor.execute(f"VACUUM (ANALYZE) {table}")
             cursor.execute(f"ANALYZE {others}")
     except DatabaseError as exc:  # the tasks are written: autovacuum will do it
-        logger.warning("VACUUM (ANALYZE) %s after %d new tasks failed: %s", table, created, exc)
+        logger.warning("Statistics refresh after %d new tasks failed: %s", created, exc)
         return False
     return True
