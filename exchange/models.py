@@ -76,9 +76,12 @@ class ExportJob(Job):
     file_path = models.CharField(max_length=300, blank=True, help_text="Relative to BUNDLE_STORE")
     size_bytes = models.BigIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
+    # The tasks left out (each with why), the files written and how many tasks; the tasks
+    # written are in the write step's chunks (``selectors.export_entries``). A job finished
+    # before issue 46 lists them here too, as ``exported``.
     report = models.JSONField(default=dict, blank=True)
-    # What a read of the finished job shows (``report_summary``), kept apart from ``report``,
-    # whose list of every task written (about 400 bytes each) a read then never decodes.
+    # What a read of the finished job shows (``report_summary``): the first tasks written
+    # and left out, and how many.
     summary = models.JSONField(default=dict, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     # Set when a Harbor run exported its tasks for itself (a draft it unpacks and runs):
@@ -117,13 +120,14 @@ REPORT_HEAD = 200
 
 def export_report_summary(report: dict) -> dict:
     """``report`` with its lists cut to their first ``REPORT_HEAD`` entries and their lengths
-    beside them (``exported_count``, ``skipped_count``)."""
+    beside them (``exported_count``, ``skipped_count``); a report that gives
+    ``exported_count`` (a finished export's: its ``exported`` is the head only) keeps it."""
     exported, skipped = report.get("exported") or [], report.get("skipped") or []
     return {
         **report,
         "exported": exported[:REPORT_HEAD],
         "skipped": skipped[:REPORT_HEAD],
-        "exported_count": len(exported),
+        "exported_count": report.get("exported_count", len(exported)),
         "skipped_count": len(skipped),
     }
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 
 from exchange.access import export_projects
 from exchange.bundles import release
 from exchange.bundles.release_runtime import data_note, verifier_files
 from exchange.bundles.trial_files import tests_fingerprint
-from exchange.models import ExportJob, ImportJob, VerifierAcceptance
+from exchange.models import ExportChunk, ExportJob, ImportJob, VerifierAcceptance
 from exchange.services.verifiers import MAX_REVIEWED_BYTES, task_uploaded_tests, unreviewable
 from hilbench_annotate.access import has_role
 from hilbench_annotate.instructions import MODES
@@ -85,3 +86,28 @@ def export_jobs_recent(*, user, limit: int = 20):
         .select_related("project", "created_by")
         .defer("report")[:limit]
     )
+
+
+def export_written(*, job: ExportJob) -> Iterator[dict]:
+    """The results of an export's write step (``writer.chunk_write``'s: the chunk's record,
+    its tasks written and left out), in bundle order, read one chunk at a time: an export
+    of 50,000 tasks is never held whole."""
+    ids = list(
+        job.chunks.filter(phase=ExportChunk.Phase.WRITE)
+        .order_by("number")
+        .values_list("pk", flat=True)
+    )
+    for pk in ids:
+        yield ExportChunk.objects.values_list("result", flat=True).get(pk=pk)
+
+
+def export_entries(*, job: ExportJob) -> Iterator[dict]:
+    """Each task a finished export wrote, in bundle order: its report entry (folder, task
+    id, revision, whether validated, the oracle's line …), as ``manifest.json`` lists it with
+    the task id. From the write step's chunks; a job finished before its report stopped
+    listing them (issue 46) from that report."""
+    if "exported" in job.report:
+        yield from job.report["exported"]
+        return
+    for result in export_written(job=job):
+        yield from result.get("exported", [])

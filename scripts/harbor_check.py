@@ -45,6 +45,7 @@ def _export(work: Path) -> list[Path]:
     from django.core.management import call_command
 
     from exchange.importers import import_swebench
+    from exchange.selectors import export_entries
     from exchange.services.exports import bundle_export_create, bundle_export_execute
     from hilbench_annotate.models import Membership, Project, Task
 
@@ -78,16 +79,16 @@ def _export(work: Path) -> list[Path]:
     job = bundle_export_create(
         project=project, actor=lead, selection={"tasks": [t.pk for t in tasks]}, draft=True
     )
-    report = bundle_export_execute(job_id=job.pk, out=out).report
+    exported = list(export_entries(job=bundle_export_execute(job_id=job.pk, out=out)))
     with tarfile.open(out) as archive:
         archive.extractall(work / "bundle", filter="data")
-    for entry in report["exported"]:
+    for entry in exported:
         blockers = Task.objects.get(pk=entry["task"]).blockers.count()
         print(f"{entry['folder']}: {entry['source_id']}, {blockers} blockers")
     released = set(Task.objects.filter(release_files__isnull=False).values_list("pk", flat=True))
     return [
         (work / "bundle" / entry["folder"] / mode, entry["task"] in released)
-        for entry in report["exported"]
+        for entry in exported
         for mode in ("baseline", "ask_human", "full_info")
     ]
 

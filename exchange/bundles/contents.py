@@ -6,6 +6,10 @@ A chunk writes its part (:func:`write_part`): a line per content, sorted by sha2
 line at a time (:func:`write_manifest`) into the manifest's text, written as every JSON file
 of the bundle is (sorted keys, indent 2, UTF-8), without holding it in memory: ten thousand
 tasks name a million paths.
+
+The manifest's ``tasks`` is written the same way (:class:`TaskList`): the assembly adds each
+chunk's tasks to a file as it reads the chunk, and :func:`write_manifest` copies that file
+into its place, so the assembly holds one chunk's entries at a time, not every task's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,34 @@ from . import layout
 
 SHA_LENGTH = 64
 _MARK = "\x00contents\x00"
+_TASKS = "\x00tasks\x00"
+# An entry of ``tasks`` in the manifest: a list's item in a key of the top object.
+_TASK_INDENT = b"    "
+
+
+class TaskList:
+    """``manifest.json``'s ``tasks``, an entry at a time, into ``path``: each entry as
+    ``layout.dumps`` writes it inside the manifest (indented to its depth, without the
+    final newline), the entries joined by ``,\\n``."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.count = 0
+        self._handle = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+
+    def add(self, entry: dict) -> None:
+        text = layout.dumps(entry).rstrip(b"\n").replace(b"\n", b"\n" + _TASK_INDENT)
+        self._handle.write((b",\n" if self.count else b"") + _TASK_INDENT + text)
+        self.count += 1
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> TaskList:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def write_part(path: Path, contents: dict[str, list[str]]) -> None:
@@ -40,13 +72,19 @@ def _shared_lines(shared: Iterable[tuple[str, str]]) -> Iterator[str]:
 
 
 def write_manifest(
-    out: Path, header: dict, parts: list[Path], *, shared: Iterable[tuple[str, str]]
+    out: Path,
+    header: dict,
+    parts: list[Path],
+    *,
+    shared: Iterable[tuple[str, str]],
+    tasks: TaskList | None = None,
 ) -> int:
-    """``manifest.json`` into ``out``: ``header``'s fields and ``contents``, merged from the
-    chunks' ``parts`` and ``shared`` (``(sha256, path)`` of each copy in ``_shared/``).
-    Returns its size in bytes."""
+    """``manifest.json`` into ``out``: ``header``'s fields, ``contents``, merged from the
+    chunks' ``parts`` and ``shared`` (``(sha256, path)`` of each copy in ``_shared/``), and
+    ``tasks`` from its file (closed) when given. Returns its size in bytes."""
     mark = layout.dumps(_MARK).decode().rstrip("\n")
-    before, after = layout.dumps({**header, "contents": _MARK}).decode().split(mark, 1)
+    fields = {**header, "contents": _MARK, **({"tasks": _TASKS} if tasks else {})}
+    before, after = layout.dumps(fields).decode().split(mark, 1)
     merged = heapq.merge(
         _shared_lines(shared),
         *(_lines(p) for p in parts),
@@ -69,5 +107,18 @@ def write_manifest(
             write((",\n" if opened else "{\n") + f'    "{sha}": [\n      {paths}\n    ]')
             opened = True
         write("\n  }" if opened else "{}")
+        if tasks is None:
+            write(after)
+            return size
+        between, after = after.split(layout.dumps(_TASKS).decode().rstrip("\n"), 1)
+        write(between)
+        if not tasks.count:
+            write("[]")
+        else:
+            write("[\n")
+            with open(tasks.path, "rb") as listed:
+                while block := listed.read(1 << 20):
+                    size += handle.write(block)
+            write("\n  ]")
         write(after)
     return size

@@ -463,11 +463,19 @@ def _copy_range(source: int, target: int, offset: int, length: int, path: Path) 
         length -= len(block)
 
 
-def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) -> dict:
+def assemble(
+    out: Path,
+    work: Path,
+    records: list[ChunkRecord],
+    manifest: dict,
+    *,
+    tasks: manifest_contents.TaskList | None = None,
+) -> dict:
     """Join the chunks into ``out`` (a ``.tar.gz``): ``_shared/`` first (each content the
     chunks' links name, once), then each chunk's data, then ``manifest.json`` — ``manifest``
-    with ``contents`` merged from the chunks' parts. Returns the bundle's size, sha256 and
-    number of files (in task folders and at the top; ``_shared`` and the manifest not counted)."""
+    with ``contents`` merged from the chunks' parts, and ``tasks`` from its file. Returns the
+    bundle's size, sha256 and number of files (in task folders and at the top; ``_shared``
+    and the manifest not counted)."""
     out, work = Path(out), Path(work)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".part")
@@ -488,7 +496,7 @@ def assemble(out: Path, work: Path, records: list[ChunkRecord], manifest: dict) 
             text = work / MANIFEST
             size = manifest_contents.write_manifest(
                 text, manifest, [work / r.contents for r in records],
-                shared=[(sha, copy) for copy, (sha, _) in shared.items()],
+                shared=[(sha, copy) for copy, (sha, _) in shared.items()], tasks=tasks,
             )  # fmt: skip
             output.write_raw(tar_header(MANIFEST, size))
             output.compress_file(text)

@@ -49,6 +49,7 @@ from hilbench_annotate.toolkit.jsontext import json_loads
 from hilbench_annotate.vocabulary import Domain, TaskStatus
 
 from . import layout, modes, release_runtime
+from .contents import TaskList
 from .documents import judge_settings_for
 from .harness import harness_files
 from .judge_choice import LlmJudge, ask_human_judge
@@ -467,13 +468,10 @@ def _entry(
 
 
 def bundle_manifest(
-    *,
-    options: ExportOptions,
-    project,
-    selection: dict | None,
-    exported: list[dict],
-    skipped: list[dict] = (),
+    *, options: ExportOptions, project, selection: dict | None, skipped: list[dict] = ()
 ) -> dict:
+    """``manifest.json`` but its ``contents`` and ``tasks`` (``contents.write_manifest``
+    writes them, from the chunks' files)."""
     return {
         "format": layout.FORMAT,
         "format_version": layout.BUNDLE_VERSION,
@@ -485,36 +483,68 @@ def bundle_manifest(
         **({"release_llm_judge": options.llm_judge.settings()} if options.llm_judge else {}),
         "project": {"slug": project.slug, "name": project.name} if project else None,
         "selection": selection or {},
-        "tasks": [{k: v for k, v in e.items() if k != "task"} for e in exported],
         # The tasks selected but left out, each with why (this database's task id too: the
         # lead looks it up here).
         "skipped": list(skipped),
     }
 
 
+@dataclass
+class Written:
+    """The write step's chunks as the assembly reads them (:func:`written_gather`): their
+    records, the manifest's task list (in a file), the tasks a part of which raised, and the
+    first of the report's entries (``head``)."""
+
+    records: list[ChunkRecord]
+    tasks: TaskList
+    skipped: list[dict]
+    head: list[dict]
+
+    @property
+    def first_folder(self) -> str | None:
+        return self.head[0]["folder"] if self.head else None
+
+
+def written_gather(work: Path, results: Iterable[dict], *, head: int) -> Written:
+    """``chunk_write``'s results, in bundle order, each read once and let go: the assembly
+    of 50,000 tasks holds one chunk's entries at a time (the manifest's ``tasks`` go to a
+    file under ``work``) and the first ``head`` (at least one) of the report's."""
+    work.mkdir(parents=True, exist_ok=True)
+    written = Written(records=[], tasks=TaskList(work / "manifest.tasks"), skipped=[], head=[])
+    with written.tasks:
+        for result in results:
+            written.records.append(ChunkRecord.from_dict(result["record"]))
+            written.skipped.extend(result.get("skipped", []))
+            for entry in result["exported"]:
+                if len(written.head) < max(head, 1):
+                    written.head.append(entry)
+                written.tasks.add({k: v for k, v in entry.items() if k != "task"})
+    return written
+
+
 def bundle_assemble(
     *,
     out: Path,
     work: Path,
-    written: list[dict],
+    written: Written,
     options: ExportOptions,
     project,
     selection,
     skipped: list[dict] = (),
 ) -> dict[str, Any]:
-    """Join the written chunks (``chunk_write``'s results, in order) into ``out``;
-    ``skipped``: every task left out, named in the manifest."""
-    exported = [entry for chunk in written for entry in chunk["exported"]]
+    """Join the written chunks (:func:`written_gather`) into ``out``; ``skipped``: every
+    task left out, named in the manifest."""
     manifest = bundle_manifest(
-        options=options, project=project, selection=selection, exported=exported, skipped=skipped
+        options=options, project=project, selection=selection, skipped=skipped
     )
-    records = [ChunkRecord.from_dict(chunk["record"]) for chunk in written]
     # What a plain Harbor needs to run the bundle offline, first (``harness``).
     spool = ChunkSpool(work, "harness")
-    top = harness_files([entry["folder"] for entry in exported])
-    records.insert(0, spool.write([[spool.entry(n, content) for n, content in top.items()]]))
-    archive = assemble(out, work, records, manifest)
-    return {**archive, "exported": exported}
+    top = harness_files([written.first_folder] if written.first_folder else [])
+    records = [
+        spool.write([[spool.entry(n, content) for n, content in top.items()]]),
+        *written.records,
+    ]
+    return assemble(out, work, records, manifest, tasks=written.tasks)
 
 
 def skipped_entries(ordered: list[int], checked: dict[str, dict]) -> list[dict]:
@@ -544,4 +574,5 @@ __all__ = [
     "export_order",
     "skipped_entries",
     "task_failure",
+    "written_gather",
 ]

@@ -26,9 +26,11 @@ from exchange.bundles.writer import (
     export_folders,
     export_order,
     skipped_entries,
+    written_gather,
 )
 from exchange.bundles.writer import chunks as writer_chunks
-from exchange.models import ExportChunk, ExportJob, export_report_summary
+from exchange.models import REPORT_HEAD, ExportChunk, ExportJob, export_report_summary
+from exchange.selectors import export_entries, export_written
 from hilbench_annotate.access import access_project
 from hilbench_annotate.errors import AccessDenied, DomainError
 from hilbench_annotate.jobs import (
@@ -371,18 +373,11 @@ def _advance(job_id: int, phase: str, *, fan_out: bool) -> None:
 def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
     """Join the written chunks into the bundle and finish the export (and this chunk)."""
     work = _work_dir(job.pk)
-    written = list(
-        job.chunks.filter(phase=ExportChunk.Phase.WRITE)
-        .order_by("number")
-        .values_list("result", flat=True)
-    )
+    written = written_gather(work, export_written(job=job), head=REPORT_HEAD)
     # The check step's (a bundle not a draft), then those a part of which raised when written.
-    skipped = [
-        *job.report.get("skipped", []),
-        *(entry for part in written for entry in part.get("skipped", [])),
-    ]
+    skipped = [*job.report.get("skipped", []), *written.skipped]
     target = _target(job)
-    if not any(part["exported"] for part in written):
+    if not written.tasks.count:
         target.unlink(missing_ok=True)
         failed = [s for s in skipped if s["reason"].startswith("left out: ")]
         message = (
@@ -404,7 +399,9 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
         selection=job.selection,
         skipped=skipped,
     )
-    report = {"exported": archive["exported"], "skipped": skipped, "files": archive["files"]}
+    # The tasks written are in the write step's chunks and the bundle's manifest, not here:
+    # the report of 50,000 tasks would be a JSON value of 20 MB (``selectors.export_entries``).
+    report = {"skipped": skipped, "files": archive["files"], "exported_count": written.tasks.count}
     finished = timezone.now()
     with transaction.atomic():
         job_finish(ExportChunk, chunk.pk)
@@ -414,31 +411,31 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
             size_bytes=archive["size"],
             sha256=archive["sha256"],
             report=report,
-            summary=export_report_summary(report),
+            summary=export_report_summary({**report, "exported": written.head}),
             done=job.total,
             expires_at=None
             if job.out_path
             else finished + timedelta(hours=settings.BUNDLE_KEEP_HOURS),
         )
-        _mark_exported(job, report)
+        _mark_exported(job)
         event_record(
             project_id=job.project_id,
             task_id=None,
             actor=job.created_by,
             kind="export_finished",
             job=job.pk,
-            exported=len(report["exported"]),
+            exported=written.tasks.count,
             skipped=len(report["skipped"]),
             draft=job.draft,
         )
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _mark_exported(job: ExportJob, report: dict) -> None:
+def _mark_exported(job: ExportJob) -> None:
     """Approved tasks in a (non-draft) bundle move to *exported*, as the workflow says."""
     if job.draft:
         return
-    ids = [e["task"] for e in report["exported"] if e["status"] == TaskStatus.APPROVED]
+    ids = [e["task"] for e in export_entries(job=job) if e["status"] == TaskStatus.APPROVED]
     for task in Task.objects.filter(pk__in=ids, status=TaskStatus.APPROVED):
         task_transition(task=task, action="export", actor=job.created_by, export=job.pk)
 

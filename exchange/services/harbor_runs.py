@@ -41,6 +41,7 @@ from evaluation.harbor_jobs import MAX_RESULT_BYTES, UNREADABLE, read_trial, tri
 from evaluation.models import EvaluationRun, ExcludedTry, TaskPass
 from evaluation.services.common import evaluation_run_finish, task_resolver
 from evaluation.services.results_import import excluded_try_store, imported_pass_store
+from exchange.selectors import export_entries
 from harbor_agents.fetch import task_fetch_sentence
 from hilbench_annotate.errors import DomainError, Refused
 from hilbench_annotate.jobs import Job, job_fail, job_finish, job_heartbeat
@@ -87,7 +88,7 @@ def _export(run: EvaluationRun, folder: Path) -> dict[str, int]:
     if job is None or job.status != Job.Status.SUCCEEDED:
         raise DomainError(f"The export of the run's tasks failed: {getattr(job, 'error', '')}")
     extract_archive(folder / "bundle.tar.gz", folder / "bundle")
-    folders = {entry["folder"]: entry["task"] for entry in job.report["exported"]}
+    folders = {entry["folder"]: entry["task"] for entry in export_entries(job=job)}
     verifiers, refused = release_trial_files(run, folder / "bundle", folders)
     # A task the app cannot run as it decides is left out, saying why; the others run.
     skipped = {**(run.harbor.get("skipped") or {})}

@@ -19,6 +19,7 @@ from exchange.bundles import layout
 from exchange.bundles.tarheaders import LinkHeaders, tar_header
 from exchange.importers.bundle import import_bundle
 from exchange.models import ExportChunk, ExportJob
+from exchange.selectors import export_entries
 from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.models import Project, SqlEnvironment, Task
 from hilbench_annotate.selectors import current_revisions, current_revisions_kept
@@ -263,7 +264,7 @@ def test_a_task_whose_files_fail_is_left_out_with_its_reason(settings, tmp_path)
     assert skipped["task"] == tasks[-1].pk and skipped["title"] == tasks[-1].title
     assert skipped["reason"].startswith("left out: its files raised DomainError: ")
     assert "is not a file name" in skipped["reason"]
-    assert sorted(e["task"] for e in job.report["exported"]) == sorted(t.pk for t in tasks[:-1])
+    assert sorted(e["task"] for e in export_entries(job=job)) == sorted(t.pk for t in tasks[:-1])
     assert (tmp_path / "bad.tar.gz").exists()
     assert not (settings.BUNDLE_STORE / "work" / f"export-{job.pk}").exists()
 

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from exchange.models import ExportJob
+from exchange.selectors import export_entries
 from exchange.services.exports import bundle_export_create, bundle_export_execute
 from hilbench_annotate.access import has_role
 from hilbench_annotate.errors import Refused
@@ -82,7 +83,7 @@ class Command(BaseCommand):
         if job.status != ExportJob.Status.SUCCEEDED:
             raise CommandError(job.error)
         report = job.report
-        for entry in report["exported"]:
+        for entry in export_entries(job=job):
             self.stdout.write(export_line(entry))
         for skipped in report["skipped"]:
             self.stdout.write(
@@ -90,7 +91,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             self.style.SUCCESS(
-                f"{len(report['exported'])} task(s) written to {options['out']} "
+                f"{report['exported_count']} task(s) written to {options['out']} "
                 f"({job.size_bytes} bytes, {report['files']} files, sha256 {job.sha256})"
                 + (" — draft bundle" if job.draft else "")
             )
