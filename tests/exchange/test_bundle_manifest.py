@@ -96,3 +96,21 @@ def test_a_job_finished_before_the_change_reads_its_entries_from_its_report(sett
     )  # fmt: skip
     assert list(export_entries(job=job)) == old
     assert job.report_summary["exported_count"] == 1
+
+
+def test_a_small_json_file_holds_its_own_size_not_orjsons_buffer():
+    """An export chunk holds some ten JSON files a task until it writes them: orjson's
+    result keeps the 4 KiB buffer it wrote into, so a 12-byte file held 4 KiB."""
+    import tracemalloc
+
+    assert layout.dumps({"a": 1}) == b'{\n  "a": 1\n}\n'
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        held = [layout.dumps({"a": i}) for i in range(100)]
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(held) == 100 and grown < 100 * 200  # with orjson's buffers: 100 × 4 KiB
+    large = layout.dumps({f"k{i}": "x" * 20 for i in range(3000)})  # past the copy's bound
+    assert json.loads(large)["k2999"] == "x" * 20
