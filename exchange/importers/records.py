@@ -135,8 +135,11 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
 
 
 # An array file up to this size is parsed whole by Python's C parser, several times faster
-# than ijson's events built into records in Python (10,000 BIRD questions: 42 -> 13 ms).
-WHOLE_ARRAY_BYTES = 32 * 1024 * 1024
+# than ijson's events built into records in Python (10,000 BIRD questions: 42 -> 13 ms). A
+# larger one is streamed: parsed whole, a file's records take some ten times its bytes, and
+# an importer reads it twice (it was 32 MiB: an import job of 50,000 BIRD records, 12 MB,
+# held some 250 MB of its own; streamed, each pass costs 0.2 s more; issue 46).
+WHOLE_ARRAY_BYTES = 4 * 1024 * 1024
 # Escapes of UTF-16 surrogates: json makes a lone one a string no database can store,
 # where ijson replaces it.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

@@ -179,6 +179,34 @@ def test_the_import_page_shows_a_running_jobs_progress(client, project, author):
     assert '<progress max="10000" value="1500">15%</progress>' in page
 
 
+def test_the_check_of_a_file_streamed_twice_holds_no_record(tmp_path, monkeypatch):
+    """Issue 46: past KEEP_RECORDS_BYTES the write streams the file again, yet the check
+    held every record to tell an exact repeat from another record under the same id: an
+    import job of 50,000 records held some 250 MB of its own. It holds a digest a record."""
+    import tracemalloc
+
+    from exchange.importers import bird
+    from exchange.importers import records as stream
+
+    monkeypatch.setattr(bird, "KEEP_RECORDS_BYTES", 0)
+    monkeypatch.setattr(stream, "WHOLE_ARRAY_BYTES", 0)
+    records = json.loads(_questions(tmp_path, 2000, "large").read_text())
+    records.append({key: records[7][key] for key in reversed(records[7])})  # keys reordered
+    records.append({**records[8], "question": "Another question?"})  # same id, other content
+    questions = tmp_path / "large-with-repeats.json"
+    questions.write_text(json.dumps(records))
+    tracemalloc.start()
+    try:
+        problems, repeats, _, broken, kept = bird._validate_records(questions, None, None)
+        held = tracemalloc.get_traced_memory()[1]  # the peak, while it reads
+    finally:
+        tracemalloc.stop()
+    assert kept is None and broken is None
+    assert repeats == ["record 2000 repeats record 7 (library/7) exactly"]
+    assert problems == [(2001, "same question_id as record 8 (library/8), different content")]
+    assert held < 2000 * 600  # 470 bytes a record; holding the records, 1,250
+
+
 @pytest.mark.parametrize("kept", [True, False], ids=["read-once", "streamed-twice"])
 def test_a_file_read_once_and_one_streamed_twice_import_the_same(tmp_path, monkeypatch, kept):
     """A small file's records are kept from the check for the write; a large one (past
