@@ -30,7 +30,7 @@ def access_import_job(user, job_id: int) -> ImportJob:
 
 def access_export_job(user, job_id: int) -> ExportJob:
     """The job if ``user`` leads its project (exports are for leads only), without its report:
-    the page and the API show its ``summary`` (the report lists every task written)."""
+    the page and the API show its ``summary`` (the report lists every task left out)."""
     return get_object_or_404(
         ExportJob.objects.select_related("project", "created_by").defer("report"),
         pk=job_id,

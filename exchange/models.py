@@ -78,7 +78,7 @@ class ExportJob(Job):
     sha256 = models.CharField(max_length=64, blank=True)
     # The tasks left out (each with why), the files written and how many tasks; the tasks
     # written are in the write step's chunks (``selectors.export_entries``). A job finished
-    # before issue 46 lists them here too, as ``exported``.
+    # before the report stopped listing them lists them here too, as ``exported``.
     report = models.JSONField(default=dict, blank=True)
     # What a read of the finished job shows (``report_summary``): the first tasks written
     # and left out, and how many.

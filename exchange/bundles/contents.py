@@ -32,7 +32,9 @@ _TASK_INDENT = b"    "
 class TaskList:
     """``manifest.json``'s ``tasks``, an entry at a time, into ``path``: each entry as
     ``layout.dumps`` writes it inside the manifest (indented to its depth, without the
-    final newline), the entries joined by ``,\\n``."""
+    final newline), the entries joined by ``,\\n``. (Where ``layout.dumps`` falls back to
+    json for an integer past 64 bits, it does so for that entry or the header alone, not
+    for the whole manifest: no entry the export writes holds one.)"""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -83,7 +85,7 @@ def write_manifest(
     chunks' ``parts`` and ``shared`` (``(sha256, path)`` of each copy in ``_shared/``), and
     ``tasks`` from its file (closed) when given. Returns its size in bytes."""
     mark = layout.dumps(_MARK).decode().rstrip("\n")
-    fields = {**header, "contents": _MARK, **({"tasks": _TASKS} if tasks else {})}
+    fields = {**header, "contents": _MARK, **({"tasks": _TASKS} if tasks is not None else {})}
     before, after = layout.dumps(fields).decode().split(mark, 1)
     merged = heapq.merge(
         _shared_lines(shared),

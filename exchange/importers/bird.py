@@ -101,11 +101,15 @@ KEEP_RECORDS_BYTES = 4 * 1024 * 1024
 
 def _record_digest(record: dict) -> bytes:
     """What pass 1 keeps of a record to tell an exact repeat from another record under the
-    same id: its JSON with sorted keys, hashed (the record itself, for every record of a
-    file streamed twice, held all of them)."""
+    same id: its JSON text with sorted keys, hashed (the record itself, for every record of
+    a file streamed twice, held all of them). Two records repeat exactly when their texts
+    are the same: ``1`` and ``1.0`` differ. orjson writes NaN and infinities as ``null``,
+    so a text with a null is written again by json, which keeps them apart."""
     try:
         text = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # an integer past 64 bits
+        text = b"null"
+    if b"null" in text:
         text = json.dumps(record, sort_keys=True).encode()
     return hashlib.blake2b(text, digest_size=16).digest()
 

@@ -402,6 +402,8 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
     # The tasks written are in the write step's chunks and the bundle's manifest, not here:
     # the report of 50,000 tasks would be a JSON value of 20 MB (``selectors.export_entries``).
     report = {"skipped": skipped, "files": archive["files"], "exported_count": written.tasks.count}
+    # Read before the transaction that finishes the job: a chunk's entries at a time.
+    approved = _approved_written(job)
     finished = timezone.now()
     with transaction.atomic():
         job_finish(ExportChunk, chunk.pk)
@@ -417,7 +419,7 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
             if job.out_path
             else finished + timedelta(hours=settings.BUNDLE_KEEP_HOURS),
         )
-        _mark_exported(job)
+        _mark_exported(job, approved)
         event_record(
             project_id=job.project_id,
             task_id=None,
@@ -431,11 +433,15 @@ def _assemble(chunk: ExportChunk, job: ExportJob) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _mark_exported(job: ExportJob) -> None:
-    """Approved tasks in a (non-draft) bundle move to *exported*, as the workflow says."""
+def _approved_written(job: ExportJob) -> list[int]:
+    """The approved tasks a bundle that is not a draft carries (a draft moves none)."""
     if job.draft:
-        return
-    ids = [e["task"] for e in export_entries(job=job) if e["status"] == TaskStatus.APPROVED]
+        return []
+    return [e["task"] for e in export_entries(job=job) if e["status"] == TaskStatus.APPROVED]
+
+
+def _mark_exported(job: ExportJob, ids: list[int]) -> None:
+    """Approved tasks in a (non-draft) bundle move to *exported*, as the workflow says."""
     for task in Task.objects.filter(pk__in=ids, status=TaskStatus.APPROVED):
         task_transition(task=task, action="export", actor=job.created_by, export=job.pk)
 
