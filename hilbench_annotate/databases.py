@@ -142,9 +142,12 @@ def edited_copy(
 ) -> Path:
     """``source`` with ``edit_script`` applied, cached for the project within its quota.
 
-    An empty script gives ``source``. Raises EditScriptError when the script fails and
-    StorageFull, naming the quota and what takes it, when the copy does not fit.
+    An empty script gives ``source`` (an export asks it of every task). Raises
+    EditScriptError when the script fails and StorageFull, naming the quota and what takes
+    it, when the copy does not fit.
     """
+    if not (edit_script or "").strip():
+        return Path(source)
     try:
         return edited_database(
             source=Path(source),

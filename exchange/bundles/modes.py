@@ -25,6 +25,7 @@ import functools
 import hashlib
 import json
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from hilbench_annotate.envspec import dockerfile_env, dockerfile_run, python_version
@@ -59,6 +60,18 @@ def sql_tools_for(mode: str) -> list[list]:
     if mode == "ask_human":
         tools.append(["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]])
     return tools
+
+
+@functools.cache
+def sql_agent_files(mode: str) -> Mapping[str, bytes]:
+    """``mcp.py`` and ``setup_tools.py`` of a SQL mode folder: the same in every task."""
+    return sidecars.agent_tool_files(sql_tools_for(mode))
+
+
+@functools.cache
+def swe_agent_files() -> Mapping[str, bytes]:
+    """``mcp.py`` and ``setup_tools.py`` of a SWE ``ask_human`` folder (its one command)."""
+    return sidecars.agent_tool_files([["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]]])
 
 
 def _agent_tools_dockerfile() -> str:
@@ -148,9 +161,7 @@ def sql_mode_files(
         services["ask-human"] = "./sidecars/ask-human"
         for name, content in sidecars.ask_human_files(registry, judge_settings).items():
             files[f"{env}/sidecars/ask-human/{name}"] = content
-    files.update(
-        {f"{env}/{n}": c for n, c in sidecars.agent_tool_files(sql_tools_for(mode)).items()}
-    )
+    files.update({f"{env}/{n}": c for n, c in sql_agent_files(mode).items()})
     files[f"{env}/Dockerfile"] = (
         f"# Written by HiL-Bench Annotate for {folder} ({mode}): the agent's container.\n"
         f"FROM {sidecars.PYTHON_IMAGE}\n"
@@ -252,8 +263,7 @@ def swe_mode_files(
         services["ask-human"] = "./sidecars/ask-human"
         for name, content in sidecars.ask_human_files(registry, judge_settings).items():
             files[f"{env}/sidecars/ask-human/{name}"] = content
-        tools = [["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]]]
-        files.update({f"{env}/{n}": c for n, c in sidecars.agent_tool_files(tools).items()})
+        files.update({f"{env}/{n}": c for n, c in swe_agent_files().items()})
     files[f"{env}/docker-compose.yaml"] = _compose(
         image=image, services=services, shared_volume=asks
     ).encode()
@@ -306,10 +316,8 @@ def common_shas() -> frozenset[str]:
         *sidecars.ask_human_common().values(),
         *sidecars.sql_verifier_files().values(),
         *sidecars.swe_verifier_files().values(),
-        *sidecars.agent_tool_files(
-            [["ask_human", ASK_HUMAN_URL, "ask_human", ["question"]]]
-        ).values(),
+        *swe_agent_files().values(),
     ]
     for mode in MODES:
-        contents += sidecars.agent_tool_files(sql_tools_for(mode)).values()
+        contents += sql_agent_files(mode).values()
     return frozenset(hashlib.sha256(content).hexdigest() for content in contents if content)

@@ -5,6 +5,7 @@ writes them."""
 
 from __future__ import annotations
 
+import struct
 import tarfile
 
 from .layout import FILE_MODE, TAR_MTIME
@@ -79,58 +80,86 @@ def tar_header(name: str, size: int, link: str = "") -> bytes:
     )
 
 
-_LINK_FIXED = _FIXED_SUM + sum(b"%011o\0" % 0) + ord("1") + ord("/")
-
-
-class LinkHeaders:
-    """``tar_header(name, 0, link)`` for the hard links of a chunk, from parts remembered:
-    a chunk names each of its folders, each path within a folder and each link target
-    thousands of times (78 of a task's 108 members are links), and building every header
-    whole was a fifth of an export's time. The same bytes as ``tar_header``; a name it
-    cannot take apart (not ASCII, over 100 bytes once joined) is left to it."""
-
-    def __init__(self) -> None:
-        self._parts: dict[str, tuple[bytes, int]] = {}
-
-    def _part(self, text: str) -> tuple[bytes, int]:
-        known = self._parts.get(text)
-        if known is None:
-            raw = text.encode("ascii")
-            known = self._parts[text] = (raw, sum(raw))
-        return known
-
-    def __call__(self, name: str, link: str) -> bytes:
-        folder, _, within = name.partition("/")
-        try:
-            (raw_folder, sum_folder), (raw_within, sum_within) = (
-                self._part(folder),
-                self._part(within),
-            )
-            raw_link, sum_link = self._part(link)
-        except UnicodeEncodeError:
-            return tar_header(name, 0, link)
-        if not within or len(raw_folder) + 1 + len(raw_within) > 100 or len(raw_link) > 100:
-            return tar_header(name, 0, link)
-        scripted = executable(name)
-        checksum = _LINK_FIXED + sum_folder + sum_within + sum_link
-        checksum += _EXEC_DELTA if scripted else 0
-        return b"".join(
-            (
-                (raw_folder + b"/" + raw_within).ljust(100, b"\0"),
-                _EXEC_MODE_UID_GID if scripted else _MODE_UID_GID,
-                b"%011o\0" % 0,
-                _MTIME,
-                b"%06o\0 " % checksum,
-                b"1",
-                raw_link.ljust(100, b"\0"),
-                _MAGIC,
-                _NO_PREFIX,
-                _END,
-            )
-        )
+def _joined(folder: str, within: str) -> str:
+    return f"{folder}/{within}" if within else folder
 
 
 _NO_PREFIX = b"\0" * 155
+# A header whose name needs no prefix, in four parts: the name (padded), the mode, owner,
+# size and mtime (48 bytes), the checksum and type, the link name (padded), then the magic,
+# owner names, device numbers and the empty prefix. ``struct`` pads a short bytes with NULs.
+_USTAR = struct.Struct("100s48s9s100s255s")
+_AFTER_LINK = _MAGIC + _NO_PREFIX + _END
+_LINK_MID = _MODE_UID_GID + b"%011o\0" % 0 + _MTIME
+_EXEC_LINK_MID = _EXEC_MODE_UID_GID + b"%011o\0" % 0 + _MTIME
+_LINK_FIXED = _FIXED_SUM + sum(b"%011o\0" % 0) + ord("1") + ord("/")
+_FILE_FIXED = _FIXED_SUM + ord("0") + ord("/")
+
+
+class MemberHeaders:
+    """``tar_header`` for the members of a chunk, from parts remembered: a chunk names each
+    of its folders, each path within a folder and each link target hundreds of times (78 of
+    a task's 108 members are links), and building every header whole was a fifth of an
+    export's time. A member is named by its folder and its path within it (``within``; empty
+    for a name without a folder). The same bytes as ``tar_header``; a name it cannot take
+    apart (not ASCII, over 100 bytes once joined) is left to it."""
+
+    def __init__(self) -> None:
+        # None: a part left to tar_header (not ASCII; or empty, a name without a folder).
+        self._parts: dict[str, tuple[bytes, int, bool] | None] = {"": None}
+        self._sizes: dict[int, tuple[bytes, int]] = {}
+
+    def part(self, text: str) -> tuple[bytes, int, bool] | None:
+        """``text`` as ASCII, the sum of its bytes and whether it names a script; None if it
+        is not ASCII."""
+        known = self._parts.get(text, False)
+        if known is False:  # not seen
+            try:
+                raw = text.encode("ascii")
+            except UnicodeEncodeError:
+                known = self._parts[text] = None
+            else:
+                known = self._parts[text] = (raw, sum(raw), executable(text))
+        return known
+
+    def link(self, folder: str, within: str, link: str) -> bytes:
+        parts = self._parts
+        name, path, target = parts.get(folder), parts.get(within), parts.get(link)
+        if name is None or path is None or target is None:  # not seen yet, or not ASCII
+            name, path, target = self.part(folder), self.part(within), self.part(link)
+            if name is None or path is None or target is None:
+                return tar_header(_joined(folder, within), 0, link)
+        raw_name = name[0] + b"/" + path[0]
+        if len(raw_name) > 100 or len(target[0]) > 100:
+            return tar_header(_joined(folder, within), 0, link)
+        checksum = _LINK_FIXED + name[1] + path[1] + target[1]
+        if path[2]:
+            return _USTAR.pack(
+                raw_name, _EXEC_LINK_MID, b"%06o\0 1" % (checksum + _EXEC_DELTA), target[0],
+                _AFTER_LINK,
+            )  # fmt: skip
+        return _USTAR.pack(raw_name, _LINK_MID, b"%06o\0 1" % checksum, target[0], _AFTER_LINK)
+
+    def file(self, folder: str, within: str, size: int) -> bytes:
+        parts = self._parts
+        name, path = parts.get(folder), parts.get(within)
+        if name is None or path is None:
+            name, path = self.part(folder), self.part(within)
+            if name is None or path is None:
+                return tar_header(_joined(folder, within), size)
+        raw_name = name[0] + b"/" + path[0]
+        if len(raw_name) > 100 or size >= 8**11:
+            return tar_header(_joined(folder, within), size)
+        digits = self._sizes.get(size)
+        if digits is None:
+            text = b"%011o\0" % size
+            digits = self._sizes[size] = (text, sum(text))
+        checksum = _FILE_FIXED + name[1] + path[1] + digits[1]
+        if path[2]:
+            mid, checksum = _EXEC_MODE_UID_GID + digits[0] + _MTIME, checksum + _EXEC_DELTA
+        else:
+            mid = _MODE_UID_GID + digits[0] + _MTIME
+        return _USTAR.pack(raw_name, mid, b"%06o\0 0" % checksum, b"", _AFTER_LINK)
 
 
 def _pax_header(name: str, size: int, link: str) -> bytes:

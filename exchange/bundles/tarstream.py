@@ -42,6 +42,7 @@ import errno
 import hashlib
 import os
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from isal import isal_zlib
 
 from . import contents as manifest_contents
 from .layout import MANIFEST, shared_copy
-from .tarheaders import BLOCK, LinkHeaders, padding, tar_header
+from .tarheaders import BLOCK, MemberHeaders, padding, tar_header
 
 CHUNK = 1 << 20
 # A file from disk this large is stored once in the bundle (``_shared``), whoever carries it.
@@ -153,7 +154,7 @@ class ChunkSpool:
         self._files: dict[str, tuple] = {}  # a file from disk -> its sha256, size, shared
         self._copies: dict[tuple[str, str], str] = {}  # (folder, sha) -> its _shared copy
         self._shared: dict[str, tuple[str, int]] = {}  # a _shared copy -> its sha256, size
-        self._link_header = LinkHeaders()
+        self._headers = MemberHeaders()
 
     def entry(self, name: str, content: bytes | Path) -> Entry:
         """The entry of a file of the chunk. A file from disk is compressed into the blobs
@@ -207,17 +208,17 @@ class ChunkSpool:
         tasks = list(tasks)
         copied = _copied_shas(tasks)
         first: dict[tuple[str, str], str] = {}  # (folder, sha) -> the first name there
-        names: dict[str, list[str]] = {}  # sha -> the chunk's names of it, in order
-        by_path: dict[str, list[Entry]] = {}  # a path within the folder -> its entries
+        names: dict[str, list[str]] = defaultdict(list)  # sha -> the chunk's names of it
+        # A path within the folder -> its entries, each with its folder and that path.
+        by_path: dict[str, list[tuple[str, str, Entry]]] = defaultdict(list)
         for entries in tasks:
             for entry in entries:
-                by_path.setdefault(entry.name.partition("/")[2] or entry.name, []).append(entry)
+                folder, _, within = entry.name.partition("/")
+                by_path[within or entry.name].append((folder, within, entry))
         partial = self.path.with_name(self.path.name + ".part")
         with open(partial, "wb") as self._out:
             for path in sorted(by_path):
-                for entry in by_path[path]:
-                    self._add(entry, first, copied)
-                    names.setdefault(entry.sha, []).append(entry.name)
+                self._add_path(by_path[path], first, copied, names)
             self._end_segment()
         os.replace(partial, self.path)
         manifest_contents.write_part(self.work / self.record.contents, names)
@@ -225,34 +226,71 @@ class ChunkSpool:
         self.record.files = sum(map(len, tasks))
         return self.record
 
-    def _add(self, entry: Entry, first: dict[tuple[str, str], str], copied: set[str]) -> None:
+    def _add_path(
+        self,
+        members: list[tuple[str, str, Entry]],
+        first: dict[tuple[str, str], str],
+        copied: set[str],
+        names: dict[str, list[str]],
+    ) -> None:
+        """The members of one path within the chunk's folders, each with its folder and
+        that path. Most are links (to ``_shared`` or within their folder): they are made here
+        with what the loop needs at hand, the others by :meth:`_add`."""
+        headers, copies, pending = self._headers, self._copies, self._pending
+        for folder, within, entry in members:
+            names[entry.sha].append(entry.name)
+            if entry.shared:
+                link = copies.get((folder, entry.sha))
+                if link is None:
+                    self._add(entry, folder, within, first, copied)
+                    continue
+            else:
+                link = first.get((folder, entry.sha)) if entry.size else None
+                if link is None:
+                    self._add(entry, folder, within, first, copied)
+                    continue
+            if not self._raw:
+                self._segment_start = self._at
+            header = headers.link(folder, within, link)  # a PAX header may be longer
+            pending.append(header)
+            self._raw += len(header)
+            if self._raw - self._compressed > CHUNK:
+                self._compress()
+
+    def _add(
+        self,
+        entry: Entry,
+        folder: str,
+        within: str,
+        first: dict[tuple[str, str], str],
+        copied: set[str],
+    ) -> None:
+        """``entry``, named ``<folder>/<within>`` (or ``folder`` alone, ``within`` empty)."""
+        headers = self._headers
         if entry.shared:
             self._blob(entry)
-            folder = _folder(entry.name)
             link = self._copies.get((folder, entry.sha))
             if link is None:
                 link = self._copies[folder, entry.sha] = shared_copy(folder, entry.sha)
                 self._shared[link] = (entry.sha, entry.size)
-            self._member(self._link_header(entry.name, link))
+            self._member(headers.link(folder, within, link))
             return
-        key = (_folder(entry.name), entry.sha)
+        key = (folder, entry.sha)
         earlier = first.get(key) if entry.size else None
         if earlier is not None:
-            self._member(self._link_header(entry.name, earlier))
+            self._member(headers.link(folder, within, earlier))
             return
         if entry.size:
             first[key] = entry.name
         if entry.sha in copied and entry.size:
             self._blob(entry)
-            self._member(tar_header(entry.name, entry.size))
+            self._member(headers.file(folder, within, entry.size))
             self._end_segment()
             at = self._at
             self._copy_blob(entry.sha)
             self._data(at, self._at - at, entry.size + len(padding(entry.size)))
             return
-        # A file from disk is always shared but when it is empty: then it has no bytes.
-        data = b"" if isinstance(entry.content, Path) else entry.content
-        self._member(tar_header(entry.name, entry.size) + data + padding(entry.size))
+        self._member(headers.file(folder, within, entry.size) + _inline(entry))
 
     def _member(self, data: bytes) -> None:
         """Raw bytes of the current segment: gathered, compressed together at its end (or
@@ -268,7 +306,7 @@ class ChunkSpool:
         if self._compressor is None:
             self._compressor = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
         self._write(self._compressor.compress(b"".join(self._pending)))
-        self._pending = []
+        self._pending.clear()
         self._compressed = self._raw
 
     def _end_segment(self) -> None:
@@ -277,7 +315,7 @@ class ChunkSpool:
         start = self._segment_start  # a long segment has had some of it written already
         if self._compressor is None:  # all of it gathered: one member at once
             self._write(gzip_member(b"".join(self._pending)))
-            self._pending = []
+            self._pending.clear()
         else:
             self._compress()
             self._write(self._compressor.flush())
@@ -300,8 +338,12 @@ class ChunkSpool:
             items.append(["data", offset, length, raw])
 
 
-def _folder(name: str) -> str:
-    return name.split("/", 1)[0]
+def _inline(entry: Entry) -> bytes:
+    """An entry's bytes and their padding, to follow its header. A file from disk is always
+    shared but when it is empty: then it has no bytes."""
+    if isinstance(entry.content, Path):
+        return b""
+    return entry.content + padding(entry.size)
 
 
 def _copied_shas(tasks: list[list[Entry]]) -> set[str]:

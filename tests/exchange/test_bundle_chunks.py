@@ -3,6 +3,7 @@ would give: the same files, each content stored once, readable by tar, tarfile a
 importer; its headers are tarfile's; its queries are a fixed number a chunk."""
 
 import errno
+import gzip
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from exchange.bundles import layout
-from exchange.bundles.tarheaders import LinkHeaders, tar_header
+from exchange.bundles.tarheaders import MemberHeaders, tar_header
 from exchange.importers.bundle import import_bundle
 from exchange.models import ExportChunk, ExportJob
 from exchange.selectors import export_entries
@@ -66,10 +67,10 @@ def test_headers_are_tarfiles_own_ustar_headers(name, size):
         "_shared/" + "l" * 100,  # too long for ustar's link field
     ],
 )
-def test_link_headers_are_tar_headers(link):
+def test_member_headers_are_tar_headers(link):
     # Every folder, every path within it, a script among them, a name ustar must split,
-    # each header made twice (the second from the parts remembered).
-    headers = LinkHeaders()
+    # a name without a folder, each header made twice (the second from the parts remembered).
+    headers = MemberHeaders()
     names = [
         "sql_0/ask_human/environment/sidecars/ask-human/judge/features.py",
         "sql_17/full_info/tests/test.sh",
@@ -80,7 +81,10 @@ def test_link_headers_are_tar_headers(link):
         "manifest.json",
     ]
     for name in names * 2:
-        assert headers(name, link) == tar_header(name, 0, link), name
+        folder, _, within = name.partition("/")
+        assert headers.link(folder, within, link) == tar_header(name, 0, link), name
+        for size in (0, 1, 513, 8**11 - 1, 8**11):
+            assert headers.file(folder, within, size) == tar_header(name, size), (name, size)
 
 
 @pytest.mark.parametrize("name", ["swe_3/" + "e" * 120, "sql_0/shared/données.csv"])
@@ -429,3 +433,42 @@ def test_a_shared_copy_serves_one_group_of_folders_as_file_systems_cap_names(tmp
     out.mkdir()
     subprocess.run(["tar", "-xzf", str(tmp_path / "b.tar.gz"), "-C", str(out)], check=True)
     assert (out / f"sql_{LINK_GROUP}/b/tests/compare.py").read_bytes() == code
+
+
+def test_links_of_every_kind_come_back_as_their_files(tmp_path):
+    """The links a chunk makes in a loop of their own (to ``_shared``, to a first name in the
+    folder) give each name its content and mode, where the name or its target is not ASCII
+    or too long for ustar (a PAX header, longer than a block) as where it is plain."""
+    from exchange.bundles.tarstream import RECORD, ChunkSpool, assemble
+
+    code, script = b"print('app code')\n", b"#!/bin/sh\necho solve\n"
+    common = frozenset({hashlib.sha256(code).hexdigest()})
+    names = ["a/tests/grade.py", "b/données/grade.py", "c/" + "x" * 120 + "/grade.py"]
+    work = tmp_path / "work"
+    spool = ChunkSpool(work, "chunk-0", common=common)
+    expected: dict[str, bytes] = {}
+    tasks = []
+    for folder in ("sql_0", "sql_1"):
+        entries = []
+        for name in names:
+            own = f"{folder} {name}".encode()  # carried twice in the folder: one link
+            for where, content in ((name, code), (f"one/{name}", own), (f"two/{name}", own)):
+                entries.append(spool.entry(f"{folder}/{where}", content))
+                expected[f"{folder}/{where}"] = content
+        for mode in ("x", "y"):
+            entries.append(spool.entry(f"{folder}/{mode}/solve.sh", script))
+            expected[f"{folder}/{mode}/solve.sh"] = script
+        tasks.append(entries)
+    assemble(tmp_path / "b.tar.gz", work, [spool.write(tasks)], {"draft": True})
+    # The chunk counted the bytes of each header, a PAX one too: the archive ends on a whole
+    # record, as tar pads it.
+    assert len(gzip.decompress((tmp_path / "b.tar.gz").read_bytes())) % RECORD == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "-xzf", str(tmp_path / "b.tar.gz"), "-C", str(out)], check=True)
+    with tarfile.open(tmp_path / "b.tar.gz") as tf:
+        links = {m.name for m in tf if m.islnk()}
+    assert "sql_1/two/b/données/grade.py" in links and "sql_0/y/solve.sh" in links
+    for name, content in expected.items():
+        assert (out / name).read_bytes() == content, name
+        assert os.access(out / name, os.X_OK) == name.endswith(".sh"), name
