@@ -2,10 +2,12 @@
 with every path that carries it, in path order (its copy in ``_shared/`` among them).
 
 A chunk writes its part (:func:`write_part`): a line per content, sorted by sha256 —
-``<sha>\\t<path>\\t<path>…``, each path as JSON writes it. The assembly merges the parts a
-line at a time (:func:`write_manifest`) into the manifest's text, written as every JSON file
-of the bundle is (sorted keys, indent 2, UTF-8), without holding it in memory: ten thousand
-tasks name a million paths.
+``<sha>\\t<path>\\t<path>…``, each path as JSON writes it, in order. The assembly merges the
+parts a line at a time (:func:`write_manifest`) into the manifest's text, written as every
+JSON file of the bundle is (sorted keys, indent 2, UTF-8), without holding it in memory: ten
+thousand tasks name a million paths. A content's paths from each chunk are sorted runs, which
+the assembly's sort merges (Python's sort finds runs): a content every task carries has up
+to seven paths a task, and the assembly is the one step of an export no worker shares.
 
 The manifest's ``tasks`` is written the same way (:class:`TaskList`): the assembly adds each
 chunk's tasks to a file as it reads the chunk, and :func:`write_manifest` copies that file
@@ -57,10 +59,11 @@ class TaskList:
 
 
 def write_part(path: Path, contents: dict[str, list[str]]) -> None:
-    """A chunk's part: ``contents`` (sha256 -> its paths in the chunk, in order)."""
+    """A chunk's part: ``contents`` (sha256 -> its paths in the chunk), each content's paths
+    in order (as the manifest lists them, by their JSON text)."""
     with open(path, "w", encoding="utf-8") as out:
         for sha in sorted(contents):
-            out.write(sha + "\t" + "\t".join(encode_basestring(n) for n in contents[sha]) + "\n")
+            out.write(sha + "\t" + "\t".join(sorted(map(encode_basestring, contents[sha]))) + "\n")
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -102,11 +105,14 @@ def write_manifest(
         write(before)
         opened = False
         for sha, lines in itertools.groupby(merged, key=lambda line: line[:SHA_LENGTH]):
-            # In path order: the same whatever the chunks (their order within one is not).
-            paths = ",\n      ".join(
-                sorted(p for line in lines for p in line[SHA_LENGTH + 1 :].rstrip("\n").split("\t"))
-            )
-            write((",\n" if opened else "{\n") + f'    "{sha}": [\n      {paths}\n    ]')
+            # In path order: the same whatever the chunks. Each chunk's are a sorted run
+            # (write_part), but a part written otherwise is sorted all the same.
+            paths: list[str] = []
+            for line in lines:
+                paths.extend(line[SHA_LENGTH + 1 :].rstrip("\n").split("\t"))
+            paths.sort()
+            text = ",\n      ".join(paths)
+            write((",\n" if opened else "{\n") + f'    "{sha}": [\n      {text}\n    ]')
             opened = True
         write("\n  }" if opened else "{}")
         if tasks is None:
