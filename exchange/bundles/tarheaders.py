@@ -100,16 +100,18 @@ class MemberHeaders:
     """``tar_header`` for the members of a chunk, from parts remembered: a chunk names each
     of its folders, each path within a folder and each link target hundreds of times (78 of
     a task's 108 members are links), and building every header whole was a fifth of an
-    export's time. A member is named by its folder and its path within it (``within``; empty
-    for a name without a folder). The same bytes as ``tar_header``; a name it cannot take
-    apart (not ASCII, over 100 bytes once joined) is left to it."""
+    export's time. A member is named by its folder and its path within it; a name without a
+    path within a folder is given whole as ``folder``, ``within`` empty. The same bytes as
+    ``tar_header``, which makes the headers it cannot make from parts: a name or link not
+    ASCII, a name or link over 100 bytes, a size of 8**11 bytes or more, a name without a
+    path within a folder."""
 
     def __init__(self) -> None:
         # None: a part left to tar_header (not ASCII; or empty, a name without a folder).
         self._parts: dict[str, tuple[bytes, int, bool] | None] = {"": None}
         self._sizes: dict[int, tuple[bytes, int]] = {}
 
-    def part(self, text: str) -> tuple[bytes, int, bool] | None:
+    def _part(self, text: str) -> tuple[bytes, int, bool] | None:
         """``text`` as ASCII, the sum of its bytes and whether it names a script; None if it
         is not ASCII."""
         known = self._parts.get(text, False)
@@ -126,7 +128,7 @@ class MemberHeaders:
         parts = self._parts
         name, path, target = parts.get(folder), parts.get(within), parts.get(link)
         if name is None or path is None or target is None:  # not seen yet, or not ASCII
-            name, path, target = self.part(folder), self.part(within), self.part(link)
+            name, path, target = self._part(folder), self._part(within), self._part(link)
             if name is None or path is None or target is None:
                 return tar_header(_joined(folder, within), 0, link)
         raw_name = name[0] + b"/" + path[0]
@@ -144,7 +146,7 @@ class MemberHeaders:
         parts = self._parts
         name, path = parts.get(folder), parts.get(within)
         if name is None or path is None:
-            name, path = self.part(folder), self.part(within)
+            name, path = self._part(folder), self._part(within)
             if name is None or path is None:
                 return tar_header(_joined(folder, within), size)
         raw_name = name[0] + b"/" + path[0]

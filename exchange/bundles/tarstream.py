@@ -214,6 +214,8 @@ class ChunkSpool:
         for entries in tasks:
             for entry in entries:
                 folder, _, within = entry.name.partition("/")
+                if not within:  # no path within a folder: its headers take the name whole
+                    folder = entry.name
                 by_path[within or entry.name].append((folder, within, entry))
         partial = self.path.with_name(self.path.name + ".part")
         with open(partial, "wb") as self._out:
