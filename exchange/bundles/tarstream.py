@@ -236,30 +236,30 @@ class ChunkSpool:
         names: dict[str, list[str]],
     ) -> None:
         """The members of one path within the chunk's folders, each with its folder and
-        that path. Most are links (to ``_shared`` or within their folder): they are made here
-        with what the loop needs at hand, the others by :meth:`_add`."""
-        headers, copies, pending = self._headers, self._copies, self._pending
+        that path (or its whole name as its folder, that path empty). Most are links: to its
+        folder's ``_shared`` copy of a shared content, or to the first name of a content the
+        folder carries twice; the others are files (:meth:`_add_file`)."""
+        headers = self._headers
         for folder, within, entry in members:
             names[entry.sha].append(entry.name)
             if entry.shared:
-                link = copies.get((folder, entry.sha))
-                if link is None:
-                    self._add(entry, folder, within, first, copied)
-                    continue
+                link = self._copies.get((folder, entry.sha)) or self._shared_copy(entry, folder)
             else:
                 link = first.get((folder, entry.sha)) if entry.size else None
                 if link is None:
-                    self._add(entry, folder, within, first, copied)
+                    self._add_file(entry, folder, within, first, copied)
                     continue
-            if not self._raw:
-                self._segment_start = self._at
-            header = headers.link(folder, within, link)  # a PAX header may be longer
-            pending.append(header)
-            self._raw += len(header)
-            if self._raw - self._compressed > CHUNK:
-                self._compress()
+            self._member(headers.link(folder, within, link))
 
-    def _add(
+    def _shared_copy(self, entry: Entry, folder: str) -> str:
+        """The ``_shared`` copy the folder's names of a shared content link to, its blob made
+        and the copy recorded for the assembly."""
+        self._blob(entry)
+        link = self._copies[folder, entry.sha] = shared_copy(folder, entry.sha)
+        self._shared[link] = (entry.sha, entry.size)
+        return link
+
+    def _add_file(
         self,
         entry: Entry,
         folder: str,
@@ -267,32 +267,19 @@ class ChunkSpool:
         first: dict[tuple[str, str], str],
         copied: set[str],
     ) -> None:
-        """``entry``, named ``<folder>/<within>`` (or ``folder`` alone, ``within`` empty)."""
-        headers = self._headers
-        if entry.shared:
-            self._blob(entry)
-            link = self._copies.get((folder, entry.sha))
-            if link is None:
-                link = self._copies[folder, entry.sha] = shared_copy(folder, entry.sha)
-                self._shared[link] = (entry.sha, entry.size)
-            self._member(headers.link(folder, within, link))
-            return
-        key = (folder, entry.sha)
-        earlier = first.get(key) if entry.size else None
-        if earlier is not None:
-            self._member(headers.link(folder, within, earlier))
-            return
+        """The first name of a content in its folder (or an empty file): its header and
+        bytes, copied from its blob when the chunk copies that content."""
         if entry.size:
-            first[key] = entry.name
+            first[folder, entry.sha] = entry.name
         if entry.sha in copied and entry.size:
             self._blob(entry)
-            self._member(headers.file(folder, within, entry.size))
+            self._member(self._headers.file(folder, within, entry.size))
             self._end_segment()
             at = self._at
             self._copy_blob(entry.sha)
             self._data(at, self._at - at, entry.size + len(padding(entry.size)))
             return
-        self._member(headers.file(folder, within, entry.size) + _inline(entry))
+        self._member(self._headers.file(folder, within, entry.size) + _inline(entry))
 
     def _member(self, data: bytes) -> None:
         """Raw bytes of the current segment: gathered, compressed together at its end (or
@@ -308,7 +295,7 @@ class ChunkSpool:
         if self._compressor is None:
             self._compressor = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
         self._write(self._compressor.compress(b"".join(self._pending)))
-        self._pending.clear()
+        self._pending = []
         self._compressed = self._raw
 
     def _end_segment(self) -> None:
@@ -317,7 +304,7 @@ class ChunkSpool:
         start = self._segment_start  # a long segment has had some of it written already
         if self._compressor is None:  # all of it gathered: one member at once
             self._write(gzip_member(b"".join(self._pending)))
-            self._pending.clear()
+            self._pending = []
         else:
             self._compress()
             self._write(self._compressor.flush())

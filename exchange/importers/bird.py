@@ -108,8 +108,8 @@ def _record_digest(record: dict) -> bytes:
     try:
         text = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # an integer past 64 bits
-        text = b"null"
-    if b"null" in text:
+        text = None
+    if text is None or b"null" in text:
         text = json.dumps(record, sort_keys=True).encode()
     return hashlib.blake2b(text, digest_size=16).digest()
 
