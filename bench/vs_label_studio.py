@@ -51,7 +51,8 @@ median over the rounds with its min–max beside it, the ratio ours / LS and the
   with ``?wait=30`` until it has succeeded, then its ``download`` link
   (``/api/exports/<id>/download``, the same token) written to a file and checked against
   the job's sha256. With two worker processes and then one, each a first export of a
-  project, then the same again.
+  project, then the same again. Each exported task's oracle runs as a deployment's do (the
+  bench's folder is open to the sandbox user); what they said is printed at the end.
 - **memory** (once, after the rounds): RSS, PSS and USS of each gunicorn worker of the
   documented command (the judge loaded in the master and shared) after an ask_human
   question through each, against a second gunicorn with ``HILBENCH_PRELOAD=0`` that has
@@ -68,6 +69,7 @@ Figures on a shared 2-core machine are noisy: the load is printed with each phas
 """
 
 import argparse
+import collections
 import contextlib
 import http.client
 import importlib
@@ -545,6 +547,9 @@ class Ours:
         self.concurrency = 0
         self.last_import: tuple | None = None
         self.services: dict[str, list[int]] = {}  # PostgreSQL's and Redis' roots, when used
+        # What the exported tasks' oracle runs said (each task's line in the job's report):
+        # printed at the end, so a sandbox the deployment cannot reach is seen, not measured.
+        self.oracle_lines: collections.Counter = collections.Counter()
 
     def start(self) -> None:
         from django.contrib.auth import get_user_model
@@ -716,6 +721,7 @@ class Ours:
         import hashlib
 
         from exchange.models import ExportJob
+        from exchange.selectors import export_entries
 
         started = time.perf_counter()
         job = self.api.json("POST", "/api/exports/", {"project": project, "draft": True},
@@ -731,8 +737,10 @@ class Ours:
         if size != job["size_bytes"] or digest.hexdigest() != job["sha256"]:
             raise SystemExit(f"the downloaded bundle is not the job's: {size} bytes")
         into.unlink()
+        done = ExportJob.objects.get(pk=job["id"])
+        self.oracle_lines.update(entry.get("oracle", "") for entry in export_entries(job=done))
         with contextlib.suppress(OSError, TypeError):
-            ExportJob.objects.get(pk=job["id"]).path.unlink()
+            done.path.unlink()
         return seconds, size, seconds - (ready - started)
 
 
@@ -1201,6 +1209,9 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, interrupted)
     work = Path(tempfile.mkdtemp(prefix="bench-vs-ls-"))
+    # Our deployment's var folder is under it: the sandbox user must reach it, or no oracle
+    # runs and every task's export pays for finding that out (its validation.json says so).
+    work.chmod(0o755)
     processes = Processes()
     admin_url, pg_name = os.environ.get("DATABASE_URL", ""), None
     try:
@@ -1260,6 +1271,10 @@ def main() -> None:
             memory_result = phase_memory(ours, work, processes, free_port(), figures)
         print(f"load average after: {load_average()}")
         report(figures, args, mode, memory_result)
+        if ours.oracle_lines:
+            print("ours' exported tasks, by what their oracle runs said: " + "; ".join(
+                f"{line or '(none)'}: {count}" for line, count in ours.oracle_lines.most_common()
+            ))  # fmt: skip
     except KeyboardInterrupt:
         print("\ninterrupted: stopping the servers and removing the temporary folder")
         sys.exit(130)

@@ -26,6 +26,7 @@ only ``manifest.json`` does. The chunk size fixes the bytes; the number of worke
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -277,13 +278,20 @@ def chunk_check(*, task_ids: list[int], options: ExportOptions) -> dict[str, dic
                     verdicts[str(task.pk)] = _failed_verdict(failure)
                     continue
                 finally:
-                    shutil.rmtree(own, ignore_errors=True)
+                    _remove_scratch(own)
                 refused = oracle_verdict(verdict["oracle"])
                 verdict["write"] = refused is None
                 if refused:
                     verdict["reason"] = f"{refused} (only a draft can be exported)"
             verdicts[str(task.pk)] = verdict
     return verdicts
+
+
+def _remove_scratch(own: Path) -> None:
+    """A task's scratch folder, where it made one (a SWE task's repository stream): an SQL
+    task makes none, and ``rmtree`` raises and catches an error for a folder not there."""
+    if os.path.lexists(own):
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def _failed_verdict(reason: str) -> dict:
@@ -360,11 +368,12 @@ def chunk_write(
                 except Exception as error:  # noqa: BLE001 - this task's, named and left out
                     chunk.failed[task.pk] = task_failure("files", error)
                 finally:
-                    shutil.rmtree(own, ignore_errors=True)
+                    _remove_scratch(own)
             if task.pk in chunk.failed:
                 skipped.append(chunk.skipped(task))
                 continue
-            written.append([entries[n] for n in sorted(entries)])
+            # The spool orders the members itself (by path within the folder, then folder).
+            written.append(list(entries.values()))
             exported.append(entry)
     record = spool.write(written)
     return {"record": record.as_dict(), "exported": exported, "skipped": skipped}
