@@ -209,13 +209,17 @@ class ChunkSpool:
         copied = _copied_shas(tasks)
         first: dict[tuple[str, str], str] = {}  # (folder, sha) -> the first name there
         names: dict[str, list[str]] = defaultdict(list)  # sha -> the chunk's names of it
-        # A path within the folder -> its entries, each with its folder and that path.
+        # A path within the folder -> its entries, each with its folder and that path. Each
+        # folder and path is held once (``known``), not once a member: 27,000 members of a
+        # 250-task chunk name 250 folders and about 110 paths.
         by_path: dict[str, list[tuple[str, str, Entry]]] = defaultdict(list)
+        known: dict[str, str] = {}
         for entries in tasks:
             for entry in entries:
                 folder, _, within = entry.name.partition("/")
                 if not within:  # no path within a folder: its headers take the name whole
                     folder = entry.name
+                folder, within = known.setdefault(folder, folder), known.setdefault(within, within)
                 by_path[within or entry.name].append((folder, within, entry))
         partial = self.path.with_name(self.path.name + ".part")
         with open(partial, "wb") as self._out:

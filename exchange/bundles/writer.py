@@ -361,7 +361,8 @@ def chunk_write(
                         chunk, task, names[task.pk], spool, options, own,
                         verdict=checked[str(task.pk)] if checked else None,
                         gates=gates[task.pk], revision=revisions[task.pk],
-                        documents=(validations[task.pk], reviews[task.pk]),
+                        # Written into the task's files now: not held until the chunk is.
+                        documents=(validations.pop(task.pk), reviews.pop(task.pk)),
                     )  # fmt: skip
                 except WHOLE_EXPORT_ERRORS:
                     raise
