@@ -52,7 +52,7 @@ median over the rounds with its min–max beside it, the ratio ours / LS and the
   (``/api/exports/<id>/download``, the same token) written to a file and checked against
   the job's sha256. With two worker processes and then one, each a first export of a
   project, then the same again. Each exported task's oracle runs as a deployment's do (the
-  bench's folder is open to the sandbox user); what they said is printed at the end.
+  bench's folder lets the sandbox user through); what they said is printed at the end.
 - **memory** (once, after the rounds): RSS, PSS and USS of each gunicorn worker of the
   documented command (the judge loaded in the master and shared) after an ask_human
   question through each, against a second gunicorn with ``HILBENCH_PRELOAD=0`` that has
@@ -745,12 +745,15 @@ class Ours:
     def count_oracle_lines(self) -> None:
         """What the exports' oracle runs said, read once their phase is measured (the read
         is the bench's, not the user's)."""
+        from django.db import connection
+
         from exchange.models import ExportJob
         from exchange.selectors import export_entries
 
         for job in ExportJob.objects.filter(pk__in=self.exported):
             self.oracle_lines.update(entry.get("oracle", "") for entry in export_entries(job=job))
         self.exported.clear()
+        connection.close()  # its backend, counted with ours, does not keep what it read
 
 
 # --- the rounds ----------------------------------------------------------------------------------
@@ -1221,7 +1224,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-vs-ls-"))
     # Our deployment's var folder is under it: the sandbox user must reach it, or no oracle
     # runs and every task's export pays for finding that out (its validation.json says so).
-    work.chmod(0o755)
+    work.chmod(0o711)
     processes = Processes()
     admin_url, pg_name = os.environ.get("DATABASE_URL", ""), None
     try:

@@ -373,7 +373,7 @@ def chunk_write(
             if task.pk in chunk.failed:
                 skipped.append(chunk.skipped(task))
                 continue
-            # The spool orders the members itself (by path within the folder, then folder).
+            # The spool orders the members itself (by path within the folder, then by task).
             written.append(list(entries.values()))
             exported.append(entry)
     record = spool.write(written)
