@@ -490,11 +490,9 @@ IMPORT_STALE_S = int(os.environ.get("HILBENCH_IMPORT_STALE_S", "900"))
 # Tasks an import writes per chunk (one INSERT per table, savepoint, progress reported).
 IMPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_IMPORT_CHUNK_SIZE", "500"))
 EXPORT_STALE_S = int(os.environ.get("HILBENCH_EXPORT_STALE_S", "1800"))
-# An export is written in chunks of this many tasks by as many workers as there are (the
-# bundle's bytes depend on it, not on the workers); a chunk's files are held until written
-# (150: at a 10,000-task export's peak a pool process held 28-32 MB of its own, 64-69 with
-# 250; the same CPU within the noise, 3% more bytes; docs/quality.md, tenth pass); one
-# heartbeat every 10 s.
+# Tasks an export chunk holds until written, by as many workers as there are; the bytes
+# depend on it, not on the workers (150: a pool process's own peak 28-32 MB, 64-69 with 250,
+# the same CPU, 3% more bytes; docs/quality.md, tenth pass); one heartbeat every 10 s.
 EXPORT_CHUNK_SIZE = int(os.environ.get("HILBENCH_EXPORT_CHUNK_SIZE", "150"))
 EXPORT_CHUNK_STALE_S = int(os.environ.get("HILBENCH_EXPORT_CHUNK_STALE_S", "120"))
 # Builds heartbeat every 10 s, even inside one long install step.
