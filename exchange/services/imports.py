@@ -39,7 +39,11 @@ from hilbench_annotate.jobs import (
 )
 from hilbench_annotate.models import Project
 from hilbench_annotate.repositories import borrowed_objects, origin_allowed
-from hilbench_annotate.services import event_record, task_statistics_refresh
+from hilbench_annotate.services import (
+    bulk_connection_release,
+    event_record,
+    task_statistics_refresh,
+)
 from hilbench_annotate.toolkit.archives import extract_archive
 from hilbench_annotate.toolkit.sqlconsole import amount
 from hilbench_annotate.vocabulary import Role
@@ -502,6 +506,8 @@ def import_execute(*, job_id: int) -> None:
     # After the job is seen finished: the list of the tasks just made is planned with
     # their statistics, not autovacuum's next turn.
     task_statistics_refresh(len(report["created"]))
+    if report["created"]:
+        bulk_connection_release()
 
 
 def _upload_delete(job: ImportJob) -> None:

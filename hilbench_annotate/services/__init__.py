@@ -8,7 +8,7 @@ from .blockers import (
     trigger_question_delete,
     trigger_question_update,
 )
-from .bulk import task_create_many, task_statistics_refresh
+from .bulk import bulk_connection_release, task_create_many, task_statistics_refresh
 from .bulk_actions import BulkReport, task_bulk_apply
 from .edits import TaskChanges, task_edit, task_touch_environment, task_update
 from .revisions import revisions_close
@@ -38,6 +38,7 @@ __all__ = [
     "task_create",
     "task_create_many",
     "task_statistics_refresh",
+    "bulk_connection_release",
     "task_edit",
     "task_event",
     "task_snapshot",
