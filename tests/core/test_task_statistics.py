@@ -1,6 +1,9 @@
 """After a bulk import on PostgreSQL the task table's statistics are brought up to date at
-once, as autovacuum would at its next turn (the list of a fresh project is planned by them)."""
+once, as autovacuum would at its next turn (the list of a fresh project is planned by them),
+and the connection that wrote the tasks is closed (its server process kept what the write
+allocated for as long as it lived)."""
 
+import io
 import json
 
 import pytest
@@ -8,8 +11,14 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from exchange.importers import import_bird
+from exchange.services.imports import import_execute, import_start_records
 from hilbench_annotate.models import Project, Revision, Task
-from hilbench_annotate.services import task_create_many, task_statistics_refresh
+from hilbench_annotate.services import (
+    bulk_connection_release,
+    task_create_many,
+    task_statistics_refresh,
+)
 
 from ..conftest import FIXTURES
 
@@ -109,3 +118,47 @@ def test_a_failing_refresh_is_logged_not_raised(caplog, monkeypatch):
     # import-linter's logging set-up disabling this logger: tests/test_architecture.py.)
     assert not task_statistics_refresh(10**9)
     assert "lock timeout" in caplog.text
+
+
+def _backend_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def test_an_import_job_closes_the_connection_that_wrote_its_tasks(project, lead, tmp_path):
+    """Its server process goes, with what the COPYs and ANALYZE made it allocate; the next
+    query opens a connection of its own and finds the tasks written."""
+    _needs_postgresql()
+    questions = tmp_path / "dev.json"  # an earlier import gives the project its database
+    first = {"question_id": 0, "db_id": "library", "question": "How many?", "SQL": "SELECT 1"}
+    questions.write_text(json.dumps([first]))
+    import_bird(project=project, questions=questions, databases=FIXTURES / "bird" / "dev_databases")
+    records = [{"question_id": i, "db_id": "library", "question": f"Question {i}?",
+                "SQL": "SELECT 1", "evidence": ""} for i in range(1, 121)]  # fmt: skip
+    job = import_start_records(
+        project=project, actor=lead, kind="bird", body=io.BytesIO(json.dumps(records).encode()),
+        json_lines=False, options={},
+    )  # fmt: skip
+    writer = _backend_pid()
+    import_execute(job_id=job.pk)
+    assert connection.connection is None  # closed: the next query connects again
+    assert Task.objects.filter(project=project).count() == 121
+    assert _backend_pid() != writer
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [writer])
+        assert cursor.fetchone()[0] == 0
+
+
+def test_a_connection_in_a_transaction_or_on_sqlite_is_kept():
+    if connection.vendor != "postgresql":
+        connection.ensure_connection()
+        assert not bulk_connection_release()
+        assert connection.connection is not None
+        return
+    with transaction.atomic():
+        pid = _backend_pid()
+        assert not bulk_connection_release()  # the transaction's work is not cut off
+        assert _backend_pid() == pid
+    assert bulk_connection_release()
+    assert connection.connection is None
