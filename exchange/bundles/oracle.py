@@ -11,6 +11,7 @@ Results are cached by the hash of everything a run reads.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -126,6 +127,11 @@ _SEEN_MAX = 50_000
 
 
 def _cached(key: str, compute) -> dict[str, Any]:
+    """The result kept for ``key``, or ``compute()``'s, kept when every run scored. One
+    process at a time computes a key (a lock file beside its result): the others wait and
+    read the result. The pool processes of an export start on the same tasks at once, and
+    tasks that share their ground truth and database share the key: each process ran it
+    (0.4 s of CPU each for an SQL task; a SWE task's runs take minutes)."""
     if key in _SEEN:
         return _SEEN[key]
     if len(_SEEN) >= _SEEN_MAX:
@@ -133,14 +139,20 @@ def _cached(key: str, compute) -> dict[str, Any]:
     cache = sandbox_root() / "oracle"
     cache.mkdir(exist_ok=True, mode=0o755)
     path = cache / f"{key}.json"
-    if path.is_file():
-        _SEEN[key] = json_loads(path.read_text())
-        return _SEEN[key]
-    result = compute()
-    if all(run.get("reward") is not None for run in result.values()):
-        path.write_text(json.dumps(result))
-        _SEEN[key] = result
-    return result
+    if not path.is_file():
+        with open(cache / f"{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+            if not path.is_file():  # not made by the process that held the lock
+                result = compute()
+                if not all(run.get("reward") is not None for run in result.values()):
+                    return result
+                partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+                partial.write_text(json.dumps(result))
+                os.replace(partial, path)
+                _SEEN[key] = result
+                return result
+    _SEEN[key] = json_loads(path.read_text())
+    return _SEEN[key]
 
 
 def oracle_runs(
