@@ -19,6 +19,7 @@ from hilbench_annotate.services import (
     task_create_many,
     task_statistics_refresh,
 )
+from hilbench_annotate.services.bulk import STATISTICS_TARGET
 
 from ..conftest import FIXTURES
 
@@ -64,6 +65,27 @@ def test_a_large_write_refreshes_the_statistics_a_small_one_does_not():
     task_create_many(project=project, records=_records(900)[80:])
     assert task_statistics_refresh(820)
     assert not task_statistics_refresh(60)
+
+
+def test_the_refresh_samples_few_rows_and_leaves_the_default_target():
+    """ANALYZE holds its sample in the connection's server process: the refresh samples
+    for a target of ``STATISTICS_TARGET``, so a column's histogram has that many buckets."""
+    _needs_postgresql()
+    project = Project.objects.create(name="Sample", slug="sample")
+    task_create_many(project=project, records=_records(80))
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW default_statistics_target")
+        before = cursor.fetchone()[0]
+        assert task_statistics_refresh(80)
+        cursor.execute(
+            "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats"
+            " WHERE tablename = 'hilbench_annotate_task' AND attname = 'id'"
+        )
+        # 80 distinct ids: the default target (100) would keep 80 bounds.
+        assert cursor.fetchone()[0] == STATISTICS_TARGET + 1
+        cursor.execute("SHOW default_statistics_target")
+        assert cursor.fetchone()[0] == before
+    assert _estimated_tasks() == 80  # the row count is the table's own
 
 
 def test_nothing_runs_inside_a_transaction_or_on_sqlite():
