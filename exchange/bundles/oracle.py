@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import stat
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -127,11 +128,15 @@ _SEEN_MAX = 50_000
 
 
 def _cached(key: str, compute) -> dict[str, Any]:
-    """The result kept for ``key``, or ``compute()``'s, kept when every run scored. One
-    process at a time computes a key (a lock file beside its result): the others wait and
-    read the result. The pool processes of an export start on the same tasks at once, and
-    tasks that share their ground truth and database share the key: each process ran it
-    (0.4 s of CPU each for an SQL task; a SWE task's runs take minutes)."""
+    """The result kept for ``key``, or ``compute()``'s, kept when every run scored.
+
+    One process at a time computes a key: the pool processes of an export start on the same
+    tasks at once, and tasks that share their ground truth and database share the key, so
+    each process ran it (0.4 s of CPU for an SQL task; a SWE task's runs take minutes). The
+    others wait for the lock, then read the result; a process that waited while the holder's
+    runs did not score takes that outcome rather than running them again (it is not kept:
+    the next ask runs them, a sandbox mended meanwhile is used at once). The lock files live
+    in a folder only the worker's user may enter (``_oracle_lock``)."""
     if key in _SEEN:
         return _SEEN[key]
     if len(_SEEN) >= _SEEN_MAX:
@@ -139,20 +144,82 @@ def _cached(key: str, compute) -> dict[str, Any]:
     cache = sandbox_root() / "oracle"
     cache.mkdir(exist_ok=True, mode=0o755)
     path = cache / f"{key}.json"
-    if not path.is_file():
-        with open(cache / f"{key}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
-            if not path.is_file():  # not made by the process that held the lock
-                result = compute()
-                if not all(run.get("reward") is not None for run in result.values()):
-                    return result
-                partial = path.with_name(f"{path.name}.{os.getpid()}.part")
-                partial.write_text(json.dumps(result))
-                os.replace(partial, path)
-                _SEEN[key] = result
-                return result
-    _SEEN[key] = json_loads(path.read_text())
-    return _SEEN[key]
+    known = _read_result(path)
+    if known is not None:
+        return known
+    unscored = cache.parent / ORACLE_LOCKS / f"{key}.unscored"
+    fd, waited_from = _oracle_lock(cache.parent, key)
+    try:
+        known = _read_result(path)  # made by the process that held the lock
+        if known is not None:
+            return known
+        if waited_from is not None:
+            failed = _read_unscored(unscored, waited_from)
+            if failed is not None:
+                return failed
+        result = compute()
+        if all(run.get("reward") is not None for run in result.values()):
+            _write_whole(path, result)
+            unscored.unlink(missing_ok=True)
+            _SEEN[key] = result
+        else:
+            _write_whole(unscored, result)
+        return result
+    finally:
+        os.close(fd)  # releases the lock
+
+
+ORACLE_LOCKS = "oracle-locks"
+
+
+def _oracle_lock(root: Path, key: str) -> tuple[int, float | None]:
+    """An fd holding the key's lock, and when this process began to wait for it (None if it
+    did not wait). As ``validators.environments``' locks: outside every folder a sandbox
+    sees, the folder 0700 and the file 0600, so no other user can take one."""
+    locks = root / ORACLE_LOCKS
+    locks.mkdir(exist_ok=True, mode=0o700)
+    fd = os.open(locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd, None
+    except BlockingIOError:
+        waited_from = time.time()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd, waited_from
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_result(path: Path) -> dict[str, Any] | None:
+    """A kept result (remembered by this process), or None: none, or not readable as one
+    (then it is made again and replaced)."""
+    try:
+        result = json_loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(result, dict):
+        return None
+    _SEEN[path.stem] = result
+    return result
+
+
+def _read_unscored(path: Path, since: float) -> dict[str, Any] | None:
+    """The outcome the lock's holder wrote while this process waited, or None."""
+    try:
+        if path.stat().st_mtime < since:
+            return None
+        result = json_loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def _write_whole(path: Path, result: dict[str, Any]) -> None:
+    """Written to a file of its own, then renamed: a reader never sees half of it."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+    partial.write_text(json.dumps(result))
+    os.replace(partial, path)
 
 
 def oracle_runs(
