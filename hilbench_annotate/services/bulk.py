@@ -8,6 +8,7 @@ questions when there are any. A task's making is told by its revision 1 (its rea
 and time), as ``task_create`` tells it: no event of its own.
 """
 
+import contextlib
 import json
 import logging
 import operator
@@ -17,7 +18,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, connections, router, transaction
+from django.db import DatabaseError, Error, connections, router, transaction
 from django.db.models import DateTimeField, JSONField
 from django.utils import timezone
 
@@ -334,12 +335,15 @@ def task_create_many(
 _FILLED_WITH_TASKS = (Revision, SqlEnvironment, SweEnvironment, Blocker, TriggerQuestion)
 
 
-# The statistics target of the refresh after a bulk write (PostgreSQL's default is 100): ANALYZE
-# samples 300 rows per unit of target. Of 30,000 revisions (their snapshots as JSON) its server
-# process held 63 MB of its own at the peak, 8 MB with 10; of the environments 63 and 8; the
-# task table's VACUUM (ANALYZE) 37 and 6. The plans of the list and of an export's revision
-# reads stay on their indexes, and the row counts are the tables' own. Autovacuum's next
-# ANALYZE takes the default's again.
+# The statistics target of the refresh for the tables written with the tasks (PostgreSQL's
+# default is 100): ANALYZE holds the rows it samples, 300 per unit of target, in the
+# connection's server process while it runs. Of 30,000 revisions (their snapshots as JSON)
+# that process held 63 MB of its own at the peak, 8 MB with 10; of the environments, blockers
+# and trigger questions 63 and 8. These tables are read by task: the export's reads stay on
+# their indexes, and the row counts are the tables' own. The stats stay until autovacuum's
+# next ANALYZE (a tenth of the table changed since). The task table keeps the default target
+# (its VACUUM (ANALYZE) held 37 MB): its list and counts are planned per project, and a
+# deployment of many projects needs their most common values.
 STATISTICS_TARGET = 10
 
 
@@ -371,16 +375,15 @@ def task_statistics_refresh(created: int) -> bool:
             rows = cursor.fetchone()[0]
             if created <= 50 + 0.1 * rows:
                 return False
-            # A sample of 3,000 rows a table, not 30,000 (STATISTICS_TARGET): ANALYZE holds
-            # the sampled rows, their JSON columns among them, in the connection's server
-            # process while it runs.
+            # The tables' names from the models' meta, quoted.
+            cursor.execute(f"VACUUM (ANALYZE) {table}")
+            # The others sampled for STATISTICS_TARGET: 3,000 rows a table, not 30,000.
             cursor.execute(f"SET default_statistics_target = {STATISTICS_TARGET}")
             try:
-                # The tables' names from the models' meta, quoted.
-                cursor.execute(f"VACUUM (ANALYZE) {table}")
                 cursor.execute(f"ANALYZE {others}")
             finally:
-                cursor.execute("RESET default_statistics_target")
+                with contextlib.suppress(Error):  # a lost connection: its own error is logged
+                    cursor.execute("RESET default_statistics_target")
     except DatabaseError as exc:  # the tasks are written: autovacuum will do it
         logger.warning("Statistics refresh after %d new tasks failed: %s", created, exc)
         return False
@@ -394,7 +397,9 @@ def bulk_connection_release() -> bool:
     10,000 tasks, 40 MB of its own in a first measurement, 6 MB in a later one on the same
     tables once their statistics had been taken. Returns whether it closed."""
     connection = connections[router.db_for_write(Task)]
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    if connection.vendor != "postgresql" or connection.connection is None:
         return False
+    if connection.in_atomic_block or not connection.get_autocommit():
+        return False  # a transaction's work is not cut off
     connection.close()
     return True

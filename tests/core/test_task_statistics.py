@@ -5,6 +5,7 @@ allocated for as long as it lived)."""
 
 import io
 import json
+import time
 
 import pytest
 from django.core.management import call_command
@@ -67,25 +68,70 @@ def test_a_large_write_refreshes_the_statistics_a_small_one_does_not():
     assert not task_statistics_refresh(60)
 
 
-def test_the_refresh_samples_few_rows_and_leaves_the_default_target():
-    """ANALYZE holds its sample in the connection's server process: the refresh samples
-    for a target of ``STATISTICS_TARGET``, so a column's histogram has that many buckets."""
+def _histogram_bounds(table: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats"
+            " WHERE tablename = %s AND attname = 'id'",
+            [table],
+        )
+        return cursor.fetchone()[0]
+
+
+def _target() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW default_statistics_target")
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def no_autovacuum():
+    """Autovacuum's own ANALYZE of the tables (80 new rows pass its threshold) would take the
+    default target while a test reads the refresh's statistics."""
+    _needs_postgresql()
+    tables = ["hilbench_annotate_task", "hilbench_annotate_revision"]
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+    yield
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+
+
+def test_the_tables_read_by_task_are_sampled_for_a_small_target(no_autovacuum):
+    """ANALYZE holds its sample in the connection's server process: the tables written with
+    the tasks are sampled for ``STATISTICS_TARGET`` (their histograms have that many
+    buckets), the task table for the default target (its list is planned per project)."""
     _needs_postgresql()
     project = Project.objects.create(name="Sample", slug="sample")
     task_create_many(project=project, records=_records(80))
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW default_statistics_target")
-        before = cursor.fetchone()[0]
-        assert task_statistics_refresh(80)
-        cursor.execute(
-            "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats"
-            " WHERE tablename = 'hilbench_annotate_task' AND attname = 'id'"
-        )
-        # 80 distinct ids: the default target (100) would keep 80 bounds.
-        assert cursor.fetchone()[0] == STATISTICS_TARGET + 1
-        cursor.execute("SHOW default_statistics_target")
-        assert cursor.fetchone()[0] == before
-    assert _estimated_tasks() == 80  # the row count is the table's own
+    before = _target()
+    assert task_statistics_refresh(80)
+    # 80 distinct ids: the default target (100) keeps 80 bounds.
+    assert _histogram_bounds("hilbench_annotate_revision") == STATISTICS_TARGET + 1
+    assert _histogram_bounds("hilbench_annotate_task") == 80
+    assert _target() == before
+    assert _estimated_tasks("hilbench_annotate_revision") == 80  # the table's own row count
+
+
+def test_a_failed_analyze_leaves_the_default_target(caplog, monkeypatch):
+    _needs_postgresql()
+    project = Project.objects.create(name="Refused", slug="refused")
+    task_create_many(project=project, records=_records(80))
+    before = _target()
+    real_execute = connection.cursor().__class__.execute
+
+    def refusing(self, sql, params=None):
+        if sql.startswith("ANALYZE"):
+            raise DatabaseError("canceling statement due to statement timeout")
+        return real_execute(self, sql, params)
+
+    monkeypatch.setattr(connection.cursor().__class__, "execute", refusing)
+    assert not task_statistics_refresh(10**9)
+    monkeypatch.undo()
+    assert "statement timeout" in caplog.text
+    assert _target() == before
 
 
 def test_nothing_runs_inside_a_transaction_or_on_sqlite():
@@ -167,9 +213,14 @@ def test_an_import_job_closes_the_connection_that_wrote_its_tasks(project, lead,
     assert connection.connection is None  # closed: the next query connects again
     assert Task.objects.filter(project=project).count() == 121
     assert _backend_pid() != writer
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [writer])
-        assert cursor.fetchone()[0] == 0
+    deadline = time.monotonic() + 10  # the server process ends soon after its client left
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [writer])
+            if not cursor.fetchone()[0]:
+                break
+        assert time.monotonic() < deadline, "the import's server process is still there"
+        time.sleep(0.05)
 
 
 def test_a_connection_in_a_transaction_or_on_sqlite_is_kept():
@@ -182,5 +233,14 @@ def test_a_connection_in_a_transaction_or_on_sqlite_is_kept():
         pid = _backend_pid()
         assert not bulk_connection_release()  # the transaction's work is not cut off
         assert _backend_pid() == pid
+    transaction.set_autocommit(False)  # a transaction without atomic()
+    try:
+        assert not bulk_connection_release()
+        assert _backend_pid() == pid
+    finally:
+        transaction.rollback()
+        transaction.set_autocommit(True)
     assert bulk_connection_release()
+    assert connection.connection is None
+    assert not bulk_connection_release()  # nothing to close: none is opened for it
     assert connection.connection is None
