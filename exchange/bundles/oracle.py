@@ -180,12 +180,13 @@ def _oracle_lock(root: Path, key: str) -> tuple[int, float | None]:
     locks.mkdir(exist_ok=True, mode=0o700)
     fd = os.open(locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return fd, None
-    except BlockingIOError:
-        waited_from = time.time()
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return fd, waited_from
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd, None
+        except BlockingIOError:
+            waited_from = time.time()
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a signal's exception here closes it too
+            return fd, waited_from
     except BaseException:
         os.close(fd)
         raise

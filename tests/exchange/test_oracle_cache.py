@@ -25,14 +25,17 @@ def _compute(calls: Path, result: dict) -> dict:
 UNSCORED = {"oracle": {"reward": None, "reason": "the sandbox failed"}, "noop": SCORED["noop"]}
 
 
-def _ask(key: str, calls: Path, result: dict, answers) -> None:
+def _ask(key: str, calls: Path, result: dict, answers, together) -> None:
+    together.wait(timeout=60)  # all three ask at once, however late each one started
     answers.put(oracle._cached(key, partial(_compute, calls, result)))
 
 
 def _three_at_once(key: str, calls: Path, result: dict) -> list[dict]:
     context = multiprocessing.get_context("fork")
-    answers = context.Queue()
-    processes = [context.Process(target=_ask, args=(key, calls, result, answers)) for _ in range(3)]
+    answers, together = context.Queue(), context.Barrier(3)
+    processes = [
+        context.Process(target=_ask, args=(key, calls, result, answers, together)) for _ in range(3)
+    ]
     for process in processes:
         process.start()
     results = [answers.get(timeout=60) for _ in processes]
