@@ -144,17 +144,20 @@ def _cached(key: str, compute) -> dict[str, Any]:
     cache = sandbox_root() / "oracle"
     cache.mkdir(exist_ok=True, mode=0o755)
     path = cache / f"{key}.json"
-    known = _read_result(path)
+    known = _read_json(path)
     if known is not None:
+        _SEEN[key] = known
         return known
-    unscored = cache.parent / ORACLE_LOCKS / f"{key}.unscored"
-    fd, waited_from = _oracle_lock(cache.parent, key)
+    locks = cache.parent / ORACLE_LOCKS
+    unscored = locks / f"{key}.unscored"
+    fd, waited_from = _oracle_lock(locks, key)
     try:
-        known = _read_result(path)  # made by the process that held the lock
+        known = _read_json(path)  # made by the process that held the lock
         if known is not None:
+            _SEEN[key] = known
             return known
         if waited_from is not None:
-            failed = _read_unscored(unscored, waited_from)
+            failed = _read_json(unscored, since=waited_from)
             if failed is not None:
                 return failed
         result = compute()
@@ -172,11 +175,10 @@ def _cached(key: str, compute) -> dict[str, Any]:
 ORACLE_LOCKS = "oracle-locks"
 
 
-def _oracle_lock(root: Path, key: str) -> tuple[int, float | None]:
-    """An fd holding the key's lock, and when this process began to wait for it (None if it
-    did not wait). As ``validators.environments``' locks: outside every folder a sandbox
-    sees, the folder 0700 and the file 0600, so no other user can take one."""
-    locks = root / ORACLE_LOCKS
+def _oracle_lock(locks: Path, key: str) -> tuple[int, float | None]:
+    """An fd holding the key's lock in ``locks``, and when this process began to wait for it
+    (None if it did not wait). As ``validators.environments``' locks: outside every folder a
+    sandbox sees, the folder 0700 and the file 0600, so no other user can take one."""
     locks.mkdir(exist_ok=True, mode=0o700)
     fd = os.open(locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -192,23 +194,11 @@ def _oracle_lock(root: Path, key: str) -> tuple[int, float | None]:
         raise
 
 
-def _read_result(path: Path) -> dict[str, Any] | None:
-    """A kept result (remembered by this process), or None: none, or not readable as one
-    (then it is made again and replaced)."""
+def _read_json(path: Path, *, since: float | None = None) -> dict[str, Any] | None:
+    """The result in ``path`` (written ``since`` then or later, if given), or None: none, or
+    not readable as one (then it is made again and replaced)."""
     try:
-        result = json_loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(result, dict):
-        return None
-    _SEEN[path.stem] = result
-    return result
-
-
-def _read_unscored(path: Path, since: float) -> dict[str, Any] | None:
-    """The outcome the lock's holder wrote while this process waited, or None."""
-    try:
-        if path.stat().st_mtime < since:
+        if since is not None and path.stat().st_mtime < since:
             return None
         result = json_loads(path.read_text())
     except (OSError, ValueError):

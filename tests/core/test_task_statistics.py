@@ -32,10 +32,29 @@ def _needs_postgresql():
         pytest.skip("PostgreSQL's planner statistics (this run is on SQLite)")
 
 
-def _estimated_tasks(table: str = "hilbench_annotate_task") -> float:
+def _value(sql: str, params=()):
+    """The one value a query answers."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        cursor.execute(sql, params)
         return cursor.fetchone()[0]
+
+
+def _refuse(monkeypatch, statement: str, message: str) -> None:
+    """Every statement that starts with ``statement`` raises a DatabaseError saying
+    ``message``; the others run."""
+    cursor_class = connection.cursor().__class__
+    real_execute = cursor_class.execute
+
+    def refusing(self, sql, params=None):
+        if sql.startswith(statement):
+            raise DatabaseError(message)
+        return real_execute(self, sql, params)
+
+    monkeypatch.setattr(cursor_class, "execute", refusing)
+
+
+def _estimated_tasks(table: str = "hilbench_annotate_task") -> float:
+    return _value("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
 
 
 def _records(count: int):
@@ -69,19 +88,15 @@ def test_a_large_write_refreshes_the_statistics_a_small_one_does_not():
 
 
 def _histogram_bounds(table: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats"
-            " WHERE tablename = %s AND attname = 'id'",
-            [table],
-        )
-        return cursor.fetchone()[0]
+    return _value(
+        "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats"
+        " WHERE tablename = %s AND attname = 'id'",
+        [table],
+    )
 
 
 def _target() -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW default_statistics_target")
-        return cursor.fetchone()[0]
+    return _value("SHOW default_statistics_target")
 
 
 @pytest.fixture
@@ -120,14 +135,7 @@ def test_a_failed_analyze_leaves_the_default_target(caplog, monkeypatch):
     project = Project.objects.create(name="Refused", slug="refused")
     task_create_many(project=project, records=_records(80))
     before = _target()
-    real_execute = connection.cursor().__class__.execute
-
-    def refusing(self, sql, params=None):
-        if sql.startswith("ANALYZE"):
-            raise DatabaseError("canceling statement due to statement timeout")
-        return real_execute(self, sql, params)
-
-    monkeypatch.setattr(connection.cursor().__class__, "execute", refusing)
+    _refuse(monkeypatch, "ANALYZE", "canceling statement due to statement timeout")
     assert not task_statistics_refresh(10**9)
     monkeypatch.undo()
     assert "statement timeout" in caplog.text
@@ -172,14 +180,7 @@ def test_a_failing_refresh_is_logged_not_raised(caplog, monkeypatch):
     _needs_postgresql()
     project = Project.objects.create(name="Failing", slug="failing")
     task_create_many(project=project, records=_records(80))
-    real_execute = connection.cursor().__class__.execute
-
-    def refusing(self, sql, params=None):
-        if sql.startswith("VACUUM"):
-            raise DatabaseError("canceling statement due to lock timeout")
-        return real_execute(self, sql, params)
-
-    monkeypatch.setattr(connection.cursor().__class__, "execute", refusing)
+    _refuse(monkeypatch, "VACUUM", "canceling statement due to lock timeout")
     # More new tasks than any row estimate a test before it on this database can leave (with
     # a large estimate and 80 the refresh rightly skips VACUUM, and logs nothing): the
     # refresh tries VACUUM, which refuses. (The CI failures of d7b212a and 9377365 were
@@ -189,9 +190,7 @@ def test_a_failing_refresh_is_logged_not_raised(caplog, monkeypatch):
 
 
 def _backend_pid() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        return cursor.fetchone()[0]
+    return _value("SELECT pg_backend_pid()")
 
 
 def test_an_import_job_closes_the_connection_that_wrote_its_tasks(project, lead, tmp_path):
@@ -214,11 +213,7 @@ def test_an_import_job_closes_the_connection_that_wrote_its_tasks(project, lead,
     assert Task.objects.filter(project=project).count() == 121
     assert _backend_pid() != writer
     deadline = time.monotonic() + 10  # the server process ends soon after its client left
-    while True:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [writer])
-            if not cursor.fetchone()[0]:
-                break
+    while _value("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [writer]):
         assert time.monotonic() < deadline, "the import's server process is still there"
         time.sleep(0.05)
 

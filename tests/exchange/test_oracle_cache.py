@@ -77,7 +77,7 @@ def test_a_result_that_cannot_be_read_is_made_again(tmp_path):
     (sandbox_root() / "oracle" / f"{key}.json").write_text('{"oracle": {"rew')  # cut short
     assert oracle._cached(key, partial(_compute, calls, SCORED)) == SCORED
     assert calls.read_text() == "run\n"
-    assert oracle._read_result(sandbox_root() / "oracle" / f"{key}.json") == SCORED
+    assert oracle._read_json(sandbox_root() / "oracle" / f"{key}.json") == SCORED
 
 
 def test_the_locks_are_the_workers_own():
